@@ -1,0 +1,53 @@
+//! What a policy may ask the machine to do.
+
+use crate::{PageId, Pid, TierId, Tid};
+
+/// How a migration is carried out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MigrateMode {
+    /// In the faulting thread's context (TPP/NBT promotion on a hint fault): the thread stalls
+    /// for the copy and the shootdown.
+    Sync { pid: Pid, tid: Tid },
+    /// By a background migration thread (HeMem, MEMTIS, kswapd demotion).
+    Async,
+    /// Nomad's transactional copy: copy while mapped, abort if the page is written meanwhile.
+    Transactional,
+}
+
+/// Which tiers the NUMA-balancing scanner marks with hint faults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanTiers {
+    /// Slow-tier pages only (promotion candidates; TPP, NBT).
+    SlowOnly,
+    /// Every tier (TPP+Colloid needs fast-tier faults to find demotion candidates).
+    All,
+}
+
+/// Which accesses PEBS-like sampling records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SampleFilter {
+    /// Every LLC-missing load and store (HeMem, MEMTIS).
+    AllMisses,
+    /// LLC-missing loads served by a slow tier (PACT: MEM_LOAD_L3_MISS_RETIRED.REMOTE_DRAM).
+    SlowLoads,
+    /// LLC-missing loads of every tier.
+    Loads,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Move a page to a tier. `keep_shadow` keeps the source copy so a later clean demotion
+    /// is a remap (Nomad, Vulcan).
+    Migrate { page: PageId, to: TierId, mode: MigrateMode, keep_shadow: bool },
+    /// Start, retune or stop (period 0) PEBS-like sampling.
+    SetSampling { period: u64, filter: SampleFilter },
+    /// NUMA-balancing scanner: every `period_ms`, mark the next `pages` pages of each process
+    /// (or of `pid`) for a hint fault. `pages == 0` stops scanning.
+    SetHintScan { pid: Option<Pid>, period_ms: f64, pages: u64, tiers: ScanTiers },
+    /// Enable or disable migration (and hint-fault marking) for one process.
+    SetMigration { pid: Pid, enabled: bool },
+    /// Limit a process's fast-tier pages (Vulcan partitions). `None` removes the limit.
+    SetPartition { pid: Pid, fast_pages: Option<u64> },
+    /// Allocate a named object's pages in a tier first (first touch spills when it is full).
+    BindObject { pid: Pid, object: String, tier: TierId },
+}

@@ -1,0 +1,18 @@
+use thiserror::Error;
+
+/// Errors of the policy interface: bad specs and parameters.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum Error {
+    #[error("unknown policy `{name}`{hint}; `tierkit list policies` shows the available ones")]
+    UnknownPolicy { name: String, hint: String },
+    #[error("policy `{policy}`: unknown parameter `{param}`{hint}; parameters: {known}")]
+    UnknownParam { policy: String, param: String, hint: String, known: String },
+    #[error("policy `{policy}`: parameter `{param}`: expected {expected}, got `{got}`")]
+    BadParam { policy: String, param: String, expected: String, got: String },
+    #[error("malformed policy spec `{spec}`: {why}")]
+    BadSpec { spec: String, why: String },
+    #[error("policy `{name}` cannot be stacked here: {why}")]
+    BadStack { name: String, why: String },
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,80 @@
+//! The policy interface and the registration record each policy file exports.
+
+use crate::action::{Action, SampleFilter};
+use crate::params::{ParamDef, Params};
+use crate::telemetry::Telemetry;
+use crate::{PageId, TierId};
+
+/// Synchronous queries a policy may make of the machine during a step (the simulated machine
+/// answers from its page table; Linux from move_pages(2) queries and idle-page tracking).
+pub trait Mechanism {
+    /// The tier a page is in now, or None when the page does not exist.
+    fn tier_of(&self, page: PageId) -> Option<TierId>;
+    /// Test and clear the accessed bit of each page (an access-bit scan of those PTEs).
+    /// `out` receives one entry per page; pages that do not exist read as not accessed.
+    fn test_and_clear_accessed(&mut self, pages: &[PageId], out: &mut Vec<bool>);
+}
+
+/// What telemetry a policy asks for at start (it can retune sampling with actions later).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TelemetryNeeds {
+    /// PEBS-like sampling period and filter, if the policy samples.
+    pub sampling: Option<(u64, SampleFilter)>,
+    /// Whether the policy reads per-tier uncore counters (Colloid, PACT).
+    pub tier_counters: bool,
+    /// Whether the policy reads the per-core offcore counters (Alto, Soar).
+    pub core_counters: bool,
+    /// Whether the policy relies on NUMA hint faults (TPP, NBT, Nomad).
+    pub hint_faults: bool,
+    /// How often the policy wants `step` called, in ns (the engine calls it on the first epoch
+    /// boundary at or after each multiple). 0 means every epoch.
+    pub quantum_ns: u64,
+}
+
+impl Default for TelemetryNeeds {
+    fn default() -> Self {
+        TelemetryNeeds { sampling: None, tier_counters: false, core_counters: false, hint_faults: false, quantum_ns: 0 }
+    }
+}
+
+/// A tiering policy. One file per policy; see `tierkit-policies`.
+pub trait Policy: Send {
+    /// The spec string this instance was built from (for reports).
+    fn name(&self) -> String;
+    /// What the policy needs from the machine.
+    fn needs(&self) -> TelemetryNeeds;
+    /// Called once before any process runs: objects are known, nothing is allocated yet.
+    /// Bind objects, start sampling and scanning here.
+    fn init(&mut self, _tel: &Telemetry, _mech: &mut dyn Mechanism, _out: &mut Vec<Action>) {}
+    /// Called every epoch with that epoch's telemetry (page events, faults and migration
+    /// results arrive every epoch; the policy may act only at its quantum).
+    fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>);
+    /// The policy's own statistics (overheads, table sizes), reported with the results.
+    fn stats(&self) -> Vec<(String, f64)> {
+        Vec::new()
+    }
+}
+
+/// A layer that wraps a base policy (Colloid, Alto, migration toggling).
+pub trait Layer: Policy {}
+
+/// How a registered policy is constructed.
+pub enum Builder {
+    /// A base policy built from its parameters.
+    Base(fn(&Params) -> crate::Result<Box<dyn Policy>>),
+    /// A layer stacked over an already built policy (`base+layer`).
+    Layer(fn(Box<dyn Policy>, &Params) -> crate::Result<Box<dyn Policy>>),
+}
+
+/// The registration record of a policy: one per policy file, listed once in the registry.
+pub struct PolicyInfo {
+    pub name: &'static str,
+    /// One line for `tierkit list policies`.
+    pub description: &'static str,
+    /// The paper section or artifact it follows.
+    pub source: &'static str,
+    pub params: &'static [ParamDef],
+    /// The parameter a bare value sets (`place:pc` sets `objects`).
+    pub positional: Option<&'static str>,
+    pub build: Builder,
+}

@@ -1,0 +1,128 @@
+//! Small pieces several policies share: dense per-page tables and a residency view kept from
+//! telemetry events (allocations, frees, migration results).
+
+use tierkit_core::telemetry::MigrationOutcome;
+use tierkit_core::{PageId, Telemetry, TierId};
+
+/// A per-page table indexed by the dense page id, growing on demand.
+#[derive(Clone, Debug)]
+pub struct Dense<T: Clone> {
+    v: Vec<T>,
+    default: T,
+}
+
+impl<T: Clone> Dense<T> {
+    pub fn new(default: T) -> Self {
+        Dense { v: Vec::new(), default }
+    }
+    #[inline]
+    pub fn get(&self, p: PageId) -> &T {
+        self.v.get(p.0 as usize).unwrap_or(&self.default)
+    }
+    #[inline]
+    pub fn get_mut(&mut self, p: PageId) -> &mut T {
+        let i = p.0 as usize;
+        if i >= self.v.len() {
+            self.v.resize(i + 1, self.default.clone());
+        }
+        &mut self.v[i]
+    }
+    pub fn set(&mut self, p: PageId, x: T) {
+        *self.get_mut(p) = x;
+    }
+    pub fn len(&self) -> usize {
+        self.v.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.v.is_empty()
+    }
+    /// Approximate memory held, for the policy's overhead report.
+    pub fn bytes(&self) -> usize {
+        self.v.capacity() * std::mem::size_of::<T>()
+    }
+}
+
+const NONE: u8 = u8::MAX;
+
+/// Which tier each page is in, as the policy learns it from telemetry.
+#[derive(Clone, Debug)]
+pub struct Residency {
+    tier: Dense<u8>,
+    counts: Vec<u64>,
+}
+
+impl Default for Residency {
+    fn default() -> Self {
+        Residency { tier: Dense::new(NONE), counts: vec![0; 2] }
+    }
+}
+
+impl Residency {
+    /// Apply this epoch's allocations, frees and completed migrations. Returns nothing; call
+    /// once per epoch before deciding.
+    pub fn observe(&mut self, tel: &Telemetry) {
+        for e in &tel.allocated {
+            self.set(e.page, Some(e.tier));
+        }
+        for e in &tel.freed {
+            self.set(e.page, None);
+        }
+        for m in &tel.migrations {
+            if m.outcome == MigrationOutcome::Done {
+                self.set(m.page, Some(m.to));
+            }
+        }
+    }
+
+    fn set(&mut self, p: PageId, t: Option<TierId>) {
+        let old = *self.tier.get(p);
+        if old != NONE {
+            self.counts[old as usize] -= 1;
+        }
+        let new = t.unwrap_or(NONE);
+        if new != NONE {
+            if new as usize >= self.counts.len() {
+                self.counts.resize(new as usize + 1, 0);
+            }
+            self.counts[new as usize] += 1;
+        }
+        self.tier.set(p, new);
+    }
+
+    pub fn tier(&self, p: PageId) -> Option<TierId> {
+        let t = *self.tier.get(p);
+        (t != NONE).then_some(t)
+    }
+
+    pub fn count(&self, t: TierId) -> u64 {
+        self.counts.get(t as usize).copied().unwrap_or(0)
+    }
+
+    /// One past the largest page id seen.
+    pub fn page_space(&self) -> u64 {
+        self.tier.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tierkit_core::telemetry::{MigrationResult, PageEvent};
+
+    #[test]
+    fn residency_follows_events() {
+        let mut r = Residency::default();
+        let mut tel = Telemetry::default();
+        tel.allocated = (0..4).map(|i| PageEvent { page: PageId(i), pid: 0, tier: (i % 2) as u8 }).collect();
+        r.observe(&tel);
+        assert_eq!((r.count(0), r.count(1)), (2, 2));
+        let mut tel = Telemetry::default();
+        tel.migrations.push(MigrationResult { page: PageId(1), from: 1, to: 0, outcome: MigrationOutcome::Done, remap: false });
+        tel.migrations.push(MigrationResult { page: PageId(3), from: 1, to: 0, outcome: MigrationOutcome::NoSpace, remap: false });
+        tel.freed.push(PageEvent { page: PageId(0), pid: 0, tier: 0 });
+        r.observe(&tel);
+        assert_eq!((r.count(0), r.count(1)), (2, 1));
+        assert_eq!(r.tier(PageId(0)), None);
+        assert_eq!(r.tier(PageId(1)), Some(0));
+    }
+}

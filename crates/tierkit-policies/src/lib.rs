@@ -1,0 +1,91 @@
+//! tierkit's policies. Each policy is one file exporting `pub const INFO: PolicyInfo`; adding a
+//! policy is that file plus one `mod` line and one line in [`REGISTRY`].
+//!
+//! A spec is `base[:k=v,...][+layer[:k=v,...]]...`, e.g. `hemem:sample_period=5003`.
+
+use tierkit_core::params::{Params, PolicySpec};
+use tierkit_core::policy::Builder;
+use tierkit_core::{suggest, Error, Policy, PolicyInfo, Result};
+
+pub mod common;
+pub mod notier;
+
+/// Every policy and layer, in the order `tierkit list policies` shows them.
+pub static REGISTRY: &[&PolicyInfo] = &[
+    &notier::INFO,
+];
+
+/// Look a policy up by name.
+pub fn find(name: &str) -> Option<&'static PolicyInfo> {
+    REGISTRY.iter().copied().find(|p| p.name == name)
+}
+
+fn lookup(name: &str) -> Result<&'static PolicyInfo> {
+    find(name).ok_or_else(|| Error::UnknownPolicy {
+        name: name.to_string(),
+        hint: suggest::hint(name, REGISTRY.iter().map(|p| p.name)),
+    })
+}
+
+/// Parse and validate a spec without building it (for early error reporting).
+pub fn check(spec: &str) -> Result<()> {
+    build(spec).map(|_| ())
+}
+
+/// Build the policy stack a spec names.
+pub fn build(spec: &str) -> Result<Box<dyn Policy>> {
+    let parsed = PolicySpec::parse(spec)?;
+    let mut stack: Option<Box<dyn Policy>> = None;
+    for layer in &parsed.layers {
+        let info = lookup(&layer.name)?;
+        let mut raw = layer.args.clone();
+        if let Some(pos) = &layer.positional {
+            let Some(pname) = info.positional else {
+                return Err(Error::BadSpec {
+                    spec: spec.to_string(),
+                    why: format!("`{}` takes no bare value; use KEY=VALUE (`{}:{}` is not valid)", info.name, info.name, pos),
+                });
+            };
+            raw.insert(0, (pname.to_string(), pos.clone()));
+        }
+        let params = Params::resolve(info.name, info.params, &raw)?;
+        stack = Some(match (&info.build, stack) {
+            (Builder::Base(f), None) => f(&params)?,
+            (Builder::Base(_), Some(_)) => {
+                return Err(Error::BadStack { name: info.name.into(), why: "it is a base policy and can only come first".into() })
+            }
+            (Builder::Layer(f), Some(base)) => f(base, &params)?,
+            (Builder::Layer(_), None) => {
+                return Err(Error::BadStack {
+                    name: info.name.into(),
+                    why: format!("it is a layer; put a base policy first, e.g. `hemem+{}`", info.name),
+                })
+            }
+        });
+    }
+    Ok(stack.expect("a parsed spec has at least one layer"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_names_are_unique_and_defaults_valid() {
+        let mut names: Vec<_> = REGISTRY.iter().map(|p| p.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), REGISTRY.len());
+        for p in REGISTRY {
+            if matches!(p.build, Builder::Base(_)) {
+                build(p.name).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_policy_suggests() {
+        let e = build("notiers").err().unwrap();
+        assert!(e.to_string().contains("did you mean `notier`"), "{e}");
+    }
+}
