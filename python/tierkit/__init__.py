@@ -1,0 +1,219 @@
+"""tierkit: tiered-memory placement policies on a simulated machine.
+
+The library API is small::
+
+    import tierkit
+
+    result = tierkit.run("gups-hotset", policy="hemem", overrides={"duration_s": 2}, seed=1)
+    result.summary["throughput_ops_per_s"]      # the JSON summary, as a dict
+    result.timeseries                           # a pandas DataFrame, one row per sample
+
+``tierkit.list_policies()``, ``list_workloads()`` and ``list_platforms()`` return ``(name, description)``
+pairs. Every bad input raises :class:`TierkitError`, whose message is complete and meant for users.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+ProgressCallback = Callable[[float, float], None]
+
+try:
+    from tierkit import _core
+except ImportError as _err:  # the Rust extension is not built: fail on use, with a clear message
+    _core = None  # type: ignore[assignment]
+    _CORE_IMPORT_ERROR: str = str(_err)
+
+    class TierkitError(Exception):  # type: ignore[no-redef]
+        """Raised for every bad input; the message is complete and user-facing."""
+
+    __version__ = "0+unknown"
+else:
+    _CORE_IMPORT_ERROR = ""
+    TierkitError = _core.TierkitError
+    __version__ = _core.__version__
+
+__all__ = [
+    "RunResult",
+    "TierkitError",
+    "__version__",
+    "describe_policy",
+    "list_platforms",
+    "list_policies",
+    "list_workloads",
+    "run",
+]
+
+_MAX_SEED = 2**64 - 1
+
+
+def _core_module() -> Any:
+    if _core is None:
+        raise TierkitError(
+            "the compiled extension tierkit._core is not available "
+            f"({_CORE_IMPORT_ERROR}); build it with `pip install -e .` or `make demo`"
+        )
+    return _core
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The outcome of one simulated run."""
+
+    summary: dict[str, Any]
+    """The JSON summary: policy, workload, platform, seed, throughput, slowdown, tiers, processes, ..."""
+    timeseries: pd.DataFrame
+    """One row per sample; ``t_s`` first, the other columns sorted by name."""
+
+    def write(self, out_dir: str | os.PathLike[str]) -> list[Path]:
+        """Write summary.json, timeseries.parquet and the PNG plots into ``out_dir``; return the paths."""
+        from tierkit.output import write_run
+
+        return write_run(self, Path(out_dir))
+
+
+def _format_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def normalize_overrides(overrides: Mapping[str, object] | Iterable[str] | None) -> list[str]:
+    """Turn ``{"duration_s": 2}`` or ``["duration_s=2"]`` into checked ``KEY=VALUE`` strings."""
+    if overrides is None:
+        return []
+    if isinstance(overrides, str):
+        raise TierkitError(
+            f"overrides must be a list of KEY=VALUE strings or a mapping, not the string `{overrides}`"
+        )
+    items: list[str]
+    if isinstance(overrides, Mapping):
+        items = [f"{key}={_format_value(value)}" for key, value in overrides.items()]
+    else:
+        items = [str(item) for item in overrides]
+    for item in items:
+        check_override(item)
+    return items
+
+
+def check_override(item: str) -> tuple[str, str]:
+    """Split one ``KEY=VALUE`` override; raise :class:`TierkitError` when it is malformed."""
+    key, sep, value = item.partition("=")
+    key, value = key.strip(), value.strip()
+    if not sep:
+        raise TierkitError(f"override `{item}` has no `=`; expected KEY=VALUE, e.g. duration_s=2")
+    if not key:
+        raise TierkitError(f"override `{item}` has no key before `=`; expected KEY=VALUE, e.g. duration_s=2")
+    if not value:
+        raise TierkitError(f"override `{item}` has no value after `=`; expected KEY=VALUE, e.g. duration_s=2")
+    return key, value
+
+
+def _check_experiment(experiment: str | os.PathLike[str]) -> str:
+    text = os.fspath(experiment)
+    if not isinstance(text, str) or not text.strip():
+        raise TierkitError("no experiment given; name a built-in (`tierkit list workloads`) or a TOML file")
+    looks_like_path = isinstance(experiment, os.PathLike) or text.endswith(".toml") or os.sep in text
+    if looks_like_path:
+        path = Path(text)
+        if path.is_dir():
+            raise TierkitError(f"experiment `{text}` is a directory, not a TOML file")
+        if not path.exists():
+            raise TierkitError(
+                f"experiment file `{text}` does not exist "
+                "(built-in experiments are named without a path; see `tierkit list workloads`)"
+            )
+    return text
+
+
+def _check_seed(seed: int | None) -> int | None:
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TierkitError(f"seed must be an integer, not {seed!r}")
+    if not 0 <= seed <= _MAX_SEED:
+        raise TierkitError(f"seed must be between 0 and {_MAX_SEED}, got {seed}")
+    return seed
+
+
+def _timeseries_frame(columns: Mapping[str, list[Any]]) -> pd.DataFrame:
+    import numpy as np
+    import pandas as pd
+
+    names = sorted(columns, key=lambda name: (name != "t_s", name))
+    lengths = {len(columns[name]) for name in names}
+    if len(lengths) > 1:
+        raise RuntimeError(
+            f"tierkit._core returned time-series columns of different lengths: {sorted(lengths)}"
+        )
+    return pd.DataFrame({name: np.asarray(columns[name]) for name in names})
+
+
+def run(
+    experiment: str | os.PathLike[str],
+    policy: str | None = None,
+    overrides: Mapping[str, object] | Iterable[str] | None = None,
+    seed: int | None = None,
+    progress: bool | ProgressCallback = False,
+) -> RunResult:
+    """Run one experiment on the simulated machine.
+
+    ``experiment`` is a built-in name (``tierkit list workloads``) or a TOML file. ``policy`` is a spec
+    ``name[:key=value,...][+layer[:key=value,...]]...``; ``None`` uses the experiment's own. ``overrides``
+    sets experiment keys (dotted keys reach into tables), as ``{"duration_s": 2}`` or ``["duration_s=2"]``.
+    ``progress`` is ``True`` for a progress bar on stderr, or a callable ``(sim_s_done, sim_s_total)``.
+    """
+    core = _core_module()
+    text = _check_experiment(experiment)
+    items = normalize_overrides(overrides)
+    checked_seed = _check_seed(seed)
+    if policy is not None and not isinstance(policy, str):
+        raise TierkitError(f"policy must be a spec string such as `hemem`, not {policy!r}")
+
+    if progress is True:
+        from tierkit.progress import RunProgress
+
+        with RunProgress(f"{text} ({policy or 'default policy'})") as bar:
+            summary_json, columns = core.run(text, policy, items, checked_seed, bar)
+    else:
+        callback = progress if callable(progress) else None
+        summary_json, columns = core.run(text, policy, items, checked_seed, callback)
+    return _make_result(summary_json, columns)
+
+
+def _make_result(summary_json: str, columns: Mapping[str, list[Any]]) -> RunResult:
+    import json
+
+    summary = json.loads(summary_json)
+    if not isinstance(summary, dict):
+        raise RuntimeError("tierkit._core returned a summary that is not a JSON object")
+    return RunResult(summary=summary, timeseries=_timeseries_frame(columns))
+
+
+def list_policies() -> list[tuple[str, str]]:
+    """Every policy and layer: ``(name, description)``, in the core's registry order."""
+    return [(str(n), str(d)) for n, d in _core_module().list_policies()]
+
+
+def list_workloads() -> list[tuple[str, str]]:
+    """The built-in experiments: ``(name, description)``."""
+    return [(str(n), str(d)) for n, d in _core_module().list_workloads()]
+
+
+def list_platforms() -> list[tuple[str, str]]:
+    """The platform presets: ``(name, description)``."""
+    return [(str(n), str(d)) for n, d in _core_module().list_platforms()]
+
+
+def describe_policy(name: str) -> list[dict[str, Any]]:
+    """A policy's parameters: dicts with ``name``, ``kind``, ``default``, ``unit``, ``doc``."""
+    return [dict(p) for p in _core_module().describe_policy(name)]

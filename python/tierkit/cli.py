@@ -1,0 +1,333 @@
+"""The ``tierkit`` command: a thin layer over the library API in :mod:`tierkit`.
+
+Every user error (bad input, missing file, unknown command) prints one line ``tierkit: error: ...`` on
+stderr and exits with status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import textwrap
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+PROG = "tierkit"
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+SPEC_HELP = """\
+policy SPEC grammar:
+  name[:key=value,...][+layer[:key=value,...]]...
+  A base policy, optionally with parameters, then layers stacked on it, in order.
+  Examples: notier   hemem:sample_period=5003   tpp+colloid   nbt+alto   hemem+colloid:delta=0.1
+  `tierkit list policies` names the policies and layers; `tierkit describe POLICY` lists the
+  parameters of one (type, default, unit)."""
+
+SET_HELP = """\
+--set KEY=VALUE keys (a built-in's parameters are top-level keys; dotted keys reach into the
+tables of a TOML experiment):
+  common to the built-in experiments:
+    duration_s=SECONDS        simulated time to run
+    platform=NAME             platform preset (`tierkit list platforms`)
+    fast_tier_gb=GB           fast-tier capacity in GiB
+    fast_ratio=F:S            fast:slow split of the workload's footprint, e.g. 1:2
+                              (instead of fast_tier_gb)
+    seed=N                    random seed (the same as --seed)
+  gups-hotset:
+    antagonist_intensity=X    memory antagonist streaming on the fast tier: 0 = none,
+                              1, 2, 3 = 5, 10, 15 cores
+    threads=N                 GUPS threads
+    working_set_gb=GB         size of the GUPS buffer in GiB
+    hot_set_gb=GB             size of its hot set in GiB
+    object_bytes=BYTES        object updated per operation (64 to 1048576)"""
+
+RUN_EXAMPLES = """\
+examples:
+  tierkit run gups-hotset --policy hemem --set duration_s=5
+  tierkit run gups-hotset --policy tpp+colloid --set antagonist_intensity=3 --out out/tpp
+  tierkit run my-experiment.toml --seed 7 --json > summary.json"""
+
+
+class CliError(Exception):
+    """A user error found by the CLI itself; printed as one ``tierkit: error:`` line."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with tierkit's error format: one line on stderr, exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        bad_command = re.match(r"argument COMMAND: invalid choice: '(.*?)'", message)
+        if bad_command:
+            message = f"unknown command `{bad_command.group(1)}`; the commands are {', '.join(COMMANDS)}"
+        fail(f"{message} (see `{self.prog} --help`)")
+
+
+def fail(message: str, status: int = EXIT_USAGE) -> NoReturn:
+    line = " ".join(str(message).split())
+    sys.stderr.write(f"{PROG}: error: {line}\n")
+    sys.stderr.flush()
+    raise SystemExit(status)
+
+
+def _override(text: str) -> str:
+    from tierkit import TierkitError, check_override
+
+    try:
+        check_override(text)
+    except TierkitError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("override ")) from None
+    return text
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""), 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"`{text}` is not a non-negative integer") from None
+    if not 0 <= value < 2**64:
+        raise argparse.ArgumentTypeError(f"`{text}` is out of range (0 to 2^64-1)")
+    return value
+
+
+def build_parser() -> Parser:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = Parser(
+        prog=PROG,
+        description=(
+            "tierkit: tiered-memory placement policies (HeMem, TPP, MEMTIS, NBT, Nomad, Colloid, Alto, "
+            "Soar, PACT, ...) on a simulated tiered-memory machine."
+        ),
+        epilog="Run `tierkit COMMAND --help` for the options of a command.",
+        formatter_class=formatter,
+    )
+    parser.add_argument("--version", action="store_true", help="print the tierkit version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+
+    run = sub.add_parser(
+        "run",
+        help="run one experiment on the simulated machine",
+        description=textwrap.dedent(
+            """\
+            Run one experiment on the simulated machine and report its summary.
+
+            EXPERIMENT is a built-in experiment (`tierkit list workloads`) or a TOML file. Without
+            --json a short table is printed; --out also writes summary.json, timeseries.parquet and
+            throughput.png, latency.png, migrations.png. A progress bar is shown on stderr when it is
+            a terminal."""
+        ),
+        epilog="\n\n".join((SPEC_HELP, SET_HELP, RUN_EXAMPLES)),
+        formatter_class=formatter,
+    )
+    run.add_argument("experiment", metavar="EXPERIMENT", help="built-in experiment name or TOML file")
+    run.add_argument(
+        "--policy",
+        metavar="SPEC",
+        help="policy stack, `name[:k=v,...][+layer...]` (default: the experiment's own); see below",
+    )
+    run.add_argument(
+        "--set",
+        dest="overrides",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        type=_override,
+        help="override an experiment key; may be repeated; see the keys below",
+    )
+    run.add_argument("--seed", type=_seed, metavar="N", help="random seed (same seed, same result)")
+    run.add_argument("--out", type=Path, metavar="DIR", help="write summary.json, timeseries.parquet, PNGs")
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="print the summary as one JSON object on stdout, and nothing else",
+    )
+
+    lister = sub.add_parser(
+        "list",
+        help="list the built-in policies, workloads or platforms",
+        description="Print one `name  description` line per built-in policy, workload or platform.",
+        formatter_class=formatter,
+    )
+    lister.add_argument(
+        "what",
+        metavar="WHAT",
+        choices=("policies", "workloads", "platforms"),
+        help="policies, workloads or platforms",
+    )
+
+    describe = sub.add_parser(
+        "describe",
+        help="show the parameters of a policy",
+        description="Print the parameters a policy or layer takes in a SPEC: name, type, default, unit, doc.",
+        epilog=SPEC_HELP,
+        formatter_class=formatter,
+    )
+    describe.add_argument("policy", metavar="POLICY", help="a policy or layer name (`tierkit list policies`)")
+
+    demo = sub.add_parser(
+        "demo",
+        help="compare policies on gups-hotset, with and without a memory antagonist",
+        description=textwrap.dedent(
+            """\
+            Compare notier, hemem, tpp, memtis, nbt, nomad and static placement at two hot fractions
+            on the built-in gups-hotset experiment, at antagonist intensities 0 and 3. Writes
+            report.md (a Markdown table and plots), results.json, timeseries.parquet and PNG plots.
+            Policies that are not built into this version are skipped with a note."""
+        ),
+        formatter_class=formatter,
+    )
+    demo.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        default=Path("demo-out"),
+        help="output directory (default: demo-out)",
+    )
+    demo.add_argument("--quick", action="store_true", help="short simulated durations (a smoke test)")
+    return parser
+
+
+# ------------------------------------------------------------------------------------------ commands
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import tierkit
+    from tierkit.output import print_summary, summary_text
+    from tierkit.progress import RunProgress, stderr_is_terminal
+
+    if args.out is not None:
+        _check_out_dir(args.out)
+    label = f"{args.experiment} ({args.policy or 'default policy'})"
+    with RunProgress(label) as bar:
+        progress: Callable[[float, float], None] = bar if stderr_is_terminal() else _quiet_progress
+        result = tierkit.run(args.experiment, args.policy, args.overrides, args.seed, progress=progress)
+
+    written = result.write(args.out) if args.out is not None else []
+    if args.json:
+        sys.stdout.write(summary_text(result.summary))
+        return EXIT_OK
+
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    print_summary(result.summary, console)
+    for path in written:
+        console.print(f"wrote {path}")
+    return EXIT_OK
+
+
+def _quiet_progress(done: float, total: float) -> None:
+    """Passed when no bar is drawn, so that Ctrl-C is noticed during a long run."""
+
+
+def _check_out_dir(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out `{out}` exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise CliError(f"cannot create --out directory `{out}`: {err.strerror or err}") from None
+    if not os.access(out, os.W_OK):
+        raise CliError(f"--out directory `{out}` is not writable")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    import tierkit
+
+    listing = {
+        "policies": tierkit.list_policies,
+        "workloads": tierkit.list_workloads,
+        "platforms": tierkit.list_platforms,
+    }[args.what]()
+    lines = [f"{name}  {' '.join(description.split())}" for name, description in listing]
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    return EXIT_OK
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    import tierkit
+
+    params = tierkit.describe_policy(args.policy)
+    if not params:
+        sys.stdout.write(f"{args.policy} takes no parameters\n")
+        return EXIT_OK
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"parameters of {args.policy}", title_justify="left")
+    for column in ("name", "kind", "default", "unit", "doc"):
+        table.add_column(column, overflow="fold")
+    for param in params:
+        table.add_row(*(str(param.get(key, "")) for key in ("name", "kind", "default", "unit", "doc")))
+    Console(highlight=False).print(table)
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from tierkit.demo import run_demo
+
+    _check_out_dir(args.out)
+    run_demo(args.out, quick=args.quick)
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": cmd_run,
+    "list": cmd_list,
+    "describe": cmd_describe,
+    "demo": cmd_demo,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tierkit`` console script and of ``python -m tierkit``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        import tierkit
+
+        sys.stdout.write(f"tierkit {tierkit.__version__}\n")
+        return EXIT_OK
+    if args.command is None:
+        parser.error(f"no command given; choose one of: {', '.join(COMMANDS)}")
+
+    from tierkit import TierkitError
+
+    try:
+        return COMMANDS[args.command](args)
+    except (TierkitError, CliError) as err:
+        fail(str(err))
+    except KeyboardInterrupt:
+        fail("interrupted", EXIT_INTERRUPTED)
+    except BrokenPipeError:
+        # The reader went away (`tierkit list policies | head -1`): not an error.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except OSError as err:
+        where = f" `{err.filename}`" if err.filename else ""
+        fail(f"{err.strerror or err}{where}")
+    except Exception as err:  # a bug, not a user error: still one line unless TIERKIT_DEBUG is set
+        if os.environ.get("TIERKIT_DEBUG"):
+            raise
+        fail(
+            f"internal error: {type(err).__name__}: {err} (set TIERKIT_DEBUG=1 for a traceback)",
+            EXIT_INTERNAL,
+        )
+    except BaseException as err:
+        # A Rust panic surfaces as pyo3's PanicException, a BaseException: a bug, reported in one line.
+        if type(err).__name__ != "PanicException" or os.environ.get("TIERKIT_DEBUG"):
+            raise
+        fail(
+            f"internal error: the simulator panicked: {err} (set TIERKIT_DEBUG=1 for a traceback)",
+            EXIT_INTERNAL,
+        )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,200 @@
+"""Files a run leaves behind (summary.json, timeseries.parquet, PNG plots) and the human summary table."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+    from rich.console import Console
+
+    from tierkit import RunResult
+
+SUMMARY_FILE = "summary.json"
+TIMESERIES_FILE = "timeseries.parquet"
+THROUGHPUT_PNG = "throughput.png"
+LATENCY_PNG = "latency.png"
+MIGRATIONS_PNG = "migrations.png"
+PLOT_FILES = (THROUGHPUT_PNG, LATENCY_PNG, MIGRATIONS_PNG)
+
+_DPI = 110
+_FIGSIZE = (8.0, 4.0)
+
+
+# ----------------------------------------------------------------------------------------------- files
+
+
+def summary_text(summary: Mapping[str, Any]) -> str:
+    """The summary as deterministic, indented JSON (keys sorted), with a trailing newline."""
+    return json.dumps(summary, indent=2, sort_keys=True, allow_nan=True) + "\n"
+
+
+def write_summary(summary: Mapping[str, Any], path: Path) -> Path:
+    path.write_text(summary_text(summary), encoding="utf-8")
+    return path
+
+
+def write_timeseries(frame: pd.DataFrame, path: Path) -> Path:
+    frame.to_parquet(path, index=False, engine="pyarrow")
+    return path
+
+
+def write_run(result: RunResult, out_dir: Path) -> list[Path]:
+    """Write summary.json, timeseries.parquet, throughput.png, latency.png and migrations.png."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    title = run_title(result.summary)
+    ts = result.timeseries
+    return [
+        write_summary(result.summary, out_dir / SUMMARY_FILE),
+        write_timeseries(ts, out_dir / TIMESERIES_FILE),
+        plot_lines(ts, _throughput_series(ts), out_dir / THROUGHPUT_PNG, f"Throughput: {title}", "ops/s"),
+        plot_lines(ts, prefixed(ts, "latency_ns."), out_dir / LATENCY_PNG, f"Loaded latency: {title}", "ns"),
+        plot_lines(
+            ts,
+            {name: name for name in ("promotions", "demotions") if name in ts.columns},
+            out_dir / MIGRATIONS_PNG,
+            f"Migrations: {title}",
+            "pages",
+        ),
+    ]
+
+
+# ----------------------------------------------------------------------------------------------- plots
+
+
+def prefixed(frame: pd.DataFrame, prefix: str) -> dict[str, str]:
+    """``{label: column}`` for the columns named ``prefix<label>``, sorted by label."""
+    return {col[len(prefix) :]: col for col in sorted(frame.columns) if col.startswith(prefix)}
+
+
+def _throughput_series(frame: pd.DataFrame) -> dict[str, str]:
+    series: dict[str, str] = {}
+    if "throughput_ops_per_s" in frame.columns:
+        series["total"] = "throughput_ops_per_s"
+    per_process = prefixed(frame, "throughput_ops_per_s.")
+    if len(per_process) > 1 or not series:
+        series.update(per_process)
+    return series
+
+
+def run_title(summary: Mapping[str, Any]) -> str:
+    parts = [
+        str(summary.get(key)) for key in ("workload", "policy", "platform") if summary.get(key) is not None
+    ]
+    return ", ".join(parts) if parts else "tierkit run"
+
+
+def new_axes(title: str, ylabel: str, xlabel: str = "simulated time (s)") -> tuple[Any, Axes]:
+    """A figure with one axes, without pyplot (no global state, Agg canvas)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=_FIGSIZE, layout="constrained")
+    ax = fig.subplots()
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    return fig, ax
+
+
+def save_figure(fig: Any, path: Path) -> Path:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    fig.savefig(path, dpi=_DPI, format="png")
+    return path
+
+
+def plot_lines(frame: pd.DataFrame, series: Mapping[str, str], path: Path, title: str, ylabel: str) -> Path:
+    """One line per ``{label: column}`` against ``t_s``; an empty plot says there was no data."""
+    fig, ax = new_axes(title, ylabel)
+    x = frame["t_s"] if "t_s" in frame.columns else frame.index
+    drawn = 0
+    for label, column in series.items():
+        ax.plot(x, frame[column], label=label, linewidth=1.2)
+        drawn += 1
+    if drawn:
+        if drawn > 1:
+            ax.legend(fontsize=8)
+        ax.set_ylim(bottom=0)
+    else:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+    return save_figure(fig, path)
+
+
+# ----------------------------------------------------------------------------------------------- text
+
+
+def si(value: float | None, unit: str = "", digits: int = 3) -> str:
+    """``12_300_000`` -> ``12.3 M``; ``None`` and NaN print as ``-``."""
+    if value is None or value != value:
+        return "-"
+    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.{digits}g} {prefix}{unit}".rstrip()
+    return f"{value:.{digits}g} {unit}".rstrip()
+
+
+def fmt_float(value: Any, spec: str) -> str:
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        return "-"
+    return format(value, spec)
+
+
+def print_summary(summary: Mapping[str, Any], console: Console) -> None:
+    """The short human report of ``tierkit run``: headline numbers, tiers, processes."""
+    from rich.table import Table
+
+    head = Table(show_header=False, box=None, pad_edge=False)
+    head.add_column(style="bold")
+    head.add_column()
+    rows: Sequence[tuple[str, str]] = (
+        ("policy", str(summary.get("policy", "-"))),
+        ("workload", str(summary.get("workload", "-"))),
+        ("platform", str(summary.get("platform", "-"))),
+        ("seed", str(summary.get("seed", "-"))),
+        ("simulated", f"{fmt_float(summary.get('sim_seconds'), '.3g')} s"),
+        ("wall time", f"{fmt_float(summary.get('wall_seconds'), '.3g')} s"),
+        ("throughput", si(summary.get("throughput_ops_per_s"), "ops/s")),
+        ("slowdown vs fast-only", f"{fmt_float(summary.get('slowdown_vs_fast_only'), '.3f')}x"),
+        ("promotions", str(summary.get("promotions", "-"))),
+        ("demotions", str(summary.get("demotions", "-"))),
+    )
+    for key, value in rows:
+        head.add_row(key, value)
+    console.print(head)
+
+    tiers = summary.get("tiers") or []
+    if tiers:
+        table = Table(title="tiers", title_justify="left")
+        for name in ("tier", "capacity (pages)", "used (pages)", "loaded latency (ns)", "accesses"):
+            table.add_column(name, justify="left" if name == "tier" else "right")
+        for tier in tiers:
+            table.add_row(
+                str(tier.get("name", "-")),
+                str(tier.get("capacity_pages", "-")),
+                str(tier.get("used_pages", "-")),
+                fmt_float(tier.get("mean_loaded_latency_ns"), ".1f"),
+                str(tier.get("accesses", "-")),
+            )
+        console.print(table)
+
+    processes = summary.get("processes") or []
+    if processes:
+        table = Table(title="processes", title_justify="left")
+        for name in ("process", "runtime (s)", "throughput", "slowdown", "fast-tier hits"):
+            table.add_column(name, justify="left" if name == "process" else "right")
+        for proc in processes:
+            hit = proc.get("fast_tier_hit_ratio")
+            table.add_row(
+                str(proc.get("name", "-")),
+                fmt_float(proc.get("runtime_s"), ".3g"),
+                si(proc.get("throughput_ops_per_s"), "ops/s"),
+                f"{fmt_float(proc.get('slowdown_vs_fast_only'), '.3f')}x",
+                f"{fmt_float(hit * 100 if isinstance(hit, int | float) else None, '.1f')}%",
+            )
+        console.print(table)

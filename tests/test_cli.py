@@ -1,0 +1,251 @@
+"""The command-line contract, checked against the real `tierkit` command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import tierkit
+from tests.conftest import EXPERIMENT, SHORT, run_json
+
+Tk = Callable[..., subprocess.CompletedProcess[str]]
+
+NUMBER = (int, float)
+SUMMARY_TYPES: dict[str, tuple[type, ...]] = {
+    "policy": (str,),
+    "workload": (str,),
+    "platform": (str,),
+    "seed": (int,),
+    "sim_seconds": NUMBER,
+    "wall_seconds": NUMBER,
+    "throughput_ops_per_s": NUMBER,
+    "slowdown_vs_fast_only": NUMBER,
+    "promotions": (int,),
+    "demotions": (int,),
+    "tiers": (list,),
+    "processes": (list,),
+}
+TIER_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,),
+    "capacity_pages": (int,),
+    "used_pages": (int,),
+    "mean_loaded_latency_ns": NUMBER,
+    "accesses": (int,),
+}
+PROCESS_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,),
+    "runtime_s": NUMBER,
+    "throughput_ops_per_s": NUMBER,
+    "slowdown_vs_fast_only": NUMBER,
+    "fast_tier_hit_ratio": NUMBER,
+}
+
+
+def check_types(obj: dict[str, Any], types: dict[str, tuple[type, ...]], where: str) -> None:
+    for key, allowed in types.items():
+        assert key in obj, f"{where}: missing `{key}` in {sorted(obj)}"
+        value = obj[key]
+        assert isinstance(value, allowed), f"{where}.{key} = {value!r}"
+        assert not isinstance(value, bool), f"{where}.{key} = {value!r}"
+
+
+def test_json_summary_has_every_key_with_the_right_type(tk: Tk) -> None:
+    proc = tk("run", EXPERIMENT, *SHORT, "--policy", "notier", "--seed", "3", "--json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)  # the whole of stdout is exactly one JSON object
+    assert isinstance(summary, dict)
+    check_types(summary, SUMMARY_TYPES, "summary")
+    assert summary["policy"].startswith("notier")
+    assert summary["workload"] == EXPERIMENT
+    assert summary["seed"] == 3
+    assert summary["sim_seconds"] == pytest.approx(0.2, rel=0.1)
+    assert summary["throughput_ops_per_s"] > 0
+    assert summary["slowdown_vs_fast_only"] > 0
+    assert len(summary["tiers"]) >= 2
+    for i, tier in enumerate(summary["tiers"]):
+        check_types(tier, TIER_TYPES, f"tiers[{i}]")
+        assert 0 <= tier["used_pages"] <= tier["capacity_pages"]
+    assert summary["processes"]
+    for i, proc_summary in enumerate(summary["processes"]):
+        check_types(proc_summary, PROCESS_TYPES, f"processes[{i}]")
+        assert 0.0 <= proc_summary["fast_tier_hit_ratio"] <= 1.0
+    # notier never migrates
+    assert summary["promotions"] == 0
+
+
+def test_piped_run_prints_no_progress(tk: Tk) -> None:
+    proc = tk("run", EXPERIMENT, *SHORT, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+
+
+def test_human_output_is_a_short_table(tk: Tk) -> None:
+    proc = tk("run", EXPERIMENT, *SHORT, "--policy", "notier")
+    assert proc.returncode == 0, proc.stderr
+    for word in ("policy", "notier", "throughput", "slowdown", "tiers", "processes"):
+        assert word in proc.stdout
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(proc.stdout)
+
+
+def test_out_writes_summary_timeseries_and_plots(tk: Tk, tmp_path: Path) -> None:
+    out = tmp_path / "nested" / "out"
+    proc = tk("run", EXPERIMENT, *SHORT, "--seed", "5", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)
+    written = json.loads((out / "summary.json").read_text())
+    assert written == printed
+
+    frame = pd.read_parquet(out / "timeseries.parquet")
+    assert len(frame) > 0
+    assert frame.columns[0] == "t_s"
+    for column in ("t_s", "throughput_ops_per_s", "promotions", "demotions"):
+        assert column in frame.columns
+    for prefix in ("latency_ns.", "bandwidth_gbps.", "used_pages.", "throughput_ops_per_s."):
+        assert any(c.startswith(prefix) for c in frame.columns), prefix
+    tiers = [t["name"] for t in written["tiers"]]
+    assert sorted(
+        c.removeprefix("latency_ns.") for c in frame.columns if c.startswith("latency_ns.")
+    ) == sorted(tiers)
+    assert frame["t_s"].is_monotonic_increasing
+    assert frame["t_s"].iloc[-1] <= written["sim_seconds"] * 1.001
+
+    for name in ("throughput.png", "latency.png", "migrations.png"):
+        data = (out / name).read_bytes()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n"), name
+        assert len(data) > 1000, name
+
+
+def test_same_seed_same_summary(tk: Tk) -> None:
+    first = run_json("--policy", "hemem", "--seed", "11")
+    second = run_json("--policy", "hemem", "--seed", "11")
+    first.pop("wall_seconds")
+    second.pop("wall_seconds")
+    assert first == second
+
+
+def _listed(stdout: str) -> list[tuple[str, str]]:
+    rows = []
+    for line in stdout.splitlines():
+        name, sep, description = line.partition("  ")
+        assert sep, f"no two-space separator in {line!r}"
+        assert name, f"no name in {line!r}"
+        assert " " not in name, f"bad name in {line!r}"
+        assert description.strip(), f"no description in {line!r}"
+        rows.append((name, description))
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("what", "expected"),
+    [("policies", "notier"), ("workloads", EXPERIMENT), ("platforms", None)],
+)
+def test_list_prints_the_builtins(tk: Tk, what: str, expected: str | None) -> None:
+    proc = tk("list", what)
+    assert proc.returncode == 0, proc.stderr
+    rows = _listed(proc.stdout)
+    api = {
+        "policies": tierkit.list_policies,
+        "workloads": tierkit.list_workloads,
+        "platforms": tierkit.list_platforms,
+    }[what]()
+    assert [name for name, _ in rows] == [name for name, _ in api]
+    assert rows
+    if expected is not None:
+        assert expected in [name for name, _ in rows]
+
+
+BAD_INPUTS: list[tuple[str, list[str]]] = [
+    ("unknown command", ["frobnicate"]),
+    ("no command", []),
+    ("unknown policy", ["run", EXPERIMENT, *SHORT, "--policy", "no-such-policy"]),
+    ("malformed spec", ["run", EXPERIMENT, *SHORT, "--policy", "notier:"]),
+    ("unknown policy parameter", ["run", EXPERIMENT, *SHORT, "--policy", "notier:bogus=1"]),
+    ("missing experiment file", ["run", "no/such/experiment.toml"]),
+    ("unknown built-in experiment", ["run", "no-such-experiment"]),
+    ("--set without =", ["run", EXPERIMENT, "--set", "duration_s"]),
+    ("--set without key", ["run", EXPERIMENT, "--set", "=1"]),
+    ("unknown --set key", ["run", EXPERIMENT, *SHORT, "--set", "no_such_key=1"]),
+    ("bad --set value", ["run", EXPERIMENT, "--set", "duration_s=soon"]),
+    ("unknown platform", ["run", EXPERIMENT, *SHORT, "--set", "platform=no-such-platform"]),
+    ("bad seed", ["run", EXPERIMENT, *SHORT, "--seed", "x"]),
+    ("negative seed", ["run", EXPERIMENT, *SHORT, "--seed", "-1"]),
+    ("missing experiment argument", ["run"]),
+    ("unknown option", ["run", EXPERIMENT, "--frobnicate"]),
+    ("unknown list", ["list", "gadgets"]),
+    ("unknown describe", ["describe", "no-such-policy"]),
+]
+
+
+@pytest.mark.parametrize("args", [args for _, args in BAD_INPUTS], ids=[name for name, _ in BAD_INPUTS])
+def test_bad_input_is_one_error_line(tk: Tk, args: list[str]) -> None:
+    proc = tk(*args)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("tierkit: error: ")
+    assert len(lines[0]) > len("tierkit: error: ") + 10
+    assert proc.stdout == ""
+
+
+def test_bad_out_dir_is_one_error_line(tk: Tk, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    proc = tk("run", EXPERIMENT, *SHORT, "--out", str(blocker / "sub"))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("tierkit: error: ")
+    assert len(proc.stderr.splitlines()) == 1
+
+
+HELP_WORDS = {
+    "": ["run", "list", "demo"],
+    "run": [
+        "name[:k=v,...][+layer...]",
+        "--policy",
+        "--set",
+        "--seed",
+        "--out",
+        "--json",
+        "duration_s",
+        "platform",
+        "fast_tier_gb",
+        "fast_ratio",
+        "F:S",
+        "seed",
+        "antagonist_intensity",
+        "threads",
+        "working_set_gb",
+        "hot_set_gb",
+        "object_bytes",
+    ],
+    "list": ["policies", "workloads", "platforms"],
+    "describe": ["POLICY"],
+    "demo": ["--out", "--quick", "demo-out", "gups-hotset"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(HELP_WORDS))
+def test_help_is_complete(tk: Tk, command: str) -> None:
+    proc = tk(*([command] if command else []), "--help")
+    assert proc.returncode == 0, proc.stderr
+    for word in HELP_WORDS[command]:
+        assert word in proc.stdout, f"`tierkit {command} --help` does not mention {word}"
+
+
+def test_version(tk: Tk) -> None:
+    proc = tk("--version")
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == f"tierkit {tierkit.__version__}"
+
+
+def test_describe_lists_parameters(tk: Tk) -> None:
+    proc = tk("describe", "notier")
+    assert proc.returncode == 0, proc.stderr
+    assert "notier" in proc.stdout
