@@ -1,6 +1,7 @@
 //! Small pieces several policies share: dense per-page tables and a residency view kept from
 //! telemetry events (allocations, frees, migration results).
 
+use tierkit_core::params::{ParamDef, Params};
 use tierkit_core::telemetry::MigrationOutcome;
 use tierkit_core::{PageId, Telemetry, TierId};
 
@@ -42,6 +43,23 @@ impl<T: Clone> Dense<T> {
     }
 }
 
+/// The spec string of a policy built from `params`: its name and, after a colon, the parameters
+/// that differ from their defaults, in declaration order (`hemem:sample_period=5003`).
+pub fn spec_name(name: &str, defs: &[ParamDef], params: &Params) -> String {
+    let defaults = Params::resolve(name, defs, &[]).expect("declared defaults are valid");
+    let value = |p: &Params, k: &str| p.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone());
+    let changed: Vec<String> = defs
+        .iter()
+        .filter(|d| value(params, d.name) != value(&defaults, d.name))
+        .filter_map(|d| value(params, d.name).map(|v| format!("{}={v}", d.name)))
+        .collect();
+    if changed.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}:{}", changed.join(","))
+    }
+}
+
 const NONE: u8 = u8::MAX;
 
 /// Which tier each page is in, as the policy learns it from telemetry.
@@ -58,19 +76,21 @@ impl Default for Residency {
 }
 
 impl Residency {
-    /// Apply this epoch's allocations, frees and completed migrations. Returns nothing; call
-    /// once per epoch before deciding.
+    /// Apply this epoch's allocations, completed migrations and frees, in that order (a page
+    /// migrated and then freed within one epoch ends up gone). A migration result for a page that
+    /// is not resident (freed while its copy was in flight) changes nothing. Call once per epoch
+    /// before deciding.
     pub fn observe(&mut self, tel: &Telemetry) {
         for e in &tel.allocated {
             self.set(e.page, Some(e.tier));
         }
-        for e in &tel.freed {
-            self.set(e.page, None);
-        }
         for m in &tel.migrations {
-            if m.outcome == MigrationOutcome::Done {
+            if m.outcome == MigrationOutcome::Done && self.tier(m.page).is_some() {
                 self.set(m.page, Some(m.to));
             }
+        }
+        for e in &tel.freed {
+            self.set(e.page, None);
         }
     }
 
@@ -112,8 +132,8 @@ mod tests {
     #[test]
     fn residency_follows_events() {
         let mut r = Residency::default();
-        let mut tel = Telemetry::default();
-        tel.allocated = (0..4).map(|i| PageEvent { page: PageId(i), pid: 0, tier: (i % 2) as u8 }).collect();
+        let allocated = (0..4).map(|i| PageEvent { page: PageId(i), pid: 0, tier: (i % 2) as u8 }).collect();
+        let tel = Telemetry { allocated, ..Telemetry::default() };
         r.observe(&tel);
         assert_eq!((r.count(0), r.count(1)), (2, 2));
         let mut tel = Telemetry::default();
@@ -124,5 +144,13 @@ mod tests {
         assert_eq!((r.count(0), r.count(1)), (2, 1));
         assert_eq!(r.tier(PageId(0)), None);
         assert_eq!(r.tier(PageId(1)), Some(0));
+        // a result for a page freed meanwhile does not bring it back
+        let mut tel = Telemetry::default();
+        tel.migrations.push(MigrationResult { page: PageId(0), from: 0, to: 1, outcome: MigrationOutcome::Done, remap: false });
+        tel.migrations.push(MigrationResult { page: PageId(2), from: 0, to: 1, outcome: MigrationOutcome::Done, remap: false });
+        tel.freed.push(PageEvent { page: PageId(2), pid: 0, tier: 1 });
+        r.observe(&tel);
+        assert_eq!((r.count(0), r.count(1)), (1, 1));
+        assert_eq!((r.tier(PageId(0)), r.tier(PageId(2))), (None, None));
     }
 }

@@ -8,11 +8,18 @@ use tierkit_core::policy::Builder;
 use tierkit_core::{suggest, Error, Policy, PolicyInfo, Result};
 
 pub mod common;
+pub mod hemem;
 pub mod notier;
+pub mod pagelist;
+pub mod place;
+#[cfg(test)]
+mod testbed;
 
 /// Every policy and layer, in the order `tierkit list policies` shows them.
 pub static REGISTRY: &[&PolicyInfo] = &[
     &notier::INFO,
+    &hemem::INFO,
+    &place::INFO,
 ];
 
 /// Look a policy up by name.

@@ -1,0 +1,676 @@
+//! HeMem (Raybuck et al., SOSP '21) as its public artifact implements it (`src/pebs.c` and
+//! `src/pebs.h` of the HeMem repository), in the setup Colloid (SOSP '24) §2.1 and §4.1 use.
+//!
+//! - **Sampling.** PEBS-like samples of LLC-missing loads and stores at a fixed period
+//!   (`SAMPLE_PERIOD` 19997). Each sample adds one to the page's read or write count; HeMem keeps
+//!   them apart: a page is hot when its reads reach `HOT_READ_THRESHOLD` or its writes reach
+//!   `HOT_WRITE_THRESHOLD` (4 each).
+//! - **Cooling.** When a sampled page's count exceeds `PEBS_COOLING_THRESHOLD` (10), a global
+//!   cooling clock advances. Counts are halved lazily, once per tick missed, the next time the page
+//!   is sampled or looked at. After a tick the policy walks the hot lists, `COOLING_PAGES` (8192)
+//!   per tier per quantum, and moves pages that have cooled below the thresholds to the cold lists
+//!   (`partial_cool_peek_and_move`).
+//! - **Lists.** Every resident page is on one of four FIFO lists: fast-hot, fast-cold, slow-hot,
+//!   slow-cold. New pages start cold; a sample that makes a page hot (or cold) moves it.
+//! - **Policy thread** every `quantum_ms` (`PEBS_KSWAPD_INTERVAL`, 10 ms): take pages off the
+//!   slow-hot list in order; a page that has cooled goes to the slow-cold list; otherwise, if the
+//!   fast tier has a free page, promote it, else first demote the page at the head of the fast-cold
+//!   list (and stop when that list is empty: every fast page is hot). Promotions are capped per
+//!   quantum (`PEBS_KSWAPD_MIGRATE_RATE`, 10 GiB, which the artifact calls a rate but applies per
+//!   policy iteration: effectively unlimited). Migrations are asynchronous (a background thread).
+//!
+//! Where this differs from the artifact, and why:
+//! - Pages are the backend's (4 KiB in the simulator); HeMem manages 2 MiB pages, so at the same
+//!   period a page collects 512x fewer samples. The thresholds keep HeMem's values; lower
+//!   `sample_period` (Colloid's fork uses 5003) to compensate.
+//! - The artifact shifts only the counter of the sampled event type when it applies missed ticks
+//!   (so the other counter never cools) and tests hotness before applying them; here both counters
+//!   are cooled before the new sample is counted.
+//! - HeMem's sampler hands hot/cold changes to the policy thread through rings (1M hot and 128
+//!   cold requests per iteration); here list moves happen as samples are read.
+//! - The policy sees migration outcomes only at the next epoch, so a page is off every list while
+//!   its migration is in flight. Actions are emitted in order (each demotion before the promotion
+//!   that uses its space): the backend is expected to carry them out in that order.
+//! - Only the promotions count against the cap, as in the artifact.
+//! - One instance manages every process's pages (HeMem manages the one application it is
+//!   preloaded into).
+
+use tierkit_core::action::{MigrateMode, SampleFilter};
+use tierkit_core::params::{ParamDef, ParamKind, Params};
+use tierkit_core::policy::Builder;
+use tierkit_core::telemetry::MigrationOutcome;
+use tierkit_core::{
+    Action, Mechanism, PageId, Policy, PolicyInfo, Telemetry, TelemetryNeeds, TierId, FAST, SLOW,
+};
+
+use crate::common::{spec_name, Dense, Residency};
+use crate::pagelist::PageLists;
+
+const PARAMS: &[ParamDef] = &[
+    ParamDef {
+        name: "sample_period",
+        kind: ParamKind::Int { min: 1, max: 1 << 30 },
+        default: "19997",
+        unit: "misses",
+        doc: "PEBS period: one sample per this many LLC-missing loads and stores (pebs.h SAMPLE_PERIOD; Colloid's fork uses 5003).",
+    },
+    ParamDef {
+        name: "hot_read_threshold",
+        kind: ParamKind::Int { min: 1, max: 30000 },
+        default: "4",
+        unit: "samples",
+        doc: "A page whose cooled read-sample count reaches this is hot (HOT_READ_THRESHOLD; Colloid's fork uses 8).",
+    },
+    ParamDef {
+        name: "hot_write_threshold",
+        kind: ParamKind::Int { min: 1, max: 30000 },
+        default: "4",
+        unit: "samples",
+        doc: "A page whose cooled write-sample count reaches this is hot (HOT_WRITE_THRESHOLD).",
+    },
+    ParamDef {
+        name: "cooling_threshold",
+        kind: ParamKind::Int { min: 1, max: 30000 },
+        default: "10",
+        unit: "samples",
+        doc: "When a page's read or write count exceeds this, the global cooling clock advances and all counts halve lazily (PEBS_COOLING_THRESHOLD; Colloid's fork uses 18).",
+    },
+    ParamDef {
+        name: "cooling_pages",
+        kind: ParamKind::Int { min: 1, max: 1 << 32 },
+        default: "8192",
+        unit: "pages",
+        doc: "Hot-list pages per tier re-checked each quantum after a clock tick, moving cooled ones to the cold list (COOLING_PAGES).",
+    },
+    ParamDef {
+        name: "quantum_ms",
+        kind: ParamKind::Int { min: 1, max: 3_600_000 },
+        default: "10",
+        unit: "ms",
+        doc: "Period of the policy (migration) thread (PEBS_KSWAPD_INTERVAL).",
+    },
+    ParamDef {
+        name: "max_migrate_mb_per_quantum",
+        kind: ParamKind::Int { min: 1, max: 1 << 40 },
+        default: "10240",
+        unit: "MiB",
+        doc: "Promotions per quantum at most (PEBS_KSWAPD_MIGRATE_RATE, 10 GiB: effectively unlimited; Colloid's HeMem version uses 100 MB).",
+    },
+];
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "hemem",
+    description: "HeMem: PEBS read/write counts, hot at 4 samples, lazy halving on a global cooling clock, per-tier hot/cold lists, promote hot pages every 10 ms swapping out cold fast pages",
+    source: "HeMem SOSP'21 §3-4 and its artifact (src/pebs.c, pebs.h); Colloid SOSP'24 §2.1, §4.1",
+    params: PARAMS,
+    positional: None,
+    build: Builder::Base(|p| Ok(Box::new(HeMem::new(p)))),
+};
+
+const FAST_HOT: usize = 0;
+const FAST_COLD: usize = 1;
+const SLOW_HOT: usize = 2;
+const SLOW_COLD: usize = 3;
+/// Pages whose migration is in flight (HeMem takes them off the lists while it moves them).
+const MIGRATING: usize = 4;
+const N_LISTS: usize = 5;
+
+const HOT: u8 = 1;
+const TO_FAST: u8 = 2;
+const TO_SLOW: u8 = 4;
+
+fn list_for(tier: TierId, hot: bool) -> usize {
+    match (tier == FAST, hot) {
+        (true, true) => FAST_HOT,
+        (true, false) => FAST_COLD,
+        (false, true) => SLOW_HOT,
+        (false, false) => SLOW_COLD,
+    }
+}
+
+/// HeMem's per-page record (`struct hemem_page`: accesses[], local_clock, hot).
+#[derive(Clone, Copy, Debug, Default)]
+struct PageState {
+    reads: u16,
+    writes: u16,
+    /// The cooling clock when the counts were last brought up to date.
+    clock: u32,
+    flags: u8,
+}
+
+impl PageState {
+    /// Apply the cooling ticks missed since the counts were last touched (one halving each).
+    #[inline]
+    fn cool_to(&mut self, clock: u32) {
+        let missed = clock.wrapping_sub(self.clock);
+        if missed > 0 {
+            self.reads = if missed >= 16 {
+                0
+            } else {
+                self.reads >> missed
+            };
+            self.writes = if missed >= 16 {
+                0
+            } else {
+                self.writes >> missed
+            };
+            self.clock = clock;
+        }
+    }
+}
+
+pub struct HeMem {
+    spec: String,
+    sample_period: u64,
+    hot_reads: u16,
+    hot_writes: u16,
+    cooling_threshold: u16,
+    cooling_pages: u64,
+    quantum_ns: u64,
+    max_migrate_bytes: u64,
+
+    residency: Residency,
+    pages: Dense<PageState>,
+    lists: PageLists,
+    /// HeMem's `global_clock`.
+    clock: u32,
+    /// Hot-list pages (fast, slow) still to re-check since the last clock tick.
+    cool_remaining: [u64; 2],
+    next_quantum_ns: u64,
+    inflight_to_fast: u64,
+    inflight_to_slow: u64,
+
+    samples: u64,
+    samples_untracked: u64,
+    quanta: u64,
+    promotions: u64,
+    demotions: u64,
+    migrations_done: u64,
+    migrations_failed: u64,
+    cap_hits: u64,
+}
+
+impl HeMem {
+    pub fn new(p: &Params) -> Self {
+        let quantum_ns = p.u64("quantum_ms") * 1_000_000;
+        HeMem {
+            spec: spec_name(INFO.name, PARAMS, p),
+            sample_period: p.u64("sample_period"),
+            hot_reads: p.u64("hot_read_threshold") as u16,
+            hot_writes: p.u64("hot_write_threshold") as u16,
+            cooling_threshold: p.u64("cooling_threshold") as u16,
+            cooling_pages: p.u64("cooling_pages"),
+            quantum_ns,
+            max_migrate_bytes: p.u64("max_migrate_mb_per_quantum") << 20,
+            residency: Residency::default(),
+            pages: Dense::new(PageState::default()),
+            lists: PageLists::new(N_LISTS),
+            clock: 0,
+            cool_remaining: [0; 2],
+            next_quantum_ns: quantum_ns,
+            inflight_to_fast: 0,
+            inflight_to_slow: 0,
+            samples: 0,
+            samples_untracked: 0,
+            quanta: 0,
+            promotions: 0,
+            demotions: 0,
+            migrations_done: 0,
+            migrations_failed: 0,
+            cap_hits: 0,
+        }
+    }
+
+    #[inline]
+    fn is_hot(&self, st: &PageState) -> bool {
+        st.reads >= self.hot_reads || st.writes >= self.hot_writes
+    }
+
+    /// Put a page on the list its tier and hotness call for (pages in flight stay put).
+    fn sync(&mut self, p: PageId) {
+        if self.lists.list_of(p) == Some(MIGRATING) {
+            return;
+        }
+        match self.residency.tier(p) {
+            None => {
+                self.lists.remove(p);
+            }
+            Some(t) => {
+                let want = list_for(t, self.pages.get(p).flags & HOT != 0);
+                if self.lists.list_of(p) != Some(want) {
+                    self.lists.push_back(want, p);
+                }
+            }
+        }
+    }
+
+    /// Forget a page's in-flight migration (its result arrived, or the page went away).
+    fn settle(&mut self, p: PageId) {
+        let st = self.pages.get_mut(p);
+        if st.flags & TO_FAST != 0 {
+            self.inflight_to_fast -= 1;
+        }
+        if st.flags & TO_SLOW != 0 {
+            self.inflight_to_slow -= 1;
+        }
+        st.flags &= !(TO_FAST | TO_SLOW);
+        if self.lists.list_of(p) == Some(MIGRATING) {
+            self.lists.remove(p);
+        }
+    }
+
+    fn observe_events(&mut self, tel: &Telemetry) {
+        self.residency.observe(tel);
+        for e in tel.allocated.iter().chain(&tel.freed) {
+            self.settle(e.page);
+            *self.pages.get_mut(e.page) = PageState {
+                clock: self.clock,
+                ..PageState::default()
+            };
+            self.sync(e.page);
+        }
+        for m in &tel.migrations {
+            if m.outcome == MigrationOutcome::Done {
+                self.migrations_done += 1;
+            } else {
+                self.migrations_failed += 1;
+            }
+            self.settle(m.page);
+            self.sync(m.page);
+        }
+    }
+
+    /// The PEBS scan thread: count each sample and move pages between hot and cold lists.
+    fn observe_samples(&mut self, tel: &Telemetry) {
+        for s in &tel.samples {
+            self.samples += 1;
+            if self.residency.tier(s.page).is_none() {
+                self.samples_untracked += 1;
+                continue;
+            }
+            let clock = self.clock;
+            let st = self.pages.get_mut(s.page);
+            st.cool_to(clock);
+            let c = if s.is_store {
+                &mut st.writes
+            } else {
+                &mut st.reads
+            };
+            *c = c.saturating_add(1);
+            let tick = *c > self.cooling_threshold;
+            let was_hot = st.flags & HOT != 0;
+            let hot = st.reads >= self.hot_reads || st.writes >= self.hot_writes;
+            if hot != was_hot {
+                st.flags ^= HOT;
+                self.sync(s.page);
+            }
+            if tick {
+                self.clock = self.clock.wrapping_add(1);
+                self.cool_remaining = [self.lists.len(FAST_HOT), self.lists.len(SLOW_HOT)];
+            }
+        }
+    }
+
+    fn issue(&mut self, p: PageId, to: TierId, out: &mut Vec<Action>) {
+        out.push(Action::Migrate {
+            page: p,
+            to,
+            mode: MigrateMode::Async,
+            keep_shadow: false,
+        });
+        self.lists.push_back(MIGRATING, p);
+        let st = self.pages.get_mut(p);
+        if to == FAST {
+            st.flags |= TO_FAST;
+            self.inflight_to_fast += 1;
+            self.promotions += 1;
+        } else {
+            st.flags |= TO_SLOW;
+            self.inflight_to_slow += 1;
+            self.demotions += 1;
+        }
+    }
+
+    /// The policy thread's migration loop (`pebs_policy_thread`).
+    fn migrate(&mut self, tel: &Telemetry, out: &mut Vec<Action>) {
+        let cap_pages = (self.max_migrate_bytes / tel.page_bytes.max(1)).max(1);
+        let mut fast_free = tel
+            .tier(FAST)
+            .map_or(0, |t| t.free_pages())
+            .saturating_sub(self.inflight_to_fast);
+        let mut slow_free = tel
+            .tier(SLOW)
+            .map_or(0, |t| t.free_pages())
+            .saturating_sub(self.inflight_to_slow);
+        let mut promoted = 0;
+        while promoted < cap_pages {
+            let Some(p) = self.lists.pop_front(SLOW_HOT) else {
+                break;
+            };
+            let clock = self.clock;
+            let st = self.pages.get_mut(p);
+            st.cool_to(clock);
+            let st = *st;
+            if !self.is_hot(&st) {
+                // cooled since it was last sampled
+                self.pages.get_mut(p).flags &= !HOT;
+                self.lists.push_back(SLOW_COLD, p);
+                continue;
+            }
+            if fast_free == 0 {
+                let victim = if slow_free > 0 {
+                    self.lists.pop_front(FAST_COLD)
+                } else {
+                    None
+                };
+                let Some(cp) = victim else {
+                    // every fast page is hot (or the slow tier is full): try again next quantum
+                    self.lists.push_back(SLOW_HOT, p);
+                    return;
+                };
+                self.issue(cp, SLOW, out);
+                slow_free -= 1;
+                fast_free += 1;
+            }
+            self.issue(p, FAST, out);
+            fast_free -= 1;
+            slow_free += 1;
+            promoted += 1;
+        }
+        if promoted == cap_pages && !self.lists.is_empty(SLOW_HOT) {
+            self.cap_hits += 1;
+        }
+    }
+
+    /// `partial_cool_peek_and_move`: after a clock tick, re-check a slice of each hot list.
+    fn partial_cool(&mut self) {
+        for (i, (hot_list, cold_list)) in [(FAST_HOT, FAST_COLD), (SLOW_HOT, SLOW_COLD)]
+            .into_iter()
+            .enumerate()
+        {
+            let remaining = self.cool_remaining[i].min(self.lists.len(hot_list));
+            let n = remaining.min(self.cooling_pages);
+            for _ in 0..n {
+                let Some(p) = self.lists.pop_front(hot_list) else {
+                    break;
+                };
+                let clock = self.clock;
+                let st = self.pages.get_mut(p);
+                st.cool_to(clock);
+                let st = *st;
+                if self.is_hot(&st) {
+                    self.lists.push_back(hot_list, p);
+                } else {
+                    self.pages.get_mut(p).flags &= !HOT;
+                    self.lists.push_back(cold_list, p);
+                }
+            }
+            self.cool_remaining[i] = remaining - n;
+        }
+    }
+}
+
+impl Policy for HeMem {
+    fn name(&self) -> String {
+        self.spec.clone()
+    }
+
+    fn needs(&self) -> TelemetryNeeds {
+        TelemetryNeeds {
+            sampling: Some((self.sample_period, SampleFilter::AllMisses)),
+            quantum_ns: self.quantum_ns,
+            ..TelemetryNeeds::default()
+        }
+    }
+
+    fn init(&mut self, _tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
+        out.push(Action::SetSampling {
+            period: self.sample_period,
+            filter: SampleFilter::AllMisses,
+        });
+    }
+
+    fn step(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
+        self.observe_events(tel);
+        self.observe_samples(tel);
+        if tel.now_ns >= self.next_quantum_ns {
+            self.quanta += 1;
+            self.migrate(tel, out);
+            self.partial_cool();
+            self.next_quantum_ns = (tel.now_ns / self.quantum_ns + 1) * self.quantum_ns;
+        }
+    }
+
+    fn stats(&self) -> Vec<(String, f64)> {
+        let table_bytes =
+            self.pages.bytes() + self.lists.bytes() + self.residency.page_space() as usize;
+        [
+            ("samples_processed", self.samples as f64),
+            ("samples_untracked", self.samples_untracked as f64),
+            ("pages_tracked", self.lists.total() as f64),
+            ("hot_pages_fast", self.lists.len(FAST_HOT) as f64),
+            ("hot_pages_slow", self.lists.len(SLOW_HOT) as f64),
+            ("cooling_clock", self.clock as f64),
+            ("quanta", self.quanta as f64),
+            ("promotions_issued", self.promotions as f64),
+            ("demotions_issued", self.demotions as f64),
+            (
+                "migrations_issued",
+                (self.promotions + self.demotions) as f64,
+            ),
+            ("migrations_done", self.migrations_done as f64),
+            ("migrations_failed", self.migrations_failed as f64),
+            ("cap_hits", self.cap_hits as f64),
+            ("table_bytes", table_bytes as f64),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testbed::{read, write, Machine};
+    use proptest::prelude::*;
+
+    fn hemem(args: &[(&str, &str)]) -> HeMem {
+        let raw: Vec<(String, String)> = args
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        HeMem::new(&Params::resolve("hemem", PARAMS, &raw).unwrap())
+    }
+
+    fn migrations(out: &[Action]) -> Vec<(u64, TierId)> {
+        out.iter()
+            .filter_map(|a| match a {
+                Action::Migrate { page, to, mode, .. } => {
+                    assert_eq!(*mode, MigrateMode::Async);
+                    Some((page.0, *to))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn starts_sampling_and_names_itself() {
+        let mut h = hemem(&[("sample_period", "5003")]);
+        assert_eq!(h.name(), "hemem:sample_period=5003");
+        let n = h.needs();
+        assert_eq!(n.sampling, Some((5003, SampleFilter::AllMisses)));
+        assert_eq!(n.quantum_ns, 10_000_000);
+        let mut out = Vec::new();
+        h.init(
+            &Telemetry::default(),
+            &mut tierkit_core::testing::FakeMech::default(),
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            vec![Action::SetSampling {
+                period: 5003,
+                filter: SampleFilter::AllMisses
+            }]
+        );
+    }
+
+    #[test]
+    fn promotes_a_page_after_four_samples() {
+        let mut m = Machine::new(&[100, 100]);
+        for p in 0..8 {
+            m.alloc(p, SLOW, 0);
+        }
+        let mut h = hemem(&[]);
+        // three reads of page 3, two reads and two writes of page 5 (counted apart: not hot)
+        let s = vec![
+            read(3),
+            read(3),
+            read(3),
+            read(5),
+            read(5),
+            write(5),
+            write(5),
+        ];
+        let out = m.run_for(&mut h, s, 10);
+        assert!(migrations(&out).is_empty(), "{out:?}");
+        assert_eq!(h.lists.len(SLOW_HOT), 0);
+        // the fourth read makes page 3 hot; four writes make page 6 hot
+        let s = vec![read(3), write(6), write(6), write(6), write(6)];
+        let out = m.run_for(&mut h, s, 10);
+        assert_eq!(migrations(&out), vec![(3, FAST), (6, FAST)]);
+        m.run_for(&mut h, vec![], 1);
+        assert_eq!(m.tier[3], Some(FAST));
+        assert_eq!(h.lists.list_of(PageId(3)), Some(FAST_HOT));
+        assert_eq!((h.promotions, h.demotions, h.migrations_done), (2, 0, 2));
+    }
+
+    #[test]
+    fn demotes_a_cold_fast_page_when_the_fast_tier_is_full() {
+        let mut m = Machine::new(&[3, 100]);
+        for p in 0..3 {
+            m.alloc(p, FAST, 0);
+        }
+        m.alloc(10, SLOW, 0);
+        m.alloc(11, SLOW, 0);
+        let mut h = hemem(&[]);
+        // page 1 is hot in the fast tier; pages 10 and 11 are hot in the slow tier
+        let mut s = vec![read(1); 4];
+        s.extend(vec![read(10); 4]);
+        s.extend(vec![write(11); 4]);
+        let out = m.run_for(&mut h, s, 10);
+        // the head of the fast-cold list (page 0, then page 2) goes down before each promotion
+        assert_eq!(
+            migrations(&out),
+            vec![(0, SLOW), (10, FAST), (2, SLOW), (11, FAST)]
+        );
+        m.run_for(&mut h, vec![], 1);
+        assert_eq!(m.used(FAST), 3);
+        assert_eq!(m.nospace, 0);
+        // every fast page is hot now: a new hot slow page waits
+        m.alloc(12, SLOW, 0);
+        let out = m.run_for(&mut h, vec![read(12); 4], 10);
+        assert!(migrations(&out).is_empty(), "{out:?}");
+        assert_eq!(h.lists.list_of(PageId(12)), Some(SLOW_HOT));
+    }
+
+    #[test]
+    fn cooling_halves_counts_lazily() {
+        let mut m = Machine::new(&[100, 100]);
+        for p in 0..4 {
+            m.alloc(p, SLOW, 0);
+        }
+        m.alloc(50, FAST, 0);
+        let mut h = hemem(&[]);
+        // page 1: three reads; page 50 (fast): hot with four reads
+        let mut s = vec![read(1); 3];
+        s.extend(vec![read(50); 4]);
+        m.run_for(&mut h, s, 1);
+        assert_eq!(h.lists.list_of(PageId(50)), Some(FAST_HOT));
+        // page 2 reaches 11 reads: the clock ticks once
+        m.run_for(&mut h, vec![read(2); 11], 1);
+        assert_eq!(h.clock, 1);
+        // page 1's next read: 3 halves to 1, plus one is 2: still cold
+        m.run_for(&mut h, vec![read(1)], 1);
+        assert_eq!(h.pages.get(PageId(1)).reads, 2);
+        assert_eq!(h.lists.list_of(PageId(1)), Some(SLOW_COLD));
+        // page 2 itself cools on its next sample: 11 -> 5, + 1
+        m.run_for(&mut h, vec![read(2)], 1);
+        assert_eq!(h.pages.get(PageId(2)).reads, 6);
+        // a second tick; page 50 is never sampled again, yet the partial cooling walk finds it
+        // (4 >> 2 = 1 < 4) and moves it to the fast-cold list at the next quantum
+        m.run_for(&mut h, vec![read(3); 11], 1);
+        assert_eq!(h.clock, 2);
+        assert_eq!(h.lists.list_of(PageId(50)), Some(FAST_HOT));
+        m.run_for(&mut h, vec![], 10);
+        assert_eq!(h.lists.list_of(PageId(50)), Some(FAST_COLD));
+        assert_eq!(h.pages.get(PageId(50)).reads, 1);
+    }
+
+    #[test]
+    fn failed_promotions_are_retried_and_freed_pages_forgotten() {
+        let mut m = Machine::new(&[10, 100]);
+        for p in 0..4 {
+            m.alloc(p, SLOW, 0);
+        }
+        let mut h = hemem(&[]);
+        m.refuse_next = 1;
+        let out = m.run_for(&mut h, vec![read(2); 4], 10);
+        assert_eq!(migrations(&out), vec![(2, FAST)]);
+        // the refusal arrives: the page goes back on the slow-hot list and is promoted again
+        let out = m.run_for(&mut h, vec![], 10);
+        assert_eq!(migrations(&out), vec![(2, FAST)]);
+        assert_eq!(h.migrations_failed, 1);
+        m.free(2);
+        m.run_for(&mut h, vec![read(2)], 1);
+        assert_eq!(h.lists.list_of(PageId(2)), None);
+        assert_eq!(h.samples_untracked, 1);
+        assert_eq!((h.inflight_to_fast, h.inflight_to_slow), (0, 0));
+    }
+
+    #[test]
+    fn the_cap_limits_promotions_per_quantum() {
+        let mut m = Machine::new(&[100, 100]);
+        for p in 0..4 {
+            m.alloc(p, SLOW, 0);
+        }
+        // 1 MiB at 4 KiB pages: 256 pages; make it 2 pages with a tiny page size
+        m.page_bytes = 512 << 10;
+        let mut h = hemem(&[("max_migrate_mb_per_quantum", "1")]);
+        let s: Vec<_> = (0..4).flat_map(|p| vec![read(p); 4]).collect();
+        let out = m.run_for(&mut h, s, 10);
+        assert_eq!(migrations(&out), vec![(0, FAST), (1, FAST)]);
+        let out = m.run_for(&mut h, vec![], 10);
+        assert_eq!(migrations(&out), vec![(2, FAST), (3, FAST)]);
+        assert_eq!(h.cap_hits, 1);
+    }
+
+    proptest! {
+        /// Whatever the sample stream and the starting placement, carrying out HeMem's actions in
+        /// order never needs more fast (or slow) pages than are free.
+        #[test]
+        fn never_overfills_a_tier(
+            fast_cap in 1u64..24,
+            placement in proptest::collection::vec(0u8..2, 1..48),
+            rounds in proptest::collection::vec(proptest::collection::vec((0u64..48, any::<bool>()), 0..40), 1..12),
+        ) {
+            let n = placement.len() as u64;
+            let mut m = Machine::new(&[fast_cap, n + 4]);
+            for (p, &t) in placement.iter().enumerate() {
+                let t = if t == 0 && m.used(FAST) < fast_cap { FAST } else { SLOW };
+                m.alloc(p as u64, t, 0);
+            }
+            let mut h = hemem(&[("quantum_ms", "2")]);
+            for r in rounds {
+                let s = r.into_iter().map(|(p, st)| if st { write(p % n) } else { read(p % n) }).collect();
+                m.run_for(&mut h, s, 2);
+                prop_assert_eq!(m.nospace, 0);
+                prop_assert!(m.used(FAST) <= fast_cap);
+                // every resident page is on exactly one list
+                prop_assert_eq!(h.lists.total(), n);
+            }
+        }
+    }
+}

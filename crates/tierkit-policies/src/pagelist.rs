@@ -1,0 +1,252 @@
+//! Intrusive doubly-linked page lists kept in dense vectors.
+//!
+//! A [`PageLists`] holds a fixed number of lists (HeMem's per-tier hot and cold lists, MEMTIS's
+//! per-tier histogram bins) over dense page ids. Every page is on at most one list; push, pop,
+//! remove and move are O(1) and allocate nothing once the per-page table has grown to the
+//! largest page id. Iteration order is insertion order, so decisions built on it are
+//! deterministic.
+
+use tierkit_core::PageId;
+
+const NIL: u32 = u32::MAX;
+const NO_LIST: u16 = u16::MAX;
+
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    prev: u32,
+    next: u32,
+    list: u16,
+}
+
+const UNLINKED: Link = Link {
+    prev: NIL,
+    next: NIL,
+    list: NO_LIST,
+};
+
+/// A fixed set of FIFO lists over dense page ids.
+#[derive(Clone, Debug)]
+pub struct PageLists {
+    link: Vec<Link>,
+    head: Vec<u32>,
+    tail: Vec<u32>,
+    len: Vec<u64>,
+}
+
+#[inline]
+fn idx(p: PageId) -> u32 {
+    assert!(
+        p.0 < NIL as u64,
+        "page id {} does not fit a 32-bit list index",
+        p.0
+    );
+    p.0 as u32
+}
+
+impl PageLists {
+    /// `lists` empty lists (at most 65535).
+    pub fn new(lists: usize) -> Self {
+        assert!(lists < NO_LIST as usize);
+        PageLists {
+            link: Vec::new(),
+            head: vec![NIL; lists],
+            tail: vec![NIL; lists],
+            len: vec![0; lists],
+        }
+    }
+
+    pub fn lists(&self) -> usize {
+        self.head.len()
+    }
+
+    #[inline]
+    pub fn len(&self, l: usize) -> u64 {
+        self.len[l]
+    }
+
+    #[inline]
+    pub fn is_empty(&self, l: usize) -> bool {
+        self.len[l] == 0
+    }
+
+    /// Pages on any list.
+    pub fn total(&self) -> u64 {
+        self.len.iter().sum()
+    }
+
+    /// The list a page is on.
+    #[inline]
+    pub fn list_of(&self, p: PageId) -> Option<usize> {
+        match self.link.get(p.0 as usize) {
+            Some(l) if l.list != NO_LIST => Some(l.list as usize),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    pub fn front(&self, l: usize) -> Option<PageId> {
+        let h = self.head[l];
+        (h != NIL).then_some(PageId(h as u64))
+    }
+
+    /// The page after `p` on its list.
+    #[inline]
+    pub fn next(&self, p: PageId) -> Option<PageId> {
+        let n = self.link.get(p.0 as usize)?.next;
+        (n != NIL).then_some(PageId(n as u64))
+    }
+
+    fn ensure(&mut self, i: u32) {
+        let i = i as usize;
+        if i >= self.link.len() {
+            self.link.resize(i + 1, UNLINKED);
+        }
+    }
+
+    /// Append `p` to list `l`, taking it off any list it is on.
+    pub fn push_back(&mut self, l: usize, p: PageId) {
+        let i = idx(p);
+        self.remove(p);
+        self.ensure(i);
+        let t = self.tail[l];
+        self.link[i as usize] = Link {
+            prev: t,
+            next: NIL,
+            list: l as u16,
+        };
+        if t == NIL {
+            self.head[l] = i;
+        } else {
+            self.link[t as usize].next = i;
+        }
+        self.tail[l] = i;
+        self.len[l] += 1;
+    }
+
+    /// Put `p` first on list `l`, taking it off any list it is on.
+    pub fn push_front(&mut self, l: usize, p: PageId) {
+        let i = idx(p);
+        self.remove(p);
+        self.ensure(i);
+        let h = self.head[l];
+        self.link[i as usize] = Link {
+            prev: NIL,
+            next: h,
+            list: l as u16,
+        };
+        if h == NIL {
+            self.tail[l] = i;
+        } else {
+            self.link[h as usize].prev = i;
+        }
+        self.head[l] = i;
+        self.len[l] += 1;
+    }
+
+    /// Take `p` off its list; returns the list it was on.
+    pub fn remove(&mut self, p: PageId) -> Option<usize> {
+        let i = p.0 as usize;
+        let Link { prev, next, list } = *self.link.get(i)?;
+        if list == NO_LIST {
+            return None;
+        }
+        let l = list as usize;
+        if prev == NIL {
+            self.head[l] = next;
+        } else {
+            self.link[prev as usize].next = next;
+        }
+        if next == NIL {
+            self.tail[l] = prev;
+        } else {
+            self.link[next as usize].prev = prev;
+        }
+        self.link[i] = UNLINKED;
+        self.len[l] -= 1;
+        Some(l)
+    }
+
+    pub fn pop_front(&mut self, l: usize) -> Option<PageId> {
+        let p = self.front(l)?;
+        self.remove(p);
+        Some(p)
+    }
+
+    /// The pages of list `l`, first to last.
+    pub fn iter(&self, l: usize) -> impl Iterator<Item = PageId> + '_ {
+        let mut cur = self.head[l];
+        std::iter::from_fn(move || {
+            if cur == NIL {
+                return None;
+            }
+            let p = PageId(cur as u64);
+            cur = self.link[cur as usize].next;
+            Some(p)
+        })
+    }
+
+    /// Memory held by the per-page links, for overhead reports.
+    pub fn bytes(&self) -> usize {
+        self.link.capacity() * std::mem::size_of::<Link>() + self.head.len() * 20
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn pages(l: &PageLists, list: usize) -> Vec<u64> {
+        l.iter(list).map(|p| p.0).collect()
+    }
+
+    #[test]
+    fn fifo_order_and_moves() {
+        let mut l = PageLists::new(2);
+        for i in [5, 1, 9] {
+            l.push_back(0, PageId(i));
+        }
+        assert_eq!(pages(&l, 0), vec![5, 1, 9]);
+        l.push_back(1, PageId(1));
+        assert_eq!(pages(&l, 0), vec![5, 9]);
+        assert_eq!(l.list_of(PageId(1)), Some(1));
+        l.push_front(0, PageId(1));
+        assert_eq!(pages(&l, 0), vec![1, 5, 9]);
+        assert_eq!(l.pop_front(0), Some(PageId(1)));
+        assert_eq!(l.remove(PageId(9)), Some(0));
+        assert_eq!(l.remove(PageId(9)), None);
+        assert_eq!(pages(&l, 0), vec![5]);
+        assert_eq!((l.len(0), l.len(1), l.total()), (1, 0, 1));
+        assert_eq!(l.list_of(PageId(100)), None);
+    }
+
+    proptest! {
+        /// The lists agree with a plain model under any sequence of operations.
+        #[test]
+        fn matches_a_vec_model(ops in proptest::collection::vec((0u8..4, 0u64..16, 0usize..3), 0..200)) {
+            let mut l = PageLists::new(3);
+            let mut model: Vec<Vec<u64>> = vec![Vec::new(); 3];
+            for (op, p, list) in ops {
+                for m in model.iter_mut() {
+                    if op != 3 {
+                        m.retain(|&x| x != p);
+                    }
+                }
+                match op {
+                    0 => { l.push_back(list, PageId(p)); model[list].push(p); }
+                    1 => { l.push_front(list, PageId(p)); model[list].insert(0, p); }
+                    2 => { l.remove(PageId(p)); }
+                    _ => {
+                        let got = l.pop_front(list).map(|x| x.0);
+                        let want = if model[list].is_empty() { None } else { Some(model[list].remove(0)) };
+                        prop_assert_eq!(got, want);
+                    }
+                }
+                for (i, m) in model.iter().enumerate() {
+                    prop_assert_eq!(&pages(&l, i), m);
+                    prop_assert_eq!(l.len(i), m.len() as u64);
+                }
+            }
+        }
+    }
+}
