@@ -1,6 +1,6 @@
 //! What a policy may ask the machine to do.
 
-use crate::{PageId, Pid, TierId, Tid};
+use crate::{PageId, Pid, Tid, TierId};
 
 /// How a migration is carried out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,16 +38,30 @@ pub enum SampleFilter {
 pub enum Action {
     /// Move a page to a tier. `keep_shadow` keeps the source copy so a later clean demotion
     /// is a remap (Nomad, Vulcan).
-    Migrate { page: PageId, to: TierId, mode: MigrateMode, keep_shadow: bool },
+    Migrate {
+        page: PageId,
+        to: TierId,
+        mode: MigrateMode,
+        keep_shadow: bool,
+    },
     /// Start, retune or stop (period 0) PEBS-like sampling.
     SetSampling { period: u64, filter: SampleFilter },
     /// NUMA-balancing scanner: every `period_ms`, mark the next `pages` pages of each process
     /// (or of `pid`) for a hint fault. `pages == 0` stops scanning.
-    SetHintScan { pid: Option<Pid>, period_ms: f64, pages: u64, tiers: ScanTiers },
+    SetHintScan {
+        pid: Option<Pid>,
+        period_ms: f64,
+        pages: u64,
+        tiers: ScanTiers,
+    },
     /// Enable or disable migration (and hint-fault marking) for one process.
     SetMigration { pid: Pid, enabled: bool },
     /// Limit a process's fast-tier pages (Vulcan partitions). `None` removes the limit.
     SetPartition { pid: Pid, fast_pages: Option<u64> },
     /// Allocate a named object's pages in a tier first (first touch spills when it is full).
-    BindObject { pid: Pid, object: String, tier: TierId },
+    BindObject {
+        pid: Pid,
+        object: String,
+        tier: TierId,
+    },
 }

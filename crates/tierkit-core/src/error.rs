@@ -6,9 +6,19 @@ pub enum Error {
     #[error("unknown policy `{name}`{hint}; `tierkit list policies` shows the available ones")]
     UnknownPolicy { name: String, hint: String },
     #[error("policy `{policy}`: unknown parameter `{param}`{hint}; parameters: {known}")]
-    UnknownParam { policy: String, param: String, hint: String, known: String },
+    UnknownParam {
+        policy: String,
+        param: String,
+        hint: String,
+        known: String,
+    },
     #[error("policy `{policy}`: parameter `{param}`: expected {expected}, got `{got}`")]
-    BadParam { policy: String, param: String, expected: String, got: String },
+    BadParam {
+        policy: String,
+        param: String,
+        expected: String,
+        got: String,
+    },
     #[error("malformed policy spec `{spec}`: {why}")]
     BadSpec { spec: String, why: String },
     #[error("policy `{name}` cannot be stacked here: {why}")]

@@ -13,7 +13,7 @@ pub mod suggest;
 pub mod telemetry;
 pub mod testing;
 
-pub use action::{Action, MigrateMode};
+pub use action::{Action, MigrateMode, SampleFilter, ScanTiers};
 pub use error::{Error, Result};
 pub use params::{ParamDef, ParamKind, ParamValue, Params, PolicySpec, SpecLayer};
 pub use policy::{Layer, Mechanism, Policy, PolicyInfo, TelemetryNeeds};

@@ -88,7 +88,10 @@ impl Params {
     pub fn resolve(policy: &str, defs: &[ParamDef], raw: &[(String, String)]) -> Result<Params> {
         let mut values = BTreeMap::new();
         for d in defs {
-            let v = d.kind.parse(d.default).unwrap_or_else(|| panic!("policy {policy}: bad default for {}", d.name));
+            let v = d
+                .kind
+                .parse(d.default)
+                .unwrap_or_else(|| panic!("policy {policy}: bad default for {}", d.name));
             values.insert(d.name.to_string(), v);
         }
         for (k, v) in raw {
@@ -97,7 +100,11 @@ impl Params {
                     policy: policy.into(),
                     param: k.clone(),
                     hint: suggest::hint(k, defs.iter().map(|d| d.name)),
-                    known: if defs.is_empty() { "none".into() } else { defs.iter().map(|d| d.name).collect::<Vec<_>>().join(", ") },
+                    known: if defs.is_empty() {
+                        "none".into()
+                    } else {
+                        defs.iter().map(|d| d.name).collect::<Vec<_>>().join(", ")
+                    },
                 });
             };
             let parsed = d.kind.parse(v).ok_or_else(|| Error::BadParam {
@@ -108,18 +115,26 @@ impl Params {
             })?;
             values.insert(k.clone(), parsed);
         }
-        Ok(Params { policy: policy.into(), values })
+        Ok(Params {
+            policy: policy.into(),
+            values,
+        })
     }
 
     fn get(&self, k: &str) -> &ParamValue {
-        self.values.get(k).unwrap_or_else(|| panic!("policy {}: parameter {k} is not declared", self.policy))
+        self.values
+            .get(k)
+            .unwrap_or_else(|| panic!("policy {}: parameter {k} is not declared", self.policy))
     }
 
     pub fn int(&self, k: &str) -> i64 {
         match self.get(k) {
             ParamValue::Int(v) => *v,
             ParamValue::Float(v) => *v as i64,
-            other => panic!("policy {}: parameter {k} is {other}, not an integer", self.policy),
+            other => panic!(
+                "policy {}: parameter {k} is {other}, not an integer",
+                self.policy
+            ),
         }
     }
 
@@ -131,21 +146,30 @@ impl Params {
         match self.get(k) {
             ParamValue::Float(v) => *v,
             ParamValue::Int(v) => *v as f64,
-            other => panic!("policy {}: parameter {k} is {other}, not a number", self.policy),
+            other => panic!(
+                "policy {}: parameter {k} is {other}, not a number",
+                self.policy
+            ),
         }
     }
 
     pub fn bool(&self, k: &str) -> bool {
         match self.get(k) {
             ParamValue::Bool(v) => *v,
-            other => panic!("policy {}: parameter {k} is {other}, not a bool", self.policy),
+            other => panic!(
+                "policy {}: parameter {k} is {other}, not a bool",
+                self.policy
+            ),
         }
     }
 
     pub fn str(&self, k: &str) -> &str {
         match self.get(k) {
             ParamValue::Str(v) => v,
-            other => panic!("policy {}: parameter {k} is {other}, not a string", self.policy),
+            other => panic!(
+                "policy {}: parameter {k} is {other}, not a string",
+                self.policy
+            ),
         }
     }
 
@@ -171,17 +195,24 @@ pub struct PolicySpec {
 }
 
 fn valid_ident(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 impl PolicySpec {
     /// Grammar: `layer ('+' layer)*`, `layer = name (':' arg (',' arg)*)?`,
     /// `arg = key '=' value | value` (a bare value only first).
     pub fn parse(spec: &str) -> Result<PolicySpec> {
-        let bad = |why: String| Error::BadSpec { spec: spec.to_string(), why };
+        let bad = |why: String| Error::BadSpec {
+            spec: spec.to_string(),
+            why,
+        };
         let spec_t = spec.trim();
         if spec_t.is_empty() {
-            return Err(bad("empty spec; expected NAME[:KEY=VALUE,...][+LAYER...]".into()));
+            return Err(bad(
+                "empty spec; expected NAME[:KEY=VALUE,...][+LAYER...]".into()
+            ));
         }
         let mut layers = Vec::new();
         for part in spec_t.split('+') {
@@ -190,9 +221,15 @@ impl PolicySpec {
                 None => (part.trim(), None),
             };
             if !valid_ident(name) {
-                return Err(bad(format!("`{name}` is not a policy name (letters, digits, _ and - only)")));
+                return Err(bad(format!(
+                    "`{name}` is not a policy name (letters, digits, _ and - only)"
+                )));
             }
-            let mut layer = SpecLayer { name: name.to_string(), positional: None, args: Vec::new() };
+            let mut layer = SpecLayer {
+                name: name.to_string(),
+                positional: None,
+                args: Vec::new(),
+            };
             if let Some(rest) = rest {
                 if rest.trim().is_empty() {
                     return Err(bad(format!("`{name}:` has no parameters after the colon")));
@@ -226,23 +263,55 @@ mod tests {
     use super::*;
 
     const DEFS: &[ParamDef] = &[
-        ParamDef { name: "sample_period", kind: ParamKind::Int { min: 1, max: 1 << 30 }, default: "19997", unit: "accesses", doc: "" },
-        ParamDef { name: "delta", kind: ParamKind::Float { min: 0.0, max: 1.0 }, default: "0.05", unit: "", doc: "" },
-        ParamDef { name: "mode", kind: ParamKind::Choice(&["a", "b"]), default: "a", unit: "", doc: "" },
+        ParamDef {
+            name: "sample_period",
+            kind: ParamKind::Int {
+                min: 1,
+                max: 1 << 30,
+            },
+            default: "19997",
+            unit: "accesses",
+            doc: "",
+        },
+        ParamDef {
+            name: "delta",
+            kind: ParamKind::Float { min: 0.0, max: 1.0 },
+            default: "0.05",
+            unit: "",
+            doc: "",
+        },
+        ParamDef {
+            name: "mode",
+            kind: ParamKind::Choice(&["a", "b"]),
+            default: "a",
+            unit: "",
+            doc: "",
+        },
     ];
 
     #[test]
     fn parses_stacks_and_positionals() {
         let s = PolicySpec::parse("hemem:sample_period=5003+colloid:delta=0.1").unwrap();
         assert_eq!(s.layers.len(), 2);
-        assert_eq!(s.layers[0].args, vec![("sample_period".to_string(), "5003".to_string())]);
+        assert_eq!(
+            s.layers[0].args,
+            vec![("sample_period".to_string(), "5003".to_string())]
+        );
         let p = PolicySpec::parse("place:pc").unwrap();
         assert_eq!(p.layers[0].positional.as_deref(), Some("pc"));
     }
 
     #[test]
     fn rejects_malformed_specs() {
-        for bad in ["", "hemem:", "hemem:x=", "a b", "hemem:a=1,b", "hemem:a=1,a=2", "+colloid"] {
+        for bad in [
+            "",
+            "hemem:",
+            "hemem:x=",
+            "a b",
+            "hemem:a=1,b",
+            "hemem:a=1,a=2",
+            "+colloid",
+        ] {
             assert!(PolicySpec::parse(bad).is_err(), "{bad}");
         }
     }
@@ -254,7 +323,10 @@ mod tests {
         let p = Params::resolve("hemem", DEFS, &[("delta".into(), "0.2".into())]).unwrap();
         assert_eq!(p.float("delta"), 0.2);
         let e = Params::resolve("hemem", DEFS, &[("sample_perod".into(), "1".into())]).unwrap_err();
-        assert!(e.to_string().contains("did you mean `sample_period`"), "{e}");
+        assert!(
+            e.to_string().contains("did you mean `sample_period`"),
+            "{e}"
+        );
         assert!(Params::resolve("hemem", DEFS, &[("delta".into(), "2".into())]).is_err());
         assert!(Params::resolve("hemem", DEFS, &[("mode".into(), "c".into())]).is_err());
     }

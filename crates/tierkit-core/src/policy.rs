@@ -26,14 +26,20 @@ pub struct TelemetryNeeds {
     pub core_counters: bool,
     /// Whether the policy relies on NUMA hint faults (TPP, NBT, Nomad).
     pub hint_faults: bool,
-    /// How often the policy wants `step` called, in ns (the engine calls it on the first epoch
-    /// boundary at or after each multiple). 0 means every epoch.
+    /// The policy's decision interval in ns (reported; `step` is called every epoch so no
+    /// event is missed, and the policy acts at its own quantum). 0 means every epoch.
     pub quantum_ns: u64,
 }
 
 impl Default for TelemetryNeeds {
     fn default() -> Self {
-        TelemetryNeeds { sampling: None, tier_counters: false, core_counters: false, hint_faults: false, quantum_ns: 0 }
+        TelemetryNeeds {
+            sampling: None,
+            tier_counters: false,
+            core_counters: false,
+            hint_faults: false,
+            quantum_ns: 0,
+        }
     }
 }
 

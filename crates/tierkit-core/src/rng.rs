@@ -18,7 +18,12 @@ fn splitmix(x: &mut u64) -> u64 {
 impl Rng {
     pub fn new(seed: u64) -> Self {
         let mut x = seed;
-        let s = [splitmix(&mut x), splitmix(&mut x), splitmix(&mut x), splitmix(&mut x)];
+        let s = [
+            splitmix(&mut x),
+            splitmix(&mut x),
+            splitmix(&mut x),
+            splitmix(&mut x),
+        ];
         Rng { s }
     }
 
@@ -112,7 +117,9 @@ impl Rng {
             if k < 0.0 || (us < 0.013 && v > us) {
                 continue;
             }
-            if v.ln() + invalpha.ln() - (a / (us * us) + b).ln() <= -lambda + k * loglam - ln_gamma(k + 1.0) {
+            if v.ln() + invalpha.ln() - (a / (us * us) + b).ln()
+                <= -lambda + k * loglam - ln_gamma(k + 1.0)
+            {
                 return k as u64;
             }
         }
@@ -171,7 +178,8 @@ impl AliasTable {
             return AliasTable { prob, alias };
         }
         let mut scaled: Vec<f64> = weights.iter().map(|w| w * n as f64 / sum).collect();
-        let (mut small, mut large): (Vec<usize>, Vec<usize>) = (0..n).partition(|&i| scaled[i] < 1.0);
+        let (mut small, mut large): (Vec<usize>, Vec<usize>) =
+            (0..n).partition(|&i| scaled[i] < 1.0);
         while !small.is_empty() && !large.is_empty() {
             let s = small.pop().expect("non-empty");
             let l = *large.last().expect("non-empty");
@@ -239,7 +247,14 @@ fn log1p_over_x(x: f64) -> f64 {
 impl Zipf {
     /// n >= 1 ranks, exponent s > 0.
     pub fn new(n: u64, s: f64) -> Self {
-        let mut z = Zipf { n: n as f64, s, h_x1: 0.0, h_n: 0.0, cut: 0.0, norm: 1.0 };
+        let mut z = Zipf {
+            n: n as f64,
+            s,
+            h_x1: 0.0,
+            h_n: 0.0,
+            cut: 0.0,
+            norm: 1.0,
+        };
         z.h_x1 = z.h_integral(1.5) - 1.0;
         z.h_n = z.h_integral(z.n + 0.5);
         z.cut = 2.0 - z.h_integral_inv(z.h_integral(2.5) - z.h(2.0));
@@ -304,7 +319,10 @@ mod tests {
             let xs: Vec<f64> = (0..n).map(|_| r.poisson(lam) as f64).collect();
             let mean = xs.iter().sum::<f64>() / n as f64;
             let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
-            assert!((mean - lam).abs() < 0.05 * lam + 0.02, "lam {lam} mean {mean}");
+            assert!(
+                (mean - lam).abs() < 0.05 * lam + 0.02,
+                "lam {lam} mean {mean}"
+            );
             assert!((var - lam).abs() < 0.1 * lam + 0.05, "lam {lam} var {var}");
         }
     }

@@ -43,7 +43,10 @@ mod tests {
     fn distances() {
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(nearest("duraton_s", ["duration_s", "seed"]), Some("duration_s"));
+        assert_eq!(
+            nearest("duraton_s", ["duration_s", "seed"]),
+            Some("duration_s")
+        );
         assert_eq!(nearest("zzzzzz", ["duration_s", "seed"]), None);
     }
 }

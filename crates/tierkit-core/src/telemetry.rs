@@ -1,7 +1,7 @@
 //! What a policy may see: only what real hardware and kernels can give, with their semantics.
 //! Counter values are deltas over the epoch that just ended.
 
-use crate::{PageId, Pid, TierId, Tid};
+use crate::{PageId, Pid, Tid, TierId};
 
 /// Static description of a memory tier.
 #[derive(Clone, Debug, PartialEq)]
@@ -202,7 +202,9 @@ impl Telemetry {
             .cores
             .iter()
             .filter(|c| pid.is_none_or(|p| c.pid == p))
-            .fold((0.0, 0.0), |(a1, a3), c| (a1 + c.oro_cycles_with_demand_rd, a3 + c.offcore_demand_rd));
+            .fold((0.0, 0.0), |(a1, a3), c| {
+                (a1 + c.oro_cycles_with_demand_rd, a3 + c.offcore_demand_rd)
+            });
         (a3 > 0.0).then(|| a1 / a3)
     }
 }

@@ -12,7 +12,10 @@ pub struct FakeMech {
 impl FakeMech {
     pub fn new(tiers: Vec<Option<TierId>>) -> Self {
         let n = tiers.len();
-        FakeMech { tiers, accessed: vec![false; n] }
+        FakeMech {
+            tiers,
+            accessed: vec![false; n],
+        }
     }
 }
 

@@ -1,1 +1,177 @@
+//! `tierkit._core`: the Rust core seen from Python. Every bad input raises `TierkitError` with
+//! a complete, user-facing message.
 
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+create_exception!(
+    _core,
+    TierkitError,
+    PyException,
+    "A bad experiment, spec or input; the message says what and where."
+);
+
+fn err(e: impl std::fmt::Display) -> PyErr {
+    TierkitError::new_err(e.to_string())
+}
+
+/// Run an experiment; returns (summary_json, timeseries columns).
+#[pyfunction]
+#[pyo3(signature = (experiment, policy=None, overrides=Vec::new(), seed=None, progress=None))]
+fn run(
+    py: Python<'_>,
+    experiment: &str,
+    policy: Option<&str>,
+    overrides: Vec<String>,
+    seed: Option<u64>,
+    progress: Option<Bound<'_, PyAny>>,
+) -> PyResult<(String, Py<PyDict>)> {
+    let exp = tierkit_sim::load(experiment, &overrides, seed).map_err(err)?;
+    let spec = policy
+        .map(str::to_string)
+        .or_else(|| exp.policy.clone())
+        .unwrap_or_else(|| "notier".into());
+    let mut py_err: Option<PyErr> = None;
+    let mut cb = |done: f64, total: f64| -> bool {
+        if let Err(e) = py.check_signals() {
+            py_err = Some(e);
+            return false;
+        }
+        if let Some(p) = &progress {
+            if let Err(e) = p.call1((done, total)) {
+                py_err = Some(e);
+                return false;
+            }
+        }
+        true
+    };
+    let out = tierkit_sim::run(&exp, &spec, &mut cb);
+    if let Some(e) = py_err {
+        return Err(e);
+    }
+    let out = out.map_err(err)?;
+    let summary = serde_json::to_string(&out.summary).map_err(err)?;
+    let cols = PyDict::new(py);
+    for (name, values) in &out.series.columns {
+        cols.set_item(name, values.clone())?;
+    }
+    Ok((summary, cols.unbind()))
+}
+
+/// Check an experiment and a policy spec without running them; returns the resolved policy spec.
+#[pyfunction]
+#[pyo3(signature = (experiment, policy=None, overrides=Vec::new()))]
+fn check(experiment: &str, policy: Option<&str>, overrides: Vec<String>) -> PyResult<String> {
+    let exp = tierkit_sim::load(experiment, &overrides, None).map_err(err)?;
+    let spec = policy
+        .map(str::to_string)
+        .or_else(|| exp.policy.clone())
+        .unwrap_or_else(|| "notier".into());
+    tierkit_policies::check(&spec).map_err(err)?;
+    Ok(spec)
+}
+
+#[pyfunction]
+fn list_policies() -> Vec<(String, String)> {
+    tierkit_policies::REGISTRY
+        .iter()
+        .map(|p| (p.name.to_string(), p.description.to_string()))
+        .collect()
+}
+
+#[pyfunction]
+fn list_workloads() -> Vec<(String, String)> {
+    tierkit_sim::workloads::REGISTRY
+        .iter()
+        .map(|w| (w.name.to_string(), w.description.to_string()))
+        .collect()
+}
+
+#[pyfunction]
+fn list_platforms() -> Vec<(String, String)> {
+    tierkit_sim::platform::PRESETS
+        .iter()
+        .map(|p| (p.0.to_string(), p.1.to_string()))
+        .collect()
+}
+
+fn kind_name(k: &tierkit_core::ParamKind) -> String {
+    use tierkit_core::ParamKind::*;
+    match k {
+        Int { min, max } => format!("int [{min}, {max}]"),
+        Float { min, max } => format!("float [{min}, {max}]"),
+        Bool => "bool".into(),
+        Str => "string".into(),
+        Choice(c) => format!("one of {}", c.join("|")),
+    }
+}
+
+fn params_to_py<'py>(
+    py: Python<'py>,
+    defs: &[tierkit_core::ParamDef],
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    defs.iter()
+        .map(|d| {
+            let x = PyDict::new(py);
+            x.set_item("name", d.name)?;
+            x.set_item("kind", kind_name(&d.kind))?;
+            x.set_item("default", d.default)?;
+            x.set_item("unit", d.unit)?;
+            x.set_item("doc", d.doc)?;
+            Ok(x)
+        })
+        .collect()
+}
+
+/// Parameters of a policy: name, kind, default, unit, doc.
+#[pyfunction]
+fn describe_policy<'py>(py: Python<'py>, name: &str) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let p = tierkit_policies::find(name).ok_or_else(|| {
+        err(tierkit_core::Error::UnknownPolicy {
+            name: name.into(),
+            hint: tierkit_core::suggest::hint(
+                name,
+                tierkit_policies::REGISTRY.iter().map(|p| p.name),
+            ),
+        })
+    })?;
+    params_to_py(py, p.params)
+}
+
+/// Parameters of a built-in workload (top-level experiment keys).
+#[pyfunction]
+fn describe_workload<'py>(py: Python<'py>, name: &str) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let w = tierkit_sim::workloads::find(name).ok_or_else(|| {
+        err(format!(
+            "unknown workload `{name}`{}",
+            tierkit_core::suggest::hint(name, tierkit_sim::workloads::names())
+        ))
+    })?;
+    params_to_py(py, w.params)
+}
+
+/// The keys every experiment accepts: (key, description).
+#[pyfunction]
+fn common_keys() -> Vec<(String, String)> {
+    tierkit_sim::config::COMMON_KEYS
+        .iter()
+        .map(|(k, d)| (k.to_string(), d.to_string()))
+        .collect()
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("TierkitError", m.py().get_type::<TierkitError>())?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(list_policies, m)?)?;
+    m.add_function(wrap_pyfunction!(list_workloads, m)?)?;
+    m.add_function(wrap_pyfunction!(list_platforms, m)?)?;
+    m.add_function(wrap_pyfunction!(describe_policy, m)?)?;
+    m.add_function(wrap_pyfunction!(describe_workload, m)?)?;
+    m.add_function(wrap_pyfunction!(common_keys, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,917 @@
+//! Experiment files (TOML) and `--set` overrides into a validated [`Experiment`].
+//!
+//! Unknown keys are rejected with the nearest valid name; every value is type- and
+//! range-checked; messages name the file and the dotted key.
+
+use std::path::Path;
+
+use tierkit_core::params::{ParamValue, Params};
+use tierkit_core::suggest;
+use tierkit_core::telemetry::QosClass;
+use toml::{Table, Value};
+
+use crate::curve::{Curve, QueueFit, Table as CurveTable};
+use crate::error::{Result, SimError};
+use crate::platform::{self, TierModel};
+use crate::spec::*;
+use crate::workloads;
+
+/// Keys every experiment accepts (besides the workload's own parameters).
+pub const COMMON_KEYS: &[(&str, &str)] = &[
+    (
+        "workload",
+        "built-in workload name, or \"custom\" with [[process]] tables",
+    ),
+    ("name", "a label for reports"),
+    (
+        "policy",
+        "policy spec to run when none is given on the command line (default notier)",
+    ),
+    ("description", "free text"),
+    (
+        "duration_s",
+        "simulated seconds (an upper bound when threads have work_ops)",
+    ),
+    ("platform", "platform preset (tierkit list platforms)"),
+    ("fast_tier_gb", "fast-tier capacity in GiB"),
+    (
+        "fast_ratio",
+        "fast:slow as \"F:S\" of the footprint (alternative to fast_tier_gb)",
+    ),
+    (
+        "slow_tier_gb",
+        "slow-tier capacity in GiB (default: footprint + 25%)",
+    ),
+    ("seed", "random seed; the same seed gives the same result"),
+    ("epoch_ms", "simulation epoch in ms (default 1)"),
+    (
+        "report_interval_ms",
+        "time-series resolution in ms (default 100)",
+    ),
+    ("page_size", "\"4KiB\" or \"2MiB\""),
+    (
+        "tier",
+        "[[tier]] tables replacing the platform's tier curves",
+    ),
+    ("process", "[[process]] tables (workload = \"custom\")"),
+    (
+        "antagonist",
+        "[[antagonist]] tables (workload = \"custom\")",
+    ),
+];
+
+/// Where values come from, for messages.
+struct Ctx<'a> {
+    file: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, key: &str, msg: impl Into<String>) -> SimError {
+        if key.is_empty() {
+            SimError::config(self.file, msg)
+        } else {
+            SimError::config(format!("{}: `{}`", self.file, key), msg)
+        }
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "a string",
+        Value::Integer(_) => "an integer",
+        Value::Float(_) => "a number",
+        Value::Boolean(_) => "a boolean",
+        Value::Datetime(_) => "a date",
+        Value::Array(_) => "an array",
+        Value::Table(_) => "a table",
+    }
+}
+
+/// A table being read: typed getters, and a check that no key was left unread.
+struct Reader<'a, 'c> {
+    ctx: &'c Ctx<'c>,
+    path: String,
+    t: &'a Table,
+    seen: Vec<String>,
+}
+
+impl<'a, 'c> Reader<'a, 'c> {
+    fn new(ctx: &'c Ctx<'c>, path: String, t: &'a Table) -> Self {
+        Reader {
+            ctx,
+            path,
+            t,
+            seen: Vec::new(),
+        }
+    }
+
+    fn key(&self, k: &str) -> String {
+        join(&self.path, k)
+    }
+
+    fn raw(&mut self, k: &str) -> Option<&'a Value> {
+        self.seen.push(k.to_string());
+        self.t.get(k)
+    }
+
+    fn f64_opt(&mut self, k: &str, min: f64, max: f64) -> Result<Option<f64>> {
+        let Some(v) = self.raw(k) else {
+            return Ok(None);
+        };
+        let x = match v {
+            Value::Integer(i) => *i as f64,
+            Value::Float(f) => *f,
+            other => {
+                return Err(self.ctx.err(
+                    &self.key(k),
+                    format!(
+                        "expected a number in [{min}, {max}], got {}",
+                        type_name(other)
+                    ),
+                ))
+            }
+        };
+        if !(x.is_finite() && x >= min && x <= max) {
+            return Err(self.ctx.err(
+                &self.key(k),
+                format!("expected a number in [{min}, {max}], got {x}"),
+            ));
+        }
+        Ok(Some(x))
+    }
+
+    fn f64_or(&mut self, k: &str, min: f64, max: f64, default: f64) -> Result<f64> {
+        Ok(self.f64_opt(k, min, max)?.unwrap_or(default))
+    }
+
+    fn u64_opt(&mut self, k: &str, min: u64, max: u64) -> Result<Option<u64>> {
+        let Some(v) = self.raw(k) else {
+            return Ok(None);
+        };
+        match v {
+            Value::Integer(i) if *i >= min as i64 && (*i as u64) <= max => Ok(Some(*i as u64)),
+            Value::Integer(i) => Err(self.ctx.err(
+                &self.key(k),
+                format!("expected an integer in [{min}, {max}], got {i}"),
+            )),
+            other => Err(self.ctx.err(
+                &self.key(k),
+                format!(
+                    "expected an integer in [{min}, {max}], got {}",
+                    type_name(other)
+                ),
+            )),
+        }
+    }
+
+    fn str_opt(&mut self, k: &str) -> Result<Option<&'a str>> {
+        let Some(v) = self.raw(k) else {
+            return Ok(None);
+        };
+        match v {
+            Value::String(s) => Ok(Some(s.as_str())),
+            other => Err(self.ctx.err(
+                &self.key(k),
+                format!("expected a string, got {}", type_name(other)),
+            )),
+        }
+    }
+
+    fn tables(&mut self, k: &str) -> Result<Vec<&'a Table>> {
+        let Some(v) = self.raw(k) else {
+            return Ok(Vec::new());
+        };
+        let err = || {
+            self.ctx.err(
+                &self.key(k),
+                format!(
+                    "expected an array of tables ([[{k}]]), got {}",
+                    type_name(v)
+                ),
+            )
+        };
+        match v {
+            Value::Array(a) => a.iter().map(|x| x.as_table().ok_or_else(err)).collect(),
+            _ => Err(err()),
+        }
+    }
+
+    /// Reject keys that were never read, suggesting the nearest known one.
+    fn finish(&self, extra_known: &[&str]) -> Result<()> {
+        for k in self.t.keys() {
+            if !self.seen.iter().any(|s| s == k) && !extra_known.contains(&k.as_str()) {
+                let known: Vec<&str> = self
+                    .seen
+                    .iter()
+                    .map(String::as_str)
+                    .chain(extra_known.iter().copied())
+                    .collect();
+                let hint = suggest::hint(k, known.iter().copied());
+                let mut sorted = known.clone();
+                sorted.sort();
+                sorted.dedup();
+                return Err(self.ctx.err(
+                    &self.key(k),
+                    format!("unknown key{hint}; valid keys here: {}", sorted.join(", ")),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parse `page_size`.
+fn page_bytes(ctx: &Ctx, v: Option<&Value>) -> Result<u64> {
+    let bad = |got: String| {
+        ctx.err(
+            "page_size",
+            format!("expected \"4KiB\" or \"2MiB\" (or 4096, 2097152), got {got}"),
+        )
+    };
+    match v {
+        None => Ok(4096),
+        Some(Value::Integer(4096)) => Ok(4096),
+        Some(Value::Integer(2_097_152)) => Ok(2_097_152),
+        Some(Value::String(s)) => match s.to_ascii_lowercase().as_str() {
+            "4kib" | "4k" | "4kb" => Ok(4096),
+            "2mib" | "2m" | "2mb" => Ok(2 << 20),
+            _ => Err(bad(format!("\"{s}\""))),
+        },
+        Some(other) => Err(bad(other.to_string())),
+    }
+}
+
+fn parse_ratio(ctx: &Ctx, s: &str) -> Result<FastSize> {
+    let bad = || {
+        ctx.err(
+            "fast_ratio",
+            format!("expected \"F:S\" with positive numbers (e.g. \"1:2\"), got \"{s}\""),
+        )
+    };
+    let (f, sl) = s.split_once(':').ok_or_else(bad)?;
+    let f: f64 = f.trim().parse().map_err(|_| bad())?;
+    let sl: f64 = sl.trim().parse().map_err(|_| bad())?;
+    if !(f > 0.0 && sl >= 0.0 && f.is_finite() && sl.is_finite()) {
+        return Err(bad());
+    }
+    Ok(FastSize::Ratio(f, sl))
+}
+
+/// Parse a `--set` value: TOML syntax if it parses (numbers, booleans, quoted strings,
+/// arrays), otherwise a bare string.
+pub fn parse_value(s: &str) -> Value {
+    let doc = format!("v = {s}");
+    match doc.parse::<Table>() {
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| Value::String(s.to_string())),
+        Err(_) => Value::String(s.to_string()),
+    }
+}
+
+/// Apply `KEY=VALUE` with a dotted key (array elements by index: `process.0.start_s`).
+pub fn apply_override(root: &mut Table, item: &str) -> Result<()> {
+    let (k, v) = item
+        .split_once('=')
+        .ok_or_else(|| SimError::config("--set", format!("`{item}` is not KEY=VALUE")))?;
+    let k = k.trim();
+    if k.is_empty() || k.split('.').any(str::is_empty) {
+        return Err(SimError::config("--set", format!("`{item}`: empty key")));
+    }
+    let parts: Vec<&str> = k.split('.').collect();
+    let mut cur: &mut Value = {
+        let first = parts[0];
+        if parts.len() == 1 {
+            root.insert(first.to_string(), parse_value(v.trim()));
+            return Ok(());
+        }
+        root.entry(first.to_string())
+            .or_insert_with(|| Value::Table(Table::new()))
+    };
+    for (i, p) in parts.iter().enumerate().skip(1) {
+        let last = i + 1 == parts.len();
+        let here = parts[..i].join(".");
+        cur = match cur {
+            Value::Table(t) => {
+                if last {
+                    t.insert(p.to_string(), parse_value(v.trim()));
+                    return Ok(());
+                }
+                t.entry(p.to_string())
+                    .or_insert_with(|| Value::Table(Table::new()))
+            }
+            Value::Array(a) => {
+                let idx: usize = p.parse().map_err(|_| {
+                    SimError::config(
+                        "--set",
+                        format!("`{k}`: `{here}` is an array; expected an index, got `{p}`"),
+                    )
+                })?;
+                let n = a.len();
+                let el = a.get_mut(idx).ok_or_else(|| {
+                    SimError::config(
+                        "--set",
+                        format!("`{k}`: `{here}` has {n} elements; index {idx} is out of range"),
+                    )
+                })?;
+                if last {
+                    *el = parse_value(v.trim());
+                    return Ok(());
+                }
+                el
+            }
+            _ => {
+                return Err(SimError::config(
+                    "--set",
+                    format!("`{k}`: `{here}` is a value, not a table"),
+                ))
+            }
+        };
+    }
+    Ok(())
+}
+
+fn toml_to_param_string(ctx: &Ctx, key: &str, v: &Value) -> Result<String> {
+    match v {
+        Value::String(s) => Ok(s.clone()),
+        Value::Integer(i) => Ok(i.to_string()),
+        Value::Float(f) => Ok(f.to_string()),
+        Value::Boolean(b) => Ok(b.to_string()),
+        other => Err(ctx.err(
+            key,
+            format!("expected a single value, got {}", type_name(other)),
+        )),
+    }
+}
+
+/// Load an experiment: a built-in workload name or a TOML file, then overrides, then `seed`.
+pub fn load(experiment: &str, overrides: &[String], seed: Option<u64>) -> Result<Experiment> {
+    let (file, text) = if let Some(w) = workloads::find(experiment) {
+        (
+            format!("built-in `{}`", w.name),
+            format!("workload = \"{}\"\n", w.name),
+        )
+    } else {
+        let p = Path::new(experiment);
+        if !p.exists() {
+            let hint = suggest::hint(experiment, workloads::REGISTRY.iter().map(|w| w.name));
+            return Err(SimError::Io(format!(
+                "`{experiment}`: no such file and no built-in workload of that name{hint}; built-ins: {}",
+                workloads::REGISTRY.iter().map(|w| w.name).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| SimError::Io(format!("{experiment}: cannot read: {e}")))?;
+        (experiment.to_string(), text)
+    };
+    let mut root: Table = text.parse().map_err(|e: toml::de::Error| {
+        let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
+        let at = match line {
+            Some(l) => format!("{file}: line {l}"),
+            None => file.clone(),
+        };
+        SimError::config(at, format!("invalid TOML: {}", e.message()))
+    })?;
+    for o in overrides {
+        apply_override(&mut root, o)?;
+    }
+    if let Some(s) = seed {
+        root.insert("seed".into(), Value::Integer(s as i64));
+    }
+    from_table(&file, &root)
+}
+
+/// Build an experiment from a parsed table (after overrides).
+pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
+    let ctx = Ctx { file };
+    let mut r = Reader::new(&ctx, String::new(), root);
+    let workload = r.str_opt("workload")?.ok_or_else(|| {
+        ctx.err(
+            "workload",
+            format!(
+                "missing; expected a built-in workload ({}) or \"custom\"",
+                workloads::names().join(", ")
+            ),
+        )
+    })?;
+    let builtin = if workload == "custom" {
+        None
+    } else {
+        Some(workloads::find(workload).ok_or_else(|| {
+            ctx.err(
+                "workload",
+                format!(
+                    "unknown workload \"{workload}\"{}; expected one of: {}, custom",
+                    suggest::hint(workload, workloads::names()),
+                    workloads::names().join(", ")
+                ),
+            )
+        })?)
+    };
+    let defaults = builtin.map(|b| (b.defaults)()).unwrap_or_default();
+    r.str_opt("name")?;
+    let policy = r.str_opt("policy")?.map(str::to_string);
+    r.str_opt("description")?;
+    let duration_s = r.f64_or("duration_s", 1e-3, 1e6, defaults.duration_s)?;
+    let epoch_ms = r.f64_or("epoch_ms", 0.01, 1000.0, 1.0)?;
+    let report_interval_ms =
+        r.f64_or("report_interval_ms", epoch_ms, 1e6, 100.0_f64.max(epoch_ms))?;
+    let seed = r.u64_opt("seed", 0, i64::MAX as u64)?.unwrap_or(1);
+    let pname = r.str_opt("platform")?.unwrap_or(defaults.platform);
+    let mut plat = platform::preset(pname).ok_or_else(|| {
+        let names: Vec<&str> = platform::PRESETS.iter().map(|p| p.0).collect();
+        ctx.err(
+            "platform",
+            format!(
+                "unknown platform \"{pname}\"{}; expected one of: {}",
+                suggest::hint(pname, names.iter().copied()),
+                names.join(", ")
+            ),
+        )
+    })?;
+    let page = page_bytes(&ctx, r.raw("page_size"))?;
+    let fast_gb = r.f64_opt("fast_tier_gb", 0.0, 1e6)?;
+    let ratio = r.str_opt("fast_ratio")?;
+    let fast = match (fast_gb, ratio) {
+        (Some(_), Some(_)) => {
+            return Err(ctx.err("fast_ratio", "give fast_tier_gb or fast_ratio, not both"))
+        }
+        (Some(g), None) => FastSize::Gb(g),
+        (None, Some(s)) => parse_ratio(&ctx, s)?,
+        (None, None) => defaults.fast,
+    };
+    let slow_tier_gb = r.f64_opt("slow_tier_gb", 0.0, 1e6)?;
+    let tiers = r.tables("tier")?;
+    if !tiers.is_empty() {
+        plat.tiers = tiers
+            .iter()
+            .enumerate()
+            .map(|(i, t)| read_tier(&ctx, i, t))
+            .collect::<Result<_>>()?;
+        if plat.tiers.len() != 2 {
+            return Err(ctx.err(
+                "tier",
+                format!(
+                    "expected exactly 2 [[tier]] tables (fast, slow), got {}",
+                    plat.tiers.len()
+                ),
+            ));
+        }
+    }
+    let mut exp = Experiment {
+        source: file.to_string(),
+        workload: workload.to_string(),
+        policy,
+        platform: plat,
+        duration_s,
+        epoch_ms,
+        report_interval_ms,
+        seed,
+        page_bytes: page,
+        fast,
+        slow_tier_gb,
+        processes: Vec::new(),
+        antagonists: Vec::new(),
+    };
+    match builtin {
+        Some(b) => {
+            let mut raw = Vec::new();
+            for d in b.params {
+                if let Some(v) = r.raw(d.name) {
+                    raw.push((d.name.to_string(), toml_to_param_string(&ctx, d.name, v)?));
+                }
+            }
+            let mut known: Vec<&str> = COMMON_KEYS
+                .iter()
+                .map(|k| k.0)
+                .filter(|k| *k != "process" && *k != "antagonist")
+                .collect();
+            known.extend(b.params.iter().map(|d| d.name));
+            for k in root.keys() {
+                if (k == "process" || k == "antagonist") && root.contains_key(k) {
+                    return Err(ctx.err(
+                        k,
+                        format!(
+                            "[[{k}]] tables go with workload = \"custom\"; `{}` builds its own",
+                            b.name
+                        ),
+                    ));
+                }
+                if !known.contains(&k.as_str()) {
+                    return Err(ctx.err(
+                        k,
+                        format!(
+                            "unknown key{}; `{}` takes: {}",
+                            suggest::hint(k, known.iter().copied()),
+                            b.name,
+                            known.join(", ")
+                        ),
+                    ));
+                }
+            }
+            let params =
+                Params::resolve(b.name, b.params, &raw).map_err(|e| ctx.err("", e.to_string()))?;
+            let (procs, ants) = (b.build)(&params, &exp)
+                .map_err(|m| ctx.err("", format!("workload `{}`: {m}", b.name)))?;
+            exp.processes = procs;
+            exp.antagonists = ants;
+        }
+        None => {
+            for (i, p) in r.tables("process")?.iter().enumerate() {
+                exp.processes.push(read_process(&ctx, i, p)?);
+            }
+            for (i, a) in r.tables("antagonist")?.iter().enumerate() {
+                exp.antagonists
+                    .push(read_antagonist(&ctx, i, a, exp.platform.tiers.len())?);
+            }
+            r.finish(&[])?;
+            if exp.processes.is_empty() {
+                return Err(ctx.err(
+                    "process",
+                    "a custom workload needs at least one [[process]] table",
+                ));
+            }
+        }
+    }
+    validate(&ctx, &exp)?;
+    Ok(exp)
+}
+
+fn read_tier(ctx: &Ctx, i: usize, t: &Table) -> Result<TierModel> {
+    let mut r = Reader::new(ctx, format!("tier.{i}"), t);
+    let name = r
+        .str_opt("name")?
+        .unwrap_or(if i == 0 { "fast" } else { "slow" })
+        .to_string();
+    let peak = r.f64_opt("peak_gbps", 0.001, 1e5)?.ok_or_else(|| {
+        ctx.err(
+            &r.key("peak_gbps"),
+            "missing; expected the peak bandwidth in GB/s",
+        )
+    })?;
+    let kind = r.str_opt("curve")?.unwrap_or("queueing");
+    let mixed_read_frac = r.f64_or("mixed_read_frac", 0.0, 1.0, 0.5)?;
+    let curve = match kind {
+        "queueing" => {
+            let l0 = r.f64_opt("l0_ns", 1.0, 1e5)?.ok_or_else(|| {
+                ctx.err(
+                    &r.key("l0_ns"),
+                    "missing; expected the unloaded latency in ns",
+                )
+            })?;
+            let bsat_r = r.f64_or("bsat_read_gbps", 0.001, 1e5, 0.9 * peak)?;
+            let k_r = r.f64_or("k_read_ns", 0.0, 1e5, 0.25 * l0)?;
+            let bsat_m = r.f64_or("bsat_mixed_gbps", 0.001, 1e5, 0.75 * peak)?;
+            let k_m = r.f64_or("k_mixed_ns", 0.0, 1e5, 0.5 * l0)?;
+            Curve::Queueing {
+                l0_ns: l0,
+                read_only: QueueFit {
+                    bsat_gbps: bsat_r,
+                    k_ns: k_r,
+                },
+                mixed: QueueFit {
+                    bsat_gbps: bsat_m,
+                    k_ns: k_m,
+                },
+                mixed_read_frac,
+            }
+        }
+        "table" => {
+            let pts = |r: &mut Reader, k: &str| -> Result<Option<CurveTable>> {
+                let Some(v) = r.raw(k) else { return Ok(None) };
+                let key = r.key(k);
+                let bad = || {
+                    ctx.err(
+                        &key,
+                        "expected an array of [bandwidth_gbps, latency_ns] pairs",
+                    )
+                };
+                let arr = v.as_array().ok_or_else(bad)?;
+                let mut points = Vec::new();
+                for p in arr {
+                    let pair = p.as_array().filter(|a| a.len() == 2).ok_or_else(bad)?;
+                    let num = |x: &Value| {
+                        x.as_float()
+                            .or_else(|| x.as_integer().map(|i| i as f64))
+                            .ok_or_else(bad)
+                    };
+                    points.push((num(&pair[0])?, num(&pair[1])?));
+                }
+                let t = CurveTable { points };
+                t.validate().map_err(|m| ctx.err(&key, m))?;
+                Ok(Some(t))
+            };
+            let read = pts(&mut r, "points")?.ok_or_else(|| {
+                ctx.err(
+                    &join(&format!("tier.{i}"), "points"),
+                    "missing; a table curve needs points = [[GB/s, ns], ...]",
+                )
+            })?;
+            let mixed = pts(&mut r, "mixed_points")?.unwrap_or_else(|| read.clone());
+            Curve::Measured {
+                read_only: read,
+                mixed,
+                mixed_read_frac,
+            }
+        }
+        other => {
+            return Err(ctx.err(
+                &r.key("curve"),
+                format!("expected \"queueing\" or \"table\", got \"{other}\""),
+            ))
+        }
+    };
+    r.finish(&[])?;
+    Ok(TierModel {
+        name,
+        peak_gbps: peak,
+        curve,
+    })
+}
+
+fn read_class(ctx: &Ctx, key: &str, s: Option<&str>) -> Result<QosClass> {
+    match s {
+        None | Some("BE") | Some("be") => Ok(QosClass::BestEffort),
+        Some("LC") | Some("lc") => Ok(QosClass::LatencyCritical),
+        Some(o) => Err(ctx.err(key, format!("expected \"LC\" or \"BE\", got \"{o}\""))),
+    }
+}
+
+fn size_bytes(r: &mut Reader, ctx: &Ctx) -> Result<u64> {
+    let gb = r.f64_opt("size_gb", 0.0, 1e6)?;
+    let mb = r.f64_opt("size_mb", 0.0, 1e9)?;
+    let b = r.u64_opt("size_bytes", 1, u64::MAX >> 1)?;
+    match (gb, mb, b) {
+        (Some(g), None, None) => Ok((g * (1u64 << 30) as f64) as u64),
+        (None, Some(m), None) => Ok((m * (1u64 << 20) as f64) as u64),
+        (None, None, Some(b)) => Ok(b),
+        (None, None, None) => Err(ctx.err(
+            &r.key("size_gb"),
+            "missing; give the object's size as size_gb, size_mb or size_bytes",
+        )),
+        _ => Err(ctx.err(
+            &r.key("size_gb"),
+            "give exactly one of size_gb, size_mb, size_bytes",
+        )),
+    }
+    .and_then(|x| {
+        if x == 0 {
+            Err(ctx.err(&r.key("size_gb"), "an object must have a positive size"))
+        } else {
+            Ok(x)
+        }
+    })
+}
+
+fn read_process(ctx: &Ctx, i: usize, t: &Table) -> Result<ProcessSpec> {
+    let mut r = Reader::new(ctx, format!("process.{i}"), t);
+    let name = r
+        .str_opt("name")?
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("p{i}"));
+    let ck = r.key("class");
+    let class = read_class(ctx, &ck, r.str_opt("class")?)?;
+    let start_s = r.f64_or("start_s", 0.0, 1e6, 0.0)?;
+    let mut objects = Vec::new();
+    for (j, o) in r.tables("object")?.iter().enumerate() {
+        let mut orr = Reader::new(ctx, format!("process.{i}.object.{j}"), o);
+        let oname = orr
+            .str_opt("name")?
+            .ok_or_else(|| ctx.err(&orr.key("name"), "missing; every object needs a name"))?
+            .to_string();
+        let bytes = size_bytes(&mut orr, ctx)?;
+        let alloc_s = orr.f64_or("alloc_s", 0.0, 1e6, 0.0)?;
+        let free_s = orr.f64_opt("free_s", 0.0, 1e6)?;
+        if let Some(f) = free_s {
+            if f <= alloc_s {
+                return Err(ctx.err(
+                    &orr.key("free_s"),
+                    format!("must be after alloc_s ({alloc_s}), got {f}"),
+                ));
+            }
+        }
+        orr.finish(&[])?;
+        if objects.iter().any(|x: &ObjectSpec| x.name == oname) {
+            return Err(ctx.err(
+                &orr.key("name"),
+                format!("object \"{oname}\" is defined twice"),
+            ));
+        }
+        objects.push(ObjectSpec {
+            name: oname,
+            bytes,
+            alloc_s,
+            free_s,
+        });
+    }
+    let mut threads = Vec::new();
+    for (j, th) in r.tables("thread")?.iter().enumerate() {
+        threads.push(read_thread(
+            ctx,
+            &format!("process.{i}.thread.{j}"),
+            th,
+            &objects,
+        )?);
+    }
+    r.finish(&[])?;
+    if objects.is_empty() {
+        return Err(ctx.err(
+            &format!("process.{i}.object"),
+            "a process needs at least one [[process.object]]",
+        ));
+    }
+    if threads.is_empty() {
+        return Err(ctx.err(
+            &format!("process.{i}.thread"),
+            "a process needs at least one [[process.thread]]",
+        ));
+    }
+    Ok(ProcessSpec {
+        name,
+        class,
+        start_s,
+        objects,
+        threads,
+    })
+}
+
+fn read_thread(ctx: &Ctx, path: &str, t: &Table, objects: &[ObjectSpec]) -> Result<ThreadSpec> {
+    let mut r = Reader::new(ctx, path.to_string(), t);
+    let count = r.u64_opt("count", 1, 4096)?.unwrap_or(1) as u32;
+    let work_ops = r.f64_opt("work_ops", 1.0, 1e18)?;
+    let mut phases = Vec::new();
+    for (k, ph) in r.tables("phase")?.iter().enumerate() {
+        let pp = format!("{path}.phase.{k}");
+        let mut pr = Reader::new(ctx, pp.clone(), ph);
+        let duration_s = pr.f64_opt("duration_s", 1e-6, 1e6)?;
+        let mlp = pr.f64_or("mlp", 1.0, 64.0, 1.0)?;
+        let compute_ns = pr.f64_or("compute_ns", 0.0, 1e9, 0.0)?;
+        let read_frac = pr.f64_or("read_frac", 0.01, 1.0, 1.0)?;
+        let misses_per_op = pr.f64_or("misses_per_op", 1e-6, 1e9, 1.0)?;
+        let mut access = Vec::new();
+        for (a, ac) in pr.tables("access")?.iter().enumerate() {
+            access.push(read_access(ctx, &format!("{pp}.access.{a}"), ac, objects)?);
+        }
+        pr.finish(&[])?;
+        if access.is_empty() {
+            return Err(ctx.err(
+                &format!("{pp}.access"),
+                "a phase needs at least one [[...access]] region",
+            ));
+        }
+        phases.push(PhaseSpec {
+            duration_s,
+            mlp,
+            compute_ns,
+            read_frac,
+            misses_per_op,
+            access,
+        });
+    }
+    r.finish(&[])?;
+    if phases.is_empty() {
+        return Err(ctx.err(
+            &format!("{path}.phase"),
+            "a thread needs at least one [[...phase]]",
+        ));
+    }
+    Ok(ThreadSpec {
+        count,
+        work_ops,
+        phases,
+    })
+}
+
+fn read_access(ctx: &Ctx, path: &str, t: &Table, objects: &[ObjectSpec]) -> Result<AccessSpec> {
+    let mut r = Reader::new(ctx, path.to_string(), t);
+    let object = r
+        .str_opt("object")?
+        .ok_or_else(|| {
+            ctx.err(
+                &join(path, "object"),
+                "missing; name an object of this process or \"*\"",
+            )
+        })?
+        .to_string();
+    if object != "*" && !objects.iter().any(|o| o.name == object) {
+        let names: Vec<&str> = objects.iter().map(|o| o.name.as_str()).collect();
+        return Err(ctx.err(
+            &join(path, "object"),
+            format!(
+                "no object \"{object}\" in this process{}; objects: {}",
+                suggest::hint(&object, names.iter().copied()),
+                names.join(", ")
+            ),
+        ));
+    }
+    let weight = r.f64_or("weight", 0.0, 1e12, 1.0)?;
+    let pattern = match r.str_opt("pattern")?.unwrap_or("uniform") {
+        "uniform" | "random" => Pattern::Uniform,
+        "sequential" | "seq" => Pattern::Sequential,
+        "pointer-chase" | "pc" => Pattern::PointerChase,
+        "zipf" => Pattern::Zipf {
+            s: r.f64_or("zipf_s", 0.01, 5.0, 0.99)?,
+        },
+        o => {
+            return Err(ctx.err(
+                &join(path, "pattern"),
+                format!("expected uniform, sequential, pointer-chase or zipf, got \"{o}\""),
+            ))
+        }
+    };
+    let start_frac = r.f64_or("start_frac", 0.0, 1.0, 0.0)?;
+    let len_frac = r.f64_or("len_frac", 1e-9, 1.0, 1.0 - start_frac)?;
+    if start_frac + len_frac > 1.0 + 1e-9 {
+        return Err(ctx.err(
+            &join(path, "len_frac"),
+            format!(
+                "start_frac + len_frac must be <= 1, got {}",
+                start_frac + len_frac
+            ),
+        ));
+    }
+    let scatter_seed = r.u64_opt("scatter_seed", 0, i64::MAX as u64)?;
+    r.finish(&["zipf_s"])?;
+    Ok(AccessSpec {
+        object,
+        weight,
+        pattern,
+        start_frac,
+        len_frac,
+        scatter_seed,
+    })
+}
+
+fn read_antagonist(ctx: &Ctx, i: usize, t: &Table, ntiers: usize) -> Result<AntagonistSpec> {
+    let mut r = Reader::new(ctx, format!("antagonist.{i}"), t);
+    let tier = match r.raw("tier") {
+        None => 0,
+        Some(Value::String(s)) if s == "fast" => 0,
+        Some(Value::String(s)) if s == "slow" => 1,
+        Some(Value::Integer(n)) if *n >= 0 && (*n as usize) < ntiers => *n as usize,
+        Some(v) => {
+            return Err(ctx.err(
+                &r.key("tier"),
+                format!("expected \"fast\", \"slow\" or a tier index, got {v}"),
+            ))
+        }
+    };
+    let cores = r.u64_opt("cores", 0, 4096)?.unwrap_or(5) as u32;
+    let mlp = r.f64_or("mlp", 1.0, 64.0, 16.0)?;
+    let read_frac = r.f64_or("read_frac", 0.01, 1.0, 0.5)?;
+    let start_s = r.f64_or("start_s", 0.0, 1e6, 0.0)?;
+    let stop_s = r.f64_opt("stop_s", 0.0, 1e6)?;
+    r.finish(&[])?;
+    Ok(AntagonistSpec {
+        tier,
+        cores,
+        mlp,
+        read_frac,
+        start_s,
+        stop_s,
+    })
+}
+
+fn validate(ctx: &Ctx, e: &Experiment) -> Result<()> {
+    let (fast, slow) = e.capacities();
+    let fp = e.footprint_pages();
+    if fast + slow < fp {
+        return Err(ctx.err(
+            "slow_tier_gb",
+            format!(
+                "the tiers hold {} pages but the workload needs {fp}; make slow_tier_gb larger",
+                fast + slow
+            ),
+        ));
+    }
+    if e.processes.iter().all(|p| p.start_s >= e.duration_s) {
+        return Err(ctx.err(
+            "duration_s",
+            "every process starts after the experiment ends",
+        ));
+    }
+    Ok(())
+}
+
+/// Values of a built-in's parameters as strings (for reports).
+pub fn param_summary(p: &Params) -> Vec<(String, String)> {
+    p.iter()
+        .map(|(k, v)| {
+            (
+                k.to_string(),
+                match v {
+                    ParamValue::Str(s) => s.clone(),
+                    other => other.to_string(),
+                },
+            )
+        })
+        .collect()
+}

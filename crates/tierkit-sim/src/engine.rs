@@ -1,0 +1,401 @@
+//! The run loop: observe, decide, act, once per epoch; the fast-only reference run; the
+//! summary and the time series.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use serde::Serialize;
+use tierkit_core::telemetry::QosClass;
+use tierkit_core::{Action, Policy};
+
+use crate::error::{Result, SimError};
+use crate::machine::Machine;
+use crate::spec::Experiment;
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct TierSummary {
+    pub name: String,
+    pub capacity_pages: u64,
+    pub used_pages: u64,
+    /// Miss-weighted mean loaded latency over the run, ns.
+    pub mean_loaded_latency_ns: f64,
+    pub max_loaded_latency_ns: f64,
+    /// LLC misses of the workload served by this tier.
+    pub accesses: f64,
+    pub mean_bandwidth_gbps: f64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ProcSummary {
+    pub name: String,
+    pub class: &'static str,
+    pub runtime_s: f64,
+    pub finished: bool,
+    pub ops: f64,
+    pub throughput_ops_per_s: f64,
+    pub slowdown_vs_fast_only: f64,
+    pub fast_tier_hit_ratio: f64,
+    pub promotions: u64,
+    pub demotions: u64,
+    pub demote_promoted: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Summary {
+    pub tierkit_version: &'static str,
+    pub policy: String,
+    pub workload: String,
+    pub experiment: String,
+    pub platform: String,
+    pub seed: u64,
+    pub page_bytes: u64,
+    pub epoch_ms: f64,
+    pub sim_seconds: f64,
+    pub wall_seconds: f64,
+    pub throughput_ops_per_s: f64,
+    pub fast_only_throughput_ops_per_s: f64,
+    pub slowdown_vs_fast_only: f64,
+    pub promotions: u64,
+    pub demotions: u64,
+    pub remaps: u64,
+    pub shootdowns: u64,
+    pub hint_faults: u64,
+    pub samples: u64,
+    pub tiers: Vec<TierSummary>,
+    pub processes: Vec<ProcSummary>,
+    pub policy_stats: BTreeMap<String, f64>,
+}
+
+/// Columnar time series, one row per report interval.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Series {
+    pub columns: Vec<(String, Vec<f64>)>,
+}
+
+impl Series {
+    fn push(&mut self, name: &str, v: f64) {
+        match self.columns.iter_mut().find(|c| c.0 == name) {
+            Some(c) => c.1.push(v),
+            None => self.columns.push((name.to_string(), vec![v])),
+        }
+    }
+    pub fn get(&self, name: &str) -> Option<&[f64]> {
+        self.columns
+            .iter()
+            .find(|c| c.0 == name)
+            .map(|c| c.1.as_slice())
+    }
+    pub fn rows(&self) -> usize {
+        self.columns.first().map_or(0, |c| c.1.len())
+    }
+}
+
+/// Wall-clock split of a run (for benchmarks; not part of the deterministic output).
+#[derive(Clone, Debug, Default)]
+pub struct Timing {
+    pub machine_s: f64,
+    pub policy_s: f64,
+    pub reference_s: f64,
+}
+
+pub struct RunOutput {
+    pub summary: Summary,
+    pub series: Series,
+    pub timing: Timing,
+}
+
+#[derive(Default)]
+struct Acc {
+    ops: Vec<f64>,
+    lat_w: Vec<f64>,
+    misses: Vec<f64>,
+    bytes: Vec<f64>,
+    promotions: u64,
+    demotions: u64,
+    epochs: u64,
+}
+
+struct Totals {
+    lat_w: Vec<f64>,
+    lat_max: Vec<f64>,
+    misses: Vec<f64>,
+    bytes: Vec<f64>,
+    remaps: u64,
+    shootdowns: u64,
+    faults: u64,
+    samples: u64,
+}
+
+/// Results of one pass of the loop.
+struct Pass {
+    sim_s: f64,
+    ops: f64,
+    proc_ops: Vec<f64>,
+    proc_runtime: Vec<f64>,
+    proc_finished: Vec<bool>,
+}
+
+fn run_pass(
+    m: &mut Machine,
+    policy: Option<&mut dyn Policy>,
+    series: Option<&mut Series>,
+    totals: Option<&mut Totals>,
+    progress: &mut dyn FnMut(f64, f64) -> bool,
+    timing: &mut Timing,
+) -> Result<Pass> {
+    let dur_ns = m.exp.duration_s * 1e9;
+    let nt = m.ntiers;
+    let np = m.procs.len();
+    let report_every = ((m.exp.report_interval_ms / m.exp.epoch_ms).round() as u64).max(1);
+    let mut actions: Vec<Action> = Vec::new();
+    let mut policy = policy;
+    let mut series = series;
+    let mut totals = totals;
+    if let Some(p) = policy.as_deref_mut() {
+        let mut tel = std::mem::take(&mut m.tel);
+        p.init(&tel, m, &mut actions);
+        std::mem::swap(&mut m.tel, &mut tel);
+        m.apply(&mut actions);
+    }
+    let mut acc = Acc {
+        ops: vec![0.0; np],
+        lat_w: vec![0.0; nt],
+        misses: vec![0.0; nt],
+        bytes: vec![0.0; nt],
+        ..Default::default()
+    };
+    let mut last_ops = vec![0.0; np];
+    let mut epoch = 0u64;
+    let progress_every = (dur_ns / m.epoch_ns / 200.0).ceil().max(1.0) as u64;
+    while m.now_ns < dur_ns - 1e-6 {
+        let t0 = Instant::now();
+        m.step()?;
+        let t1 = Instant::now();
+        timing.machine_s += (t1 - t0).as_secs_f64();
+        if let Some(p) = policy.as_deref_mut() {
+            let mut tel = std::mem::take(&mut m.tel);
+            p.step(&tel, m, &mut actions);
+            std::mem::swap(&mut m.tel, &mut tel);
+            m.apply(&mut actions);
+            timing.policy_s += t1.elapsed().as_secs_f64();
+        }
+        m.clear_events();
+        epoch += 1;
+        // accumulate
+        for (i, p) in m.procs.iter().enumerate() {
+            acc.ops[i] += p.ops - last_ops[i];
+            last_ops[i] = p.ops;
+        }
+        let st = &m.stats;
+        for t in 0..nt {
+            acc.lat_w[t] += st.latency_ns[t] * st.app_misses[t];
+            acc.misses[t] += st.app_misses[t];
+            acc.bytes[t] += st.bytes[t];
+        }
+        acc.promotions += st.promotions;
+        acc.demotions += st.demotions;
+        acc.epochs += 1;
+        if let Some(tot) = totals.as_deref_mut() {
+            for t in 0..nt {
+                tot.lat_w[t] += st.latency_ns[t] * st.app_misses[t];
+                tot.lat_max[t] = tot.lat_max[t].max(st.latency_ns[t]);
+                tot.misses[t] += st.app_misses[t];
+                tot.bytes[t] += st.bytes[t];
+            }
+            tot.remaps += st.remaps;
+            tot.shootdowns += st.shootdowns;
+            tot.faults += st.hint_faults;
+            tot.samples += st.samples;
+        }
+        let done = m.all_exited();
+        if epoch % report_every == 0 || done || m.now_ns >= dur_ns - 1e-6 {
+            if let Some(s) = series.as_deref_mut() {
+                let span_s = acc.epochs as f64 * m.epoch_ns * 1e-9;
+                s.push("t_s", m.now_ns * 1e-9);
+                s.push("throughput_ops_per_s", acc.ops.iter().sum::<f64>() / span_s);
+                s.push("promotions", acc.promotions as f64);
+                s.push("demotions", acc.demotions as f64);
+                for t in 0..nt {
+                    let name = &m.exp.platform.tiers[t].name;
+                    let lat = if acc.misses[t] > 0.0 {
+                        acc.lat_w[t] / acc.misses[t]
+                    } else {
+                        st.latency_ns[t]
+                    };
+                    s.push(&format!("latency_ns.{name}"), lat);
+                    s.push(
+                        &format!("bandwidth_gbps.{name}"),
+                        acc.bytes[t] / (span_s * 1e9),
+                    );
+                    s.push(&format!("used_pages.{name}"), m.used[t] as f64);
+                }
+                for (i, p) in m.procs.iter().enumerate() {
+                    s.push(
+                        &format!("throughput_ops_per_s.{}", p.name),
+                        acc.ops[i] / span_s,
+                    );
+                }
+            }
+            acc = Acc {
+                ops: vec![0.0; np],
+                lat_w: vec![0.0; nt],
+                misses: vec![0.0; nt],
+                bytes: vec![0.0; nt],
+                ..Default::default()
+            };
+        }
+        if epoch % progress_every == 0 && !progress(m.now_ns * 1e-9, m.exp.duration_s) {
+            return Err(SimError::Interrupted);
+        }
+        if done {
+            break;
+        }
+    }
+    let sim_s = m.now_ns * 1e-9;
+    let proc_ops: Vec<f64> = m.procs.iter().map(|p| p.ops).collect();
+    let proc_runtime = m
+        .procs
+        .iter()
+        .map(|p| {
+            let end = p.finish_ns.unwrap_or(m.now_ns);
+            ((end - p.start_ns) * 1e-9).max(0.0)
+        })
+        .collect();
+    let proc_finished = m.procs.iter().map(|p| p.finish_ns.is_some()).collect();
+    Ok(Pass {
+        sim_s,
+        ops: proc_ops.iter().sum(),
+        proc_ops,
+        proc_runtime,
+        proc_finished,
+    })
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        f64::NAN
+    }
+}
+
+/// Run an experiment under a policy (spec string), with the fast-only reference run.
+/// `progress(done_s, total_s)` is called now and then; returning false interrupts the run.
+pub fn run(
+    exp: &Experiment,
+    policy_spec: &str,
+    progress: &mut dyn FnMut(f64, f64) -> bool,
+) -> Result<RunOutput> {
+    let wall = Instant::now();
+    let mut policy = tierkit_policies::build(policy_spec)?;
+    let mut timing = Timing::default();
+
+    // Reference: the same workload with every page in the fast tier, no policy.
+    let t_ref = Instant::now();
+    let mut reference = Machine::new(exp, true)?;
+    let mut sink = |_: f64, _: f64| true;
+    let mut ref_timing = Timing::default();
+    let r = run_pass(&mut reference, None, None, None, &mut sink, &mut ref_timing)?;
+    timing.reference_s = t_ref.elapsed().as_secs_f64();
+
+    let mut m = Machine::new(exp, false)?;
+    let nt = m.ntiers;
+    let mut series = Series::default();
+    let mut tot = Totals {
+        lat_w: vec![0.0; nt],
+        lat_max: vec![0.0; nt],
+        misses: vec![0.0; nt],
+        bytes: vec![0.0; nt],
+        remaps: 0,
+        shootdowns: 0,
+        faults: 0,
+        samples: 0,
+    };
+    let pass = run_pass(
+        &mut m,
+        Some(policy.as_mut()),
+        Some(&mut series),
+        Some(&mut tot),
+        progress,
+        &mut timing,
+    )?;
+    progress(pass.sim_s, exp.duration_s);
+
+    let throughput = ratio(pass.ops, pass.sim_s);
+    let ref_throughput = ratio(r.ops, r.sim_s);
+    let tiers = (0..nt)
+        .map(|t| TierSummary {
+            name: exp.platform.tiers[t].name.clone(),
+            capacity_pages: m.cap[t],
+            used_pages: m.used[t],
+            mean_loaded_latency_ns: if tot.misses[t] > 0.0 {
+                tot.lat_w[t] / tot.misses[t]
+            } else {
+                m.lat[t]
+            },
+            max_loaded_latency_ns: tot.lat_max[t],
+            accesses: tot.misses[t],
+            mean_bandwidth_gbps: tot.bytes[t] / (pass.sim_s * 1e9),
+        })
+        .collect();
+    let processes = m
+        .procs
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let tput = ratio(pass.proc_ops[i], pass.proc_runtime[i]);
+            let ref_tput = ratio(r.proc_ops[i], r.proc_runtime[i]);
+            let slowdown = if pass.proc_finished[i] && r.proc_finished[i] {
+                ratio(pass.proc_runtime[i], r.proc_runtime[i])
+            } else {
+                ratio(ref_tput, tput)
+            };
+            let total: f64 = p.misses.iter().sum();
+            ProcSummary {
+                name: p.name.clone(),
+                class: match p.class {
+                    QosClass::LatencyCritical => "LC",
+                    QosClass::BestEffort => "BE",
+                },
+                runtime_s: pass.proc_runtime[i],
+                finished: pass.proc_finished[i],
+                ops: pass.proc_ops[i],
+                throughput_ops_per_s: tput,
+                slowdown_vs_fast_only: slowdown,
+                fast_tier_hit_ratio: ratio(p.misses[0], total),
+                promotions: p.promotions,
+                demotions: p.demotions,
+                demote_promoted: p.demote_promoted,
+            }
+        })
+        .collect();
+    let summary = Summary {
+        tierkit_version: env!("CARGO_PKG_VERSION"),
+        policy: policy.name(),
+        workload: exp.workload.clone(),
+        experiment: exp.source.clone(),
+        platform: exp.platform.name.clone(),
+        seed: exp.seed,
+        page_bytes: exp.page_bytes,
+        epoch_ms: exp.epoch_ms,
+        sim_seconds: pass.sim_s,
+        wall_seconds: wall.elapsed().as_secs_f64(),
+        throughput_ops_per_s: throughput,
+        fast_only_throughput_ops_per_s: ref_throughput,
+        slowdown_vs_fast_only: ratio(ref_throughput, throughput),
+        promotions: m.procs.iter().map(|p| p.promotions).sum(),
+        demotions: m.procs.iter().map(|p| p.demotions).sum(),
+        remaps: tot.remaps,
+        shootdowns: tot.shootdowns,
+        hint_faults: tot.faults,
+        samples: tot.samples,
+        tiers,
+        processes,
+        policy_stats: policy.stats().into_iter().collect(),
+    };
+    Ok(RunOutput {
+        summary,
+        series,
+        timing,
+    })
+}

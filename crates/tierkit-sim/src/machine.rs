@@ -1,0 +1,1413 @@
+//! The simulated machine: page table, processes and threads, the per-epoch fixed point between
+//! thread rates and tier latencies, counters with real semantics, exact sampling, hint faults,
+//! access bits, and migrations with their costs (design.md section 2).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap;
+use tierkit_core::action::{Action, MigrateMode, SampleFilter, ScanTiers};
+use tierkit_core::rng::Rng;
+use tierkit_core::telemetry::*;
+use tierkit_core::{Mechanism, PageId, TierId};
+
+use crate::dist::{Dist, Region};
+use crate::error::{Result, SimError};
+use crate::spec::{Experiment, Pattern};
+
+pub const NONE: u8 = u8::MAX;
+const F_PROMOTED: u8 = 1;
+const F_MARKED: u8 = 2;
+const LINE: f64 = 64.0;
+/// Async migrations waiting beyond this are refused (a policy flooding the queue).
+const MAX_QUEUE: usize = 1 << 20;
+
+#[derive(Clone, Debug)]
+pub struct ObjState {
+    pub name: String,
+    pub first: u32,
+    pub pages: u32,
+    pub live: bool,
+    pub bind: Option<TierId>,
+    pub alloc_ns: f64,
+    pub free_ns: Option<f64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ProcState {
+    pub name: String,
+    pub class: QosClass,
+    pub base: u32,
+    pub pages: u32,
+    pub start_ns: f64,
+    pub objects: Vec<ObjState>,
+    pub threads: Vec<usize>,
+    pub started: bool,
+    pub exited: bool,
+    pub finish_ns: Option<f64>,
+    pub migration_enabled: bool,
+    pub partition: Option<u64>,
+    pub resident: Vec<u64>,
+    pub promotions: u64,
+    pub demotions: u64,
+    pub demote_promoted: u64,
+    pub ops: f64,
+    pub misses: Vec<f64>,
+    /// Dist cache: (thread group, phase) -> dist index.
+    pub dist_of: FxHashMap<(usize, usize), usize>,
+    pub scan_cursor: u32,
+    pub scan_credit: f64,
+}
+
+#[derive(Clone, Debug)]
+pub struct ThreadState {
+    pub proc_: Option<usize>,
+    pub tid: u32,
+    pub group: usize,
+    pub phase: usize,
+    pub phase_end_ns: f64,
+    pub dist: Option<usize>,
+    pub pinned: Option<usize>,
+    pub m: f64,
+    pub z: f64,
+    pub read_frac: f64,
+    pub misses_per_op: f64,
+    pub work_left: Option<f64>,
+    pub active: bool,
+    pub done: bool,
+    pub start_ns: f64,
+    pub stop_ns: Option<f64>,
+    pub stall_ns: f64,
+    pub x: f64,
+    pub avail: f64,
+    pub finish_ns: Option<f64>,
+}
+
+impl ThreadState {
+    fn writebacks_per_miss(&self) -> f64 {
+        ((1.0 - self.read_frac) / self.read_frac).min(1.0)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    page: u32,
+    to: TierId,
+    transactional: bool,
+    keep_shadow: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ScanCfg {
+    period_ms: f64,
+    pages: u64,
+    tiers: ScanTiers,
+}
+
+/// Per-epoch measurements the engine aggregates (ground truth, not telemetry).
+#[derive(Clone, Debug, Default)]
+pub struct EpochStats {
+    pub latency_ns: Vec<f64>,
+    pub app_misses: Vec<f64>,
+    pub bytes: Vec<f64>,
+    pub promotions: u64,
+    pub demotions: u64,
+    pub remaps: u64,
+    pub shootdowns: u64,
+    pub hint_faults: u64,
+    pub samples: u64,
+}
+
+pub struct Machine {
+    pub exp: Experiment,
+    pub ntiers: usize,
+    pub cap: Vec<u64>,
+    pub used: Vec<u64>,
+    pub page_tier: Vec<u8>,
+    page_flags: Vec<u8>,
+    last_clear: Vec<f32>,
+    shadow: FxHashMap<u32, (TierId, f64)>,
+    shadow_list: Vec<u32>,
+    pub procs: Vec<ProcState>,
+    pub threads: Vec<ThreadState>,
+    pub dists: Vec<Dist>,
+    pub lat: Vec<f64>,
+    mig_bytes_next: Vec<(f64, f64)>,
+    mig_bytes_now: Vec<(f64, f64)>,
+    queue: std::collections::VecDeque<Pending>,
+    sync_results: Vec<MigrationResult>,
+    faults: BinaryHeap<Reverse<(u64, u32, u64)>>,
+    scan: Option<ScanCfg>,
+    scan_pid: FxHashMap<usize, ScanCfg>,
+    sampling: Option<(u64, SampleFilter)>,
+    pub tel: Telemetry,
+    pub now_ns: f64,
+    pub epoch_ns: f64,
+    pub stats: EpochStats,
+    rng_sample: Rng,
+    rng_fault: Rng,
+    rng_bits: Rng,
+    rng_mig: Rng,
+    rng_noise: Rng,
+    pub counter_noise: f64,
+    pub cpu_ghz: f64,
+    page_bytes: f64,
+}
+
+impl Machine {
+    /// Build the machine for an experiment; `fast_only` gives the fast tier room for the whole
+    /// footprint (the reference run that slowdowns are measured against).
+    pub fn new(exp: &Experiment, fast_only: bool) -> Result<Machine> {
+        let ntiers = exp.platform.tiers.len();
+        let (mut fast, slow) = exp.capacities();
+        let fp = exp.footprint_pages();
+        if fast_only {
+            fast = fp + 1;
+        }
+        let mut cap = vec![slow; ntiers];
+        cap[0] = fast;
+        if fp > u32::MAX as u64 / 2 {
+            return Err(SimError::Capacity(format!(
+                "{}: footprint of {fp} pages is too large for the simulator (max 2^31)",
+                exp.source
+            )));
+        }
+        let mut procs = Vec::new();
+        let mut threads = Vec::new();
+        let mut base = 0u32;
+        for (pi, p) in exp.processes.iter().enumerate() {
+            let mut objects = Vec::new();
+            let mut off = 0u32;
+            for o in &p.objects {
+                let n = exp.pages_of(o.bytes) as u32;
+                objects.push(ObjState {
+                    name: o.name.clone(),
+                    first: base + off,
+                    pages: n,
+                    live: false,
+                    bind: None,
+                    alloc_ns: (p.start_s + o.alloc_s) * 1e9,
+                    free_ns: o.free_s.map(|f| (p.start_s + f) * 1e9),
+                });
+                off += n;
+            }
+            let mut tids = Vec::new();
+            for (g, t) in p.threads.iter().enumerate() {
+                for _ in 0..t.count {
+                    tids.push(threads.len());
+                    threads.push(ThreadState {
+                        proc_: Some(pi),
+                        tid: tids.len() as u32 - 1,
+                        group: g,
+                        phase: 0,
+                        phase_end_ns: f64::INFINITY,
+                        dist: None,
+                        pinned: None,
+                        m: 1.0,
+                        z: 0.0,
+                        read_frac: 1.0,
+                        misses_per_op: 1.0,
+                        work_left: t.work_ops,
+                        active: false,
+                        done: false,
+                        start_ns: p.start_s * 1e9,
+                        stop_ns: None,
+                        stall_ns: 0.0,
+                        x: 0.0,
+                        avail: 0.0,
+                        finish_ns: None,
+                    });
+                }
+            }
+            procs.push(ProcState {
+                name: p.name.clone(),
+                class: p.class,
+                base,
+                pages: off,
+                start_ns: p.start_s * 1e9,
+                objects,
+                threads: tids,
+                started: false,
+                exited: false,
+                finish_ns: None,
+                migration_enabled: true,
+                partition: None,
+                resident: vec![0; ntiers],
+                promotions: 0,
+                demotions: 0,
+                demote_promoted: 0,
+                ops: 0.0,
+                misses: vec![0.0; ntiers],
+                dist_of: FxHashMap::default(),
+                scan_cursor: 0,
+                scan_credit: 0.0,
+            });
+            base += off;
+        }
+        for a in &exp.antagonists {
+            for _ in 0..a.cores {
+                threads.push(ThreadState {
+                    proc_: None,
+                    tid: 0,
+                    group: 0,
+                    phase: 0,
+                    phase_end_ns: f64::INFINITY,
+                    dist: None,
+                    pinned: Some(a.tier.min(ntiers - 1)),
+                    m: a.mlp,
+                    z: 0.0,
+                    read_frac: a.read_frac,
+                    misses_per_op: 1.0,
+                    work_left: None,
+                    active: false,
+                    done: false,
+                    start_ns: a.start_s * 1e9,
+                    stop_ns: a.stop_s.map(|s| s * 1e9),
+                    stall_ns: 0.0,
+                    x: 0.0,
+                    avail: 0.0,
+                    finish_ns: None,
+                });
+            }
+        }
+        let total = base as usize;
+        let lat = exp
+            .platform
+            .tiers
+            .iter()
+            .map(|t| t.curve.unloaded_ns())
+            .collect();
+        let seed = exp.seed;
+        let mut m = Machine {
+            ntiers,
+            cap,
+            used: vec![0; ntiers],
+            page_tier: vec![NONE; total],
+            page_flags: vec![0; total],
+            last_clear: vec![0.0; total],
+            shadow: FxHashMap::default(),
+            shadow_list: Vec::new(),
+            procs,
+            threads,
+            dists: Vec::new(),
+            lat,
+            mig_bytes_next: vec![(0.0, 0.0); ntiers],
+            mig_bytes_now: vec![(0.0, 0.0); ntiers],
+            queue: Default::default(),
+            sync_results: Vec::new(),
+            faults: BinaryHeap::new(),
+            scan: None,
+            scan_pid: FxHashMap::default(),
+            sampling: None,
+            tel: Telemetry::default(),
+            now_ns: 0.0,
+            epoch_ns: exp.epoch_ms * 1e6,
+            stats: EpochStats::default(),
+            rng_sample: Rng::derive(seed, 1),
+            rng_fault: Rng::derive(seed, 2),
+            rng_bits: Rng::derive(seed, 3),
+            rng_mig: Rng::derive(seed, 4),
+            rng_noise: Rng::derive(seed, 5),
+            counter_noise: 0.0,
+            cpu_ghz: exp.platform.cpu_ghz,
+            page_bytes: exp.page_bytes as f64,
+            exp: exp.clone(),
+        };
+        m.init_telemetry();
+        Ok(m)
+    }
+
+    fn init_telemetry(&mut self) {
+        let t = &mut self.tel;
+        t.epoch_ns = self.epoch_ns as u64;
+        t.page_bytes = self.exp.page_bytes;
+        t.cpu_ghz = self.cpu_ghz;
+        t.tiers = self
+            .exp
+            .platform
+            .tiers
+            .iter()
+            .enumerate()
+            .map(|(i, tm)| TierInfo {
+                id: i as TierId,
+                name: tm.name.clone(),
+                capacity_pages: self.cap[i],
+                used_pages: 0,
+            })
+            .collect();
+        t.tier_counters = vec![TierCounters::default(); self.ntiers];
+        t.processes = self
+            .procs
+            .iter()
+            .enumerate()
+            .map(|(i, p)| ProcInfo {
+                pid: i as u32,
+                name: p.name.clone(),
+                class: p.class,
+                alive: false,
+                threads: p.threads.len() as u32,
+                rss_pages: vec![0; self.ntiers],
+                demote_promoted: 0,
+                promotions: 0,
+                demotions: 0,
+                migration_enabled: true,
+            })
+            .collect();
+        t.objects = self
+            .procs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, p)| {
+                p.objects.iter().map(move |o| ObjectInfo {
+                    pid: i as u32,
+                    name: o.name.clone(),
+                    first_page: PageId(o.first as u64),
+                    pages: o.pages as u64,
+                    live: false,
+                })
+            })
+            .collect();
+    }
+
+    pub fn total_pages(&self) -> usize {
+        self.page_tier.len()
+    }
+
+    #[inline]
+    fn proc_of(&self, page: u32) -> usize {
+        self.procs.partition_point(|p| p.base + p.pages <= page)
+    }
+
+    /// Access rate of a page (LLC misses per ns) from the threads whose phase covers it.
+    fn page_rate(&self, page: u32) -> (f64, f64) {
+        let pi = self.proc_of(page);
+        let mut r = 0.0;
+        let mut w = 0.0;
+        for &d in self.procs[pi].dist_of.values() {
+            let dd = &self.dists[d];
+            if dd.users > 0 && dd.rate > 0.0 {
+                let x = dd.rate * dd.pmf(page);
+                r += x;
+                w += x * ((1.0 - dd.read_frac) / dd.read_frac).min(1.0);
+            }
+        }
+        (r, w)
+    }
+
+    /// Ground truth: the stall a page causes per ns (misses x latency / MLP over its threads).
+    pub fn true_page_stall_rate(&self, page: u32) -> f64 {
+        let t = self.page_tier[page as usize];
+        if t == NONE {
+            return 0.0;
+        }
+        let pi = self.proc_of(page);
+        let l = self.lat[t as usize];
+        self.procs[pi]
+            .threads
+            .iter()
+            .filter(|&&ti| self.threads[ti].active)
+            .filter_map(|&ti| {
+                let th = &self.threads[ti];
+                th.dist.map(|d| th.x * self.dists[d].pmf(page) * l / th.m)
+            })
+            .sum()
+    }
+
+    // ---------------------------------------------------------------- page table changes
+
+    fn mass_move(&mut self, page: u32, from: Option<u8>, to: Option<u8>) {
+        let pi = self.proc_of(page);
+        let Machine { procs, dists, .. } = self;
+        for &d in procs[pi].dist_of.values() {
+            let dd = &mut dists[d];
+            if dd.users == 0 {
+                continue;
+            }
+            let pr = dd.pmf(page);
+            if pr == 0.0 {
+                continue;
+            }
+            if let Some(f) = from {
+                dd.mass[f as usize] -= pr;
+            }
+            if let Some(t) = to {
+                dd.mass[t as usize] += pr;
+            }
+        }
+    }
+
+    fn set_tier(&mut self, page: u32, to: Option<u8>) {
+        let old = self.page_tier[page as usize];
+        let from = (old != NONE).then_some(old);
+        let pi = self.proc_of(page);
+        if let Some(f) = from {
+            self.used[f as usize] -= 1;
+            self.procs[pi].resident[f as usize] -= 1;
+        }
+        if let Some(t) = to {
+            self.used[t as usize] += 1;
+            self.procs[pi].resident[t as usize] += 1;
+        }
+        self.page_tier[page as usize] = to.unwrap_or(NONE);
+        self.mass_move(page, from, to);
+    }
+
+    fn drop_shadow(&mut self, page: u32) {
+        if let Some((t, _)) = self.shadow.remove(&page) {
+            self.used[t as usize] -= 1;
+        }
+    }
+
+    /// Make room in a tier by dropping shadow copies (Nomad frees shadows under pressure).
+    fn reclaim_shadows(&mut self, tier: usize) -> bool {
+        while self.used[tier] >= self.cap[tier] {
+            let Some(p) = self.shadow_list.pop() else {
+                return false;
+            };
+            if matches!(self.shadow.get(&p), Some((t, _)) if *t as usize == tier) {
+                self.drop_shadow(p);
+            }
+        }
+        true
+    }
+
+    fn has_room(&mut self, tier: usize, pi: usize) -> bool {
+        if tier == 0 {
+            if let Some(limit) = self.procs[pi].partition {
+                if self.procs[pi].resident[0] >= limit {
+                    return false;
+                }
+            }
+        }
+        self.used[tier] < self.cap[tier] || self.reclaim_shadows(tier)
+    }
+
+    fn allocate_object(&mut self, pi: usize, oi: usize) -> Result<()> {
+        let (first, n, bind) = {
+            let o = &mut self.procs[pi].objects[oi];
+            o.live = true;
+            (o.first, o.pages, o.bind)
+        };
+        let now = self.now_ns as f32 * 1e-9;
+        for page in first..first + n {
+            let mut chosen = None;
+            let order: Vec<usize> = match bind {
+                Some(b) => std::iter::once(b as usize)
+                    .chain((0..self.ntiers).filter(|&t| t != b as usize))
+                    .collect(),
+                None => (0..self.ntiers).collect(),
+            };
+            for t in order {
+                if self.has_room(t, pi) {
+                    chosen = Some(t as u8);
+                    break;
+                }
+            }
+            let Some(t) = chosen else {
+                return Err(SimError::Capacity(format!(
+                    "{}: at t={:.3}s process `{}` allocating object `{}`: every tier is full ({:?} of {:?} pages); raise slow_tier_gb",
+                    self.exp.source,
+                    self.now_ns * 1e-9,
+                    self.procs[pi].name,
+                    self.procs[pi].objects[oi].name,
+                    self.used,
+                    self.cap
+                )));
+            };
+            self.set_tier(page, Some(t));
+            self.page_flags[page as usize] = 0;
+            self.last_clear[page as usize] = now;
+            self.tel.allocated.push(PageEvent {
+                page: PageId(page as u64),
+                pid: pi as u32,
+                tier: t,
+            });
+        }
+        Ok(())
+    }
+
+    fn free_object(&mut self, pi: usize, oi: usize) {
+        let (first, n) = {
+            let o = &mut self.procs[pi].objects[oi];
+            if !o.live {
+                return;
+            }
+            o.live = false;
+            (o.first, o.pages)
+        };
+        for page in first..first + n {
+            let t = self.page_tier[page as usize];
+            if t == NONE {
+                continue;
+            }
+            self.drop_shadow(page);
+            self.set_tier(page, None);
+            self.page_flags[page as usize] = 0;
+            self.tel.freed.push(PageEvent {
+                page: PageId(page as u64),
+                pid: pi as u32,
+                tier: t,
+            });
+        }
+    }
+
+    // ---------------------------------------------------------------- lifecycle
+
+    fn make_dist(&mut self, pi: usize, group: usize, phase: usize) -> usize {
+        if let Some(&d) = self.procs[pi].dist_of.get(&(group, phase)) {
+            return d;
+        }
+        let spec = &self.exp.processes[pi].threads[group].phases[phase];
+        let p = &self.procs[pi];
+        let mut regions = Vec::new();
+        for (ai, a) in spec.access.iter().enumerate() {
+            let (first, pages) = if a.object == "*" {
+                (p.base, p.pages)
+            } else {
+                let o = p
+                    .objects
+                    .iter()
+                    .find(|o| o.name == a.object)
+                    .expect("validated object name");
+                (o.first, o.pages)
+            };
+            let start = first + (a.start_frac * pages as f64).floor() as u32;
+            let len = ((a.len_frac * pages as f64).round() as u32).clamp(1, first + pages - start);
+            let seed = self.exp.seed
+                ^ ((pi as u64) << 40)
+                ^ ((group as u64) << 24)
+                ^ ((phase as u64) << 8)
+                ^ ai as u64;
+            let r = match (a.scatter_seed, a.pattern) {
+                (Some(s), _) => Region::subset(first, pages, len, a.weight, s),
+                (None, Pattern::Zipf { s }) => Region::zipf(start, len, s, a.weight, seed),
+                (None, _) => Region::range(start, len, a.weight),
+            };
+            regions.push(r);
+        }
+        let d = Dist::new(pi, regions, self.ntiers, spec.read_frac);
+        self.dists.push(d);
+        let id = self.dists.len() - 1;
+        self.procs[pi].dist_of.insert((group, phase), id);
+        id
+    }
+
+    fn enter_phase(&mut self, ti: usize, phase: usize) {
+        let pi = self.threads[ti].proc_.expect("app thread");
+        let group = self.threads[ti].group;
+        if let Some(old) = self.threads[ti].dist.take() {
+            self.dists[old].users -= 1;
+        }
+        let nph = self.exp.processes[pi].threads[group].phases.len();
+        if phase >= nph {
+            self.finish_thread(ti);
+            return;
+        }
+        let d = self.make_dist(pi, group, phase);
+        if self.dists[d].users == 0 {
+            let pt = &self.page_tier;
+            self.dists[d].recompute_mass(|p| {
+                let t = pt[p as usize];
+                (t != NONE).then_some(t)
+            });
+        }
+        self.dists[d].users += 1;
+        let spec = &self.exp.processes[pi].threads[group].phases[phase];
+        let th = &mut self.threads[ti];
+        th.phase = phase;
+        th.dist = Some(d);
+        th.m = spec.mlp;
+        th.z = spec.compute_ns;
+        th.read_frac = spec.read_frac;
+        th.misses_per_op = spec.misses_per_op;
+        th.phase_end_ns = spec
+            .duration_s
+            .map_or(f64::INFINITY, |s| self.now_ns + s * 1e9);
+    }
+
+    fn finish_thread(&mut self, ti: usize) {
+        let th = &mut self.threads[ti];
+        if let Some(d) = th.dist.take() {
+            self.dists[d].users -= 1;
+        }
+        th.active = false;
+        th.done = true;
+        th.finish_ns = Some(self.now_ns);
+    }
+
+    /// Start processes and threads, allocate and free objects, move threads between phases.
+    fn lifecycle(&mut self) -> Result<()> {
+        let now = self.now_ns;
+        for pi in 0..self.procs.len() {
+            if self.procs[pi].exited {
+                continue;
+            }
+            if !self.procs[pi].started {
+                if self.procs[pi].start_ns > now {
+                    continue;
+                }
+                self.procs[pi].started = true;
+                // bound objects first, then the rest in order (first touch)
+                let mut order: Vec<usize> = (0..self.procs[pi].objects.len()).collect();
+                order.sort_by_key(|&o| self.procs[pi].objects[o].bind.is_none());
+                for oi in order {
+                    if self.procs[pi].objects[oi].alloc_ns <= now {
+                        self.allocate_object(pi, oi)?;
+                    }
+                }
+                for ti in self.procs[pi].threads.clone() {
+                    self.threads[ti].active = true;
+                    self.enter_phase(ti, 0);
+                }
+                self.tel.processes[pi].alive = true;
+            } else {
+                for oi in 0..self.procs[pi].objects.len() {
+                    let o = &self.procs[pi].objects[oi];
+                    if !o.live
+                        && o.alloc_ns <= now
+                        && o.free_ns.is_none_or(|f| f > now)
+                        && !self.procs[pi].exited
+                    {
+                        self.allocate_object(pi, oi)?;
+                    } else if o.live && o.free_ns.is_some_and(|f| f <= now) {
+                        self.free_object(pi, oi);
+                    }
+                }
+            }
+            for ti in self.procs[pi].threads.clone() {
+                let th = &self.threads[ti];
+                if th.active && th.phase_end_ns <= now {
+                    let next = th.phase + 1;
+                    self.enter_phase(ti, next);
+                }
+            }
+            if self.procs[pi].threads.iter().all(|&t| self.threads[t].done) {
+                self.exit_process(pi);
+            }
+        }
+        for th in self.threads.iter_mut().filter(|t| t.proc_.is_none()) {
+            th.active = th.start_ns <= now && th.stop_ns.is_none_or(|s| s > now);
+        }
+        Ok(())
+    }
+
+    fn exit_process(&mut self, pi: usize) {
+        self.procs[pi].exited = true;
+        self.procs[pi].finish_ns = Some(self.now_ns);
+        for oi in 0..self.procs[pi].objects.len() {
+            self.free_object(pi, oi);
+        }
+        self.tel.processes[pi].alive = false;
+    }
+
+    /// Whether any process is still to start or running (threads with no work bound run until
+    /// the experiment's end).
+    pub fn all_exited(&self) -> bool {
+        self.procs.iter().all(|p| p.exited)
+    }
+
+    // ---------------------------------------------------------------- the epoch fixed point
+
+    /// Per-thread share of misses per tier (mass-normalized), or None if the thread is idle.
+    fn share(&self, th: &ThreadState, out: &mut [f64]) -> bool {
+        out.iter_mut().for_each(|x| *x = 0.0);
+        if let Some(t) = th.pinned {
+            out[t] = 1.0;
+            return true;
+        }
+        let Some(d) = th.dist else { return false };
+        let mass = &self.dists[d].mass;
+        let total: f64 = mass.iter().map(|m| m.max(0.0)).sum();
+        if total <= 1e-12 {
+            return false;
+        }
+        for (o, m) in out.iter_mut().zip(mass) {
+            *o = m.max(0.0) / total;
+        }
+        true
+    }
+
+    /// Solve L_t = curve_t(B_t(L)) for all tiers (Gauss-Seidel over tiers, Illinois per tier).
+    fn solve(&mut self, shares: &[f64], idx: &[usize]) {
+        let nt = self.ntiers;
+        let mut lat = self.lat.clone();
+        let mig: Vec<f64> = self.mig_bytes_now.iter().map(|&(r, w)| r + w).collect();
+        let mig_read: Vec<f64> = self.mig_bytes_now.iter().map(|&(r, _)| r).collect();
+        let eval = |lat: &[f64], t: usize| -> f64 {
+            let mut bytes = mig[t];
+            let mut read = mig_read[t];
+            for (k, &ti) in idx.iter().enumerate() {
+                let th = &self.threads[ti];
+                let s = &shares[k * nt..(k + 1) * nt];
+                let l: f64 = s.iter().zip(lat).map(|(a, b)| a * b).sum();
+                let x = th.m / (l + th.m * th.z) * th.avail;
+                let r = x * s[t] * LINE;
+                read += r;
+                bytes += r * (1.0 + th.writebacks_per_miss());
+            }
+            let rf = if bytes > 0.0 { read / bytes } else { 1.0 };
+            self.exp.platform.tiers[t].curve.latency_ns(bytes, rf)
+        };
+        for _round in 0..12 {
+            let mut change: f64 = 0.0;
+            for t in 0..nt {
+                let old = lat[t];
+                let l0 = self.exp.platform.tiers[t].curve.unloaded_ns();
+                let g = |x: f64, lat: &mut Vec<f64>| {
+                    lat[t] = x;
+                    eval(lat, t) - x
+                };
+                let g_old = g(old, &mut lat);
+                if g_old.abs() <= 1e-9 * old {
+                    lat[t] = old;
+                    continue;
+                }
+                let (mut a, mut fa) = (l0, g(l0, &mut lat));
+                if fa <= 0.0 {
+                    lat[t] = l0;
+                    change = change.max((l0 - old).abs() / old);
+                    continue;
+                }
+                let mut b = old.max(l0) * 2.0;
+                let mut fb = g(b, &mut lat);
+                let mut guard = 0;
+                while fb > 0.0 && guard < 60 {
+                    a = b;
+                    fa = fb;
+                    b *= 2.0;
+                    fb = g(b, &mut lat);
+                    guard += 1;
+                }
+                let mut side = 0;
+                let mut c = b;
+                for _ in 0..100 {
+                    c = (a * fb - b * fa) / (fb - fa);
+                    let fc = g(c, &mut lat);
+                    if fc.abs() <= 1e-10 * c || (b - a).abs() <= 1e-10 * c {
+                        break;
+                    }
+                    if fc > 0.0 {
+                        a = c;
+                        fa = fc;
+                        if side == 1 {
+                            fb /= 2.0;
+                        }
+                        side = 1;
+                    } else {
+                        b = c;
+                        fb = fc;
+                        if side == -1 {
+                            fa /= 2.0;
+                        }
+                        side = -1;
+                    }
+                }
+                lat[t] = c;
+                change = change.max((c - old).abs() / old);
+            }
+            if change < 1e-9 {
+                break;
+            }
+        }
+        self.lat = lat;
+    }
+
+    // ---------------------------------------------------------------- one epoch
+
+    /// Advance one epoch: lifecycle, pending migrations, the fixed point, counters, sampling,
+    /// hint faults. Fills `self.tel` for the policy.
+    pub fn step(&mut self) -> Result<()> {
+        let nt = self.ntiers;
+        let e = self.epoch_ns;
+        self.tel.samples.clear();
+        self.tel.hint_faults.clear();
+        self.stats.promotions = 0;
+        self.stats.demotions = 0;
+        self.stats.remaps = 0;
+        self.stats.shootdowns = 0;
+        self.stats.hint_faults = 0;
+        self.stats.samples = 0;
+        self.lifecycle()?;
+        self.mig_bytes_now = std::mem::replace(&mut self.mig_bytes_next, vec![(0.0, 0.0); nt]);
+        self.run_queue();
+
+        // Threads that run this epoch, their time available after stalls, their tier shares.
+        let mut idx = Vec::new();
+        let mut shares = Vec::new();
+        let mut s = vec![0.0; nt];
+        for ti in 0..self.threads.len() {
+            let th = &self.threads[ti];
+            if !th.active || th.done {
+                continue;
+            }
+            if !self.share(th, &mut s) {
+                continue;
+            }
+            let stall = th.stall_ns.min(e);
+            let th = &mut self.threads[ti];
+            th.stall_ns -= stall;
+            th.avail = (e - stall) / e;
+            idx.push(ti);
+            shares.extend_from_slice(&s);
+        }
+        self.solve(&shares, &idx);
+
+        // Rates, misses, counters.
+        let cyc = self.cpu_ghz;
+        let mut tc = vec![TierCounters::default(); nt];
+        let mut not_empty_prod = vec![1.0; nt];
+        self.tel.cores.clear();
+        self.stats.latency_ns = self.lat.clone();
+        self.stats.app_misses = vec![0.0; nt];
+        for d in &mut self.dists {
+            d.rate = 0.0;
+        }
+        let lat = self.lat.clone();
+        for (k, &ti) in idx.iter().enumerate() {
+            let sh = &shares[k * nt..(k + 1) * nt];
+            let th = &mut self.threads[ti];
+            let l: f64 = sh.iter().zip(&lat).map(|(a, b)| a * b).sum();
+            let x = th.m / (l + th.m * th.z);
+            let mut run_ns = th.avail * e;
+            if let Some(w) = th.work_left {
+                let need = w * th.misses_per_op / x;
+                if need < run_ns {
+                    run_ns = need;
+                }
+            }
+            th.x = x;
+            let misses = x * run_ns;
+            let ops = misses / th.misses_per_op;
+            if let Some(w) = th.work_left.as_mut() {
+                *w -= ops;
+            }
+            if let Some(d) = th.dist {
+                self.dists[d].rate += x * th.avail;
+            }
+            let wb = th.writebacks_per_miss();
+            let busy = (x * l / th.m).min(1.0); // b = q / m
+            let frac = run_ns / e;
+            for t in 0..nt {
+                let mt = misses * sh[t];
+                let q = x * sh[t] * lat[t];
+                tc[t].llc_misses += mt;
+                tc[t].tor_inserts += mt;
+                tc[t].tor_occupancy += q * run_ns * cyc;
+                tc[t].bytes_read += mt * LINE;
+                tc[t].bytes_written += mt * wb * LINE;
+                not_empty_prod[t] *= 1.0 - (q / th.m).min(1.0) * frac;
+            }
+            if let Some(pi) = th.proc_ {
+                let p = &mut self.procs[pi];
+                p.ops += ops;
+                for t in 0..nt {
+                    p.misses[t] += misses * sh[t];
+                    self.stats.app_misses[t] += misses * sh[t];
+                }
+                self.tel.cores.push(CoreCounters {
+                    pid: pi as u32,
+                    tid: th.tid,
+                    cycles: e * cyc,
+                    stalls_l3_miss: busy * run_ns * cyc,
+                    oro_cycles_with_demand_rd: busy * run_ns * cyc,
+                    oro_demand_rd: x * l * run_ns * cyc,
+                    offcore_demand_rd: misses,
+                    llc_misses: misses,
+                    ops,
+                });
+            }
+            if th.work_left.is_some_and(|w| w <= 1e-9) {
+                self.now_ns += run_ns; // finish time inside the epoch
+                self.finish_thread(ti);
+                self.now_ns -= run_ns;
+            }
+        }
+        for t in 0..nt {
+            tc[t].tor_not_empty_cycles = (1.0 - not_empty_prod[t]) * e * cyc;
+            let (r, w) = self.mig_bytes_now[t];
+            tc[t].bytes_read += r * e;
+            tc[t].bytes_written += w * e;
+        }
+        if self.counter_noise > 0.0 {
+            let sd = self.counter_noise;
+            for c in &mut tc {
+                let n = 1.0 + sd * self.rng_noise.normal();
+                c.tor_occupancy *= n.max(0.0);
+                c.tor_not_empty_cycles = (c.tor_not_empty_cycles
+                    * (1.0 + sd * self.rng_noise.normal()).max(0.0))
+                .min(e * cyc);
+            }
+        }
+        self.stats.bytes = tc.iter().map(|c| c.bytes_read + c.bytes_written).collect();
+        self.tel.tier_counters = tc;
+
+        self.sample(&idx, &shares);
+        self.hint_scan_and_faults();
+
+        self.now_ns += e;
+        self.tel.now_ns = self.now_ns as u64;
+        for (i, ti) in self.tel.tiers.iter_mut().enumerate() {
+            ti.used_pages = self.used[i];
+            ti.capacity_pages = self.cap[i];
+        }
+        for (pi, p) in self.procs.iter().enumerate() {
+            let info = &mut self.tel.processes[pi];
+            info.rss_pages.clone_from(&p.resident);
+            info.promotions = p.promotions;
+            info.demotions = p.demotions;
+            info.demote_promoted = p.demote_promoted;
+            info.migration_enabled = p.migration_enabled;
+        }
+        for (o, info) in self
+            .procs
+            .iter()
+            .flat_map(|p| &p.objects)
+            .zip(self.tel.objects.iter_mut())
+        {
+            info.live = o.live;
+        }
+        Ok(())
+    }
+
+    fn sample(&mut self, idx: &[usize], shares: &[f64]) {
+        let Some((period, filter)) = self.sampling else {
+            return;
+        };
+        let nt = self.ntiers;
+        let e = self.epoch_ns;
+        let cost = self.exp.platform.costs.sample_ns;
+        let t0 = self.now_ns;
+        for (k, &ti) in idx.iter().enumerate() {
+            let th = &self.threads[ti];
+            let (Some(pi), Some(d)) = (th.proc_, th.dist) else {
+                continue;
+            };
+            let sh = &shares[k * nt..(k + 1) * nt];
+            let misses = th.x * th.avail * e;
+            let stores_per_miss = (1.0 - th.read_frac) / th.read_frac;
+            // (expected samples, restrict to slow tiers, is_store)
+            let kinds: [(f64, bool, bool); 2] = match filter {
+                SampleFilter::AllMisses => [
+                    (misses / period as f64, false, false),
+                    (misses * stores_per_miss / period as f64, false, true),
+                ],
+                SampleFilter::Loads => [(misses / period as f64, false, false), (0.0, false, true)],
+                SampleFilter::SlowLoads => [
+                    (misses * (1.0 - sh[0]) / period as f64, true, false),
+                    (0.0, true, true),
+                ],
+            };
+            let tid = th.tid;
+            let mut n_total = 0u64;
+            for (lambda, slow_only, is_store) in kinds {
+                let n = self.rng_sample.poisson(lambda);
+                for _ in 0..n {
+                    let dist = &self.dists[d];
+                    let mut page = None;
+                    for _ in 0..64 {
+                        let p = dist.sample(&mut self.rng_sample);
+                        let t = self.page_tier[p as usize];
+                        if t != NONE && (!slow_only || t != 0) {
+                            page = Some((p, t));
+                            break;
+                        }
+                    }
+                    let Some((p, t)) = page else { continue };
+                    let lat = self.lat[t as usize] * (0.75 + 0.5 * self.rng_sample.f64());
+                    let time = t0 + self.rng_sample.f64() * e;
+                    self.tel.samples.push(Sample {
+                        page: PageId(p as u64),
+                        tier: t,
+                        is_store,
+                        pid: pi as u32,
+                        tid,
+                        latency_ns: lat as f32,
+                        time_ns: time as u64,
+                    });
+                    n_total += 1;
+                }
+            }
+            self.threads[ti].stall_ns += n_total as f64 * cost;
+            self.stats.samples += n_total;
+        }
+        // Keep samples in time order, as a PEBS buffer delivers them.
+        self.tel.samples.sort_by_key(|s| (s.time_ns, s.page.0));
+    }
+
+    fn hint_scan_and_faults(&mut self) {
+        let e = self.epoch_ns;
+        let end = self.now_ns + e;
+        for pi in 0..self.procs.len() {
+            let p = &self.procs[pi];
+            if !p.started || p.exited || !p.migration_enabled {
+                continue;
+            }
+            let Some(cfg) = self.scan_pid.get(&pi).copied().or(self.scan) else {
+                continue;
+            };
+            if cfg.pages == 0 || cfg.period_ms <= 0.0 {
+                continue;
+            }
+            let credit = p.scan_credit + cfg.pages as f64 * (e / (cfg.period_ms * 1e6));
+            let n = credit.floor() as u64;
+            let (base, pages, mut cursor) = (p.base, p.pages, p.scan_cursor);
+            self.procs[pi].scan_credit = credit - n as f64;
+            for _ in 0..n.min(pages as u64) {
+                let page = base + cursor;
+                cursor = (cursor + 1) % pages;
+                let t = self.page_tier[page as usize];
+                if t == NONE || (cfg.tiers == ScanTiers::SlowOnly && t == 0) {
+                    continue;
+                }
+                let f = &mut self.page_flags[page as usize];
+                if *f & F_MARKED != 0 {
+                    continue;
+                }
+                *f |= F_MARKED;
+                let (rate, _) = self.page_rate(page);
+                if rate > 0.0 {
+                    let mark = self.now_ns + self.rng_fault.f64() * e;
+                    let at = mark + self.rng_fault.exp(rate);
+                    self.faults.push(Reverse((at as u64, page, mark as u64)));
+                }
+            }
+            self.procs[pi].scan_cursor = cursor;
+        }
+        let cost = self.exp.platform.costs.hint_fault_us * 1e3;
+        while let Some(&Reverse((at, page, mark))) = self.faults.peek() {
+            if at as f64 >= end {
+                break;
+            }
+            self.faults.pop();
+            let pi = self.proc_of(page);
+            let fl = &mut self.page_flags[page as usize];
+            if *fl & F_MARKED == 0 || self.page_tier[page as usize] == NONE {
+                continue;
+            }
+            *fl &= !F_MARKED;
+            // The faulting thread: drawn by its share of the page's accesses.
+            let mut best = None;
+            let mut total = 0.0;
+            for &ti in &self.procs[pi].threads {
+                let th = &self.threads[ti];
+                if let (true, Some(d)) = (th.active, th.dist) {
+                    let w = th.x * self.dists[d].pmf(page);
+                    if w > 0.0 {
+                        total += w;
+                        if self.rng_fault.f64() * total < w {
+                            best = Some(ti);
+                        }
+                    }
+                }
+            }
+            let Some(ti) = best else { continue };
+            self.threads[ti].stall_ns += cost;
+            self.stats.hint_faults += 1;
+            self.tel.hint_faults.push(HintFault {
+                page: PageId(page as u64),
+                tier: self.page_tier[page as usize],
+                pid: pi as u32,
+                tid: self.threads[ti].tid,
+                time_to_fault_ns: at - mark,
+                time_ns: at,
+            });
+        }
+    }
+
+    // ---------------------------------------------------------------- actions
+
+    fn migrate_cost_ns(&self) -> f64 {
+        let c = &self.exp.platform.costs;
+        c.migrate_fixed_us * 1e3 + self.page_bytes / c.copy_gbps
+    }
+
+    /// Shootdown for a page of process `pi`: the initiator's cost, and an IPI stall for every
+    /// other running thread that maps it (threads of one process share the mm).
+    fn shootdown(&mut self, pi: usize, initiator: Option<usize>) -> f64 {
+        let c = &self.exp.platform.costs;
+        let ipi = c.shootdown_ipi_us * 1e3;
+        let mut targets = 0;
+        for &ti in &self.procs[pi].threads {
+            if Some(ti) != initiator && self.threads[ti].active {
+                self.threads[ti].stall_ns += ipi;
+                targets += 1;
+            }
+        }
+        self.stats.shootdowns += 1;
+        (c.shootdown_base_us + c.shootdown_per_target_us * targets as f64) * 1e3
+    }
+
+    /// Move one page now. Returns the outcome and the CPU time it took (ns).
+    fn do_migrate(
+        &mut self,
+        page: u32,
+        to: TierId,
+        transactional: bool,
+        keep_shadow: bool,
+        initiator: Option<usize>,
+    ) -> (MigrationResult, f64) {
+        let pid = PageId(page as u64);
+        let from = self.page_tier.get(page as usize).copied().unwrap_or(NONE);
+        let res = |outcome, remap| MigrationResult {
+            page: pid,
+            from: if from == NONE { to } else { from },
+            to,
+            outcome,
+            remap,
+        };
+        if from == NONE {
+            return (res(MigrationOutcome::NoPage, false), 0.0);
+        }
+        if from == to {
+            return (res(MigrationOutcome::AlreadyThere, false), 0.0);
+        }
+        let pi = self.proc_of(page);
+        if !self.procs[pi].migration_enabled {
+            return (res(MigrationOutcome::Refused, false), 0.0);
+        }
+        let now = self.now_ns;
+        // Demotion onto a clean shadow copy is a remap.
+        if let Some(&(st, since)) = self.shadow.get(&page) {
+            if st == to {
+                let (_, wrate) = self.page_rate(page);
+                let clean = self.rng_mig.chance((-wrate * (now - since)).exp());
+                self.shadow.remove(&page);
+                self.used[st as usize] -= 1; // the shadow slot becomes the page
+                if clean {
+                    self.set_tier(page, Some(to));
+                    self.after_move(page, pi, from, to);
+                    self.stats.remaps += 1;
+                    let cost = self.shootdown(pi, initiator);
+                    return (res(MigrationOutcome::Done, true), cost);
+                }
+            }
+        }
+        if !self.has_room(to as usize, pi) {
+            return (res(MigrationOutcome::NoSpace, false), 0.0);
+        }
+        let copy = self.migrate_cost_ns();
+        if transactional {
+            let (_, wrate) = self.page_rate(page);
+            if self.rng_mig.chance(1.0 - (-wrate * copy).exp()) {
+                self.charge_traffic(from, from, 0.5);
+                return (res(MigrationOutcome::Aborted, false), copy);
+            }
+        }
+        if keep_shadow && to < from {
+            self.shadow.insert(page, (from, now));
+            self.shadow_list.push(page);
+            self.used[from as usize] += 1;
+        } else {
+            self.drop_shadow(page);
+        }
+        self.set_tier(page, Some(to));
+        self.after_move(page, pi, from, to);
+        self.charge_traffic(from, to, 1.0);
+        let cost = copy + self.shootdown(pi, initiator);
+        (res(MigrationOutcome::Done, false), cost)
+    }
+
+    fn charge_traffic(&mut self, from: TierId, to: TierId, frac: f64) {
+        let b = self.page_bytes * frac / self.epoch_ns;
+        self.mig_bytes_next[from as usize].0 += b;
+        self.mig_bytes_next[to as usize].1 += b;
+    }
+
+    fn after_move(&mut self, page: u32, pi: usize, from: TierId, to: TierId) {
+        let f = &mut self.page_flags[page as usize];
+        let p = &mut self.procs[pi];
+        if to < from {
+            p.promotions += 1;
+            self.stats.promotions += 1;
+            *f |= F_PROMOTED;
+        } else {
+            p.demotions += 1;
+            self.stats.demotions += 1;
+            if *f & F_PROMOTED != 0 {
+                p.demote_promoted += 1;
+                *f &= !F_PROMOTED;
+            }
+        }
+    }
+
+    /// Background migration threads work through the queue within their CPU budget.
+    fn run_queue(&mut self) {
+        self.tel.migrations.retain(|_| false);
+        let mut budget = self.exp.platform.costs.migration_threads as f64 * self.epoch_ns;
+        while budget > 0.0 {
+            let Some(p) = self.queue.pop_front() else {
+                break;
+            };
+            let (r, cost) = self.do_migrate(p.page, p.to, p.transactional, p.keep_shadow, None);
+            budget -= cost.max(1.0);
+            self.tel.migrations.push(r);
+        }
+        self.tel.migrations.append(&mut self.sync_results);
+    }
+
+    /// Apply a policy's actions (at the end of an epoch).
+    pub fn apply(&mut self, actions: &mut Vec<Action>) {
+        for a in actions.drain(..) {
+            match a {
+                Action::Migrate {
+                    page,
+                    to,
+                    mode,
+                    keep_shadow,
+                } => {
+                    let pg = page.0 as u32;
+                    if page.0 >= self.page_tier.len() as u64 || to as usize >= self.ntiers {
+                        self.sync_results.push(MigrationResult {
+                            page,
+                            from: to,
+                            to,
+                            outcome: MigrationOutcome::NoPage,
+                            remap: false,
+                        });
+                        continue;
+                    }
+                    match mode {
+                        MigrateMode::Sync { pid, tid } => {
+                            let thread = self
+                                .procs
+                                .get(pid as usize)
+                                .and_then(|p| p.threads.get(tid as usize).copied());
+                            let (r, cost) = self.do_migrate(pg, to, false, keep_shadow, thread);
+                            if let Some(ti) = thread {
+                                self.threads[ti].stall_ns += cost;
+                            }
+                            self.sync_results.push(r);
+                        }
+                        MigrateMode::Async | MigrateMode::Transactional => {
+                            if self.queue.len() >= MAX_QUEUE {
+                                let from = self.page_tier[pg as usize];
+                                self.sync_results.push(MigrationResult {
+                                    page,
+                                    from,
+                                    to,
+                                    outcome: MigrationOutcome::Refused,
+                                    remap: false,
+                                });
+                            } else {
+                                self.queue.push_back(Pending {
+                                    page: pg,
+                                    to,
+                                    transactional: mode == MigrateMode::Transactional,
+                                    keep_shadow,
+                                });
+                            }
+                        }
+                    }
+                }
+                Action::SetSampling { period, filter } => {
+                    self.sampling = (period > 0).then_some((period, filter));
+                }
+                Action::SetHintScan {
+                    pid,
+                    period_ms,
+                    pages,
+                    tiers,
+                } => {
+                    let cfg = ScanCfg {
+                        period_ms,
+                        pages,
+                        tiers,
+                    };
+                    match pid {
+                        None => self.scan = Some(cfg),
+                        Some(p) => {
+                            self.scan_pid.insert(p as usize, cfg);
+                        }
+                    }
+                }
+                Action::SetMigration { pid, enabled } => {
+                    if let Some(p) = self.procs.get_mut(pid as usize) {
+                        p.migration_enabled = enabled;
+                    }
+                }
+                Action::SetPartition { pid, fast_pages } => {
+                    if let Some(p) = self.procs.get_mut(pid as usize) {
+                        p.partition = fast_pages;
+                    }
+                }
+                Action::BindObject { pid, object, tier } => {
+                    if let Some(p) = self.procs.get_mut(pid as usize) {
+                        if let Some(o) = p.objects.iter_mut().find(|o| o.name == object) {
+                            o.bind = Some(tier.min(self.ntiers as u8 - 1));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Clear the per-epoch page events after the policy has seen them.
+    pub fn clear_events(&mut self) {
+        self.tel.allocated.clear();
+        self.tel.freed.clear();
+    }
+
+    /// Check the page-table invariants (used by tests): every page in at most one tier, used
+    /// counts equal the pages (plus shadows) in each tier, no tier over capacity.
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        let mut count = vec![0u64; self.ntiers];
+        for &t in &self.page_tier {
+            if t != NONE {
+                count[t as usize] += 1;
+            }
+        }
+        for (&_, &(t, _)) in &self.shadow {
+            count[t as usize] += 1;
+        }
+        if count != self.used {
+            return Err(format!(
+                "used {:?} but page table holds {:?}",
+                self.used, count
+            ));
+        }
+        for t in 0..self.ntiers {
+            if self.used[t] > self.cap[t] {
+                return Err(format!(
+                    "tier {t}: {} pages used > capacity {}",
+                    self.used[t], self.cap[t]
+                ));
+            }
+        }
+        for p in &self.procs {
+            let n: u64 = p.resident.iter().sum();
+            let live: u64 = (p.base..p.base + p.pages)
+                .filter(|&pg| self.page_tier[pg as usize] != NONE)
+                .count() as u64;
+            if n != live {
+                return Err(format!(
+                    "process {}: resident {n} != live pages {live}",
+                    p.name
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Mechanism for Machine {
+    fn tier_of(&self, page: PageId) -> Option<TierId> {
+        let t = *self.page_tier.get(page.0 as usize)?;
+        (t != NONE).then_some(t)
+    }
+
+    fn test_and_clear_accessed(&mut self, pages: &[PageId], out: &mut Vec<bool>) {
+        out.clear();
+        let now = self.now_ns;
+        for p in pages {
+            let i = p.0 as usize;
+            if i >= self.page_tier.len() || self.page_tier[i] == NONE {
+                out.push(false);
+                continue;
+            }
+            let (rate, _) = self.page_rate(i as u32);
+            let dt = (now - self.last_clear[i] as f64 * 1e9).max(0.0);
+            out.push(self.rng_bits.chance(1.0 - (-rate * dt).exp()));
+            self.last_clear[i] = (now * 1e-9) as f32;
+        }
+    }
+}

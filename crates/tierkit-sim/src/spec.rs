@@ -1,0 +1,149 @@
+//! The resolved, validated description of an experiment: what the machine simulates.
+//! `config.rs` builds it from TOML; built-in workloads build it from their parameters.
+
+use tierkit_core::telemetry::QosClass;
+
+use crate::platform::Platform;
+
+/// How big the fast tier is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FastSize {
+    /// Absolute size in GiB.
+    Gb(f64),
+    /// fast:slow as F:S of the workload's footprint (the papers' way of sizing tiers).
+    Ratio(f64, f64),
+}
+
+/// How a thread picks pages within an access region.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Pattern {
+    /// Every page equally likely (random access, GUPS).
+    Uniform,
+    /// A stream over the region: at epoch granularity every page is touched at the same rate.
+    Sequential,
+    /// Dependent pointer walk over the region (uniform pages; the MLP is what differs).
+    PointerChase,
+    /// Zipfian popularity with exponent s over a seeded permutation of the pages.
+    Zipf { s: f64 },
+}
+
+/// One weighted region of a thread's access distribution.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AccessSpec {
+    /// Object name, or "*" for the whole footprint of the process.
+    pub object: String,
+    pub weight: f64,
+    pub pattern: Pattern,
+    /// Sub-range of the object as fractions of its pages.
+    pub start_frac: f64,
+    pub len_frac: f64,
+    /// If set, the region is a random subset of `len_frac` of the object's pages (seeded),
+    /// not a contiguous range.
+    pub scatter_seed: Option<u64>,
+}
+
+/// A phase of a thread: an access distribution with its memory-level parallelism.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhaseSpec {
+    /// None: lasts until the thread ends.
+    pub duration_s: Option<f64>,
+    /// Outstanding LLC misses the thread sustains (1 = pointer chase, ~7-12 streams).
+    pub mlp: f64,
+    /// Compute time per miss, ns.
+    pub compute_ns: f64,
+    /// Share of memory operations that are loads; written lines are written back.
+    pub read_frac: f64,
+    /// LLC misses per unit of work ("operation").
+    pub misses_per_op: f64,
+    pub access: Vec<AccessSpec>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThreadSpec {
+    pub count: u32,
+    /// Stop after this many operations (per thread); None: run until the experiment ends.
+    pub work_ops: Option<f64>,
+    pub phases: Vec<PhaseSpec>,
+}
+
+/// A named allocation (an allocation site).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObjectSpec {
+    pub name: String,
+    pub bytes: u64,
+    /// Allocation time relative to the process start, s.
+    pub alloc_s: f64,
+    /// Free time relative to the process start, s (None: lives until the process exits).
+    pub free_s: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProcessSpec {
+    pub name: String,
+    pub class: QosClass,
+    pub start_s: f64,
+    pub objects: Vec<ObjectSpec>,
+    pub threads: Vec<ThreadSpec>,
+}
+
+/// A memory antagonist: closed-loop streaming cores pinned to a tier (Colloid §2.1: sequential
+/// 1:1 read/write traffic to a small buffer pinned to the default tier).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AntagonistSpec {
+    pub tier: usize,
+    pub cores: u32,
+    pub mlp: f64,
+    pub read_frac: f64,
+    pub start_s: f64,
+    pub stop_s: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Experiment {
+    /// Where it came from (built-in name or file path), for messages and reports.
+    pub source: String,
+    pub workload: String,
+    /// The policy spec the experiment names (`policy = "hemem"`); `--policy` overrides it.
+    pub policy: Option<String>,
+    pub platform: Platform,
+    pub duration_s: f64,
+    pub epoch_ms: f64,
+    pub report_interval_ms: f64,
+    pub seed: u64,
+    pub page_bytes: u64,
+    pub fast: FastSize,
+    pub slow_tier_gb: Option<f64>,
+    pub processes: Vec<ProcessSpec>,
+    pub antagonists: Vec<AntagonistSpec>,
+}
+
+impl Experiment {
+    /// Pages an object of `bytes` takes.
+    pub fn pages_of(&self, bytes: u64) -> u64 {
+        bytes.div_ceil(self.page_bytes).max(1)
+    }
+
+    /// Total pages of every object of every process.
+    pub fn footprint_pages(&self) -> u64 {
+        self.processes
+            .iter()
+            .flat_map(|p| &p.objects)
+            .map(|o| self.pages_of(o.bytes))
+            .sum()
+    }
+
+    /// Fast and slow tier capacities in pages.
+    pub fn capacities(&self) -> (u64, u64) {
+        let fp = self.footprint_pages();
+        let gb = |g: f64| ((g * (1u64 << 30) as f64) / self.page_bytes as f64).floor() as u64;
+        let fast = match self.fast {
+            FastSize::Gb(g) => gb(g),
+            FastSize::Ratio(f, s) => ((fp as f64) * f / (f + s)).round() as u64,
+        };
+        let slow = match self.slow_tier_gb {
+            Some(g) => gb(g),
+            None => fp + fp / 4 + 16,
+        };
+        (fast, slow)
+    }
+}
