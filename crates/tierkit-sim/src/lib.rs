@@ -15,7 +15,7 @@ pub mod platform;
 pub mod spec;
 pub mod workloads;
 
-pub use config::load;
+pub use config::{load, load_str};
 pub use engine::{run, RunOutput, Series, Summary};
 pub use error::{Result, SimError};
 pub use spec::Experiment;

@@ -1,0 +1,152 @@
+//! Property tests: whatever a policy asks, no page is lost or duplicated and no tier is ever
+//! over capacity; residency counts match the page table.
+
+use proptest::prelude::*;
+use tierkit_core::action::{Action, MigrateMode, ScanTiers};
+use tierkit_core::PageId;
+use tierkit_sim::load_str;
+use tierkit_sim::machine::Machine;
+
+fn experiment(fast_mb: u32, procs: usize, objs_mb: &[u32], free_at: Option<f64>) -> tierkit_sim::Experiment {
+    let mut t = format!("workload = \"custom\"\nplatform = \"spr-cxl\"\nduration_s = 1\nepoch_ms = 1\nfast_tier_gb = {}\n", fast_mb as f64 / 1024.0);
+    for p in 0..procs {
+        t += &format!("[[process]]\nname = \"p{p}\"\nstart_s = {}\n", p as f64 * 0.002);
+        for (i, mb) in objs_mb.iter().enumerate() {
+            t += &format!("[[process.object]]\nname = \"o{i}\"\nsize_mb = {mb}\n");
+            if let (Some(f), 1) = (free_at, i) {
+                t += &format!("free_s = {f}\n");
+            }
+        }
+        t += "[[process.thread]]\ncount = 2\nwork_ops = 3e5\n[[process.thread.phase]]\nmlp = 4\nread_frac = 0.6\n";
+        t += "[[process.thread.phase.access]]\nobject = \"o0\"\nweight = 0.8\npattern = \"zipf\"\n";
+        t += "[[process.thread.phase.access]]\nobject = \"*\"\nweight = 0.2\n";
+    }
+    load_str("prop.toml", &t, &[], None).unwrap()
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Migrate { page: u64, to: u8, mode: u8, shadow: bool },
+    Scan,
+    Disable(u32),
+    Partition(u32, Option<u64>),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u64..400, 0u8..3, 0u8..3, any::<bool>()).prop_map(|(page, to, mode, shadow)| Op::Migrate { page, to, mode, shadow }),
+        1 => Just(Op::Scan),
+        1 => (0u32..3).prop_map(Op::Disable),
+        1 => (0u32..3, proptest::option::of(0u64..50)).prop_map(|(p, n)| Op::Partition(p, n)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #[test]
+    fn pages_are_never_lost_duplicated_or_over_capacity(
+        fast_mb in 0u32..2, procs in 1usize..3, free_at in proptest::option::of(0.002f64..0.02),
+        ops in proptest::collection::vec(proptest::collection::vec(op(), 0..20), 1..30),
+    ) {
+        let exp = experiment(fast_mb, procs, &[1, 1], free_at);
+        let mut m = Machine::new(&exp, false).unwrap();
+        for batch in ops {
+            m.step().unwrap();
+            m.check_invariants().map_err(TestCaseError::fail)?;
+            let mut actions: Vec<Action> = batch.into_iter().map(|o| match o {
+                Op::Migrate { page, to, mode, shadow } => Action::Migrate {
+                    page: PageId(page),
+                    to,
+                    mode: match mode { 0 => MigrateMode::Async, 1 => MigrateMode::Transactional, _ => MigrateMode::Sync { pid: 0, tid: 0 } },
+                    keep_shadow: shadow,
+                },
+                Op::Scan => Action::SetHintScan { pid: None, period_ms: 2.0, pages: 64, tiers: ScanTiers::All },
+                Op::Disable(p) => Action::SetMigration { pid: p, enabled: false },
+                Op::Partition(p, n) => Action::SetPartition { pid: p, fast_pages: n },
+            }).collect();
+            m.apply(&mut actions);
+            m.clear_events();
+            m.check_invariants().map_err(TestCaseError::fail)?;
+        }
+    }
+}
+
+#[test]
+fn first_touch_fills_the_fast_tier_then_spills() {
+    let exp = experiment(1, 1, &[1, 2], None);
+    let mut m = Machine::new(&exp, false).unwrap();
+    m.step().unwrap();
+    assert_eq!(m.used[0], m.cap[0], "fast tier full");
+    assert_eq!(m.used[0] + m.used[1], 768, "3 MiB of 4 KiB pages");
+    // the first object's pages are the ones in the fast tier
+    assert_eq!(m.page_tier[0], 0);
+    assert_eq!(m.page_tier[767], 1);
+    m.check_invariants().unwrap();
+}
+
+#[test]
+fn huge_pages_are_the_unit_with_2mib_pages() {
+    let mut exp = experiment(8, 1, &[16, 16], None);
+    exp.page_bytes = 2 << 20;
+    let m = {
+        let mut m = Machine::new(&exp, false).unwrap();
+        m.step().unwrap();
+        m
+    };
+    assert_eq!(m.total_pages(), 16);
+    assert_eq!(m.used[0], 4);
+}
+
+#[test]
+fn mechanisms_fire_promotion_shadow_remap_faults_partition() {
+    use tierkit_core::telemetry::MigrationOutcome;
+    // o0 (2 MiB, 512 pages) is accessed; o1 (1 MiB, pages 512..768) is never touched.
+    let text = "workload = \"custom\"\nplatform = \"spr-cxl\"\nduration_s = 1\nfast_tier_gb = 0.0009765625\n\
+        [[process]]\nname = \"p\"\n[[process.object]]\nname = \"o0\"\nsize_mb = 2\n[[process.object]]\nname = \"o1\"\nsize_mb = 1\n\
+        [[process.thread]]\ncount = 2\n[[process.thread.phase]]\nmlp = 4\nread_frac = 0.6\n\
+        [[process.thread.phase.access]]\nobject = \"o0\"\n";
+    let exp = load_str("t.toml", text, &[], None).unwrap();
+    let mut m = Machine::new(&exp, false).unwrap();
+    m.step().unwrap();
+    assert_eq!((m.used[0], m.used[1]), (256, 512));
+    // page 700 is in the slow tier (first touch spilled); free a fast page first, then promote
+    // with a shadow, then demote it back: the demotion of a clean page is a remap.
+    let mut acts = vec![
+        Action::Migrate { page: PageId(0), to: 1, mode: MigrateMode::Async, keep_shadow: false },
+        Action::Migrate { page: PageId(700), to: 0, mode: MigrateMode::Async, keep_shadow: true },
+        Action::SetHintScan { pid: None, period_ms: 1.0, pages: 768, tiers: ScanTiers::SlowOnly },
+    ];
+    m.apply(&mut acts);
+    m.step().unwrap();
+    let outcomes: Vec<_> = m.tel.migrations.iter().map(|r| (r.page.0, r.outcome, r.remap)).collect();
+    assert_eq!(outcomes, vec![(0, MigrationOutcome::Done, false), (700, MigrationOutcome::Done, false)]);
+    assert_eq!(m.page_tier[700], 0);
+    m.check_invariants().unwrap();
+    // Page 700 is never written, so its shadow stays clean: the demotion is a remap.
+    let mut acts = vec![Action::Migrate { page: PageId(700), to: 1, mode: MigrateMode::Async, keep_shadow: false }];
+    m.apply(&mut acts);
+    m.step().unwrap();
+    let r = m.tel.migrations[0];
+    assert_eq!(r.outcome, MigrationOutcome::Done);
+    assert!(r.remap, "a clean demotion onto its shadow is a remap");
+    m.check_invariants().unwrap();
+    let mut faults = 0;
+    for _ in 0..50 {
+        m.step().unwrap();
+        faults += m.tel.hint_faults.len();
+        assert!(m.tel.hint_faults.iter().all(|f| f.tier == 1), "SlowOnly marks slow-tier pages only");
+    }
+    assert!(faults > 10, "marked slow-tier pages fault when accessed ({faults})");
+    // A partition of 0 fast pages refuses promotions of that process.
+    let mut acts = vec![
+        Action::SetPartition { pid: 0, fast_pages: Some(0) },
+        Action::Migrate { page: PageId(1), to: 1, mode: MigrateMode::Sync { pid: 0, tid: 0 }, keep_shadow: false },
+        Action::Migrate { page: PageId(701), to: 0, mode: MigrateMode::Sync { pid: 0, tid: 0 }, keep_shadow: false },
+    ];
+    let before = m.threads[0].stall_ns;
+    m.apply(&mut acts);
+    assert!(m.threads[0].stall_ns > before, "a synchronous migration stalls the faulting thread");
+    m.step().unwrap();
+    let outs: Vec<_> = m.tel.migrations.iter().map(|r| r.outcome).collect();
+    assert_eq!(outs, vec![MigrationOutcome::Done, MigrationOutcome::NoSpace]);
+}
