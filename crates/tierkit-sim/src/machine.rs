@@ -150,6 +150,10 @@ pub struct Machine {
     rng_mig: Rng,
     rng_noise: Rng,
     pub counter_noise: f64,
+    /// Wall-clock seconds spent in the fixed-point solve, in sampling (PEBS samples, hint faults,
+    /// access-bit draws) and in the rest of `step` (benchmarks only; never in results).
+    pub wall_solve_s: f64,
+    pub wall_sample_s: f64,
     pub cpu_ghz: f64,
     page_bytes: f64,
 }
@@ -309,6 +313,8 @@ impl Machine {
             rng_mig: Rng::derive(seed, 4),
             rng_noise: Rng::derive(seed, 5),
             counter_noise: 0.0,
+            wall_solve_s: 0.0,
+            wall_sample_s: 0.0,
             cpu_ghz: exp.platform.cpu_ghz,
             page_bytes: exp.page_bytes as f64,
             exp: exp.clone(),
@@ -727,83 +733,117 @@ impl Machine {
         true
     }
 
-    /// Solve L_t = curve_t(B_t(L)) for all tiers (Gauss-Seidel over tiers, Illinois per tier).
+    /// Solve L_t = curve_t(B_t(L)) for all tiers: Gauss-Seidel over tiers, a bracketed
+    /// Illinois (regula falsi) search per tier started from last epoch's latency. Threads with
+    /// identical parameters are solved as one group (the antagonist's cores, a workload's
+    /// identical workers).
     fn solve(&mut self, shares: &[f64], idx: &[usize]) {
         let nt = self.ntiers;
+        // (count, m, z, avail, writebacks per miss, shares)
+        let mut groups: Vec<(f64, f64, f64, f64, f64, &[f64])> = Vec::new();
+        for (k, &ti) in idx.iter().enumerate() {
+            let th = &self.threads[ti];
+            let s = &shares[k * nt..(k + 1) * nt];
+            let wb = th.writebacks_per_miss();
+            match groups.iter_mut().find(|g| g.1 == th.m && g.2 == th.z && g.3 == th.avail && g.4 == wb && g.5 == s) {
+                Some(g) => g.0 += 1.0,
+                None => groups.push((1.0, th.m, th.z, th.avail, wb, s)),
+            }
+        }
         let mut lat = self.lat.clone();
-        let mig: Vec<f64> = self.mig_bytes_now.iter().map(|&(r, w)| r + w).collect();
-        let mig_read: Vec<f64> = self.mig_bytes_now.iter().map(|&(r, _)| r).collect();
+        let mig: Vec<(f64, f64)> = self.mig_bytes_now.clone();
+        let tiers = &self.exp.platform.tiers;
         let eval = |lat: &[f64], t: usize| -> f64 {
-            let mut bytes = mig[t];
-            let mut read = mig_read[t];
-            for (k, &ti) in idx.iter().enumerate() {
-                let th = &self.threads[ti];
-                let s = &shares[k * nt..(k + 1) * nt];
+            let (mut read, w) = mig[t];
+            let mut bytes = read + w;
+            for &(n, m, z, avail, wb, s) in &groups {
                 let l: f64 = s.iter().zip(lat).map(|(a, b)| a * b).sum();
-                let x = th.m / (l + th.m * th.z) * th.avail;
-                let r = x * s[t] * LINE;
+                let r = n * m / (l + m * z) * avail * s[t] * LINE;
                 read += r;
-                bytes += r * (1.0 + th.writebacks_per_miss());
+                bytes += r * (1.0 + wb);
             }
             let rf = if bytes > 0.0 { read / bytes } else { 1.0 };
-            self.exp.platform.tiers[t].curve.latency_ns(bytes, rf)
+            tiers[t].curve.latency_ns(bytes, rf)
         };
-        for _round in 0..12 {
+        const TOL: f64 = 1e-10;
+        for _round in 0..50 {
             let mut change: f64 = 0.0;
             for t in 0..nt {
                 let old = lat[t];
-                let l0 = self.exp.platform.tiers[t].curve.unloaded_ns();
-                let g = |x: f64, lat: &mut Vec<f64>| {
+                let l0 = tiers[t].curve.unloaded_ns();
+                let mut g = |x: f64| {
                     lat[t] = x;
-                    eval(lat, t) - x
+                    eval(&lat, t) - x
                 };
-                let g_old = g(old, &mut lat);
-                if g_old.abs() <= 1e-9 * old {
-                    lat[t] = old;
-                    continue;
-                }
-                let (mut a, mut fa) = (l0, g(l0, &mut lat));
-                if fa <= 0.0 {
-                    lat[t] = l0;
-                    change = change.max((l0 - old).abs() / old);
-                    continue;
-                }
-                let mut b = old.max(l0) * 2.0;
-                let mut fb = g(b, &mut lat);
-                let mut guard = 0;
-                while fb > 0.0 && guard < 60 {
-                    a = b;
-                    fa = fb;
-                    b *= 2.0;
-                    fb = g(b, &mut lat);
-                    guard += 1;
-                }
-                let mut side = 0;
-                let mut c = b;
-                for _ in 0..100 {
-                    c = (a * fb - b * fa) / (fb - fa);
-                    let fc = g(c, &mut lat);
-                    if fc.abs() <= 1e-10 * c || (b - a).abs() <= 1e-10 * c {
-                        break;
-                    }
-                    if fc > 0.0 {
-                        a = c;
-                        fa = fc;
-                        if side == 1 {
-                            fb /= 2.0;
+                let g0 = g(old);
+                let root = if g0.abs() <= TOL * old {
+                    old
+                } else {
+                    // Bracket [a, b] with g(a) > 0 > g(b); g is decreasing in x.
+                    let (mut a, mut fa, mut b, mut fb);
+                    let mut exact = None;
+                    if g0 > 0.0 {
+                        (a, fa) = (old, g0);
+                        let mut step = g0.max(1e-3 * old);
+                        loop {
+                            let x = old + step;
+                            let fx = g(x);
+                            if fx <= 0.0 {
+                                (b, fb) = (x, fx);
+                                break;
+                            }
+                            (a, fa) = (x, fx);
+                            step *= 2.0;
                         }
-                        side = 1;
                     } else {
-                        b = c;
-                        fb = fc;
-                        if side == -1 {
-                            fa /= 2.0;
+                        (b, fb) = (old, g0);
+                        let mut x = (old + g0).max(l0);
+                        loop {
+                            let fx = g(x);
+                            if fx >= 0.0 {
+                                (a, fa) = (x, fx);
+                                break;
+                            }
+                            (b, fb) = (x, fx);
+                            if x <= l0 {
+                                exact = Some(l0);
+                                (a, fa) = (x, fx);
+                                break;
+                            }
+                            x = l0 + (x - l0) * 0.5;
                         }
-                        side = -1;
                     }
-                }
-                lat[t] = c;
-                change = change.max((c - old).abs() / old);
+                    match exact {
+                        Some(x) => x,
+                        None => {
+                            let mut side = 0;
+                            let mut c = a;
+                            for _ in 0..200 {
+                                c = (a * fb - b * fa) / (fb - fa);
+                                let fc = g(c);
+                                if fc.abs() <= TOL * c || (b - a) <= TOL * c {
+                                    break;
+                                }
+                                if fc > 0.0 {
+                                    (a, fa) = (c, fc);
+                                    if side == 1 {
+                                        fb *= 0.5;
+                                    }
+                                    side = 1;
+                                } else {
+                                    (b, fb) = (c, fc);
+                                    if side == -1 {
+                                        fa *= 0.5;
+                                    }
+                                    side = -1;
+                                }
+                            }
+                            c
+                        }
+                    }
+                };
+                lat[t] = root;
+                change = change.max((root - old).abs() / old);
             }
             if change < 1e-9 {
                 break;
@@ -850,7 +890,9 @@ impl Machine {
             idx.push(ti);
             shares.extend_from_slice(&s);
         }
+        let t_solve = std::time::Instant::now();
         self.solve(&shares, &idx);
+        self.wall_solve_s += t_solve.elapsed().as_secs_f64();
 
         // Rates, misses, counters.
         let cyc = self.cpu_ghz;
@@ -941,8 +983,10 @@ impl Machine {
         self.stats.bytes = tc.iter().map(|c| c.bytes_read + c.bytes_written).collect();
         self.tel.tier_counters = tc;
 
+        let t_sample = std::time::Instant::now();
         self.sample(&idx, &shares);
         self.hint_scan_and_faults();
+        self.wall_sample_s += t_sample.elapsed().as_secs_f64();
 
         self.now_ns += e;
         self.tel.now_ns = self.now_ns as u64;
