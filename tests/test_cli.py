@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ TIER_TYPES: dict[str, tuple[type, ...]] = {
     "capacity_pages": (int,),
     "used_pages": (int,),
     "mean_loaded_latency_ns": NUMBER,
-    "accesses": (int,),
+    "accesses": NUMBER,
 }
 PROCESS_TYPES: dict[str, tuple[type, ...]] = {
     "name": (str,),
@@ -249,3 +250,22 @@ def test_describe_lists_parameters(tk: Tk) -> None:
     proc = tk("describe", "notier")
     assert proc.returncode == 0, proc.stderr
     assert "notier" in proc.stdout
+    proc = tk("describe", EXPERIMENT)
+    assert proc.returncode == 0, proc.stderr
+    assert "antagonist_intensity" in proc.stdout
+
+
+def test_ctrl_c_is_one_error_line() -> None:
+    # SIGINT arrives while the core is simulating: the progress callback is where Python sees it.
+    code = (
+        "import os, signal, tierkit.cli as cli\n"
+        "cli._quiet_progress = lambda done, total: os.kill(os.getpid(), signal.SIGINT)\n"
+        f"raise SystemExit(cli.main(['run', '{EXPERIMENT}', '--set', 'duration_s=5', '--json']))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert proc.returncode == 130, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines() == ["tierkit: error: interrupted"]
+    assert proc.stdout == ""

@@ -46,6 +46,12 @@ def test_demo_runs_static_at_each_hot_fraction() -> None:
     assert [c.spec for c in plan.cases] == [f"static:hot_fraction={f:g}" for f in demo.STATIC_HOT_FRACTIONS]
 
 
+def test_demo_falls_back_to_place_for_static() -> None:
+    plan = demo.plan_cases(["notier", "place"], _describe({}))
+    assert [c.spec for c in plan.cases] == ["notier", demo.PLACE_SPEC]
+    assert any("`static`" in note and demo.PLACE_SPEC in note for note in plan.notes)
+
+
 def test_demo_runs_static_once_without_a_fraction_parameter() -> None:
     plan = demo.plan_cases(["static"], _describe({}))
     assert [c.spec for c in plan.cases] == ["static"]

@@ -44,7 +44,9 @@ __all__ = [
     "RunResult",
     "TierkitError",
     "__version__",
+    "common_keys",
     "describe_policy",
+    "describe_workload",
     "list_platforms",
     "list_policies",
     "list_workloads",
@@ -217,3 +219,19 @@ def list_platforms() -> list[tuple[str, str]]:
 def describe_policy(name: str) -> list[dict[str, Any]]:
     """A policy's parameters: dicts with ``name``, ``kind``, ``default``, ``unit``, ``doc``."""
     return [dict(p) for p in _core_module().describe_policy(name)]
+
+
+def describe_workload(name: str) -> list[dict[str, Any]]:
+    """A built-in experiment's own keys (``--set KEY=VALUE``): dicts like :func:`describe_policy`'s."""
+    core = _core_module()
+    if not hasattr(core, "describe_workload"):
+        raise TierkitError("this build of tierkit._core cannot describe workloads")
+    return [dict(p) for p in core.describe_workload(name)]
+
+
+def common_keys() -> list[tuple[str, str]]:
+    """The keys every experiment accepts, besides a built-in's own: ``(key, description)``."""
+    core = _core_module()
+    if not hasattr(core, "common_keys"):
+        raise TierkitError("this build of tierkit._core does not list the common keys")
+    return [(str(k), str(d)) for k, d in core.common_keys()]

@@ -29,7 +29,7 @@ policy SPEC grammar:
   `tierkit list policies` names the policies and layers; `tierkit describe POLICY` lists the
   parameters of one (type, default, unit)."""
 
-SET_HELP = """\
+STATIC_SET_HELP = """\
 --set KEY=VALUE keys (a built-in's parameters are top-level keys; dotted keys reach into the
 tables of a TOML experiment):
   common to the built-in experiments:
@@ -46,6 +46,45 @@ tables of a TOML experiment):
     working_set_gb=GB         size of the GUPS buffer in GiB
     hot_set_gb=GB             size of its hot set in GiB
     object_bytes=BYTES        object updated per operation (64 to 1048576)"""
+
+SET_HELP_HEAD = """\
+--set KEY=VALUE keys (a built-in's parameters are top-level keys; dotted keys reach into the
+tables of a TOML experiment):"""
+HELP_WORKLOAD = "gups-hotset"
+# Keys that are not values to --set on a built-in: TOML tables and the workload's own name.
+NOT_SETTABLE = frozenset({"tier", "process", "antagonist", "workload"})
+
+
+def _key_lines(rows: Sequence[tuple[str, str]]) -> list[str]:
+    lines = []
+    for key, doc in rows:
+        head = f"    {key}"
+        lines += textwrap.wrap(
+            " ".join(doc.split()),
+            width=100,
+            initial_indent=head.ljust(28) if len(head) < 27 else head + "  ",
+            subsequent_indent=" " * 28,
+        ) or [head]
+    return lines
+
+
+def set_help() -> str:
+    """The --set section of `tierkit run --help`, from the core's own key tables when it has them."""
+    try:
+        import tierkit
+
+        common = [(k, d) for k, d in tierkit.common_keys() if k not in NOT_SETTABLE]
+        params = tierkit.describe_workload(HELP_WORKLOAD)
+    except Exception:  # no extension module, or an older one: the static text
+        return STATIC_SET_HELP
+    own = []
+    for p in params:
+        default = f"default {p.get('default')}{' ' + p['unit'] if p.get('unit') else ''}"
+        own.append((str(p["name"]), f"{p.get('doc', '')} ({p.get('kind', '')}, {default})"))
+    lines = [SET_HELP_HEAD, "  common to every experiment:", *_key_lines(common)]
+    lines += [f"  {HELP_WORKLOAD} (the other built-ins: `tierkit describe WORKLOAD`):", *_key_lines(own)]
+    return "\n".join(lines)
+
 
 RUN_EXAMPLES = """\
 examples:
@@ -121,7 +160,7 @@ def build_parser() -> Parser:
             throughput.png, latency.png, migrations.png. A progress bar is shown on stderr when it is
             a terminal."""
         ),
-        epilog="\n\n".join((SPEC_HELP, SET_HELP, RUN_EXAMPLES)),
+        epilog="\n\n".join((SPEC_HELP, set_help(), RUN_EXAMPLES)),
         formatter_class=formatter,
     )
     run.add_argument("experiment", metavar="EXPERIMENT", help="built-in experiment name or TOML file")
@@ -162,12 +201,19 @@ def build_parser() -> Parser:
 
     describe = sub.add_parser(
         "describe",
-        help="show the parameters of a policy",
-        description="Print the parameters a policy or layer takes in a SPEC: name, type, default, unit, doc.",
+        help="show the parameters of a policy or a built-in workload",
+        description=(
+            "Print the parameters of a policy or layer (set in a SPEC, `name:key=value`) or of a built-in "
+            "workload (set with `tierkit run --set key=value`): name, type, default, unit, doc."
+        ),
         epilog=SPEC_HELP,
         formatter_class=formatter,
     )
-    describe.add_argument("policy", metavar="POLICY", help="a policy or layer name (`tierkit list policies`)")
+    describe.add_argument(
+        "name",
+        metavar="NAME",
+        help="a policy or layer (`tierkit list policies`) or a workload (`tierkit list workloads`)",
+    )
 
     demo = sub.add_parser(
         "demo",
@@ -250,16 +296,31 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
+    import difflib
+
     import tierkit
 
-    params = tierkit.describe_policy(args.policy)
+    name = args.name
+    policies = [n for n, _ in tierkit.list_policies()]
+    workloads = [n for n, _ in tierkit.list_workloads()]
+    if name in policies:
+        params, what = tierkit.describe_policy(name), f"policy {name}"
+    elif name in workloads:
+        params, what = tierkit.describe_workload(name), f"workload {name} (set with --set KEY=VALUE)"
+    else:
+        close = difflib.get_close_matches(name, policies + workloads, n=1)
+        hint = f"; did you mean `{close[0]}`?" if close else ""
+        raise CliError(
+            f"no policy or workload named `{name}`{hint} "
+            "(`tierkit list policies` and `tierkit list workloads` show them)"
+        )
     if not params:
-        sys.stdout.write(f"{args.policy} takes no parameters\n")
+        sys.stdout.write(f"{what} takes no parameters\n")
         return EXIT_OK
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"parameters of {args.policy}", title_justify="left")
+    table = Table(title=f"parameters of {what}", title_justify="left")
     for column in ("name", "kind", "default", "unit", "doc"):
         table.add_column(column, overflow="fold")
     for param in params:
