@@ -9,17 +9,24 @@ use tierkit_core::{suggest, Error, Policy, PolicyInfo, Result};
 
 pub mod common;
 pub mod hemem;
+pub mod lru;
+pub mod nbt;
+pub mod nomad;
 pub mod notier;
 pub mod pagelist;
 pub mod place;
 #[cfg(test)]
 mod testbed;
+pub mod tpp;
 
 /// Every policy and layer, in the order `tierkit list policies` shows them.
 pub static REGISTRY: &[&PolicyInfo] = &[
     &notier::INFO,
     &hemem::INFO,
     &place::INFO,
+    &tpp::INFO,
+    &nbt::INFO,
+    &nomad::INFO,
 ];
 
 /// Look a policy up by name.

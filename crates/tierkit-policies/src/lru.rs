@@ -1,0 +1,1327 @@
+//! The Linux page-reclaim machinery the hint-fault policies share (TPP, NBT, Nomad): per-tier
+//! active and inactive LRU lists with the PG_active / PG_referenced flags, the zone watermarks of
+//! `__setup_per_zone_wmarks` (mm/page_alloc.c), and kswapd's reclaim loop of mm/vmscan.c
+//! (`shrink_active_list`, `shrink_page_list` with `page_check_references`, demotion to the next
+//! tier instead of swap).
+//!
+//! Sources: Linux v5.13 mm/vmscan.c and mm/swap.c (the base of the TPP and Nomad artifacts,
+//! github.com/lingfenghsiang/Nomad), Linux v6.x mm/vmscan.c and mm/page_alloc.c (NBT). The lists
+//! are [`PageLists`] over dense page ids, so every list operation is O(1); kswapd's work per step
+//! is bounded by its scan budget, never by the number of pages.
+
+use tierkit_core::action::ScanTiers;
+use tierkit_core::params::{ParamDef, ParamKind};
+use tierkit_core::telemetry::{MigrationOutcome, MigrationResult};
+use tierkit_core::{Action, Mechanism, MigrateMode, PageId, Telemetry, TierId};
+
+use crate::pagelist::PageLists;
+
+/// Pages kswapd takes off a list at a time (SWAP_CLUSTER_MAX).
+pub const SWAP_CLUSTER_MAX: usize = 32;
+/// Tiers the lists are laid out for (two lists each).
+pub const MAX_TIERS: usize = 8;
+/// Page size assumed when the telemetry does not give one.
+const DEFAULT_PAGE_BYTES: u64 = 4096;
+
+const NO_TIER: u8 = u8::MAX;
+/// PG_active: the page is (or, while isolated, was) on its tier's active list.
+const F_ACTIVE: u8 = 1;
+/// PG_referenced: the software "seen once" mark of mark_page_accessed and page_check_references.
+const F_REFERENCED: u8 = 2;
+/// Off the LRU for a migration requested by the policy.
+const F_ISOLATED: u8 = 4;
+/// A policy-private mark (Nomad: the page is in the promotion queue, PG_prom_queued).
+const F_MARK: u8 = 8;
+
+/// The page size of a telemetry snapshot (4 KiB when not given).
+pub fn page_bytes(tel: &Telemetry) -> u64 {
+    if tel.page_bytes == 0 {
+        DEFAULT_PAGE_BYTES
+    } else {
+        tel.page_bytes
+    }
+}
+
+/// The NUMA-balancing scanner setting of the hint-fault policies: every `period_ms`, mark the
+/// next `size_mb` of each process, slow-tier pages only (numa_balancing=2 skips top-tier pages in
+/// change_pte_range).
+pub fn hint_scan(tel: &Telemetry, period_ms: f64, size_mb: u64) -> Action {
+    let pages = (size_mb << 20) / page_bytes(tel);
+    Action::SetHintScan {
+        pid: None,
+        period_ms,
+        pages: pages.max(1),
+        tiers: ScanTiers::SlowOnly,
+    }
+}
+
+/// numa_balancing_scan_period_min_ms.
+pub const P_SCAN_PERIOD: ParamDef = ParamDef {
+    name: "scan_period_ms",
+    kind: ParamKind::Float { min: 1.0, max: 600_000.0 },
+    default: "1000",
+    unit: "ms",
+    doc: "NUMA-balancing scan period: each period the scanner marks the next scan_size_mb of every process (numa_balancing_scan_period_min_ms)",
+};
+/// numa_balancing_scan_size_mb.
+pub const P_SCAN_SIZE: ParamDef = ParamDef {
+    name: "scan_size_mb",
+    kind: ParamKind::Int {
+        min: 1,
+        max: 1 << 24,
+    },
+    default: "256",
+    unit: "MB",
+    doc: "memory marked for hint faults per scan period and process (numa_balancing_scan_size_mb)",
+};
+/// vm.watermark_scale_factor.
+pub const P_WSF: ParamDef = ParamDef {
+    name: "watermark_scale_factor",
+    kind: ParamKind::Int { min: 1, max: 3000 },
+    default: "10",
+    unit: "1/10000 of the tier",
+    doc: "distance between the min, low, high and promo watermarks (vm.watermark_scale_factor)",
+};
+/// A simulation bound, not a kernel knob: how much LRU kswapd examines per ms.
+pub const P_KSWAPD_SCAN: ParamDef = ParamDef {
+    name: "kswapd_scan_per_ms",
+    kind: ParamKind::Int { min: SWAP_CLUSTER_MAX as i64, max: 1 << 30 },
+    default: "1024",
+    unit: "pages/ms",
+    doc: "most LRU pages kswapd examines per ms (one kswapd thread at ~1 us per page: rmap walk, accessed-bit test and clear); not a kernel knob",
+};
+/// TPP's vm.demote_scale_factor (also used by Nomad, which runs on TPP's kernel).
+pub const P_DEMOTE_SCALE: ParamDef = ParamDef {
+    name: "demote_scale_factor",
+    kind: ParamKind::Int { min: 1, max: 10000 },
+    default: "200",
+    unit: "1/10000 of the fast tier",
+    doc: "kswapd demotes while fast-tier free pages are below this share of the tier (TPP's vm.demote_scale_factor)",
+};
+
+fn isqrt(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let mut x = (n as f64).sqrt() as u64;
+    while x * x > n {
+        x -= 1;
+    }
+    while (x + 1) * (x + 1) <= n {
+        x += 1;
+    }
+    x
+}
+
+/// A tier's zone watermarks in pages, as `__setup_per_zone_wmarks` sets them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Watermarks {
+    pub min: u64,
+    pub low: u64,
+    pub high: u64,
+    /// WMARK_PROMO (v6.x): kswapd's target in NUMA-balancing tiering mode.
+    pub promo: u64,
+}
+
+impl Watermarks {
+    /// Watermarks of a node of `node_pages` in a machine of `total_pages`: min_free_kbytes =
+    /// sqrt(16 x lowmem KiB) clamped to [128 KiB, 256 MiB], shared out by node size; the step
+    /// between min, low, high and promo is max(min/4, node x watermark_scale_factor / 10000).
+    pub fn linux(
+        node_pages: u64,
+        total_pages: u64,
+        page_bytes: u64,
+        watermark_scale_factor: u64,
+    ) -> Self {
+        let total_kb = total_pages.saturating_mul(page_bytes) / 1024;
+        let min_free_kb = isqrt(total_kb.saturating_mul(16)).clamp(128, 262_144);
+        let min_pages_total = min_free_kb * 1024 / page_bytes.max(1);
+        let min =
+            ((min_pages_total as u128 * node_pages as u128) / total_pages.max(1) as u128) as u64;
+        let step = (min / 4).max(node_pages.saturating_mul(watermark_scale_factor) / 10_000);
+        Watermarks {
+            min,
+            low: min + step,
+            high: min + 2 * step,
+            promo: min + 3 * step,
+        }
+    }
+
+    /// TPP's WMARK_DEMOTE: node x demote_scale_factor / 10000, at least twice the high
+    /// watermark, at most the node.
+    pub fn tpp_demote(&self, node_pages: u64, demote_scale_factor: u64) -> u64 {
+        (node_pages.saturating_mul(demote_scale_factor) / 10_000)
+            .max(2 * self.high)
+            .min(node_pages)
+    }
+}
+
+/// The per-tier LRU lists of every resident page, with the kernel's page flags, kept from the
+/// telemetry's allocation, free and migration events.
+#[derive(Clone, Debug)]
+pub struct Lru {
+    lists: PageLists,
+    tier: Vec<u8>,
+    flags: Vec<u8>,
+    /// Destination of an isolated page.
+    dest: Vec<u8>,
+    resident: Vec<u64>,
+    inflight_in: Vec<u64>,
+    inflight_out: Vec<u64>,
+    isolated: u64,
+    marked: u64,
+}
+
+impl Default for Lru {
+    fn default() -> Self {
+        Lru::new()
+    }
+}
+
+/// What became of a migration result, for the policy's own bookkeeping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Completion {
+    /// A migration this LRU isolated the page for; `mark` tells whether the page carried the
+    /// policy mark (which is cleared now).
+    Ours { mark: bool },
+    /// A migration someone else requested (another layer); the page followed it.
+    Foreign,
+    /// The page is not known (freed meanwhile): nothing to do.
+    Unknown,
+}
+
+#[inline]
+fn list(t: TierId, active: bool) -> usize {
+    t as usize * 2 + active as usize
+}
+
+impl Lru {
+    pub fn new() -> Self {
+        Lru {
+            lists: PageLists::new(MAX_TIERS * 2),
+            tier: Vec::new(),
+            flags: Vec::new(),
+            dest: Vec::new(),
+            resident: vec![0; MAX_TIERS],
+            inflight_in: vec![0; MAX_TIERS],
+            inflight_out: vec![0; MAX_TIERS],
+            isolated: 0,
+            marked: 0,
+        }
+    }
+
+    fn ensure(&mut self, p: PageId) -> usize {
+        let i = p.0 as usize;
+        if i >= self.tier.len() {
+            self.tier.resize(i + 1, NO_TIER);
+            self.flags.resize(i + 1, 0);
+            self.dest.resize(i + 1, NO_TIER);
+        }
+        i
+    }
+
+    /// The tier a page is resident in (its source tier while a migration is in flight).
+    #[inline]
+    pub fn tier(&self, p: PageId) -> Option<TierId> {
+        match self.tier.get(p.0 as usize) {
+            Some(&t) if t != NO_TIER => Some(t),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn flag(&self, p: PageId, f: u8) -> bool {
+        self.flags.get(p.0 as usize).is_some_and(|x| x & f != 0)
+    }
+
+    /// Whether the page is on (or was isolated from) an active list.
+    pub fn is_active(&self, p: PageId) -> bool {
+        self.tier(p).is_some() && self.flag(p, F_ACTIVE)
+    }
+
+    pub fn is_referenced(&self, p: PageId) -> bool {
+        self.tier(p).is_some() && self.flag(p, F_REFERENCED)
+    }
+
+    /// Whether a migration this LRU isolated the page for is in flight.
+    pub fn is_isolated(&self, p: PageId) -> bool {
+        self.tier(p).is_some() && self.flag(p, F_ISOLATED)
+    }
+
+    /// Whether the page carries the policy's private mark.
+    pub fn is_marked(&self, p: PageId) -> bool {
+        self.tier(p).is_some() && self.flag(p, F_MARK)
+    }
+
+    /// Set or clear the policy's private mark of a resident page.
+    pub fn set_mark(&mut self, p: PageId, on: bool) {
+        if self.tier(p).is_some() && self.flag(p, F_MARK) != on {
+            let f = &mut self.flags[p.0 as usize];
+            if on {
+                *f |= F_MARK;
+                self.marked += 1;
+            } else {
+                *f &= !F_MARK;
+                self.marked -= 1;
+            }
+        }
+    }
+
+    /// Resident pages carrying the policy's mark.
+    pub fn marked(&self) -> u64 {
+        self.marked
+    }
+
+    /// Pages on a tier's active or inactive list.
+    pub fn len(&self, t: TierId, active: bool) -> u64 {
+        if t as usize >= MAX_TIERS {
+            return 0;
+        }
+        self.lists.len(list(t, active))
+    }
+
+    /// Pages resident in a tier, isolated ones included.
+    pub fn resident(&self, t: TierId) -> u64 {
+        self.resident.get(t as usize).copied().unwrap_or(0)
+    }
+
+    /// Migrations into a tier requested and not yet completed.
+    pub fn inflight_in(&self, t: TierId) -> u64 {
+        self.inflight_in.get(t as usize).copied().unwrap_or(0)
+    }
+
+    /// Migrations out of a tier requested and not yet completed.
+    pub fn inflight_out(&self, t: TierId) -> u64 {
+        self.inflight_out.get(t as usize).copied().unwrap_or(0)
+    }
+
+    /// Pages isolated for a migration.
+    pub fn isolated(&self) -> u64 {
+        self.isolated
+    }
+
+    /// Memory held by the per-page tables, for overhead reports.
+    pub fn bytes(&self) -> usize {
+        self.lists.bytes() + self.tier.capacity() + self.flags.capacity() + self.dest.capacity()
+    }
+
+    /// A page became resident in tier `t`: it starts at the head of the inactive list (anon
+    /// pages since v5.9, lru_cache_add_inactive_or_unevictable).
+    pub fn add(&mut self, p: PageId, t: TierId) {
+        assert!(
+            (t as usize) < MAX_TIERS,
+            "tier {t} beyond the {MAX_TIERS} tiers the LRU supports"
+        );
+        self.remove(p);
+        let i = self.ensure(p);
+        self.tier[i] = t;
+        self.flags[i] = 0;
+        self.resident[t as usize] += 1;
+        self.lists.push_back(list(t, false), p);
+    }
+
+    /// A page was freed (or vanished): forget it, and any migration in flight for it.
+    pub fn remove(&mut self, p: PageId) {
+        let Some(t) = self.tier(p) else { return };
+        let i = p.0 as usize;
+        if self.flags[i] & F_ISOLATED != 0 {
+            self.end_flight(i, t);
+        } else {
+            self.lists.remove(p);
+        }
+        if self.flags[i] & F_MARK != 0 {
+            self.marked -= 1;
+        }
+        self.resident[t as usize] -= 1;
+        self.tier[i] = NO_TIER;
+        self.flags[i] = 0;
+    }
+
+    fn end_flight(&mut self, i: usize, from: TierId) {
+        let to = self.dest[i];
+        self.inflight_out[from as usize] -= 1;
+        if to != NO_TIER {
+            self.inflight_in[to as usize] -= 1;
+        }
+        self.dest[i] = NO_TIER;
+        self.flags[i] &= !F_ISOLATED;
+        self.isolated -= 1;
+    }
+
+    /// Apply the epoch's allocations and frees (call before [`Lru::complete`] on the epoch's
+    /// migration results).
+    pub fn observe(&mut self, tel: &Telemetry) {
+        for e in &tel.allocated {
+            self.add(e.page, e.tier);
+        }
+        for e in &tel.freed {
+            self.remove(e.page);
+        }
+    }
+
+    /// Take a page off its list for a migration to `to` (isolate_lru_page). Returns false when
+    /// the page is not on a list (absent or already isolated).
+    pub fn isolate(&mut self, p: PageId, to: TierId) -> bool {
+        let Some(t) = self.tier(p) else { return false };
+        let i = p.0 as usize;
+        if self.flags[i] & F_ISOLATED != 0 || to as usize >= MAX_TIERS {
+            return false;
+        }
+        self.lists.remove(p);
+        self.flags[i] |= F_ISOLATED;
+        self.dest[i] = to;
+        self.inflight_out[t as usize] += 1;
+        self.inflight_in[to as usize] += 1;
+        self.isolated += 1;
+        true
+    }
+
+    /// Put a page back at the head of the list its flags say (putback_lru_page).
+    fn putback(&mut self, p: PageId) {
+        let i = p.0 as usize;
+        let t = self.tier[i];
+        self.lists
+            .push_back(list(t, self.flags[i] & F_ACTIVE != 0), p);
+    }
+
+    fn move_tier(&mut self, i: usize, to: TierId) {
+        let from = self.tier[i];
+        if from != to {
+            self.resident[from as usize] -= 1;
+            self.resident[to as usize] += 1;
+            self.tier[i] = to;
+        }
+    }
+
+    /// Apply one migration result. A migrated page keeps its PG_active and PG_referenced flags
+    /// (migrate_page_states) and lands at the head of the matching list of its new tier; a page
+    /// whose migration failed goes back where it was.
+    pub fn complete(&mut self, m: &MigrationResult) -> Completion {
+        let p = m.page;
+        let Some(t) = self.tier(p) else {
+            return Completion::Unknown;
+        };
+        let i = p.0 as usize;
+        if m.outcome == MigrationOutcome::NoPage {
+            let mark = self.flags[i] & F_MARK != 0;
+            let ours = self.flags[i] & F_ISOLATED != 0;
+            self.remove(p);
+            return if ours {
+                Completion::Ours { mark }
+            } else {
+                Completion::Foreign
+            };
+        }
+        if (m.to as usize) >= MAX_TIERS {
+            return Completion::Unknown;
+        }
+        if self.flags[i] & F_ISOLATED != 0 {
+            self.end_flight(i, t);
+            let mark = self.flags[i] & F_MARK != 0;
+            self.set_mark(p, false);
+            if matches!(
+                m.outcome,
+                MigrationOutcome::Done | MigrationOutcome::AlreadyThere
+            ) {
+                self.move_tier(i, m.to);
+            }
+            self.putback(p);
+            Completion::Ours { mark }
+        } else {
+            if matches!(
+                m.outcome,
+                MigrationOutcome::Done | MigrationOutcome::AlreadyThere
+            ) && t != m.to
+            {
+                self.lists.remove(p);
+                self.move_tier(i, m.to);
+                self.putback(p);
+            }
+            Completion::Foreign
+        }
+    }
+
+    /// mark_page_accessed as the TPP paper describes its hint-fault path (and as TPP-mod of the
+    /// migration-toggling paper, §4.5, implements it): an inactive page moves to the head of the
+    /// active list at once, without the kernel's two-call PG_referenced step and per-CPU pagevec
+    /// delay. Returns whether the page was activated.
+    pub fn activate(&mut self, p: PageId) -> bool {
+        if self.tier(p).is_none() {
+            return false;
+        }
+        let i = p.0 as usize;
+        if self.flags[i] & (F_ISOLATED | F_ACTIVE) != 0 {
+            return false;
+        }
+        self.flags[i] = (self.flags[i] | F_ACTIVE) & !F_REFERENCED;
+        self.putback(p);
+        true
+    }
+
+    /// inactive_is_low: the inactive list is short of its target ratio to the active list
+    /// (inactive x sqrt(10 x GiB) < active; ratio 1 below 1 GiB).
+    pub fn inactive_is_low(&self, t: TierId, page_bytes: u64) -> bool {
+        let (inactive, active) = (self.len(t, false), self.len(t, true));
+        let gb = (inactive + active).saturating_mul(page_bytes) >> 30;
+        let ratio = if gb > 0 { isqrt(10 * gb) } else { 1 };
+        inactive * ratio < active
+    }
+
+    fn pop_oldest(&mut self, t: TierId, active: bool) -> Option<PageId> {
+        self.lists.pop_front(list(t, active))
+    }
+
+    /// Check the invariants (every resident page not isolated is on exactly the list its tier
+    /// and PG_active say, nothing else is on a list, the counters add up). O(pages): tests only.
+    pub fn check(&self) -> Result<(), String> {
+        let mut listed = 0u64;
+        for t in 0..MAX_TIERS as u8 {
+            for active in [false, true] {
+                for p in self.lists.iter(list(t, active)) {
+                    listed += 1;
+                    if self.tier(p) != Some(t) {
+                        return Err(format!(
+                            "page {} on tier {t}'s list but resident in {:?}",
+                            p.0,
+                            self.tier(p)
+                        ));
+                    }
+                    if self.is_isolated(p) || self.is_active(p) != active {
+                        return Err(format!("page {} on the wrong list (active {active})", p.0));
+                    }
+                }
+            }
+        }
+        let mut resident = vec![0u64; MAX_TIERS];
+        let marked = self
+            .flags
+            .iter()
+            .zip(&self.tier)
+            .filter(|(f, &t)| t != NO_TIER && *f & F_MARK != 0)
+            .count() as u64;
+        if marked != self.marked {
+            return Err(format!(
+                "{marked} marked pages, counter says {}",
+                self.marked
+            ));
+        }
+        let (mut isolated, mut inflight_in, mut inflight_out) =
+            (0, vec![0u64; MAX_TIERS], vec![0u64; MAX_TIERS]);
+        for (i, &t) in self.tier.iter().enumerate() {
+            let p = PageId(i as u64);
+            if t == NO_TIER {
+                if self.lists.list_of(p).is_some() {
+                    return Err(format!("absent page {i} is on a list"));
+                }
+                continue;
+            }
+            resident[t as usize] += 1;
+            if self.flags[i] & F_ISOLATED != 0 {
+                isolated += 1;
+                inflight_out[t as usize] += 1;
+                inflight_in[self.dest[i] as usize] += 1;
+                if self.lists.list_of(p).is_some() {
+                    return Err(format!("isolated page {i} is on a list"));
+                }
+            } else if self.lists.list_of(p) != Some(list(t, self.flags[i] & F_ACTIVE != 0)) {
+                return Err(format!("resident page {i} is not on its list"));
+            }
+        }
+        if resident != self.resident || isolated != self.isolated {
+            return Err(format!(
+                "counts {:?}/{} != {:?}/{}",
+                self.resident, self.isolated, resident, isolated
+            ));
+        }
+        if inflight_in != self.inflight_in || inflight_out != self.inflight_out {
+            return Err("in-flight counters disagree".into());
+        }
+        if listed + isolated != resident.iter().sum::<u64>() {
+            return Err("a resident page is on two lists or none".into());
+        }
+        Ok(())
+    }
+}
+
+/// One kswapd pass's setting: reclaim from `tier` into `target` while the tier's free pages are
+/// below `balanced_at`, waking when they drop below `wake_below`.
+#[derive(Clone, Copy, Debug)]
+pub struct Reclaim {
+    pub tier: TierId,
+    pub target: TierId,
+    /// Free pages of the tier, counting requested migrations as done.
+    pub free: u64,
+    pub wake_below: u64,
+    pub balanced_at: u64,
+    /// Most pages to examine in this pass.
+    pub max_scan: u64,
+    pub page_bytes: u64,
+}
+
+/// kswapd of one tier: sleeps until woken, then ages and shrinks the LRU, demoting unreferenced
+/// inactive pages (asynchronously, by its own thread) until the tier is balanced.
+#[derive(Clone, Debug, Default)]
+pub struct Kswapd {
+    pub awake: bool,
+    pub wakeups: u64,
+    pub scanned: u64,
+    pub deactivated: u64,
+    /// Inactive pages referenced once: kept on the inactive list with PG_referenced set.
+    pub kept: u64,
+    /// Inactive pages referenced again: back to the active list (second chance).
+    pub activated: u64,
+    pub demotions: u64,
+    batch: Vec<PageId>,
+    bits: Vec<bool>,
+}
+
+impl Kswapd {
+    /// wakeup_kswapd from an allocation or promotion that hit the watermark.
+    pub fn wake(&mut self) {
+        if !self.awake {
+            self.awake = true;
+            self.wakeups += 1;
+        }
+    }
+
+    /// One pass of balance_pgdat. Returns the demotions requested.
+    pub fn run(
+        &mut self,
+        lru: &mut Lru,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+        r: &Reclaim,
+    ) -> u64 {
+        if !self.awake && r.free < r.wake_below {
+            self.wake();
+        }
+        if !self.awake {
+            return 0;
+        }
+        if r.free >= r.balanced_at {
+            self.awake = false;
+            return 0;
+        }
+        let mut need = r.balanced_at - r.free;
+        let (mut scanned, mut demoted) = (0u64, 0u64);
+        while need > 0 && scanned < r.max_scan {
+            if lru.len(r.tier, false) + lru.len(r.tier, true) == 0 {
+                break;
+            }
+            if lru.inactive_is_low(r.tier, r.page_bytes) {
+                scanned += self.shrink_active(lru, mech, r.tier);
+            }
+            let (n, d) = self.shrink_inactive(lru, mech, out, r.tier, r.target);
+            scanned += n;
+            demoted += d;
+            need = need.saturating_sub(d);
+        }
+        self.scanned += scanned;
+        self.demotions += demoted;
+        demoted
+    }
+
+    /// shrink_active_list: the oldest active pages go to the inactive list. Their accessed bits
+    /// are tested and cleared (page_referenced), but referenced anon pages are deactivated all
+    /// the same; only executable file pages get another trip, and there are none here.
+    fn shrink_active(&mut self, lru: &mut Lru, mech: &mut dyn Mechanism, t: TierId) -> u64 {
+        self.batch.clear();
+        while self.batch.len() < SWAP_CLUSTER_MAX {
+            let Some(p) = lru.pop_oldest(t, true) else {
+                break;
+            };
+            self.batch.push(p);
+        }
+        mech.test_and_clear_accessed(&self.batch, &mut self.bits);
+        for &p in &self.batch {
+            lru.flags[p.0 as usize] &= !F_ACTIVE;
+            lru.putback(p);
+        }
+        self.deactivated += self.batch.len() as u64;
+        self.batch.len() as u64
+    }
+
+    /// shrink_page_list over the oldest inactive pages, with page_check_references: a page
+    /// referenced since the last look and already PG_referenced is activated; referenced for
+    /// the first time, it gets PG_referenced and another trip around the inactive list; not
+    /// referenced, it is demoted. Returns (scanned, demotions requested).
+    fn shrink_inactive(
+        &mut self,
+        lru: &mut Lru,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+        t: TierId,
+        target: TierId,
+    ) -> (u64, u64) {
+        self.batch.clear();
+        while self.batch.len() < SWAP_CLUSTER_MAX {
+            let Some(p) = lru.pop_oldest(t, false) else {
+                break;
+            };
+            self.batch.push(p);
+        }
+        mech.test_and_clear_accessed(&self.batch, &mut self.bits);
+        let mut demoted = 0;
+        for (k, &p) in self.batch.iter().enumerate() {
+            let i = p.0 as usize;
+            let referenced = self.bits.get(k).copied().unwrap_or(false);
+            let was_referenced = lru.flags[i] & F_REFERENCED != 0;
+            if referenced {
+                lru.flags[i] |= F_REFERENCED;
+                if was_referenced {
+                    lru.flags[i] |= F_ACTIVE;
+                    self.activated += 1;
+                } else {
+                    self.kept += 1;
+                }
+                lru.putback(p);
+            } else {
+                lru.flags[i] &= !F_REFERENCED;
+                lru.isolate(p, target);
+                out.push(Action::Migrate {
+                    page: p,
+                    to: target,
+                    mode: MigrateMode::Async,
+                    keep_shadow: false,
+                });
+                demoted += 1;
+            }
+        }
+        (self.batch.len() as u64, demoted)
+    }
+}
+
+/// Migration and hint-fault counts every hint-fault policy reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub hint_faults: u64,
+    /// Faults the policy could not act on (fast-tier page, unknown page, page in flight).
+    pub faults_skipped: u64,
+    /// Slow-tier pages moved to the active list by a hint fault.
+    pub activations: u64,
+    pub promotions_requested: u64,
+    /// Promotions not attempted because the fast tier was at its watermark.
+    pub promote_fail_nomem: u64,
+    pub promotions_done: u64,
+    pub promotions_failed: u64,
+    pub demotions_done: u64,
+    pub demotions_failed: u64,
+    /// Demotions that only remapped a clean shadow copy.
+    pub remaps: u64,
+    /// Transactional migrations aborted by a write during the copy.
+    pub aborted: u64,
+}
+
+/// The per-epoch skeleton the hint-fault policies share: the LRU kept from the telemetry, the
+/// fast tier's watermarks, migration accounting and the fast tier's kswapd.
+#[derive(Clone, Debug)]
+pub struct Tiering {
+    pub lru: Lru,
+    pub kswapd: Kswapd,
+    /// Watermarks of the fast tier.
+    pub wm: Watermarks,
+    pub counts: Counters,
+    /// Fast-tier capacity in pages.
+    pub fast_pages: u64,
+    pub page_bytes: u64,
+    wm_key: (u64, u64, u64),
+    watermark_scale_factor: u64,
+    kswapd_scan_per_ms: u64,
+    last_ns: Option<u64>,
+}
+
+impl Tiering {
+    pub fn new(watermark_scale_factor: u64, kswapd_scan_per_ms: u64) -> Self {
+        Tiering {
+            lru: Lru::new(),
+            kswapd: Kswapd::default(),
+            wm: Watermarks::default(),
+            counts: Counters::default(),
+            fast_pages: 0,
+            page_bytes: DEFAULT_PAGE_BYTES,
+            wm_key: (0, 0, 0),
+            watermark_scale_factor,
+            kswapd_scan_per_ms,
+            last_ns: None,
+        }
+    }
+
+    /// Start an epoch: apply allocations, frees and migration results (each result is also
+    /// passed to `on_result` with what the LRU made of it) and refresh the watermarks.
+    pub fn begin(
+        &mut self,
+        tel: &Telemetry,
+        mut on_result: impl FnMut(&MigrationResult, Completion),
+    ) {
+        self.lru.observe(tel);
+        for m in &tel.migrations {
+            let c = self.lru.complete(m);
+            let promotion = m.to < m.from;
+            match (m.outcome, promotion) {
+                (MigrationOutcome::Done, true) => self.counts.promotions_done += 1,
+                (MigrationOutcome::Done, false) => self.counts.demotions_done += 1,
+                (MigrationOutcome::AlreadyThere, _) => {}
+                (MigrationOutcome::Aborted, _) => {
+                    self.counts.aborted += 1;
+                    self.counts.promotions_failed += promotion as u64;
+                }
+                (_, true) => self.counts.promotions_failed += 1,
+                (_, false) => self.counts.demotions_failed += 1,
+            }
+            if m.remap && m.outcome == MigrationOutcome::Done {
+                self.counts.remaps += 1;
+            }
+            on_result(m, c);
+        }
+        self.page_bytes = page_bytes(tel);
+        let fast = tel.tier(tierkit_core::FAST).map_or(0, |t| t.capacity_pages);
+        let total: u64 = tel.tiers.iter().map(|t| t.capacity_pages).sum();
+        if (fast, total, self.page_bytes) != self.wm_key {
+            self.wm_key = (fast, total, self.page_bytes);
+            self.fast_pages = fast;
+            self.wm = Watermarks::linux(fast, total, self.page_bytes, self.watermark_scale_factor);
+        }
+    }
+
+    /// Fast-tier free pages for an allocation decision, counting requested promotions as done.
+    pub fn fast_free(&self, tel: &Telemetry) -> u64 {
+        let free = tel.tier(tierkit_core::FAST).map_or(0, |t| t.free_pages());
+        free.saturating_sub(self.lru.inflight_in(tierkit_core::FAST))
+    }
+
+    /// Isolate a slow-tier page and ask for its promotion to the fast tier.
+    pub fn promote(
+        &mut self,
+        p: PageId,
+        mode: MigrateMode,
+        keep_shadow: bool,
+        out: &mut Vec<Action>,
+    ) -> bool {
+        if !self.lru.isolate(p, tierkit_core::FAST) {
+            return false;
+        }
+        out.push(Action::Migrate {
+            page: p,
+            to: tierkit_core::FAST,
+            mode,
+            keep_shadow,
+        });
+        self.counts.promotions_requested += 1;
+        true
+    }
+
+    /// Whether a hint fault is on a slow-tier page the policy can act on; counts the fault.
+    pub fn fault_actionable(&mut self, f: &tierkit_core::HintFault) -> bool {
+        self.counts.hint_faults += 1;
+        let ok = f.tier != tierkit_core::FAST
+            && self.lru.tier(f.page) == Some(f.tier)
+            && !self.lru.is_isolated(f.page);
+        if !ok {
+            self.counts.faults_skipped += 1;
+        }
+        ok
+    }
+
+    /// Run the fast tier's kswapd for this epoch: it wakes below `wake_below` free pages and
+    /// demotes to the next tier until `balanced_at` are free (requested demotions counted as
+    /// done), examining at most kswapd_scan_per_ms pages per ms since the last epoch.
+    pub fn run_kswapd(
+        &mut self,
+        tel: &Telemetry,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+        wake_below: u64,
+        balanced_at: u64,
+    ) -> u64 {
+        let elapsed = match self.last_ns {
+            Some(t) if tel.now_ns > t => tel.now_ns - t,
+            _ => tel.epoch_ns.max(1_000_000),
+        };
+        self.last_ns = Some(tel.now_ns);
+        if tel.tiers.len() < 2 {
+            return 0;
+        }
+        let fast = tierkit_core::FAST;
+        let free = tel.tier(fast).map_or(0, |t| t.free_pages());
+        let free = (free + self.lru.inflight_out(fast)).saturating_sub(self.lru.inflight_in(fast));
+        let max_scan = (self.kswapd_scan_per_ms as u128 * elapsed as u128 / 1_000_000) as u64;
+        let r = Reclaim {
+            tier: fast,
+            target: fast + 1,
+            free,
+            wake_below,
+            balanced_at,
+            max_scan: max_scan.max(SWAP_CLUSTER_MAX as u64),
+            page_bytes: self.page_bytes,
+        };
+        self.kswapd.run(&mut self.lru, mech, out, &r)
+    }
+
+    /// The figures every hint-fault policy reports.
+    pub fn stats(&self, v: &mut Vec<(String, f64)>) {
+        let c = &self.counts;
+        for (k, x) in [
+            ("hint_faults", c.hint_faults),
+            ("faults_skipped", c.faults_skipped),
+            ("activations", c.activations),
+            ("promotions_requested", c.promotions_requested),
+            ("promote_fail_nomem", c.promote_fail_nomem),
+            ("promotions_done", c.promotions_done),
+            ("promotions_failed", c.promotions_failed),
+            ("demotions_done", c.demotions_done),
+            ("demotions_failed", c.demotions_failed),
+            ("remaps", c.remaps),
+            ("aborted", c.aborted),
+        ] {
+            v.push((k.to_string(), x as f64));
+        }
+        lru_stats(&self.lru, &self.kswapd, v);
+        v.push(("wmark_high_pages".into(), self.wm.high as f64));
+    }
+}
+
+/// The LRU and kswapd figures every hint-fault policy reports.
+pub fn lru_stats(lru: &Lru, k: &Kswapd, v: &mut Vec<(String, f64)>) {
+    for (t, name) in [(0u8, "fast"), (1u8, "slow")] {
+        v.push((format!("lru_{name}_active"), lru.len(t, true) as f64));
+        v.push((format!("lru_{name}_inactive"), lru.len(t, false) as f64));
+    }
+    v.push(("lru_isolated".into(), lru.isolated() as f64));
+    v.push(("lru_bytes".into(), lru.bytes() as f64));
+    v.push(("kswapd_wakeups".into(), k.wakeups as f64));
+    v.push(("kswapd_scanned".into(), k.scanned as f64));
+    v.push(("kswapd_deactivated".into(), k.deactivated as f64));
+    v.push(("kswapd_kept".into(), k.kept as f64));
+    v.push(("kswapd_activated".into(), k.activated as f64));
+    v.push(("demotions_requested".into(), k.demotions as f64));
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use tierkit_core::testing::FakeMech;
+    use tierkit_core::{FAST, SLOW};
+
+    pub(crate) fn done(
+        p: u64,
+        from: TierId,
+        to: TierId,
+        outcome: MigrationOutcome,
+    ) -> MigrationResult {
+        MigrationResult {
+            page: PageId(p),
+            from,
+            to,
+            outcome,
+            remap: false,
+        }
+    }
+
+    #[test]
+    fn linux_watermarks_for_a_16_gib_node() {
+        // 16 GiB fast + 16 GiB slow: min_free_kbytes = sqrt(16 x 32 GiB in KiB) = 23170.
+        let (node, total) = (4u64 << 20, 8u64 << 20);
+        let w = Watermarks::linux(node, total, 4096, 10);
+        assert_eq!(w.min, 23170 / 4 / 2);
+        let step = node * 10 / 10_000;
+        assert_eq!(
+            (w.low, w.high, w.promo),
+            (w.min + step, w.min + 2 * step, w.min + 3 * step)
+        );
+        // TPP: 2% of the node, above twice the high watermark.
+        assert_eq!(w.tpp_demote(node, 200), node * 200 / 10_000);
+        assert_eq!(w.tpp_demote(node, 1), 2 * w.high);
+        // Tiny machines clamp min_free_kbytes at 128 KiB.
+        assert_eq!(Watermarks::linux(64, 64, 4096, 10).min, 32);
+    }
+
+    #[test]
+    fn kswapd_second_chance_then_activation() {
+        let mut lru = Lru::new();
+        for p in 0..4 {
+            lru.add(PageId(p), FAST);
+        }
+        let mut mech = FakeMech::new(vec![Some(FAST); 4]);
+        mech.accessed = vec![true, false, true, false];
+        let mut k = Kswapd::default();
+        let mut out = Vec::new();
+        let r = Reclaim {
+            tier: FAST,
+            target: SLOW,
+            free: 0,
+            wake_below: 10,
+            balanced_at: 2,
+            max_scan: 4,
+            page_bytes: 4096,
+        };
+        assert_eq!(k.run(&mut lru, &mut mech, &mut out, &r), 2);
+        // Pages 1 and 3 were not referenced: demoted. 0 and 2 kept with PG_referenced.
+        let demoted: Vec<u64> = out
+            .iter()
+            .map(|a| match a {
+                Action::Migrate {
+                    page,
+                    to,
+                    mode,
+                    keep_shadow,
+                } => {
+                    assert_eq!(
+                        (*to, *mode, *keep_shadow),
+                        (SLOW, MigrateMode::Async, false)
+                    );
+                    page.0
+                }
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(demoted, vec![1, 3]);
+        assert!(lru.is_referenced(PageId(0)) && !lru.is_active(PageId(0)));
+        assert_eq!(k.kept, 2);
+        // Referenced again: activated, not demoted.
+        mech.accessed = vec![true, false, true, false];
+        out.clear();
+        let r = Reclaim {
+            balanced_at: 1,
+            max_scan: 2,
+            ..r
+        };
+        assert_eq!(k.run(&mut lru, &mut mech, &mut out, &r), 0);
+        assert!(lru.is_active(PageId(0)) && lru.is_active(PageId(2)));
+        assert_eq!(k.activated, 2);
+        lru.check().unwrap();
+    }
+
+    #[test]
+    fn kswapd_sleeps_until_woken_and_stops_when_balanced() {
+        let mut lru = Lru::new();
+        for p in 0..100 {
+            lru.add(PageId(p), FAST);
+        }
+        let mut mech = FakeMech::new(vec![Some(FAST); 100]);
+        let mut k = Kswapd::default();
+        let mut out = Vec::new();
+        let r = Reclaim {
+            tier: FAST,
+            target: SLOW,
+            free: 5,
+            wake_below: 4,
+            balanced_at: 8,
+            max_scan: 1000,
+            page_bytes: 4096,
+        };
+        assert_eq!(
+            k.run(&mut lru, &mut mech, &mut out, &r),
+            0,
+            "free above the wake mark: asleep"
+        );
+        let r = Reclaim { free: 3, ..r };
+        // Woken; reclaims in SWAP_CLUSTER_MAX batches until the deficit of 5 is met.
+        assert_eq!(
+            k.run(&mut lru, &mut mech, &mut out, &r),
+            SWAP_CLUSTER_MAX as u64
+        );
+        assert!(k.awake);
+        let r = Reclaim { free: 8, ..r };
+        assert_eq!(k.run(&mut lru, &mut mech, &mut out, &r), 0);
+        assert!(!k.awake);
+        assert_eq!(lru.inflight_out(FAST), 32);
+        lru.check().unwrap();
+    }
+
+    #[test]
+    fn kswapd_ages_the_active_list_when_inactive_is_low() {
+        let mut lru = Lru::new();
+        for p in 0..64 {
+            lru.add(PageId(p), FAST);
+            lru.activate(PageId(p));
+        }
+        let mut mech = FakeMech::new(vec![Some(FAST); 64]);
+        mech.accessed = vec![true; 64];
+        let mut k = Kswapd::default();
+        let mut out = Vec::new();
+        let r = Reclaim {
+            tier: FAST,
+            target: SLOW,
+            free: 0,
+            wake_below: 1,
+            balanced_at: 1,
+            max_scan: 64,
+            page_bytes: 4096,
+        };
+        // Deactivation clears the accessed bits, so the deactivated pages are reclaimable.
+        assert_eq!(k.run(&mut lru, &mut mech, &mut out, &r), 32);
+        assert_eq!(k.deactivated, 32);
+        assert_eq!(lru.len(FAST, true), 32);
+        lru.check().unwrap();
+    }
+
+    #[test]
+    fn migrations_move_pages_between_tier_lists() {
+        let mut lru = Lru::new();
+        lru.add(PageId(0), SLOW);
+        lru.activate(PageId(0));
+        assert!(lru.isolate(PageId(0), FAST));
+        assert!(!lru.isolate(PageId(0), FAST), "already isolated");
+        assert_eq!((lru.inflight_in(FAST), lru.inflight_out(SLOW)), (1, 1));
+        assert_eq!(
+            lru.complete(&done(0, SLOW, FAST, MigrationOutcome::Done)),
+            Completion::Ours { mark: false }
+        );
+        // Promoted pages keep PG_active (migrate_page_states).
+        assert_eq!(
+            (lru.tier(PageId(0)), lru.is_active(PageId(0))),
+            (Some(FAST), true)
+        );
+        assert_eq!((lru.resident(FAST), lru.resident(SLOW)), (1, 0));
+        // A failed migration puts the page back.
+        lru.isolate(PageId(0), SLOW);
+        lru.complete(&done(0, FAST, SLOW, MigrationOutcome::NoSpace));
+        assert_eq!(lru.tier(PageId(0)), Some(FAST));
+        // Someone else's migration is followed.
+        assert_eq!(
+            lru.complete(&done(0, FAST, SLOW, MigrationOutcome::Done)),
+            Completion::Foreign
+        );
+        assert_eq!(lru.tier(PageId(0)), Some(SLOW));
+        // Freed while in flight: the flight ends, the late result is ignored.
+        lru.isolate(PageId(0), FAST);
+        lru.remove(PageId(0));
+        assert_eq!(
+            lru.complete(&done(0, SLOW, FAST, MigrationOutcome::Done)),
+            Completion::Unknown
+        );
+        assert_eq!((lru.inflight_in(FAST), lru.isolated()), (0, 0));
+        lru.check().unwrap();
+    }
+
+    /// One hint-fault policy on the in-order test machine: a fast tier of 200 pages, nearly
+    /// full, a slow tier of 1000; random hint faults (with random latencies) and accessed bits.
+    /// One epoch of the drive: hint faults (page, latency in ms) and the accessed bits.
+    type Epoch = (Vec<(u64, u64)>, Vec<bool>);
+
+    fn drive(spec: &str, epochs: Vec<Epoch>) -> Result<(), TestCaseError> {
+        use crate::testbed::Machine;
+        use tierkit_core::HintFault;
+        let mut m = Machine::new(&[200, 1000]);
+        let mut pol = crate::build(spec).unwrap();
+        m.init(pol.as_mut());
+        for p in 0..400 {
+            m.alloc(p, if p < 190 { FAST } else { SLOW }, 0);
+        }
+        for (faults, bits) in epochs {
+            let mut tel = m.telemetry(Vec::new());
+            let faults: std::collections::BTreeMap<u64, u64> = faults.into_iter().collect();
+            tel.hint_faults = faults
+                .iter()
+                .map(|(&p, &ttf_ms)| HintFault {
+                    page: PageId(p),
+                    tier: m.tier[p as usize].unwrap(),
+                    pid: 0,
+                    tid: 1,
+                    time_to_fault_ns: ttf_ms * 1_000_000,
+                    time_ns: tel.now_ns,
+                })
+                .collect();
+            let mut mech = m.mech();
+            mech.accessed = bits;
+            let mut out = Vec::new();
+            pol.step(&tel, &mut mech, &mut out);
+            let mut seen = std::collections::BTreeSet::new();
+            for a in &out {
+                if let Action::Migrate { page, .. } = a {
+                    prop_assert!(
+                        seen.insert(page.0),
+                        "{}: page {} migrated twice in one epoch",
+                        spec,
+                        page.0
+                    );
+                }
+            }
+            m.apply(&out);
+            prop_assert_eq!(m.nospace, 0, "{} over-filled a tier", spec);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn hint_fault_policies_never_overfill_a_tier(
+            spec in prop_oneof![Just("tpp"), Just("nbt"), Just("nomad")],
+            epochs in proptest::collection::vec(
+                (proptest::collection::vec((0u64..400, 0u64..3000), 0..60), proptest::collection::vec(any::<bool>(), 400)),
+                1..40),
+        ) {
+            drive(spec, epochs)?;
+        }
+    }
+
+    /// Benchmark scale: 4M pages of 4 KiB (1M fast, 3M slow), 60 s in 1 ms epochs, ~65 hint
+    /// faults per epoch (256 MB/s of scanning), migrations completing one epoch later, 1% of
+    /// the accessed bits set. Run with `cargo test --release -p tierkit-policies perf_ --
+    /// --ignored --nocapture`; prints the policy's own time per simulated second.
+    #[test]
+    #[ignore]
+    fn perf_4m_pages_60s() {
+        use tierkit_core::telemetry::TierInfo;
+        use tierkit_core::HintFault;
+        const FAST_PAGES: u64 = 1 << 20;
+        const PAGES: u64 = 4 << 20;
+        for spec in ["notier", "tpp", "nbt", "nomad"] {
+            let mut pol = crate::build(spec).unwrap();
+            let mut tier: Vec<Option<TierId>> = (0..PAGES)
+                .map(|p| Some(if p < FAST_PAGES { FAST } else { SLOW }))
+                .collect();
+            let mut used = [FAST_PAGES, PAGES - FAST_PAGES];
+            let mut rng = tierkit_core::Rng::new(7);
+            let mut pending: Vec<MigrationResult> = Vec::new();
+            let mut mech = FakeMech::new(tier.clone());
+            let start = std::time::Instant::now();
+            for e in 0..60_000u64 {
+                let mut tel = Telemetry {
+                    now_ns: (e + 1) * 1_000_000,
+                    epoch_ns: 1_000_000,
+                    page_bytes: 4096,
+                    tiers: vec![
+                        TierInfo {
+                            id: FAST,
+                            name: "fast".into(),
+                            capacity_pages: FAST_PAGES,
+                            used_pages: used[0],
+                        },
+                        TierInfo {
+                            id: SLOW,
+                            name: "slow".into(),
+                            capacity_pages: PAGES,
+                            used_pages: used[1],
+                        },
+                    ],
+                    migrations: std::mem::take(&mut pending),
+                    ..Telemetry::default()
+                };
+                if e == 0 {
+                    tel.allocated = (0..PAGES)
+                        .map(|p| tierkit_core::telemetry::PageEvent {
+                            page: PageId(p),
+                            pid: 0,
+                            tier: tier[p as usize].unwrap(),
+                        })
+                        .collect();
+                    let mut out = Vec::new();
+                    pol.init(&tel, &mut mech, &mut out);
+                }
+                for _ in 0..65 {
+                    // Skewed toward low slow-tier ids: a hot set that keeps faulting.
+                    let p = FAST_PAGES + (rng.below(PAGES - FAST_PAGES) >> rng.below(8));
+                    if let Some(t) = tier[p as usize] {
+                        tel.hint_faults.push(HintFault {
+                            page: PageId(p),
+                            tier: t,
+                            pid: 0,
+                            tid: 0,
+                            time_to_fault_ns: rng.below(2_000_000_000),
+                            time_ns: tel.now_ns,
+                        });
+                    }
+                }
+                for _ in 0..10_000 {
+                    let p = rng.below(FAST_PAGES) as usize;
+                    mech.accessed[p] = true;
+                }
+                let mut out = Vec::new();
+                pol.step(&tel, &mut mech, &mut out);
+                for a in out {
+                    if let Action::Migrate { page, to, .. } = a {
+                        let i = page.0 as usize;
+                        let from = tier[i].unwrap();
+                        let outcome = if used[to as usize] >= [FAST_PAGES, PAGES][to as usize] {
+                            MigrationOutcome::NoSpace
+                        } else {
+                            used[from as usize] -= 1;
+                            used[to as usize] += 1;
+                            tier[i] = Some(to);
+                            mech.tiers[i] = Some(to);
+                            MigrationOutcome::Done
+                        };
+                        pending.push(MigrationResult {
+                            page,
+                            from,
+                            to,
+                            outcome,
+                            remap: false,
+                        });
+                    }
+                }
+            }
+            let s = pol.stats();
+            let get = |k: &str| s.iter().find(|(n, _)| n == k).map_or(0.0, |x| x.1);
+            println!(
+                "{spec}: {:.3} s for 60 s simulated; promotions {} demotions {} kswapd scanned {}",
+                start.elapsed().as_secs_f64(),
+                get("promotions_done"),
+                get("demotions_done"),
+                get("kswapd_scanned")
+            );
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Add(u64, u8),
+        Free(u64),
+        Activate(u64),
+        Isolate(u64, u8),
+        Result(u64, u8, u8),
+        Kswapd(Vec<bool>, u64),
+        Mark(u64, bool),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u64..40, 0u8..2).prop_map(|(p, t)| Op::Add(p, t)),
+            (0u64..40).prop_map(Op::Free),
+            (0u64..40).prop_map(Op::Activate),
+            (0u64..40, 0u8..2).prop_map(|(p, t)| Op::Isolate(p, t)),
+            (0u64..40, 0u8..2, 0u8..5).prop_map(|(p, t, o)| Op::Result(p, t, o)),
+            (proptest::collection::vec(any::<bool>(), 40), 0u64..80)
+                .prop_map(|(a, n)| Op::Kswapd(a, n)),
+            (0u64..40, any::<bool>()).prop_map(|(p, on)| Op::Mark(p, on)),
+        ]
+    }
+
+    proptest! {
+        /// Whatever happens, every resident page is on exactly one list (or isolated), and the
+        /// counters agree with the pages.
+        #[test]
+        fn each_resident_page_is_listed_once(ops in proptest::collection::vec(op(), 0..120)) {
+            let mut lru = Lru::new();
+            let mut mech = FakeMech::new(vec![Some(FAST); 40]);
+            let mut k = Kswapd::default();
+            let mut out = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Add(p, t) => lru.add(PageId(p), t),
+                    Op::Free(p) => lru.remove(PageId(p)),
+                    Op::Activate(p) => { lru.activate(PageId(p)); }
+                    Op::Isolate(p, t) => { lru.isolate(PageId(p), t); }
+                    Op::Result(p, t, o) => {
+                        let outcome = [MigrationOutcome::Done, MigrationOutcome::NoSpace, MigrationOutcome::NoPage,
+                            MigrationOutcome::Aborted, MigrationOutcome::AlreadyThere][o as usize];
+                        let from = lru.tier(PageId(p)).unwrap_or(0);
+                        lru.complete(&done(p, from, t, outcome));
+                    }
+                    Op::Mark(p, on) => lru.set_mark(PageId(p), on),
+                    Op::Kswapd(bits, need) => {
+                        mech.accessed = bits;
+                        let r = Reclaim { tier: FAST, target: SLOW, free: 0, wake_below: 1, balanced_at: need,
+                            max_scan: 64, page_bytes: 4096 };
+                        k.run(&mut lru, &mut mech, &mut out, &r);
+                    }
+                }
+                if let Err(e) = lru.check() {
+                    prop_assert!(false, "{}", e);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! Nomad: non-exclusive memory tiering via transactional page migration (Xiang et al., OSDI '24),
+//! as its artifact implements it on the TPP kernel (github.com/lingfenghsiang/Nomad:
+//! src/nomad_module/async_promote_main.c, src/implementation_patches/nomad.patch), and as Soar/Alto
+//! (OSDI '25 §6) and the migration-toggling paper run it as a baseline.
+//!
+//! - **Candidates** from NUMA hint faults on slow-tier pages, TPP's way: a fault on a page not on
+//!   the active LRU list activates it; a fault on an active page makes it a promotion candidate.
+//! - **Promotion is asynchronous**: the faulting thread only enqueues the candidate in a bounded
+//!   promotion queue (PROMOTE_QUEUE_LEN = 512; a full queue drops the candidate, a queued page is
+//!   not queued twice) and returns. A background worker drains the queue every epoch with
+//!   transactional migrations (copy while mapped, abort if the page is written meanwhile), so no
+//!   application thread stalls. A slot stays taken until its migration finishes, so at most 512
+//!   promotions are ever in flight. The worker allocates without reclaim: a promotion is
+//!   attempted only while the fast tier keeps more free pages than its min watermark.
+//! - **Page shadowing**: a promoted page keeps its slow-tier copy (`keep_shadow`), so demoting it
+//!   while still clean is a remap; a write drops the shadow (the machine does that).
+//! - **Demotion** as TPP: kswapd below TPP's demotion watermark, from the tail of the fast tier's
+//!   inactive list, with the kernel's second chance.
+
+use std::collections::VecDeque;
+
+use tierkit_core::params::ParamKind;
+use tierkit_core::policy::Builder;
+use tierkit_core::{
+    Action, Mechanism, MigrateMode, PageId, Params, Policy, PolicyInfo, Telemetry, TelemetryNeeds,
+};
+
+use crate::common::spec_name;
+use crate::lru::{
+    hint_scan, Completion, Tiering, P_DEMOTE_SCALE, P_KSWAPD_SCAN, P_SCAN_PERIOD, P_SCAN_SIZE,
+    P_WSF,
+};
+
+const PARAMS: &[tierkit_core::ParamDef] = &[
+    P_SCAN_PERIOD,
+    P_SCAN_SIZE,
+    tierkit_core::ParamDef {
+        name: "queue_len",
+        kind: ParamKind::Int {
+            min: 1,
+            max: 1 << 24,
+        },
+        default: "512",
+        unit: "pages",
+        doc: "promotion queue entries, queued or in flight (Nomad's PROMOTE_QUEUE_LEN)",
+    },
+    P_DEMOTE_SCALE,
+    P_WSF,
+    P_KSWAPD_SCAN,
+];
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "nomad",
+    description: "Nomad: asynchronous transactional promotion through a 512-entry queue, shadow copies, TPP demotion",
+    source: "Nomad (OSDI '24) §3-4; artifact github.com/lingfenghsiang/Nomad (async_promote_main.c)",
+    params: PARAMS,
+    positional: None,
+    build: Builder::Base(|p| Ok(Box::new(Nomad::new(p)))),
+};
+
+pub struct Nomad {
+    name: String,
+    scan_period_ms: f64,
+    scan_size_mb: u64,
+    queue_len: u64,
+    demote_scale_factor: u64,
+    t: Tiering,
+    /// Queued candidates not yet handed to a migration (oldest first). Each carries the LRU
+    /// mark (PG_prom_queued) until its migration completes; the mark count is the queue's
+    /// occupancy.
+    pending: VecDeque<PageId>,
+    queued: u64,
+    queue_full: u64,
+    transactional_done: u64,
+    queue_peak: u64,
+}
+
+impl Nomad {
+    pub fn new(p: &Params) -> Self {
+        Nomad {
+            name: spec_name(INFO.name, PARAMS, p),
+            scan_period_ms: p.float("scan_period_ms"),
+            scan_size_mb: p.u64("scan_size_mb"),
+            queue_len: p.u64("queue_len"),
+            demote_scale_factor: p.u64("demote_scale_factor"),
+            t: Tiering::new(p.u64("watermark_scale_factor"), p.u64("kswapd_scan_per_ms")),
+            pending: VecDeque::new(),
+            queued: 0,
+            queue_full: 0,
+            transactional_done: 0,
+            queue_peak: 0,
+        }
+    }
+
+    /// Entries taken in the promotion queue (waiting or in flight).
+    pub fn queue_occupancy(&self) -> u64 {
+        self.t.lru.marked()
+    }
+
+    /// The promotion worker: hand every waiting entry to a transactional migration, keeping the
+    /// slow-tier copy as a shadow.
+    fn drain_queue(&mut self, tel: &Telemetry, out: &mut Vec<Action>) {
+        while let Some(p) = self.pending.pop_front() {
+            let lru = &self.t.lru;
+            if !lru.is_marked(p) || lru.is_isolated(p) {
+                continue;
+            }
+            if lru.tier(p) == Some(tierkit_core::FAST) {
+                // Moved up meanwhile by someone else: the slot is free again.
+                self.t.lru.set_mark(p, false);
+                continue;
+            }
+            if self.t.fast_free(tel) > self.t.wm.min + 1 {
+                self.t.promote(p, MigrateMode::Transactional, true, out);
+            } else {
+                self.t.lru.set_mark(p, false);
+                self.t.counts.promote_fail_nomem += 1;
+            }
+        }
+    }
+}
+
+impl Policy for Nomad {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn needs(&self) -> TelemetryNeeds {
+        TelemetryNeeds {
+            hint_faults: true,
+            quantum_ns: 0,
+            ..TelemetryNeeds::default()
+        }
+    }
+
+    fn init(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
+        out.push(hint_scan(tel, self.scan_period_ms, self.scan_size_mb));
+    }
+
+    fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
+        let done = &mut self.transactional_done;
+        self.t.begin(tel, |m, c| {
+            if c == (Completion::Ours { mark: true })
+                && m.outcome == tierkit_core::MigrationOutcome::Done
+            {
+                *done += 1;
+            }
+        });
+        for f in &tel.hint_faults {
+            if !self.t.fault_actionable(f) || self.t.lru.is_marked(f.page) {
+                continue;
+            }
+            if !self.t.lru.is_active(f.page) {
+                self.t.lru.activate(f.page);
+                self.t.counts.activations += 1;
+                continue;
+            }
+            if self.queue_occupancy() >= self.queue_len {
+                self.queue_full += 1;
+                continue;
+            }
+            self.t.lru.set_mark(f.page, true);
+            self.pending.push_back(f.page);
+            self.queued += 1;
+        }
+        self.queue_peak = self.queue_peak.max(self.queue_occupancy());
+        self.drain_queue(tel, out);
+        let demote = self
+            .t
+            .wm
+            .tpp_demote(self.t.fast_pages, self.demote_scale_factor);
+        self.t.run_kswapd(tel, mech, out, demote, demote);
+    }
+
+    fn stats(&self) -> Vec<(String, f64)> {
+        let mut v = Vec::new();
+        self.t.stats(&mut v);
+        v.push(("queued".into(), self.queued as f64));
+        v.push(("queue_full".into(), self.queue_full as f64));
+        v.push(("queue_occupancy".into(), self.queue_occupancy() as f64));
+        v.push(("queue_peak".into(), self.queue_peak as f64));
+        v.push(("transactional_done".into(), self.transactional_done as f64));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lru::tests::done;
+    use crate::tpp::tests::{alloc, fault, migrations, tel};
+    use tierkit_core::telemetry::{MigrationOutcome, MigrationResult};
+    use tierkit_core::testing::FakeMech;
+    use tierkit_core::{FAST, SLOW};
+
+    fn nomad() -> Nomad {
+        Nomad::new(&Params::resolve("nomad", PARAMS, &[]).unwrap())
+    }
+
+    /// Nomad with `n` slow-tier pages, all of them faulted once (active).
+    fn warm(n: u64) -> (Nomad, FakeMech) {
+        let mut p = nomad();
+        let mut mech = FakeMech::new(vec![Some(SLOW); n as usize]);
+        let mut t = tel(0, 100_000, 0);
+        t.allocated = alloc(0..n, SLOW);
+        t.hint_faults = (0..n).map(|q| fault(q, SLOW, 10)).collect();
+        let mut out = Vec::new();
+        p.step(&t, &mut mech, &mut out);
+        assert!(out.is_empty());
+        (p, mech)
+    }
+
+    #[test]
+    fn promotes_active_pages_transactionally_with_a_shadow() {
+        let (mut p, mut mech) = warm(4);
+        let mut out = Vec::new();
+        let mut t = tel(1, 100_000, 0);
+        t.hint_faults = vec![fault(1, SLOW, 10), fault(1, SLOW, 10)];
+        p.step(&t, &mut mech, &mut out);
+        // Never synchronous: the faulting thread does not stall.
+        assert_eq!(
+            migrations(&out),
+            vec![(1, FAST, MigrateMode::Transactional, true)]
+        );
+        assert_eq!(p.queue_occupancy(), 1);
+        let mut t = tel(2, 100_000, 1);
+        t.migrations = vec![done(1, SLOW, FAST, MigrationOutcome::Done)];
+        out.clear();
+        p.step(&t, &mut mech, &mut out);
+        assert_eq!((p.queue_occupancy(), p.transactional_done), (0, 1));
+        assert_eq!(p.t.lru.tier(PageId(1)), Some(FAST));
+        p.t.lru.check().unwrap();
+    }
+
+    #[test]
+    fn queue_holds_at_most_512() {
+        let (mut p, mut mech) = warm(600);
+        let mut out = Vec::new();
+        let mut t = tel(1, 100_000, 0);
+        t.hint_faults = (0..600).map(|q| fault(q, SLOW, 10)).collect();
+        p.step(&t, &mut mech, &mut out);
+        assert_eq!(migrations(&out).len(), 512);
+        assert_eq!((p.queue_occupancy(), p.queue_full), (512, 88));
+        // The slots stay taken while the migrations are in flight.
+        out.clear();
+        let mut t = tel(2, 100_000, 0);
+        t.hint_faults = (512..600).map(|q| fault(q, SLOW, 10)).collect();
+        p.step(&t, &mut mech, &mut out);
+        assert!(migrations(&out).is_empty());
+        assert_eq!(p.queue_full, 176);
+        // Ten finish (one aborted): ten slots free up.
+        let mut t = tel(3, 100_000, 9);
+        t.migrations = (0..10)
+            .map(|q| {
+                let o = if q == 0 {
+                    MigrationOutcome::Aborted
+                } else {
+                    MigrationOutcome::Done
+                };
+                done(q, SLOW, FAST, o)
+            })
+            .collect();
+        t.hint_faults = (512..600).map(|q| fault(q, SLOW, 10)).collect();
+        out.clear();
+        p.step(&t, &mut mech, &mut out);
+        assert_eq!(migrations(&out).len(), 10);
+        assert_eq!(p.queue_occupancy(), 512);
+        assert_eq!(p.t.counts.aborted, 1);
+        // The aborted page stays on the slow tier, active, and can be queued again.
+        assert_eq!(
+            (p.t.lru.tier(PageId(0)), p.t.lru.is_active(PageId(0))),
+            (Some(SLOW), true)
+        );
+        p.t.lru.check().unwrap();
+    }
+
+    #[test]
+    fn clean_demotions_of_promoted_pages_count_as_remaps() {
+        let (mut p, mut mech) = warm(2);
+        let mut out = Vec::new();
+        let mut t = tel(1, 100_000, 0);
+        t.migrations = vec![MigrationResult {
+            page: PageId(0),
+            from: FAST,
+            to: SLOW,
+            outcome: MigrationOutcome::Done,
+            remap: true,
+        }];
+        p.step(&t, &mut mech, &mut out);
+        assert_eq!(p.t.counts.remaps, 1);
+        let s = p.stats();
+        assert!(s.iter().any(|(k, v)| k == "remaps" && *v == 1.0));
+        assert!(s.iter().any(|(k, _)| k == "aborted"));
+    }
+
+    #[test]
+    fn no_promotion_below_the_min_watermark() {
+        let (mut p, mut mech) = warm(2);
+        let mut out = Vec::new();
+        let min = p.t.wm.min;
+        let mut t = tel(1, 100_000, 100_000 - min);
+        t.hint_faults = vec![fault(0, SLOW, 10)];
+        p.step(&t, &mut mech, &mut out);
+        assert!(migrations(&out).iter().all(|m| m.1 != FAST));
+        assert_eq!((p.t.counts.promote_fail_nomem, p.queue_occupancy()), (1, 0));
+    }
+
+    #[test]
+    fn freed_pages_leave_the_queue() {
+        let (mut p, mut mech) = warm(3);
+        let mut out = Vec::new();
+        let mut t = tel(1, 100_000, 0);
+        t.hint_faults = vec![fault(2, SLOW, 10)];
+        p.step(&t, &mut mech, &mut out);
+        assert_eq!(p.queue_occupancy(), 1);
+        let mut t = tel(2, 100_000, 0);
+        t.freed = alloc(2..3, SLOW);
+        p.step(&t, &mut mech, &mut out);
+        assert_eq!((p.queue_occupancy(), p.t.lru.isolated()), (0, 0));
+        p.t.lru.check().unwrap();
+    }
+}

@@ -1,0 +1,392 @@
+//! TPP: Transparent Page Placement for CXL-enabled tiered memory (Maruf et al., ASPLOS '23,
+//! §5), as its Linux v5.13 patch implements it (the TPP kernel in github.com/lingfenghsiang/Nomad,
+//! src/implementation_patches/tpp.patch) and as Colloid (SOSP '24 §4.3) and Soar/Alto (OSDI '25
+//! §6) run it as a baseline.
+//!
+//! - **Scanning**: NUMA-balancing hint faults on slow-tier pages only (change_pte_range skips
+//!   top-tier pages), 256 MB per process every 1000 ms by default.
+//! - **Promotion** (do_numa_page): a hint fault on a slow-tier page that is not on the active LRU
+//!   list only activates it; a fault on an active page promotes it in the faulting thread
+//!   (migrate_misplaced_page, synchronous), if the fast tier has more free pages than its high
+//!   (allocation) watermark plus the page (migrate_balanced_pgdat). So a page moves up on its
+//!   second hint fault.
+//! - **Demotion**, decoupled from allocation: kswapd wakes when fast-tier free pages fall below
+//!   WMARK_DEMOTE = demote_scale_factor (2%) of the tier, at least twice the high watermark
+//!   (check_toptier_balanced, every tick), and demotes unreferenced pages from the tail of the
+//!   fast tier's inactive list until free pages are back at that mark (pgdat_toptier_balanced);
+//!   referenced pages get the kernel's second chance (see [`crate::lru`]).
+
+use tierkit_core::policy::Builder;
+use tierkit_core::{
+    Action, Mechanism, MigrateMode, Params, Policy, PolicyInfo, Telemetry, TelemetryNeeds,
+};
+
+use crate::common::spec_name;
+use crate::lru::{
+    hint_scan, Tiering, P_DEMOTE_SCALE, P_KSWAPD_SCAN, P_SCAN_PERIOD, P_SCAN_SIZE, P_WSF,
+};
+
+const PARAMS: &[tierkit_core::ParamDef] = &[
+    P_SCAN_PERIOD,
+    P_SCAN_SIZE,
+    P_DEMOTE_SCALE,
+    P_WSF,
+    P_KSWAPD_SCAN,
+];
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "tpp",
+    description: "TPP: hint-fault promotion of pages on the active LRU list, watermark-driven kswapd demotion",
+    source: "TPP (ASPLOS '23) §5; Linux v5.13 TPP patch (vm.demote_scale_factor); Colloid §4.3",
+    params: PARAMS,
+    positional: None,
+    build: Builder::Base(|p| Ok(Box::new(Tpp::new(p)))),
+};
+
+pub struct Tpp {
+    name: String,
+    scan_period_ms: f64,
+    scan_size_mb: u64,
+    demote_scale_factor: u64,
+    t: Tiering,
+}
+
+impl Tpp {
+    pub fn new(p: &Params) -> Self {
+        Tpp {
+            name: spec_name(INFO.name, PARAMS, p),
+            scan_period_ms: p.float("scan_period_ms"),
+            scan_size_mb: p.u64("scan_size_mb"),
+            demote_scale_factor: p.u64("demote_scale_factor"),
+            t: Tiering::new(p.u64("watermark_scale_factor"), p.u64("kswapd_scan_per_ms")),
+        }
+    }
+
+    /// TPP's demotion watermark of the fast tier, in pages.
+    pub fn demote_wmark(&self) -> u64 {
+        self.t
+            .wm
+            .tpp_demote(self.t.fast_pages, self.demote_scale_factor)
+    }
+}
+
+impl Policy for Tpp {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn needs(&self) -> TelemetryNeeds {
+        // Faults are handled in the epoch they arrive (the faulting thread migrates), and kswapd
+        // checks the watermark every tick.
+        TelemetryNeeds {
+            hint_faults: true,
+            quantum_ns: 0,
+            ..TelemetryNeeds::default()
+        }
+    }
+
+    fn init(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
+        out.push(hint_scan(tel, self.scan_period_ms, self.scan_size_mb));
+    }
+
+    fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
+        self.t.begin(tel, |_, _| {});
+        for f in &tel.hint_faults {
+            if !self.t.fault_actionable(f) {
+                continue;
+            }
+            if !self.t.lru.is_active(f.page) {
+                // First fault: mark_page_accessed, no migration.
+                self.t.lru.activate(f.page);
+                self.t.counts.activations += 1;
+                continue;
+            }
+            if self.t.fast_free(tel) > self.t.wm.high + 1 {
+                self.t.promote(
+                    f.page,
+                    MigrateMode::Sync {
+                        pid: f.pid,
+                        tid: f.tid,
+                    },
+                    false,
+                    out,
+                );
+            } else {
+                self.t.counts.promote_fail_nomem += 1;
+            }
+        }
+        let demote = self.demote_wmark();
+        self.t.run_kswapd(tel, mech, out, demote, demote);
+    }
+
+    fn stats(&self) -> Vec<(String, f64)> {
+        let mut v = Vec::new();
+        self.t.stats(&mut v);
+        v.push(("wmark_demote_pages".into(), self.demote_wmark() as f64));
+        v
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::lru::tests::done;
+    use proptest::prelude::*;
+    use tierkit_core::action::ScanTiers;
+    use tierkit_core::telemetry::{HintFault, MigrationOutcome, PageEvent, TierInfo};
+    use tierkit_core::testing::FakeMech;
+    use tierkit_core::{PageId, FAST, SLOW};
+
+    pub(crate) fn tel(now_ms: u64, fast_cap: u64, fast_used: u64) -> Telemetry {
+        Telemetry {
+            now_ns: now_ms * 1_000_000,
+            epoch_ns: 1_000_000,
+            page_bytes: 4096,
+            tiers: vec![
+                TierInfo {
+                    id: FAST,
+                    name: "fast".into(),
+                    capacity_pages: fast_cap,
+                    used_pages: fast_used,
+                },
+                TierInfo {
+                    id: SLOW,
+                    name: "slow".into(),
+                    capacity_pages: 1 << 20,
+                    used_pages: 0,
+                },
+            ],
+            ..Telemetry::default()
+        }
+    }
+
+    pub(crate) fn fault(p: u64, tier: u8, ttf_ms: u64) -> HintFault {
+        HintFault {
+            page: PageId(p),
+            tier,
+            pid: 3,
+            tid: 7,
+            time_to_fault_ns: ttf_ms * 1_000_000,
+            time_ns: 0,
+        }
+    }
+
+    pub(crate) fn alloc(pages: std::ops::Range<u64>, tier: u8) -> Vec<PageEvent> {
+        pages
+            .map(|p| PageEvent {
+                page: PageId(p),
+                pid: 3,
+                tier,
+            })
+            .collect()
+    }
+
+    pub(crate) fn migrations(out: &[Action]) -> Vec<(u64, u8, MigrateMode, bool)> {
+        out.iter()
+            .filter_map(|a| match a {
+                Action::Migrate {
+                    page,
+                    to,
+                    mode,
+                    keep_shadow,
+                } => Some((page.0, *to, *mode, *keep_shadow)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn tpp() -> Tpp {
+        Tpp::new(&Params::resolve("tpp", PARAMS, &[]).unwrap())
+    }
+
+    #[test]
+    fn scans_slow_pages_with_linux_defaults() {
+        let mut p = tpp();
+        let mut out = Vec::new();
+        p.init(&tel(0, 1000, 0), &mut FakeMech::default(), &mut out);
+        assert_eq!(
+            out,
+            vec![Action::SetHintScan {
+                pid: None,
+                period_ms: 1000.0,
+                pages: 65536,
+                tiers: ScanTiers::SlowOnly
+            }]
+        );
+        assert!(p.needs().hint_faults);
+        assert_eq!(p.name(), "tpp");
+    }
+
+    #[test]
+    fn promotes_only_on_the_second_fault() {
+        let mut p = tpp();
+        let mut mech = FakeMech::new(vec![Some(SLOW); 4]);
+        let mut out = Vec::new();
+        let mut t = tel(1, 100_000, 0);
+        t.allocated = alloc(0..4, SLOW);
+        t.hint_faults = vec![fault(2, SLOW, 5)];
+        p.step(&t, &mut mech, &mut out);
+        assert!(migrations(&out).is_empty(), "first fault only activates");
+        assert!(p.t.lru.is_active(PageId(2)));
+        let mut t = tel(2, 100_000, 0);
+        t.hint_faults = vec![fault(2, SLOW, 900), fault(1, SLOW, 1)];
+        p.step(&t, &mut mech, &mut out);
+        // Page 2 is active now: promoted synchronously in the faulting thread. Page 1 (first
+        // fault, however quick) is not.
+        assert_eq!(
+            migrations(&out),
+            vec![(2, FAST, MigrateMode::Sync { pid: 3, tid: 7 }, false)]
+        );
+        assert_eq!(p.t.counts.activations, 2);
+        // A fault while the promotion is in flight does nothing more.
+        out.clear();
+        let mut t = tel(3, 100_000, 0);
+        t.hint_faults = vec![fault(2, SLOW, 1)];
+        p.step(&t, &mut mech, &mut out);
+        assert!(migrations(&out).is_empty());
+        // The promoted page arrives on the fast tier's active list.
+        let mut t = tel(4, 100_000, 1);
+        t.migrations = vec![done(2, SLOW, FAST, MigrationOutcome::Done)];
+        p.step(&t, &mut mech, &mut out);
+        assert_eq!(
+            (p.t.lru.tier(PageId(2)), p.t.lru.is_active(PageId(2))),
+            (Some(FAST), true)
+        );
+        assert_eq!(p.t.counts.promotions_done, 1);
+        p.t.lru.check().unwrap();
+    }
+
+    #[test]
+    fn no_promotion_at_the_allocation_watermark() {
+        let mut p = tpp();
+        let mut mech = FakeMech::new(vec![Some(SLOW); 2]);
+        let mut out = Vec::new();
+        let mut t = tel(1, 100_000, 0);
+        t.allocated = alloc(0..2, SLOW);
+        t.hint_faults = vec![fault(0, SLOW, 5)];
+        p.step(&t, &mut mech, &mut out);
+        let high = p.t.wm.high;
+        // Fast tier free = high + 1: not above high + the page.
+        let mut t = tel(2, 100_000, 100_000 - high - 1);
+        t.hint_faults = vec![fault(0, SLOW, 5)];
+        out.clear();
+        p.step(&t, &mut mech, &mut out);
+        assert!(migrations(&out).iter().all(|m| m.1 != FAST));
+        assert_eq!(p.t.counts.promote_fail_nomem, 1);
+        assert!(
+            p.t.lru.is_active(PageId(0)),
+            "the page stays active on the slow tier"
+        );
+    }
+
+    #[test]
+    fn kswapd_demotes_inactive_pages_below_the_demote_watermark() {
+        let mut p = tpp();
+        let cap = 100_000u64;
+        let mut mech = FakeMech::new(vec![Some(FAST); cap as usize]);
+        let mut out = Vec::new();
+        // The fast tier fills up: demote watermark is 2% of 100000 = 2000 pages.
+        let mut t = tel(1, cap, cap - 500);
+        t.allocated = alloc(0..cap - 500, FAST);
+        // The oldest pages 0..10 were accessed since allocation: second chance.
+        for a in mech.accessed.iter_mut().take(10) {
+            *a = true;
+        }
+        p.step(&t, &mut mech, &mut out);
+        assert_eq!(p.demote_wmark(), 2000);
+        // kswapd examines at most 1024 pages in a 1 ms epoch, and goes on in the next one.
+        assert!(p.t.kswapd.scanned <= 1024 && p.t.kswapd.awake);
+        p.step(&tel(2, cap, cap - 500), &mut mech, &mut out);
+        let m = migrations(&out);
+        assert!(
+            m.len() as u64 >= 1500 && m.len() < 1500 + 32,
+            "{} demotions",
+            m.len()
+        );
+        assert!(m.iter().all(|&(pg, to, mode, shadow)| pg >= 10
+            && to == SLOW
+            && mode == MigrateMode::Async
+            && !shadow));
+        // Demoted in LRU order, oldest first, skipping the referenced ones.
+        assert_eq!(m[0].0, 10);
+        assert!(p.t.lru.is_referenced(PageId(3)) && !p.t.lru.is_active(PageId(3)));
+        // Nothing more while the demotions are in flight.
+        out.clear();
+        p.step(&tel(3, cap, cap - 500), &mut mech, &mut out);
+        assert!(migrations(&out).is_empty());
+        // Done: balanced, kswapd sleeps.
+        let mut t = tel(4, cap, cap - 500 - m.len() as u64);
+        t.migrations = m
+            .iter()
+            .map(|&(pg, ..)| done(pg, FAST, SLOW, MigrationOutcome::Done))
+            .collect();
+        p.step(&t, &mut mech, &mut out);
+        assert!(!p.t.kswapd.awake);
+        assert_eq!(p.t.counts.demotions_done, m.len() as u64);
+        assert_eq!(p.t.lru.len(SLOW, false), m.len() as u64);
+        p.t.lru.check().unwrap();
+    }
+
+    #[test]
+    fn kswapd_sleeps_above_the_demote_watermark() {
+        let mut p = tpp();
+        let mut mech = FakeMech::new(vec![Some(FAST); 1000]);
+        let mut out = Vec::new();
+        let mut t = tel(1, 100_000, 1000);
+        t.allocated = alloc(0..1000, FAST);
+        p.step(&t, &mut mech, &mut out);
+        assert!(out.is_empty());
+        assert_eq!(p.t.kswapd.wakeups, 0);
+    }
+
+    proptest! {
+        /// Under random faults, allocations and migration results, TPP never asks to migrate a
+        /// page that is already in flight, only promotes active slow-tier pages, and its LRU
+        /// always holds each resident page exactly once.
+        #[test]
+        fn never_migrates_a_page_twice(
+            epochs in proptest::collection::vec(
+                (proptest::collection::vec((0u64..64, 1u64..2000), 0..8), proptest::collection::vec((0u64..64, 0u8..3), 0..6), 0u64..2000),
+                1..40)
+        ) {
+            let mut p = tpp();
+            let mut mech = FakeMech::new(vec![None; 64]);
+            let mut inflight = std::collections::BTreeSet::new();
+            let mut t0 = tel(0, 2000, 0);
+            t0.allocated = alloc(0..32, SLOW);
+            t0.allocated.extend(alloc(32..64, FAST));
+            for q in 0..64 { mech.tiers[q] = Some(if q < 32 { SLOW } else { FAST }); }
+            let mut out = Vec::new();
+            p.step(&t0, &mut mech, &mut out);
+            for (pg, ..) in migrations(&out) { inflight.insert(pg); }
+            for (i, (faults, results, used)) in epochs.into_iter().enumerate() {
+                let mut t = tel(i as u64 + 1, 2000, used);
+                for (pg, o) in results {
+                    if inflight.remove(&pg) {
+                        let from = p.t.lru.tier(PageId(pg)).unwrap();
+                        let to = if from == FAST { SLOW } else { FAST };
+                        let outcome = [MigrationOutcome::Done, MigrationOutcome::NoSpace, MigrationOutcome::Refused][o as usize];
+                        if outcome == MigrationOutcome::Done { mech.tiers[pg as usize] = Some(to); }
+                        t.migrations.push(done(pg, from, to, outcome));
+                    }
+                }
+                // A marked page faults once: at most one fault per page and epoch.
+                let faults: std::collections::BTreeMap<u64, u64> = faults.into_iter().collect();
+                t.hint_faults = faults.iter().map(|(&pg, &ttf)| {
+                    let tier = mech.tiers[pg as usize].unwrap();
+                    fault(pg, tier, ttf)
+                }).collect();
+                let active_before: Vec<bool> = (0..64).map(|q| p.t.lru.is_active(PageId(q))).collect();
+                out.clear();
+                p.step(&t, &mut mech, &mut out);
+                for (pg, to, ..) in migrations(&out) {
+                    prop_assert!(inflight.insert(pg), "page {} migrated twice", pg);
+                    if to == FAST {
+                        prop_assert!(active_before[pg as usize], "promoted page {} was not active", pg);
+                    }
+                }
+                if let Err(e) = p.t.lru.check() { prop_assert!(false, "{}", e); }
+            }
+        }
+    }
+}
