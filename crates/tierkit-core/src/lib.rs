@@ -5,6 +5,7 @@
 //! Nothing in this crate knows about the simulator's ground truth.
 
 pub mod action;
+pub mod backend;
 pub mod error;
 pub mod params;
 pub mod policy;
@@ -14,6 +15,7 @@ pub mod telemetry;
 pub mod testing;
 
 pub use action::{Action, MigrateMode, SampleFilter, ScanTiers};
+pub use backend::Backend;
 pub use error::{Error, Result};
 pub use params::{ParamDef, ParamKind, ParamValue, Params, PolicySpec, SpecLayer};
 pub use policy::{Layer, Mechanism, Policy, PolicyInfo, TelemetryNeeds};

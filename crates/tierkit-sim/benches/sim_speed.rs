@@ -12,11 +12,42 @@ fn main() {
     let dur = if quick { "6" } else { "60" };
     let mut rows = Vec::new();
     let cases = [
-        ("gups-hotset", "hemem", vec!["threads=8", "working_set_gb=16", "hot_set_gb=5.3", "fast_ratio=1:2"]),
-        ("gups-hotset", "notier", vec!["threads=8", "working_set_gb=16", "hot_set_gb=5.3", "fast_ratio=1:2"]),
-        ("gups-hotset", "hemem", vec!["threads=8", "working_set_gb=16", "hot_set_gb=5.3", "fast_ratio=1:2", "antagonist_intensity=3"]),
+        (
+            "gups-hotset",
+            "hemem",
+            vec![
+                "threads=8",
+                "working_set_gb=16",
+                "hot_set_gb=5.3",
+                "fast_ratio=1:2",
+            ],
+        ),
+        (
+            "gups-hotset",
+            "notier",
+            vec![
+                "threads=8",
+                "working_set_gb=16",
+                "hot_set_gb=5.3",
+                "fast_ratio=1:2",
+            ],
+        ),
+        (
+            "gups-hotset",
+            "hemem",
+            vec![
+                "threads=8",
+                "working_set_gb=16",
+                "hot_set_gb=5.3",
+                "fast_ratio=1:2",
+                "antagonist_intensity=3",
+            ],
+        ),
     ];
-    let policies = tierkit_policies::REGISTRY.iter().map(|p| p.name).collect::<Vec<_>>();
+    let policies = tierkit_policies::REGISTRY
+        .iter()
+        .map(|p| p.name)
+        .collect::<Vec<_>>();
     for (w, policy, sets) in cases.iter() {
         if !policies.contains(policy) {
             eprintln!("skipping {policy}: not registered");

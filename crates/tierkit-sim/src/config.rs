@@ -376,7 +376,12 @@ pub fn load(experiment: &str, overrides: &[String], seed: Option<u64>) -> Result
 }
 
 /// Load an experiment from TOML text; `file` names it in messages.
-pub fn load_str(file: &str, text: &str, overrides: &[String], seed: Option<u64>) -> Result<Experiment> {
+pub fn load_str(
+    file: &str,
+    text: &str,
+    overrides: &[String],
+    seed: Option<u64>,
+) -> Result<Experiment> {
     let file = file.to_string();
     let mut root: Table = text.parse().map_err(|e: toml::de::Error| {
         let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
@@ -936,7 +941,16 @@ mod tests {
 
     #[test]
     fn builtin_keys_and_overrides() {
-        let e = load("gups-hotset", &["antagonist_intensity=3".into(), "fast_tier_gb=4".into(), "threads=8".into()], Some(9)).unwrap();
+        let e = load(
+            "gups-hotset",
+            &[
+                "antagonist_intensity=3".into(),
+                "fast_tier_gb=4".into(),
+                "threads=8".into(),
+            ],
+            Some(9),
+        )
+        .unwrap();
         assert_eq!(e.seed, 9);
         assert_eq!(e.antagonists[0].cores, 15);
         assert_eq!(e.fast, FastSize::Gb(4.0));
@@ -949,7 +963,12 @@ mod tests {
     #[test]
     fn unknown_key_names_it_and_suggests() {
         let m = err_of("workload = \"gups-hotset\"\nduraton_s = 3\n", &[]);
-        assert!(m.contains("exp.toml") && m.contains("`duraton_s`") && m.contains("did you mean `duration_s`"), "{m}");
+        assert!(
+            m.contains("exp.toml")
+                && m.contains("`duraton_s`")
+                && m.contains("did you mean `duration_s`"),
+            "{m}"
+        );
         let m = err_of("workload = \"gups-hotset\"\n", &["antagonist_intensty=2"]);
         assert!(m.contains("did you mean `antagonist_intensity`"), "{m}");
     }
@@ -957,27 +976,47 @@ mod tests {
     #[test]
     fn wrong_types_and_ranges() {
         let m = err_of("workload = \"gups-hotset\"\nduration_s = \"long\"\n", &[]);
-        assert!(m.contains("`duration_s`") && m.contains("expected a number"), "{m}");
+        assert!(
+            m.contains("`duration_s`") && m.contains("expected a number"),
+            "{m}"
+        );
         let m = err_of("workload = \"gups-hotset\"\nfast_tier_gb = -4\n", &[]);
         assert!(m.contains("`fast_tier_gb`") && m.contains("[0,"), "{m}");
         let m = err_of("workload = \"gups-hotset\"\nthreads = 0\n", &[]);
-        assert!(m.contains("threads") && m.contains("expected an integer in [1, 1024]"), "{m}");
+        assert!(
+            m.contains("threads") && m.contains("expected an integer in [1, 1024]"),
+            "{m}"
+        );
         let m = err_of("workload = \"gups-hotset\"\nfast_ratio = \"2-1\"\n", &[]);
         assert!(m.contains("fast_ratio") && m.contains("F:S"), "{m}");
-        let m = err_of("workload = \"gups-hotset\"\nfast_ratio = \"1:1\"\nfast_tier_gb = 3\n", &[]);
+        let m = err_of(
+            "workload = \"gups-hotset\"\nfast_ratio = \"1:1\"\nfast_tier_gb = 3\n",
+            &[],
+        );
         assert!(m.contains("not both"), "{m}");
         let m = err_of("workload = \"gups-hotset\"\nhot_set_gb = 100\n", &[]);
-        assert!(m.contains("hot_set_gb") && m.contains("larger than working_set_gb"), "{m}");
+        assert!(
+            m.contains("hot_set_gb") && m.contains("larger than working_set_gb"),
+            "{m}"
+        );
     }
 
     #[test]
     fn names_and_files() {
         let m = err_of("workload = \"gupz-hotset\"\n", &[]);
-        assert!(m.contains("did you mean \"gups-hotset\"") || m.contains("did you mean `gups-hotset`"), "{m}");
+        assert!(
+            m.contains("did you mean \"gups-hotset\"") || m.contains("did you mean `gups-hotset`"),
+            "{m}"
+        );
         let m = err_of("workload = \"gups-hotset\"\nplatform = \"icx\"\n", &[]);
         assert!(m.contains("`platform`") && m.contains("icx-numa"), "{m}");
-        let m = load("/nonexistent/exp.toml", &[], None).unwrap_err().to_string();
-        assert!(m.contains("/nonexistent/exp.toml") && m.contains("no such file"), "{m}");
+        let m = load("/nonexistent/exp.toml", &[], None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            m.contains("/nonexistent/exp.toml") && m.contains("no such file"),
+            "{m}"
+        );
         let m = load("gups-hotsett", &[], None).unwrap_err().to_string();
         assert!(m.contains("did you mean `gups-hotset`"), "{m}");
     }
@@ -985,14 +1024,20 @@ mod tests {
     #[test]
     fn malformed_toml_gives_the_line() {
         let m = err_of("workload = \"gups-hotset\"\n\nduration_s = = 3\n", &[]);
-        assert!(m.contains("exp.toml: line 3") && m.contains("invalid TOML"), "{m}");
+        assert!(
+            m.contains("exp.toml: line 3") && m.contains("invalid TOML"),
+            "{m}"
+        );
     }
 
     #[test]
     fn malformed_overrides() {
         assert!(err_of("workload = \"gups-hotset\"\n", &["threads"]).contains("not KEY=VALUE"));
         assert!(err_of("workload = \"gups-hotset\"\n", &["a..b=1"]).contains("empty key"));
-        let m = err_of("workload = \"custom\"\n[[process]]\nname=\"a\"\n", &["process.3.name=x"]);
+        let m = err_of(
+            "workload = \"custom\"\n[[process]]\nname=\"a\"\n",
+            &["process.3.name=x"],
+        );
         assert!(m.contains("out of range"), "{m}");
     }
 
@@ -1000,19 +1045,35 @@ mod tests {
     fn custom_workload_errors_name_the_field() {
         let base = "workload = \"custom\"\n[[process]]\nname = \"a\"\n[[process.object]]\nname = \"buf\"\nsize_mb = 4\n[[process.thread]]\n[[process.thread.phase]]\nmlp = 2\n[[process.thread.phase.access]]\nobject = \"bfu\"\n";
         let m = err_of(base, &[]);
-        assert!(m.contains("process.0.thread.0.phase.0.access.0.object") && m.contains("did you mean `buf`"), "{m}");
+        assert!(
+            m.contains("process.0.thread.0.phase.0.access.0.object")
+                && m.contains("did you mean `buf`"),
+            "{m}"
+        );
         let ok = base.replace("bfu", "buf");
         load_str("exp.toml", &ok, &[], None).unwrap();
         let m = err_of(&ok, &["process.0.thread.0.phase.0.mlp=0"]);
-        assert!(m.contains("process.0.thread.0.phase.0.mlp") && m.contains("[1, 64]"), "{m}");
+        assert!(
+            m.contains("process.0.thread.0.phase.0.mlp") && m.contains("[1, 64]"),
+            "{m}"
+        );
         let m = err_of(&ok.replace("size_mb = 4", "size_mb = 4\nsize_gb = 1"), &[]);
         assert!(m.contains("exactly one of"), "{m}");
         let m = err_of(&ok.replace("size_mb = 4", "size_mb = 0"), &[]);
         assert!(m.contains("positive size"), "{m}");
         let m = err_of(&ok.replace("mlp = 2", "mlp = 2\nburst = 3"), &[]);
-        assert!(m.contains("`process.0.thread.0.phase.0.burst`: unknown key"), "{m}");
-        let m = err_of(&format!("slow_tier_gb = 0.001\nfast_tier_gb = 0.001\n{ok}"), &[]);
-        assert!(m.contains("slow_tier_gb") && m.contains("make slow_tier_gb larger"), "{m}");
+        assert!(
+            m.contains("`process.0.thread.0.phase.0.burst`: unknown key"),
+            "{m}"
+        );
+        let m = err_of(
+            &format!("slow_tier_gb = 0.001\nfast_tier_gb = 0.001\n{ok}"),
+            &[],
+        );
+        assert!(
+            m.contains("slow_tier_gb") && m.contains("make slow_tier_gb larger"),
+            "{m}"
+        );
     }
 
     #[test]

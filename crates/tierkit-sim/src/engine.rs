@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use tierkit_core::telemetry::QosClass;
-use tierkit_core::{Action, Policy};
+use tierkit_core::{backend, Action, Policy};
 
 use crate::error::{Result, SimError};
 use crate::machine::Machine;
@@ -158,10 +158,7 @@ fn run_pass(
     let mut series = series;
     let mut totals = totals;
     if let Some(p) = policy.as_deref_mut() {
-        let mut tel = std::mem::take(&mut m.tel);
-        p.init(&tel, m, &mut actions);
-        std::mem::swap(&mut m.tel, &mut tel);
-        m.apply(&mut actions);
+        backend::init(p, m, &mut actions);
     }
     let mut acc = Acc {
         ops: vec![0.0; np],
@@ -179,10 +176,7 @@ fn run_pass(
         let t1 = Instant::now();
         timing.machine_s += (t1 - t0).as_secs_f64();
         if let Some(p) = policy.as_deref_mut() {
-            let mut tel = std::mem::take(&mut m.tel);
-            p.step(&tel, m, &mut actions);
-            std::mem::swap(&mut m.tel, &mut tel);
-            m.apply(&mut actions);
+            backend::decide(p, m, &mut actions);
             timing.policy_s += t1.elapsed().as_secs_f64();
         }
         m.clear_events();
@@ -283,13 +277,19 @@ fn reference(exp: &Experiment) -> Result<Pass> {
     static CACHE: OnceLock<Mutex<HashMap<String, Pass>>> = OnceLock::new();
     let key = format!("{exp:?}");
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(p) = cache.lock().map_err(|_| SimError::Io("reference cache poisoned".into()))?.get(&key) {
+    if let Some(p) = cache
+        .lock()
+        .map_err(|_| SimError::Io("reference cache poisoned".into()))?
+        .get(&key)
+    {
         return Ok(p.clone());
     }
     let mut m = Machine::new(exp, true)?;
     let mut sink = |_: f64, _: f64| true;
     let p = run_pass(&mut m, None, None, None, &mut sink, &mut Timing::default())?;
-    let mut c = cache.lock().map_err(|_| SimError::Io("reference cache poisoned".into()))?;
+    let mut c = cache
+        .lock()
+        .map_err(|_| SimError::Io("reference cache poisoned".into()))?;
     if c.len() >= 64 {
         c.clear();
     }

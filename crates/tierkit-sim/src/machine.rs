@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap;
 use tierkit_core::action::{Action, MigrateMode, SampleFilter, ScanTiers};
 use tierkit_core::rng::Rng;
 use tierkit_core::telemetry::*;
-use tierkit_core::{Mechanism, PageId, TierId};
+use tierkit_core::{Backend, Mechanism, PageId, TierId};
 
 use crate::dist::{Dist, Region};
 use crate::error::{Result, SimError};
@@ -745,7 +745,10 @@ impl Machine {
             let th = &self.threads[ti];
             let s = &shares[k * nt..(k + 1) * nt];
             let wb = th.writebacks_per_miss();
-            match groups.iter_mut().find(|g| g.1 == th.m && g.2 == th.z && g.3 == th.avail && g.4 == wb && g.5 == s) {
+            match groups
+                .iter_mut()
+                .find(|g| g.1 == th.m && g.2 == th.z && g.3 == th.avail && g.4 == wb && g.5 == s)
+            {
                 Some(g) => g.0 += 1.0,
                 None => groups.push((1.0, th.m, th.z, th.avail, wb, s)),
             }
@@ -1453,5 +1456,21 @@ impl Mechanism for Machine {
             out.push(self.rng_bits.chance(1.0 - (-rate * dt).exp()));
             self.last_clear[i] = (now * 1e-9) as f32;
         }
+    }
+}
+
+impl Backend for Machine {
+    type Error = SimError;
+    fn observe(&mut self) -> Result<()> {
+        self.step()
+    }
+    fn take_telemetry(&mut self) -> Telemetry {
+        std::mem::take(&mut self.tel)
+    }
+    fn restore_telemetry(&mut self, tel: Telemetry) {
+        self.tel = tel;
+    }
+    fn apply(&mut self, actions: &mut Vec<Action>) {
+        Machine::apply(self, actions)
     }
 }

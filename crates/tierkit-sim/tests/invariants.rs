@@ -7,10 +7,18 @@ use tierkit_core::PageId;
 use tierkit_sim::load_str;
 use tierkit_sim::machine::Machine;
 
-fn experiment(fast_mb: u32, procs: usize, objs_mb: &[u32], free_at: Option<f64>) -> tierkit_sim::Experiment {
+fn experiment(
+    fast_mb: u32,
+    procs: usize,
+    objs_mb: &[u32],
+    free_at: Option<f64>,
+) -> tierkit_sim::Experiment {
     let mut t = format!("workload = \"custom\"\nplatform = \"spr-cxl\"\nduration_s = 1\nepoch_ms = 1\nfast_tier_gb = {}\n", fast_mb as f64 / 1024.0);
     for p in 0..procs {
-        t += &format!("[[process]]\nname = \"p{p}\"\nstart_s = {}\n", p as f64 * 0.002);
+        t += &format!(
+            "[[process]]\nname = \"p{p}\"\nstart_s = {}\n",
+            p as f64 * 0.002
+        );
         for (i, mb) in objs_mb.iter().enumerate() {
             t += &format!("[[process.object]]\nname = \"o{i}\"\nsize_mb = {mb}\n");
             if let (Some(f), 1) = (free_at, i) {
@@ -26,7 +34,12 @@ fn experiment(fast_mb: u32, procs: usize, objs_mb: &[u32], free_at: Option<f64>)
 
 #[derive(Debug, Clone)]
 enum Op {
-    Migrate { page: u64, to: u8, mode: u8, shadow: bool },
+    Migrate {
+        page: u64,
+        to: u8,
+        mode: u8,
+        shadow: bool,
+    },
     Scan,
     Disable(u32),
     Partition(u32, Option<u64>),
@@ -112,18 +125,49 @@ fn mechanisms_fire_promotion_shadow_remap_faults_partition() {
     // page 700 is in the slow tier (first touch spilled); free a fast page first, then promote
     // with a shadow, then demote it back: the demotion of a clean page is a remap.
     let mut acts = vec![
-        Action::Migrate { page: PageId(0), to: 1, mode: MigrateMode::Async, keep_shadow: false },
-        Action::Migrate { page: PageId(700), to: 0, mode: MigrateMode::Async, keep_shadow: true },
-        Action::SetHintScan { pid: None, period_ms: 1.0, pages: 768, tiers: ScanTiers::SlowOnly },
+        Action::Migrate {
+            page: PageId(0),
+            to: 1,
+            mode: MigrateMode::Async,
+            keep_shadow: false,
+        },
+        Action::Migrate {
+            page: PageId(700),
+            to: 0,
+            mode: MigrateMode::Async,
+            keep_shadow: true,
+        },
+        Action::SetHintScan {
+            pid: None,
+            period_ms: 1.0,
+            pages: 768,
+            tiers: ScanTiers::SlowOnly,
+        },
     ];
     m.apply(&mut acts);
     m.step().unwrap();
-    let outcomes: Vec<_> = m.tel.migrations.iter().map(|r| (r.page.0, r.outcome, r.remap)).collect();
-    assert_eq!(outcomes, vec![(0, MigrationOutcome::Done, false), (700, MigrationOutcome::Done, false)]);
+    let outcomes: Vec<_> = m
+        .tel
+        .migrations
+        .iter()
+        .map(|r| (r.page.0, r.outcome, r.remap))
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            (0, MigrationOutcome::Done, false),
+            (700, MigrationOutcome::Done, false)
+        ]
+    );
     assert_eq!(m.page_tier[700], 0);
     m.check_invariants().unwrap();
     // Page 700 is never written, so its shadow stays clean: the demotion is a remap.
-    let mut acts = vec![Action::Migrate { page: PageId(700), to: 1, mode: MigrateMode::Async, keep_shadow: false }];
+    let mut acts = vec![Action::Migrate {
+        page: PageId(700),
+        to: 1,
+        mode: MigrateMode::Async,
+        keep_shadow: false,
+    }];
     m.apply(&mut acts);
     m.step().unwrap();
     let r = m.tel.migrations[0];
@@ -134,19 +178,44 @@ fn mechanisms_fire_promotion_shadow_remap_faults_partition() {
     for _ in 0..50 {
         m.step().unwrap();
         faults += m.tel.hint_faults.len();
-        assert!(m.tel.hint_faults.iter().all(|f| f.tier == 1), "SlowOnly marks slow-tier pages only");
+        assert!(
+            m.tel.hint_faults.iter().all(|f| f.tier == 1),
+            "SlowOnly marks slow-tier pages only"
+        );
     }
-    assert!(faults > 10, "marked slow-tier pages fault when accessed ({faults})");
+    assert!(
+        faults > 10,
+        "marked slow-tier pages fault when accessed ({faults})"
+    );
     // A partition of 0 fast pages refuses promotions of that process.
     let mut acts = vec![
-        Action::SetPartition { pid: 0, fast_pages: Some(0) },
-        Action::Migrate { page: PageId(1), to: 1, mode: MigrateMode::Sync { pid: 0, tid: 0 }, keep_shadow: false },
-        Action::Migrate { page: PageId(701), to: 0, mode: MigrateMode::Sync { pid: 0, tid: 0 }, keep_shadow: false },
+        Action::SetPartition {
+            pid: 0,
+            fast_pages: Some(0),
+        },
+        Action::Migrate {
+            page: PageId(1),
+            to: 1,
+            mode: MigrateMode::Sync { pid: 0, tid: 0 },
+            keep_shadow: false,
+        },
+        Action::Migrate {
+            page: PageId(701),
+            to: 0,
+            mode: MigrateMode::Sync { pid: 0, tid: 0 },
+            keep_shadow: false,
+        },
     ];
     let before = m.threads[0].stall_ns;
     m.apply(&mut acts);
-    assert!(m.threads[0].stall_ns > before, "a synchronous migration stalls the faulting thread");
+    assert!(
+        m.threads[0].stall_ns > before,
+        "a synchronous migration stalls the faulting thread"
+    );
     m.step().unwrap();
     let outs: Vec<_> = m.tel.migrations.iter().map(|r| r.outcome).collect();
-    assert_eq!(outs, vec![MigrationOutcome::Done, MigrationOutcome::NoSpace]);
+    assert_eq!(
+        outs,
+        vec![MigrationOutcome::Done, MigrationOutcome::NoSpace]
+    );
 }

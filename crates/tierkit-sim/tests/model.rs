@@ -42,10 +42,17 @@ fn stepped(exp: &Experiment, epochs: usize) -> Machine {
 
 #[test]
 fn per_tier_mlp_from_counters_is_1_for_a_pointer_chaser_and_m_for_a_stream() {
-    for (pattern, m) in [("pointer-chase", 1.0), ("sequential", 8.0), ("uniform", 4.0)] {
+    for (pattern, m) in [
+        ("pointer-chase", 1.0),
+        ("sequential", 8.0),
+        ("uniform", 4.0),
+    ] {
         let mach = stepped(&one_thread(pattern, m, 3.0), 5);
         let mlp = mach.tel.tier_mlp(0).unwrap();
-        assert!((mlp - m).abs() < 1e-6 * m, "{pattern}: per-tier MLP {mlp}, expected {m}");
+        assert!(
+            (mlp - m).abs() < 1e-6 * m,
+            "{pattern}: per-tier MLP {mlp}, expected {m}"
+        );
     }
 }
 
@@ -56,10 +63,17 @@ fn aol_equals_the_stall_per_miss() {
         let c = mach.tel.cores[0];
         let aol = mach.tel.aol_cycles(None).unwrap();
         let stall_per_miss = c.stalls_l3_miss / c.llc_misses;
-        assert!((aol - stall_per_miss).abs() < 1e-9 * aol, "AOL {aol} vs stall/miss {stall_per_miss}");
+        assert!(
+            (aol - stall_per_miss).abs() < 1e-9 * aol,
+            "AOL {aol} vs stall/miss {stall_per_miss}"
+        );
         // and AOL = L / m in cycles
         let l_cycles = mach.lat[0] * mach.cpu_ghz;
-        assert!((aol - l_cycles / m).abs() < 1e-9 * aol, "AOL {aol} vs L/m {}", l_cycles / m);
+        assert!(
+            (aol - l_cycles / m).abs() < 1e-9 * aol,
+            "AOL {aol} vs L/m {}",
+            l_cycles / m
+        );
     }
 }
 
@@ -67,13 +81,27 @@ fn aol_equals_the_stall_per_miss() {
 fn littles_law_holds_on_the_synthesized_counters() {
     // gups-hotset spreads misses over both tiers and loads them: occupancy / inserts must give
     // back each tier's loaded latency, and occupancy = inserts x latency.
-    let exp = load("gups-hotset", &["duration_s=0.01".into(), "working_set_gb=1".into(), "hot_set_gb=0.3".into(), "antagonist_intensity=2".into()], None).unwrap();
+    let exp = load(
+        "gups-hotset",
+        &[
+            "duration_s=0.01".into(),
+            "working_set_gb=1".into(),
+            "hot_set_gb=0.3".into(),
+            "antagonist_intensity=2".into(),
+        ],
+        None,
+    )
+    .unwrap();
     let m = stepped(&exp, 3);
     for t in 0..2u8 {
         let c = m.tel.tier_counters[t as usize];
         assert!(c.tor_inserts > 0.0);
         let lat = m.tel.tier_latency_ns(t).unwrap();
-        assert!((lat - m.lat[t as usize]).abs() < 1e-6 * lat, "tier {t}: Little {lat} vs model {}", m.lat[t as usize]);
+        assert!(
+            (lat - m.lat[t as usize]).abs() < 1e-6 * lat,
+            "tier {t}: Little {lat} vs model {}",
+            m.lat[t as usize]
+        );
         assert!(c.tor_not_empty_cycles <= m.tel.epoch_ns as f64 * m.cpu_ghz + 1e-6);
     }
     // With the antagonist on the fast tier its loaded latency is far above unloaded.
@@ -83,20 +111,38 @@ fn littles_law_holds_on_the_synthesized_counters() {
 #[test]
 fn the_fixed_point_is_consistent() {
     // At the solution each tier's latency equals its curve at the bandwidth the threads demand.
-    let exp = load("gups-hotset", &["duration_s=0.01".into(), "working_set_gb=1".into(), "hot_set_gb=0.3".into(), "antagonist_intensity=3".into()], None).unwrap();
+    let exp = load(
+        "gups-hotset",
+        &[
+            "duration_s=0.01".into(),
+            "working_set_gb=1".into(),
+            "hot_set_gb=0.3".into(),
+            "antagonist_intensity=3".into(),
+        ],
+        None,
+    )
+    .unwrap();
     let m = stepped(&exp, 3);
     for t in 0..2 {
         let c = m.tel.tier_counters[t];
         let gbps = (c.bytes_read + c.bytes_written) / m.tel.epoch_ns as f64;
         let rf = c.bytes_read / (c.bytes_read + c.bytes_written);
         let want = exp.platform.tiers[t].curve.latency_ns(gbps, rf);
-        assert!((want - m.lat[t]).abs() < 1e-6 * want, "tier {t}: curve {want} vs solved {}", m.lat[t]);
+        assert!(
+            (want - m.lat[t]).abs() < 1e-6 * want,
+            "tier {t}: curve {want} vs solved {}",
+            m.lat[t]
+        );
     }
 }
 
 #[test]
 fn same_seed_same_json_and_other_seed_differs() {
-    let args: Vec<String> = vec!["duration_s=0.3".into(), "working_set_gb=0.5".into(), "hot_set_gb=0.1".into()];
+    let args: Vec<String> = vec![
+        "duration_s=0.3".into(),
+        "working_set_gb=0.5".into(),
+        "hot_set_gb=0.1".into(),
+    ];
     let go = |seed| {
         let exp = load("gups-hotset", &args, Some(seed)).unwrap();
         let mut out = run(&exp, "hemem", &mut |_, _| true).unwrap();
@@ -114,7 +160,10 @@ fn same_seed_same_json_and_other_seed_differs() {
 fn throughput(exp: &str, policy: &str, sets: &[&str]) -> f64 {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     let e = load(exp, &sets, None).unwrap();
-    run(&e, policy, &mut |_, _| true).unwrap().summary.throughput_ops_per_s
+    run(&e, policy, &mut |_, _| true)
+        .unwrap()
+        .summary
+        .throughput_ops_per_s
 }
 
 #[test]
@@ -128,16 +177,32 @@ fn colloid_effect_under_contention_less_than_the_whole_hot_set_in_fast_wins() {
         let results: Vec<(f64, f64)> = (0..=10)
             .map(|i| {
                 let f = i as f64 / 10.0;
-                (f, throughput("gups-hotset", &format!("static:hot_fraction={f}"), &sets))
+                (
+                    f,
+                    throughput("gups-hotset", &format!("static:hot_fraction={f}"), &sets),
+                )
             })
             .collect();
-        results.iter().copied().fold((0.0, 0.0), |a, b| if b.1 > a.1 { b } else { a })
+        results
+            .iter()
+            .copied()
+            .fold((0.0, 0.0), |a, b| if b.1 > a.1 { b } else { a })
     };
     let (f3, t3) = best("antagonist_intensity=3");
-    let whole3 = throughput("gups-hotset", "static:hot_fraction=1", &[base[0], base[1], base[2], "antagonist_intensity=3"]);
-    assert!(f3 < 1.0 && t3 > 1.05 * whole3, "at 3x the best fraction is {f3} ({t3} vs whole hot set {whole3})");
+    let whole3 = throughput(
+        "gups-hotset",
+        "static:hot_fraction=1",
+        &[base[0], base[1], base[2], "antagonist_intensity=3"],
+    );
+    assert!(
+        f3 < 1.0 && t3 > 1.05 * whole3,
+        "at 3x the best fraction is {f3} ({t3} vs whole hot set {whole3})"
+    );
     let (f0, _) = best("antagonist_intensity=0");
-    assert_eq!(f0, 1.0, "with no contention the whole hot set in the fast tier wins");
+    assert_eq!(
+        f0, 1.0,
+        "with no contention the whole hot set in the fast tier wins"
+    );
 }
 
 #[test]
@@ -145,7 +210,12 @@ fn soar_fig1c_pointer_chase_in_fast_beats_stream_in_fast() {
     // Soar/Alto Fig. 1c: placing the cold, low-MLP pointer-chase buffer in DRAM beats placing
     // the hot, high-MLP stream there.
     let run_pc = |policy: &str| {
-        let e = load("seq-pc", &["buffer_gb=0.25".into(), "fast_runtime_s=0.5".into()], None).unwrap();
+        let e = load(
+            "seq-pc",
+            &["buffer_gb=0.25".into(), "fast_runtime_s=0.5".into()],
+            None,
+        )
+        .unwrap();
         run(&e, policy, &mut |_, _| true).unwrap().summary
     };
     let pc = run_pc("place:pc");
@@ -158,10 +228,20 @@ fn soar_fig1c_pointer_chase_in_fast_beats_stream_in_fast() {
         seq.sim_seconds
     );
     // and the seq buffer is the hotter one by access count
-    let e = load("seq-pc", &["buffer_gb=0.25".into(), "fast_runtime_s=0.5".into()], None).unwrap();
+    let e = load(
+        "seq-pc",
+        &["buffer_gb=0.25".into(), "fast_runtime_s=0.5".into()],
+        None,
+    )
+    .unwrap();
     let mut m = Machine::new(&e, true).unwrap();
     m.step().unwrap();
     let x: Vec<f64> = m.threads.iter().map(|t| t.x).collect();
-    assert!(x[0] > 3.0 * x[1], "stream misses {} vs chase {}", x[0], x[1]);
+    assert!(
+        x[0] > 3.0 * x[1],
+        "stream misses {} vs chase {}",
+        x[0],
+        x[1]
+    );
     assert_eq!(m.tier_of(tierkit_core::PageId(0)), Some(0));
 }
