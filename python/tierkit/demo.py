@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import tierkit
-from tierkit.output import fmt_float, new_axes, save_figure, si
+from tierkit.output import fmt_float, new_axes, per_second, save_figure, si
 from tierkit.progress import stderr_is_terminal
 
 if TYPE_CHECKING:
@@ -222,9 +222,9 @@ def run_demo(out_dir: Path, quick: bool = False, log: Callable[[str], None] | No
         write_results(outcomes, plan, quick, duration_s, out_dir / RESULTS_FILE),
         write_timeseries(done, out_dir / TIMESERIES_FILE),
         plot_slowdown(done, plan.cases, out_dir / SLOWDOWN_PNG),
-        plot_over_time(done, plan.cases, _throughput_column, "throughput (ops/s)", out_dir / THROUGHPUT_PNG),
+        plot_over_time(done, plan.cases, _throughput, "throughput (ops/s)", out_dir / THROUGHPUT_PNG),
         plot_latency(done, plan.cases, out_dir / LATENCY_PNG),
-        plot_over_time(done, plan.cases, _promotions_column, "promotions (pages)", out_dir / MIGRATIONS_PNG),
+        plot_over_time(done, plan.cases, _promotion_rate, "promotions (pages/s)", out_dir / MIGRATIONS_PNG),
         write_report(outcomes, plan, quick, duration_s, out_dir / REPORT_FILE),
     ]
     for path in written:
@@ -417,12 +417,12 @@ def plot_slowdown(done: Sequence[Outcome], cases: Sequence[Case], path: Path) ->
     return save_figure(fig, path)
 
 
-def _throughput_column(frame: pd.DataFrame) -> str | None:
-    return "throughput_ops_per_s" if "throughput_ops_per_s" in frame.columns else None
+def _throughput(frame: pd.DataFrame) -> pd.Series | None:
+    return frame["throughput_ops_per_s"] if "throughput_ops_per_s" in frame.columns else None
 
 
-def _promotions_column(frame: pd.DataFrame) -> str | None:
-    return "promotions" if "promotions" in frame.columns else None
+def _promotion_rate(frame: pd.DataFrame) -> pd.Series | None:
+    return per_second(frame, "promotions") if "promotions" in frame.columns else None
 
 
 def _grid(rows: int, title: str) -> tuple[Any, list[list[Axes]]]:
@@ -439,16 +439,16 @@ def _draw(
     done: Sequence[Outcome],
     intensity: int,
     colors: dict[str, Any],
-    column_of: Callable[[pd.DataFrame], str | None],
+    values_of: Callable[[pd.DataFrame], pd.Series | None],
 ) -> None:
     for o in done:
         if o.intensity != intensity or o.timeseries is None:
             continue
-        column = column_of(o.timeseries)
-        if column is not None:
+        values = values_of(o.timeseries)
+        if values is not None:
             ax.plot(
                 o.timeseries["t_s"],
-                o.timeseries[column],
+                values,
                 label=o.case.label,
                 color=colors[o.case.label],
                 linewidth=1.1,
@@ -460,7 +460,7 @@ def _draw(
 def plot_over_time(
     done: Sequence[Outcome],
     cases: Sequence[Case],
-    column_of: Callable[[pd.DataFrame], str | None],
+    values_of: Callable[[pd.DataFrame], pd.Series | None],
     ylabel: str,
     path: Path,
 ) -> Path:
@@ -468,7 +468,7 @@ def plot_over_time(
     fig, axes = _grid(1, f"{ylabel.split(' (')[0].capitalize()} over time on {EXPERIMENT}")
     for k, intensity in enumerate(INTENSITIES):
         ax = axes[0][k]
-        _draw(ax, done, intensity, colors, column_of)
+        _draw(ax, done, intensity, colors, values_of)
         ax.set_title(f"antagonist {intensity}", fontsize=9)
         ax.set_xlabel("simulated time (s)")
         ax.set_ylabel(ylabel)
@@ -484,7 +484,7 @@ def plot_latency(done: Sequence[Outcome], cases: Sequence[Case], path: Path) -> 
         for k, intensity in enumerate(INTENSITIES):
             ax = axes[row][k]
             column = f"latency_ns.{tier}"
-            _draw(ax, done, intensity, colors, lambda f, c=column: c if c in f.columns else None)
+            _draw(ax, done, intensity, colors, lambda f, c=column: f[c] if c in f.columns else None)
             ax.set_title(f"{tier} tier, antagonist {intensity}", fontsize=9)
             ax.set_ylabel("latency (ns)")
             if row == len(tiers) - 1:

@@ -54,13 +54,32 @@ def write_run(result: RunResult, out_dir: Path) -> list[Path]:
         plot_lines(ts, _throughput_series(ts), out_dir / THROUGHPUT_PNG, f"Throughput: {title}", "ops/s"),
         plot_lines(ts, prefixed(ts, "latency_ns."), out_dir / LATENCY_PNG, f"Loaded latency: {title}", "ns"),
         plot_lines(
-            ts,
+            migration_rates(ts),
             {name: name for name in ("promotions", "demotions") if name in ts.columns},
             out_dir / MIGRATIONS_PNG,
             f"Migrations: {title}",
-            "pages",
+            "pages/s",
         ),
     ]
+
+
+def per_second(frame: pd.DataFrame, column: str) -> pd.Series:
+    """A per-sample count (``promotions``: pages moved during the interval ending at ``t_s``) as a rate."""
+    dt = frame["t_s"].diff()
+    if len(dt):
+        dt.iloc[0] = frame["t_s"].iloc[0]
+    return frame[column] / dt.where(dt > 0)
+
+
+def migration_rates(frame: pd.DataFrame) -> pd.DataFrame:
+    """``t_s`` with ``promotions`` and ``demotions`` in pages per simulated second."""
+    import pandas as pd
+
+    rates = pd.DataFrame({"t_s": frame["t_s"]}) if "t_s" in frame.columns else pd.DataFrame(index=frame.index)
+    for name in ("promotions", "demotions"):
+        if name in frame.columns and "t_s" in frame.columns:
+            rates[name] = per_second(frame, name)
+    return rates
 
 
 # ----------------------------------------------------------------------------------------------- plots
