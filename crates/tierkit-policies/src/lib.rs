@@ -9,12 +9,14 @@ use tierkit_core::{suggest, Error, Policy, PolicyInfo, Result};
 
 pub mod common;
 pub mod hemem;
+pub mod memtis;
 pub mod lru;
 pub mod nbt;
 pub mod nomad;
 pub mod notier;
 pub mod pagelist;
 pub mod place;
+pub mod static_;
 #[cfg(test)]
 mod testbed;
 pub mod tpp;
@@ -23,7 +25,9 @@ pub mod tpp;
 pub static REGISTRY: &[&PolicyInfo] = &[
     &notier::INFO,
     &hemem::INFO,
+    &memtis::INFO,
     &place::INFO,
+    &static_::INFO,
     &tpp::INFO,
     &nbt::INFO,
     &nomad::INFO,
