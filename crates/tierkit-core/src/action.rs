@@ -58,6 +58,14 @@ pub enum Action {
     SetMigration { pid: Pid, enabled: bool },
     /// Limit a process's fast-tier pages (Vulcan partitions). `None` removes the limit.
     SetPartition { pid: Pid, fast_pages: Option<u64> },
+    /// mbind(2) a range of not-yet-allocated pages to a tier: when they are first touched they
+    /// go there (spilling if it is full). Takes precedence over an object binding. Manual
+    /// placements (Colloid's best case) use it before the workload starts.
+    BindRange {
+        first: PageId,
+        pages: u64,
+        tier: TierId,
+    },
     /// Allocate a named object's pages in a tier first (first touch spills when it is full).
     BindObject {
         pid: Pid,

@@ -125,6 +125,8 @@ pub struct Machine {
     pub used: Vec<u64>,
     pub page_tier: Vec<u8>,
     page_flags: Vec<u8>,
+    /// Per-page mbind target (NONE: none), consulted at first touch.
+    page_bind: Vec<u8>,
     last_clear: Vec<f32>,
     shadow: FxHashMap<u32, (TierId, f64)>,
     shadow_list: Vec<u32>,
@@ -288,6 +290,7 @@ impl Machine {
             used: vec![0; ntiers],
             page_tier: vec![NONE; total],
             page_flags: vec![0; total],
+            page_bind: Vec::new(),
             last_clear: vec![0.0; total],
             shadow: FxHashMap::default(),
             shadow_list: Vec::new(),
@@ -496,19 +499,16 @@ impl Machine {
         };
         let now = self.now_ns as f32 * 1e-9;
         for page in first..first + n {
-            let mut chosen = None;
-            let order: Vec<usize> = match bind {
-                Some(b) => std::iter::once(b as usize)
-                    .chain((0..self.ntiers).filter(|&t| t != b as usize))
-                    .collect(),
-                None => (0..self.ntiers).collect(),
-            };
-            for t in order {
-                if self.has_room(t, pi) {
-                    chosen = Some(t as u8);
-                    break;
-                }
-            }
+            let page_bind = self
+                .page_bind
+                .get(page as usize)
+                .copied()
+                .filter(|&b| b != NONE);
+            let preferred = page_bind.or(bind).map_or(0, |b| b as usize);
+            let chosen = std::iter::once(preferred)
+                .chain((0..self.ntiers).filter(|&t| t != preferred))
+                .find(|&t| self.has_room(t, pi))
+                .map(|t| t as u8);
             let Some(t) = chosen else {
                 return Err(SimError::Capacity(format!(
                     "{}: at t={:.3}s process `{}` allocating object `{}`: every tier is full ({:?} of {:?} pages); raise slow_tier_gb",
@@ -1376,6 +1376,16 @@ impl Machine {
                     if let Some(p) = self.procs.get_mut(pid as usize) {
                         p.partition = fast_pages;
                     }
+                }
+                Action::BindRange { first, pages, tier } => {
+                    let n = self.page_tier.len();
+                    if self.page_bind.len() < n {
+                        self.page_bind.resize(n, NONE);
+                    }
+                    let lo = (first.0 as usize).min(n);
+                    let hi = (first.0.saturating_add(pages) as usize).min(n);
+                    let t = tier.min(self.ntiers as u8 - 1);
+                    self.page_bind[lo..hi].iter_mut().for_each(|b| *b = t);
                 }
                 Action::BindObject { pid, object, tier } => {
                     if let Some(p) = self.procs.get_mut(pid as usize) {
