@@ -23,9 +23,10 @@ EXIT_INTERRUPTED = 130
 
 SPEC_HELP = """\
 policy SPEC grammar:
-  name[:key=value,...][+layer[:key=value,...]]...
-  A base policy, optionally with parameters, then layers stacked on it, in order.
-  Examples: notier   hemem:sample_period=5003   tpp+colloid   nbt+alto   hemem+colloid:delta=0.1
+  name[:k=v,...][+layer...], in full: name[:key=value,...][+layer[:key=value,...]]...
+  A base policy, optionally with parameters, then layers stacked on it, in order. A policy
+  with a main parameter also takes its value bare, as the first argument (place:hot).
+  Examples: notier   hemem:sample_period=5003   place:objects=hot   tpp+LAYER
   `tierkit list policies` names the policies and layers; `tierkit describe POLICY` lists the
   parameters of one (type, default, unit)."""
 
@@ -89,7 +90,7 @@ def set_help() -> str:
 RUN_EXAMPLES = """\
 examples:
   tierkit run gups-hotset --policy hemem --set duration_s=5
-  tierkit run gups-hotset --policy tpp+colloid --set antagonist_intensity=3 --out out/tpp
+  tierkit run gups-hotset --policy tpp --set antagonist_intensity=3 --out out/tpp
   tierkit run my-experiment.toml --seed 7 --json > summary.json"""
 
 

@@ -198,7 +198,7 @@ def print_summary(summary: Mapping[str, Any], console: Console) -> None:
                 str(tier.get("capacity_pages", "-")),
                 str(tier.get("used_pages", "-")),
                 fmt_float(tier.get("mean_loaded_latency_ns"), ".1f"),
-                str(tier.get("accesses", "-")),
+                si(tier.get("accesses")),
             )
         console.print(table)
 
