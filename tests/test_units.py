@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -71,3 +73,24 @@ def test_parser_knows_every_command() -> None:
     assert args.seed == 3
     assert args.json
     assert set(cli.COMMANDS) == {"run", "list", "describe", "demo"}
+
+
+def test_missing_extension_is_one_error_line() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['tierkit._core'] = None  # makes `from tierkit import _core` fail\n"
+        "from tierkit.cli import main\n"
+        "raise SystemExit(main(['list', 'policies']))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("tierkit: error: the compiled extension tierkit._core is not available")
+    assert len(proc.stderr.splitlines()) == 1
+    help_proc = subprocess.run(
+        [sys.executable, "-c", code.replace("'list', 'policies'", "'run', '--help'")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert help_proc.returncode == 0
+    assert "antagonist_intensity" in help_proc.stdout

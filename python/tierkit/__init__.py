@@ -27,18 +27,18 @@ ProgressCallback = Callable[[float, float], None]
 
 try:
     from tierkit import _core
+    from tierkit._core import TierkitError
+
+    __version__: str = _core.__version__
+    _CORE_IMPORT_ERROR = ""
 except ImportError as _err:  # the Rust extension is not built: fail on use, with a clear message
     _core = None  # type: ignore[assignment]
-    _CORE_IMPORT_ERROR: str = str(_err)
+    _CORE_IMPORT_ERROR = str(_err)
+    __version__ = "0+unknown"
 
     class TierkitError(Exception):  # type: ignore[no-redef]
         """Raised for every bad input; the message is complete and user-facing."""
 
-    __version__ = "0+unknown"
-else:
-    _CORE_IMPORT_ERROR = ""
-    TierkitError = _core.TierkitError
-    __version__ = _core.__version__
 
 __all__ = [
     "RunResult",

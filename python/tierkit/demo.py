@@ -421,6 +421,13 @@ def _throughput(frame: pd.DataFrame) -> pd.Series | None:
     return frame["throughput_ops_per_s"] if "throughput_ops_per_s" in frame.columns else None
 
 
+def _column(name: str) -> Callable[[pd.DataFrame], pd.Series | None]:
+    def values(frame: pd.DataFrame) -> pd.Series | None:
+        return frame[name] if name in frame.columns else None
+
+    return values
+
+
 def _promotion_rate(frame: pd.DataFrame) -> pd.Series | None:
     return per_second(frame, "promotions") if "promotions" in frame.columns else None
 
@@ -483,8 +490,7 @@ def plot_latency(done: Sequence[Outcome], cases: Sequence[Case], path: Path) -> 
     for row, tier in enumerate(tiers):
         for k, intensity in enumerate(INTENSITIES):
             ax = axes[row][k]
-            column = f"latency_ns.{tier}"
-            _draw(ax, done, intensity, colors, lambda f, c=column: f[c] if c in f.columns else None)
+            _draw(ax, done, intensity, colors, _column(f"latency_ns.{tier}"))
             ax.set_title(f"{tier} tier, antagonist {intensity}", fontsize=9)
             ax.set_ylabel("latency (ns)")
             if row == len(tiers) - 1:
