@@ -16,7 +16,7 @@ pub trait Mechanism {
 }
 
 /// What telemetry a policy asks for at start (it can retune sampling with actions later).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct TelemetryNeeds {
     /// PEBS-like sampling period and filter, if the policy samples.
     pub sampling: Option<(u64, SampleFilter)>,
@@ -29,18 +29,6 @@ pub struct TelemetryNeeds {
     /// The policy's decision interval in ns (reported; `step` is called every epoch so no
     /// event is missed, and the policy acts at its own quantum). 0 means every epoch.
     pub quantum_ns: u64,
-}
-
-impl Default for TelemetryNeeds {
-    fn default() -> Self {
-        TelemetryNeeds {
-            sampling: None,
-            tier_counters: false,
-            core_counters: false,
-            hint_faults: false,
-            quantum_ns: 0,
-        }
-    }
 }
 
 /// A tiering policy. One file per policy; see `tierkit-policies`.
@@ -64,12 +52,17 @@ pub trait Policy: Send {
 /// A layer that wraps a base policy (Colloid, Alto, migration toggling).
 pub trait Layer: Policy {}
 
+/// Builds a base policy from its parameters.
+pub type BaseFn = fn(&Params) -> crate::Result<Box<dyn Policy>>;
+/// Builds a layer over an already built policy.
+pub type LayerFn = fn(Box<dyn Policy>, &Params) -> crate::Result<Box<dyn Policy>>;
+
 /// How a registered policy is constructed.
 pub enum Builder {
     /// A base policy built from its parameters.
-    Base(fn(&Params) -> crate::Result<Box<dyn Policy>>),
+    Base(BaseFn),
     /// A layer stacked over an already built policy (`base+layer`).
-    Layer(fn(Box<dyn Policy>, &Params) -> crate::Result<Box<dyn Policy>>),
+    Layer(LayerFn),
 }
 
 /// The registration record of a policy: one per policy file, listed once in the registry.

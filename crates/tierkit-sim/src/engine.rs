@@ -208,7 +208,7 @@ fn run_pass(
             tot.samples += st.samples;
         }
         let done = m.all_exited();
-        if epoch % report_every == 0 || done || m.now_ns >= dur_ns - 1e-6 {
+        if epoch.is_multiple_of(report_every) || done || m.now_ns >= dur_ns - 1e-6 {
             if let Some(s) = series.as_deref_mut() {
                 let span_s = acc.epochs as f64 * m.epoch_ns * 1e-9;
                 s.push("t_s", m.now_ns * 1e-9);
@@ -244,7 +244,7 @@ fn run_pass(
                 ..Default::default()
             };
         }
-        if epoch % progress_every == 0 && !progress(m.now_ns * 1e-9, m.exp.duration_s) {
+        if epoch.is_multiple_of(progress_every) && !progress(m.now_ns * 1e-9, m.exp.duration_s) {
             return Err(SimError::Interrupted);
         }
         if done {

@@ -740,7 +740,8 @@ impl Machine {
     fn solve(&mut self, shares: &[f64], idx: &[usize]) {
         let nt = self.ntiers;
         // (count, m, z, avail, writebacks per miss, shares)
-        let mut groups: Vec<(f64, f64, f64, f64, f64, &[f64])> = Vec::new();
+        type Group<'a> = (f64, f64, f64, f64, f64, &'a [f64]);
+        let mut groups: Vec<Group> = Vec::new();
         for (k, &ti) in idx.iter().enumerate() {
             let th = &self.threads[ti];
             let s = &shares[k * nt..(k + 1) * nt];
@@ -945,9 +946,14 @@ impl Machine {
             if let Some(pi) = th.proc_ {
                 let p = &mut self.procs[pi];
                 p.ops += ops;
-                for t in 0..nt {
-                    p.misses[t] += misses * sh[t];
-                    self.stats.app_misses[t] += misses * sh[t];
+                for ((pm, am), share) in p
+                    .misses
+                    .iter_mut()
+                    .zip(self.stats.app_misses.iter_mut())
+                    .zip(sh)
+                {
+                    *pm += misses * share;
+                    *am += misses * share;
                 }
                 self.tel.cores.push(CoreCounters {
                     pid: pi as u32,
