@@ -18,7 +18,7 @@ pub use action::{Action, MigrateMode, SampleFilter, ScanTiers};
 pub use backend::Backend;
 pub use error::{Error, Result};
 pub use params::{ParamDef, ParamKind, ParamValue, Params, PolicySpec, SpecLayer};
-pub use policy::{Layer, Mechanism, Policy, PolicyInfo, TelemetryNeeds};
+pub use policy::{AccessTracker, Layer, Mechanism, Policy, PolicyInfo, TelemetryNeeds};
 pub use rng::Rng;
 pub use telemetry::*;
 

@@ -47,6 +47,28 @@ pub trait Policy: Send {
     fn stats(&self) -> Vec<(String, f64)> {
         Vec::new()
     }
+    /// The base's per-page access tracking, for layers that choose pages from it (Colloid's
+    /// page-finding procedure over HeMem's bins or MEMTIS's hot lists). None if it has none.
+    fn tracker(&self) -> Option<&dyn AccessTracker> {
+        None
+    }
+    /// Hand the hotness-driven placement decisions to a layer (Colloid replaces the base's
+    /// placement algorithm, §4). The base keeps tracking accesses and keeps making room when a
+    /// tier runs out of capacity. Returns false if the policy cannot delegate.
+    fn delegate_placement(&mut self) -> bool {
+        false
+    }
+}
+
+/// Per-page access information a base policy maintains, offered to layers.
+pub trait AccessTracker {
+    /// The page's estimated share of all memory accesses (its access probability, Colloid
+    /// §3.1), 0 if unknown.
+    fn access_probability(&self, page: PageId) -> f64;
+    /// Up to `max` pages now in `tier`, hottest first, with their access probabilities.
+    fn hottest(&self, tier: TierId, max: usize, out: &mut Vec<(PageId, f64)>);
+    /// Up to `max` pages now in `tier`, coldest first (victims when room is needed).
+    fn coldest(&self, tier: TierId, max: usize, out: &mut Vec<PageId>);
 }
 
 /// A layer that wraps a base policy (Colloid, Alto, migration toggling).

@@ -7,10 +7,11 @@ use tierkit_core::params::{Params, PolicySpec};
 use tierkit_core::policy::Builder;
 use tierkit_core::{suggest, Error, Policy, PolicyInfo, Result};
 
+pub mod colloid;
 pub mod common;
 pub mod hemem;
-pub mod memtis;
 pub mod lru;
+pub mod memtis;
 pub mod nbt;
 pub mod nomad;
 pub mod notier;
@@ -31,6 +32,7 @@ pub static REGISTRY: &[&PolicyInfo] = &[
     &tpp::INFO,
     &nbt::INFO,
     &nomad::INFO,
+    &colloid::INFO,
 ];
 
 /// Look a policy up by name.
@@ -61,7 +63,10 @@ pub fn build(spec: &str) -> Result<Box<dyn Policy>> {
             let Some(pname) = info.positional else {
                 return Err(Error::BadSpec {
                     spec: spec.to_string(),
-                    why: format!("`{}` takes no bare value; use KEY=VALUE (`{}:{}` is not valid)", info.name, info.name, pos),
+                    why: format!(
+                        "`{}` takes no bare value; use KEY=VALUE (`{}:{}` is not valid)",
+                        info.name, info.name, pos
+                    ),
                 });
             };
             raw.insert(0, (pname.to_string(), pos.clone()));
@@ -70,13 +75,19 @@ pub fn build(spec: &str) -> Result<Box<dyn Policy>> {
         stack = Some(match (&info.build, stack) {
             (Builder::Base(f), None) => f(&params)?,
             (Builder::Base(_), Some(_)) => {
-                return Err(Error::BadStack { name: info.name.into(), why: "it is a base policy and can only come first".into() })
+                return Err(Error::BadStack {
+                    name: info.name.into(),
+                    why: "it is a base policy and can only come first".into(),
+                })
             }
             (Builder::Layer(f), Some(base)) => f(base, &params)?,
             (Builder::Layer(_), None) => {
                 return Err(Error::BadStack {
                     name: info.name.into(),
-                    why: format!("it is a layer; put a base policy first, e.g. `hemem+{}`", info.name),
+                    why: format!(
+                        "it is a layer; put a base policy first, e.g. `hemem+{}`",
+                        info.name
+                    ),
                 })
             }
         });

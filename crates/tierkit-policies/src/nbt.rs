@@ -73,6 +73,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
 
 pub struct Nbt {
     name: String,
+    /// Placement handed to a layer (Colloid): faults are not acted on here, kswapd still runs.
+    delegated: bool,
     scan_period_ms: f64,
     scan_size_mb: u64,
     /// The default threshold (ref_th), ms.
@@ -97,6 +99,7 @@ pub struct Nbt {
 impl Nbt {
     pub fn new(p: &Params) -> Self {
         Nbt {
+            delegated: false,
             name: spec_name(INFO.name, PARAMS, p),
             scan_period_ms: p.float("scan_period_ms"),
             scan_size_mb: p.u64("scan_size_mb"),
@@ -194,7 +197,12 @@ impl Policy for Nbt {
 
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         self.t.begin(tel, |_, _| {});
-        for f in &tel.hint_faults {
+        let faults: &[tierkit_core::HintFault] = if self.delegated {
+            &[]
+        } else {
+            &tel.hint_faults
+        };
+        for f in faults {
             if !self.t.fault_actionable(f) {
                 continue;
             }
@@ -233,6 +241,11 @@ impl Policy for Nbt {
         }
         let (low, promo) = (self.t.wm.low, self.t.wm.promo);
         self.t.run_kswapd(tel, mech, out, low, promo);
+    }
+
+    fn delegate_placement(&mut self) -> bool {
+        self.delegated = true;
+        true
     }
 
     fn stats(&self) -> Vec<(String, f64)> {

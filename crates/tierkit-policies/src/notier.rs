@@ -1,7 +1,7 @@
 //! NoTier: first-touch allocation, no migration (the baseline of Soar/Alto section 6 and PACT).
 
-use tierkit_core::{Action, Mechanism, Policy, PolicyInfo, Telemetry, TelemetryNeeds};
 use tierkit_core::policy::Builder;
+use tierkit_core::{Action, Mechanism, Policy, PolicyInfo, Telemetry, TelemetryNeeds};
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "notier",

@@ -45,6 +45,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
 
 pub struct Tpp {
     name: String,
+    /// Placement handed to a layer (Colloid): faults are not acted on here, kswapd still runs.
+    delegated: bool,
     scan_period_ms: f64,
     scan_size_mb: u64,
     demote_scale_factor: u64,
@@ -54,6 +56,7 @@ pub struct Tpp {
 impl Tpp {
     pub fn new(p: &Params) -> Self {
         Tpp {
+            delegated: false,
             name: spec_name(INFO.name, PARAMS, p),
             scan_period_ms: p.float("scan_period_ms"),
             scan_size_mb: p.u64("scan_size_mb"),
@@ -101,6 +104,10 @@ impl Policy for Tpp {
                 self.t.counts.activations += 1;
                 continue;
             }
+            if self.delegated {
+                // Colloid decides promotions in this path (§4.3); the LRU still learns.
+                continue;
+            }
             if self.t.fast_free(tel) > self.t.wm.high + 1 {
                 self.t.promote(
                     f.page,
@@ -117,6 +124,11 @@ impl Policy for Tpp {
         }
         let demote = self.demote_wmark();
         self.t.run_kswapd(tel, mech, out, demote, demote);
+    }
+
+    fn delegate_placement(&mut self) -> bool {
+        self.delegated = true;
+        true
     }
 
     fn stats(&self) -> Vec<(String, f64)> {

@@ -229,7 +229,7 @@ impl<'a, 'c> Reader<'a, 'c> {
 }
 
 /// Parse `page_size`.
-fn page_bytes(ctx: &Ctx, v: Option<&Value>) -> Result<u64> {
+fn page_bytes(ctx: &Ctx, v: Option<&Value>, default: u64) -> Result<u64> {
     let bad = |got: String| {
         ctx.err(
             "page_size",
@@ -237,7 +237,7 @@ fn page_bytes(ctx: &Ctx, v: Option<&Value>) -> Result<u64> {
         )
     };
     match v {
-        None => Ok(4096),
+        None => Ok(default),
         Some(Value::Integer(4096)) => Ok(4096),
         Some(Value::Integer(2_097_152)) => Ok(2_097_152),
         Some(Value::String(s)) => match s.to_ascii_lowercase().as_str() {
@@ -448,9 +448,19 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
             ),
         )
     })?;
-    let page = page_bytes(&ctx, r.raw("page_size"))?;
+    let page = page_bytes(&ctx, r.raw("page_size"), defaults.page_bytes)?;
     let fast_gb = r.f64_opt("fast_tier_gb", 0.0, 1e6)?;
-    let ratio = r.str_opt("fast_ratio")?;
+    let ratio =
+        match r.raw("fast_ratio") {
+            None => None,
+            Some(Value::String(s)) => Some(s.as_str()),
+            Some(other) => return Err(ctx.err(
+                "fast_ratio",
+                format!(
+                    "expected \"F:S\" such as \"1:2\" (fast:slow of the footprint), got {other}"
+                ),
+            )),
+        };
     let fast = match (fast_gb, ratio) {
         (Some(_), Some(_)) => {
             return Err(ctx.err("fast_ratio", "give fast_tier_gb or fast_ratio, not both"))

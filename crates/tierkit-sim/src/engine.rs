@@ -271,7 +271,7 @@ fn run_pass(
     })
 }
 
-fn reference(exp: &Experiment) -> Result<Pass> {
+fn reference(exp: &Experiment, progress: &mut dyn FnMut(f64, f64) -> bool) -> Result<Pass> {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
     static CACHE: OnceLock<Mutex<HashMap<String, Pass>>> = OnceLock::new();
@@ -285,8 +285,7 @@ fn reference(exp: &Experiment) -> Result<Pass> {
         return Ok(p.clone());
     }
     let mut m = Machine::new(exp, true)?;
-    let mut sink = |_: f64, _: f64| true;
-    let p = run_pass(&mut m, None, None, None, &mut sink, &mut Timing::default())?;
+    let p = run_pass(&mut m, None, None, None, progress, &mut Timing::default())?;
     let mut c = cache
         .lock()
         .map_err(|_| SimError::Io("reference cache poisoned".into()))?;
@@ -319,7 +318,8 @@ pub fn run(
     // Reference: the same workload with every page in the fast tier, no policy. It depends on
     // the experiment only, so it is computed once per process for each experiment.
     let t_ref = Instant::now();
-    let r = reference(exp)?;
+    // Progress: the reference is the first half of the bar, the policy run the second.
+    let r = reference(exp, &mut |done, total| progress(0.5 * done, total))?;
     timing.reference_s = t_ref.elapsed().as_secs_f64();
 
     let t_setup = Instant::now();

@@ -169,12 +169,15 @@ fn throughput(exp: &str, policy: &str, sets: &[&str]) -> f64 {
 #[test]
 fn colloid_effect_under_contention_less_than_the_whole_hot_set_in_fast_wins() {
     // Colloid §2: with a contended fast tier (antagonist 3x) the best manual placement puts
-    // part of the hot set in the slow tier; with no antagonist the whole hot set in fast wins.
+    // part of the hot set in the slow tier; with no antagonist the whole hot set in the fast
+    // tier is (within 2%) the best. The model's 0x optimum can sit one step below 1.0: the
+    // fast tier's latency still rises with its load, so the average latency is minimized a
+    // little before L_D = L_A (a marginal-cost effect Colloid's principle leaves out).
     let base = ["duration_s=0.5", "working_set_gb=2", "hot_set_gb=0.6"];
-    let best = |intensity: &str| {
+    let sweep = |intensity: &str| -> Vec<(f64, f64)> {
         let mut sets = base.to_vec();
         sets.push(intensity);
-        let results: Vec<(f64, f64)> = (0..=10)
+        (0..=10)
             .map(|i| {
                 let f = i as f64 / 10.0;
                 (
@@ -182,27 +185,29 @@ fn colloid_effect_under_contention_less_than_the_whole_hot_set_in_fast_wins() {
                     throughput("gups-hotset", &format!("static:hot_fraction={f}"), &sets),
                 )
             })
-            .collect();
-        results
-            .iter()
+            .collect()
+    };
+    let best = |r: &[(f64, f64)]| {
+        r.iter()
             .copied()
             .fold((0.0, 0.0), |a, b| if b.1 > a.1 { b } else { a })
     };
-    let (f3, t3) = best("antagonist_intensity=3");
-    let whole3 = throughput(
-        "gups-hotset",
-        "static:hot_fraction=1",
-        &[base[0], base[1], base[2], "antagonist_intensity=3"],
-    );
+    let r3 = sweep("antagonist_intensity=3");
+    let (f3, t3) = best(&r3);
+    let whole3 = r3[10].1;
     assert!(
-        f3 < 1.0 && t3 > 1.05 * whole3,
+        f3 <= 0.5 && t3 > 1.10 * whole3,
         "at 3x the best fraction is {f3} ({t3} vs whole hot set {whole3})"
     );
-    let (f0, _) = best("antagonist_intensity=0");
-    assert_eq!(
-        f0, 1.0,
-        "with no contention the whole hot set in the fast tier wins"
+    let r0 = sweep("antagonist_intensity=0");
+    let (f0, t0) = best(&r0);
+    let whole0 = r0[10].1;
+    assert!(
+        f0 >= 0.9 && whole0 >= 0.98 * t0,
+        "at 0x the best fraction is {f0} ({t0} vs whole hot set {whole0})"
     );
+    // and the gain from leaving hot pages out of the fast tier grows with contention
+    assert!(t3 / whole3 > 5.0 * (t0 / whole0 - 1.0) + 1.0);
 }
 
 #[test]

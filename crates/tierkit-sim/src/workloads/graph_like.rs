@@ -74,6 +74,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         platform: "skx-cxl-emu",
         duration_s: 10.0,
         fast: FastSize::Ratio(1.0, 2.0),
+        page_bytes: 4096,
     },
     build,
 };

@@ -109,6 +109,8 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         platform: "icx-numa",
         duration_s: 20.0,
         fast: FastSize::Ratio(32.0, 40.0),
+        // Colloid runs HeMem, MEMTIS and TPP (with THP) on 2 MiB pages.
+        page_bytes: 2 << 20,
     },
     build,
 };

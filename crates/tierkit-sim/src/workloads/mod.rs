@@ -19,6 +19,8 @@ pub struct Defaults {
     pub platform: &'static str,
     pub duration_s: f64,
     pub fast: FastSize,
+    /// Page size (the migration unit) in bytes.
+    pub page_bytes: u64,
 }
 
 impl Default for Defaults {
@@ -27,6 +29,7 @@ impl Default for Defaults {
             platform: "icx-numa",
             duration_s: 10.0,
             fast: FastSize::Ratio(1.0, 2.0),
+            page_bytes: 4096,
         }
     }
 }

@@ -71,7 +71,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     description: "one sequential (MLP 7) and one pointer-chasing (MLP 1) thread on their own buffers (Soar/Alto §2.1)",
     source: "Soar/Alto (OSDI'25) §2.1, Fig. 1",
     params: P,
-    defaults: || Defaults { platform: "skx-cxl-emu", duration_s: 60.0, fast: FastSize::Ratio(1.0, 1.0) },
+    defaults: || Defaults { platform: "skx-cxl-emu", duration_s: 60.0, fast: FastSize::Ratio(1.0, 1.0), page_bytes: 4096 },
     build,
 };
 

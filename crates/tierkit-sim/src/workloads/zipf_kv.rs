@@ -76,6 +76,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         platform: "spr-cxl",
         duration_s: 10.0,
         fast: FastSize::Ratio(1.0, 2.0),
+        page_bytes: 4096,
     },
     build,
 };

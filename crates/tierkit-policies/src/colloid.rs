@@ -1,0 +1,586 @@
+//! Colloid (SOSP'24): place pages so that the tiers' loaded access latencies balance, instead of
+//! packing the hottest pages into the default tier.
+//!
+//! A layer over a base policy's access tracking (§4): `hemem+colloid` and `memtis+colloid`
+//! choose pages from the base's tracker (HeMem's frequency bins, MEMTIS's hot lists) every
+//! quantum; `tpp+colloid` (and `nbt+colloid`) decides in the hint-fault path, with the page's
+//! access probability from its time to fault, p = 1 / (dt * r) (§4.3), and hint faults enabled
+//! on the default tier so hot pages can be demoted. The base keeps tracking accesses and keeps
+//! making room when a tier is full; Colloid replaces its placement decisions.
+//!
+//! Per-tier latency comes from CHA/TOR counters by Little's law, L = O / R, with an EWMA on
+//! occupancy and rate (§3.1); p = R_D / (R_D + R_A). Algorithm 1 chooses the mode, Algorithm 2
+//! the shift Δp with the p_lo / p_hi watermarks and their reset rule; the migration limit is
+//! min(Δp (R_D + R_A), M) (§3.2).
+
+use tierkit_core::params::{ParamDef, ParamKind, Params};
+use tierkit_core::policy::{AccessTracker, Builder};
+use tierkit_core::telemetry::MigrationOutcome;
+use tierkit_core::{
+    Action, Error, Mechanism, MigrateMode, PageId, Policy, PolicyInfo, ScanTiers, Telemetry,
+    TelemetryNeeds, FAST, SLOW,
+};
+
+const P: &[ParamDef] = &[
+    ParamDef { name: "delta", kind: ParamKind::Float { min: 0.0, max: 1.0 }, default: "0.05", unit: "", doc: "δ: latencies within δ·L_D count as balanced (Algorithm 2, line 2)" },
+    ParamDef { name: "epsilon", kind: ParamKind::Float { min: 1e-6, max: 1.0 }, default: "0.01", unit: "", doc: "ε: watermark gap below which the watermarks reset (Algorithm 2, line 5)" },
+    ParamDef { name: "ewma", kind: ParamKind::Float { min: 1e-4, max: 1.0 }, default: "0.0625", unit: "", doc: "weight of a new occupancy/rate sample (1/16 in the HeMem and MEMTIS forks)" },
+    ParamDef { name: "sample_ms", kind: ParamKind::Float { min: 0.1, max: 10000.0 }, default: "10", unit: "ms", doc: "how often the CHA counters are sampled into the EWMA" },
+    ParamDef { name: "quantum_ms", kind: ParamKind::Float { min: 0.0, max: 100000.0 }, default: "0", unit: "ms", doc: "placement quantum; 0 = the base's (HeMem 10 ms, MEMTIS 500 ms; TPP: every sample, in the fault path)" },
+    ParamDef { name: "max_migrate_mb", kind: ParamKind::Float { min: 0.0, max: 1e9 }, default: "0", unit: "MB", doc: "static migration limit M per quantum; 0 = the artifact's (HeMem 100 MB, MEMTIS 5 GB, TPP 100 MB)" },
+    ParamDef { name: "bins", kind: ParamKind::Int { min: 1, max: 64 }, default: "5", unit: "", doc: "frequency bins the page-finding procedure walks, hottest first (HeMem version, §4.1)" },
+    ParamDef { name: "candidates", kind: ParamKind::Int { min: 1, max: 1 << 24 }, default: "65536", unit: "pages", doc: "how many of the tracker's hottest pages are considered per quantum" },
+];
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "colloid",
+    description:
+        "layer: balance the tiers' loaded latencies (hemem+colloid, memtis+colloid, tpp+colloid)",
+    source: "Colloid (SOSP'24) §3-4, Algorithms 1-2",
+    params: P,
+    positional: None,
+    build: Builder::Layer(build),
+};
+
+fn build(mut base: Box<dyn Policy>, p: &Params) -> tierkit_core::Result<Box<dyn Policy>> {
+    let base_name = base.name();
+    let needs = base.needs();
+    let fault_path = base.tracker().is_none();
+    if fault_path && !needs.hint_faults {
+        return Err(Error::BadStack {
+            name: "colloid".into(),
+            why: format!(
+                "`{base_name}` has neither a page tracker nor hint faults to find pages with"
+            ),
+        });
+    }
+    if !base.delegate_placement() {
+        return Err(Error::BadStack {
+            name: "colloid".into(),
+            why: format!("`{base_name}` cannot hand its placement decisions to a layer"),
+        });
+    }
+    let root = base_name.split(['+', ':']).next().unwrap_or("").to_string();
+    let quantum_ms = match p.float("quantum_ms") {
+        q if q > 0.0 => q,
+        _ if fault_path => p.float("sample_ms"),
+        _ => needs.quantum_ns as f64 / 1e6,
+    }
+    .max(p.float("sample_ms").min(1.0));
+    let max_mb = match p.float("max_migrate_mb") {
+        m if m > 0.0 => m,
+        _ if root == "memtis" => 5.0 * 1024.0,
+        _ => 100.0,
+    };
+    Ok(Box::new(Colloid {
+        base,
+        fault_path,
+        delta: p.float("delta"),
+        epsilon: p.float("epsilon"),
+        ewma: p.float("ewma"),
+        sample_ns: p.float("sample_ms") * 1e6,
+        quantum_ns: quantum_ms * 1e6,
+        max_bytes: max_mb * 1e6,
+        bins: p.int("bins") as usize,
+        candidates: p.int("candidates") as usize,
+        spec: crate::common::spec_name("colloid", P, p),
+        w: Watermarks::default(),
+        o: [None; 2],
+        r: [None; 2],
+        win: Window::default(),
+        next_quantum: 0.0,
+        budget: Budget::default(),
+        in_flight: Default::default(),
+        scratch: Vec::new(),
+        victims: Vec::new(),
+        stats: Stats::default(),
+    }))
+}
+
+/// Algorithm 2's state: p_lo and p_hi.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Watermarks {
+    pub p_lo: f64,
+    pub p_hi: f64,
+}
+
+impl Default for Watermarks {
+    fn default() -> Self {
+        Watermarks {
+            p_lo: 0.0,
+            p_hi: 1.0,
+        }
+    }
+}
+
+/// What Algorithm 2 did in one call.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shift {
+    pub dp: f64,
+    pub reset: bool,
+}
+
+impl Watermarks {
+    /// COMPUTESHIFT(p, L_D, L_A) (Algorithm 2): update the watermarks and return |Δp|.
+    pub fn compute_shift(&mut self, p: f64, l_d: f64, l_a: f64, delta: f64, epsilon: f64) -> Shift {
+        if (l_d - l_a).abs() < delta * l_d {
+            return Shift {
+                dp: 0.0,
+                reset: false,
+            };
+        }
+        if l_d < l_a {
+            self.p_lo = p;
+        } else {
+            self.p_hi = p;
+        }
+        let mut reset = false;
+        if self.p_hi < self.p_lo + epsilon {
+            reset = true;
+            if l_d < l_a {
+                self.p_hi = 1.0;
+            } else {
+                self.p_lo = 0.0;
+            }
+        }
+        Shift {
+            dp: ((self.p_lo + self.p_hi) / 2.0 - p).abs(),
+            reset,
+        }
+    }
+}
+
+/// Counter accumulation over one sampling window.
+#[derive(Clone, Copy, Debug, Default)]
+struct Window {
+    occ: [f64; 2],
+    ins: [f64; 2],
+    ns: f64,
+    cycles: f64,
+}
+
+/// What is left of this quantum's shift (fault path) or limit.
+#[derive(Clone, Copy, Debug, Default)]
+struct Budget {
+    promote: bool,
+    dp: f64,
+    bytes: f64,
+    active: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Stats {
+    quanta: u64,
+    promotions: u64,
+    demotions: u64,
+    resets: u64,
+    balanced_quanta: u64,
+    room_demotions: u64,
+    last_l_d: f64,
+    last_l_a: f64,
+    last_p: f64,
+}
+
+pub struct Colloid {
+    base: Box<dyn Policy>,
+    fault_path: bool,
+    delta: f64,
+    epsilon: f64,
+    ewma: f64,
+    sample_ns: f64,
+    quantum_ns: f64,
+    max_bytes: f64,
+    bins: usize,
+    candidates: usize,
+    spec: String,
+    w: Watermarks,
+    /// EWMA of per-tier average occupancy (requests) and arrival rate (requests per ns).
+    o: [Option<f64>; 2],
+    r: [Option<f64>; 2],
+    win: Window,
+    next_quantum: f64,
+    budget: Budget,
+    in_flight: std::collections::BTreeSet<u64>,
+    scratch: Vec<(PageId, f64)>,
+    victims: Vec<PageId>,
+    stats: Stats,
+}
+
+fn smooth(old: Option<f64>, new: f64, w: f64) -> f64 {
+    match old {
+        None => new,
+        Some(o) => o + w * (new - o),
+    }
+}
+
+impl Colloid {
+    /// L_D, L_A (ns) and p from the smoothed counters, once both tiers have been seen.
+    fn latencies(&self) -> Option<(f64, f64, f64)> {
+        let (od, oa, rd, ra) = (self.o[0]?, self.o[1]?, self.r[0]?, self.r[1]?);
+        if rd + ra <= 0.0 {
+            return None;
+        }
+        // With no requests to a tier, its latency is unknown: treat it as unloaded-equal to the
+        // other (no evidence of imbalance) by using the other tier's value.
+        let l_d = if rd > 0.0 { od / rd } else { f64::NAN };
+        let l_a = if ra > 0.0 { oa / ra } else { f64::NAN };
+        let (l_d, l_a) = match (l_d.is_nan(), l_a.is_nan()) {
+            (false, false) => (l_d, l_a),
+            (true, false) => (0.0, l_a), // nothing in the default tier yet: promote
+            (false, true) => (l_d, f64::INFINITY),
+            (true, true) => return None,
+        };
+        Some((l_d, l_a, rd / (rd + ra)))
+    }
+
+    fn sample_counters(&mut self, tel: &Telemetry) {
+        for t in 0..2 {
+            if let Some(c) = tel.tier_counters.get(t) {
+                self.win.occ[t] += c.tor_occupancy;
+                self.win.ins[t] += c.tor_inserts;
+            }
+        }
+        self.win.ns += tel.epoch_ns as f64;
+        self.win.cycles += tel.epoch_ns as f64 * tel.cpu_ghz;
+        if self.win.ns + 1e-6 < self.sample_ns {
+            return;
+        }
+        let ghz = tel.cpu_ghz.max(1e-9);
+        for t in 0..2 {
+            // average occupancy over the window (requests), and arrival rate (requests / ns);
+            // O / R is then a latency in ns.
+            let occ = self.win.occ[t] / self.win.cycles.max(1.0);
+            let rate = self.win.ins[t] / self.win.ns;
+            self.o[t] = Some(smooth(self.o[t], occ, self.ewma));
+            self.r[t] = Some(smooth(self.r[t], rate, self.ewma));
+        }
+        let _ = ghz;
+        self.win = Window::default();
+    }
+
+    /// Algorithm 1, lines 1-10: mode, Δp and the migration limit for the next quantum.
+    fn plan_quantum(&mut self, quantum_ns: f64) -> Option<Budget> {
+        let (l_d, l_a, p) = self.latencies()?;
+        self.stats.quanta += 1;
+        self.stats.last_l_d = l_d;
+        self.stats.last_l_a = l_a;
+        self.stats.last_p = p;
+        let promote = l_d < l_a;
+        let shift = self.w.compute_shift(p, l_d, l_a, self.delta, self.epsilon);
+        self.stats.resets += shift.reset as u64;
+        if shift.dp <= 0.0 {
+            self.stats.balanced_quanta += 1;
+            return None;
+        }
+        let rate = self.r[0].unwrap_or(0.0) + self.r[1].unwrap_or(0.0); // requests / ns
+                                                                        // dynamic limit: migration traffic no larger than the desired perturbation of the
+                                                                        // request rates, Δp (R_D + R_A) lines per ns, over the quantum
+        let dynamic = shift.dp * rate * 64.0 * quantum_ns;
+        Some(Budget {
+            promote,
+            dp: shift.dp,
+            bytes: dynamic.min(self.max_bytes),
+            active: true,
+        })
+    }
+
+    fn issue(&mut self, page: PageId, to: u8, mode: MigrateMode, out: &mut Vec<Action>) {
+        self.in_flight.insert(page.0);
+        out.push(Action::Migrate {
+            page,
+            to,
+            mode,
+            keep_shadow: false,
+        });
+        if to == FAST {
+            self.stats.promotions += 1;
+        } else {
+            self.stats.demotions += 1;
+        }
+    }
+
+    /// FINDPAGES over the base's tracker (HeMem bins / MEMTIS hot lists): walk the source
+    /// tier's pages hottest first in `bins` equal-width probability bins and take each page
+    /// whose probability still fits in Δp, within the byte limit and the destination's room.
+    fn find_from_tracker(
+        &mut self,
+        tel: &Telemetry,
+        mech: &mut dyn Mechanism,
+        b: Budget,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(tr) = self.base.tracker() else {
+            return;
+        };
+        let (src, dst) = if b.promote {
+            (SLOW, FAST)
+        } else {
+            (FAST, SLOW)
+        };
+        let page_bytes = tel.page_bytes as f64;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        tr.hottest(src, self.candidates, &mut scratch);
+        let max_p = scratch.iter().map(|x| x.1).fold(0.0, f64::max);
+        let mut chosen = Vec::new();
+        let (mut dp, mut bytes) = (b.dp, b.bytes);
+        if max_p > 0.0 {
+            let width = max_p / self.bins as f64;
+            for bin in (0..self.bins).rev() {
+                let lo = width * bin as f64;
+                for &(page, pr) in scratch
+                    .iter()
+                    .filter(|x| x.1 >= lo && (bin + 1 == self.bins || x.1 < lo + width))
+                {
+                    if bytes < page_bytes || dp <= 0.0 {
+                        break;
+                    }
+                    if pr > dp
+                        || pr <= 0.0
+                        || self.in_flight.contains(&page.0)
+                        || mech.tier_of(page) != Some(src)
+                    {
+                        continue;
+                    }
+                    chosen.push(page);
+                    dp -= pr;
+                    bytes -= page_bytes;
+                }
+            }
+        }
+        // Room in the destination: make it by demoting the coldest default-tier pages (their
+        // access probability is ~0, so Δp is unaffected).
+        let free = tel.tier(dst).map_or(0, |t| t.free_pages()) as usize;
+        if chosen.len() > free {
+            if dst == FAST {
+                let need = chosen.len() - free;
+                let mut victims = std::mem::take(&mut self.victims);
+                tr.coldest(FAST, need * 2, &mut victims);
+                let mut made = 0;
+                for &v in &victims {
+                    if made == need {
+                        break;
+                    }
+                    if !self.in_flight.contains(&v.0)
+                        && !chosen.contains(&v)
+                        && mech.tier_of(v) == Some(FAST)
+                    {
+                        self.issue(v, SLOW, MigrateMode::Async, out);
+                        self.stats.room_demotions += 1;
+                        self.stats.demotions -= 1;
+                        made += 1;
+                    }
+                }
+                chosen.truncate(free + made);
+                self.victims = victims;
+            } else {
+                chosen.truncate(free);
+            }
+        }
+        for page in chosen {
+            self.issue(page, dst, MigrateMode::Async, out);
+        }
+        self.scratch = scratch;
+    }
+
+    /// The TPP version (§4.3): on a hint fault, move the page if this quantum's mode says so and
+    /// its access probability, 1 / (dt * r), fits in what is left of Δp.
+    fn fault_path(&mut self, tel: &Telemetry, out: &mut Vec<Action>) {
+        if !self.budget.active {
+            return;
+        }
+        let rate = self.r[0].unwrap_or(0.0) + self.r[1].unwrap_or(0.0);
+        if rate <= 0.0 {
+            return;
+        }
+        let page_bytes = tel.page_bytes as f64;
+        let (src, dst) = if self.budget.promote {
+            (SLOW, FAST)
+        } else {
+            (FAST, SLOW)
+        };
+        let mut free = tel.tier(dst).map_or(0, |t| t.free_pages());
+        for f in &tel.hint_faults {
+            if f.tier != src || self.budget.dp <= 0.0 || self.budget.bytes < page_bytes || free == 0
+            {
+                continue;
+            }
+            if self.in_flight.contains(&f.page.0) {
+                continue;
+            }
+            let dt = (f.time_to_fault_ns as f64).max(1.0);
+            let pr = 1.0 / (dt * rate);
+            if pr > self.budget.dp {
+                continue;
+            }
+            let mode = if dst == FAST {
+                MigrateMode::Sync {
+                    pid: f.pid,
+                    tid: f.tid,
+                }
+            } else {
+                MigrateMode::Async
+            };
+            self.issue(f.page, dst, mode, out);
+            self.budget.dp -= pr;
+            self.budget.bytes -= page_bytes;
+            free -= 1;
+        }
+    }
+}
+
+impl Policy for Colloid {
+    fn name(&self) -> String {
+        format!("{}+{}", self.base.name(), self.spec)
+    }
+
+    fn needs(&self) -> TelemetryNeeds {
+        let mut n = self.base.needs();
+        n.tier_counters = true;
+        n.quantum_ns = self.quantum_ns as u64;
+        n
+    }
+
+    fn init(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
+        let start = out.len();
+        self.base.init(tel, mech, out);
+        self.rewrite(start, out);
+    }
+
+    fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
+        for m in &tel.migrations {
+            self.in_flight.remove(&m.page.0);
+            if m.outcome != MigrationOutcome::Done {
+                continue;
+            }
+        }
+        let start = out.len();
+        self.base.step(tel, mech, out);
+        self.rewrite(start, out);
+        self.sample_counters(tel);
+        let now = tel.now_ns as f64;
+        if now + 1e-6 >= self.next_quantum {
+            self.next_quantum = now + self.quantum_ns;
+            self.budget = self.plan_quantum(self.quantum_ns).unwrap_or_default();
+            if !self.fault_path && self.budget.active {
+                let b = self.budget;
+                self.find_from_tracker(tel, mech, b, out);
+                self.budget.active = false;
+            }
+        }
+        if self.fault_path {
+            self.fault_path(tel, out);
+        }
+    }
+
+    fn stats(&self) -> Vec<(String, f64)> {
+        let mut s = self.base.stats();
+        let c = &self.stats;
+        for (k, v) in [
+            ("colloid.quanta", c.quanta as f64),
+            ("colloid.promotions", c.promotions as f64),
+            ("colloid.demotions", c.demotions as f64),
+            ("colloid.room_demotions", c.room_demotions as f64),
+            ("colloid.watermark_resets", c.resets as f64),
+            ("colloid.balanced_quanta", c.balanced_quanta as f64),
+            ("colloid.last_l_d_ns", c.last_l_d),
+            ("colloid.last_l_a_ns", c.last_l_a),
+            ("colloid.last_p", c.last_p),
+            ("colloid.p_lo", self.w.p_lo),
+            ("colloid.p_hi", self.w.p_hi),
+        ] {
+            s.push((k.to_string(), v));
+        }
+        s
+    }
+
+    fn tracker(&self) -> Option<&dyn AccessTracker> {
+        self.base.tracker()
+    }
+}
+
+impl Colloid {
+    /// In the fault-path version, hint faults must also fire on default-tier pages.
+    fn rewrite(&self, start: usize, out: &mut [Action]) {
+        if !self.fault_path {
+            return;
+        }
+        for a in &mut out[start..] {
+            if let Action::SetHintScan { tiers, .. } = a {
+                *tiers = ScanTiers::All;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A static "workload": the default tier is faster exactly while p < p_star; each quantum
+    /// p moves by the returned shift in the mode's direction.
+    fn converge(w: &mut Watermarks, mut p: f64, p_star: f64, steps: usize) -> f64 {
+        for _ in 0..steps {
+            let (l_d, l_a) = if p < p_star {
+                (100.0, 100.0 + 200.0 * (p_star - p))
+            } else {
+                (100.0 + 200.0 * (p - p_star), 100.0)
+            };
+            let s = w.compute_shift(p, l_d, l_a, 0.01, 0.01);
+            p += if l_d < l_a { s.dp } else { -s.dp };
+        }
+        p
+    }
+
+    #[test]
+    fn watermarks_converge_on_a_static_workload() {
+        for &(p0, p_star) in &[(1.0, 0.3), (0.0, 0.72), (0.5, 0.5), (0.9, 0.05)] {
+            let mut w = Watermarks::default();
+            let p = converge(&mut w, p0, p_star, 40);
+            assert!(
+                (p - p_star).abs() < 0.03,
+                "from {p0} to {p_star}: ended at {p}"
+            );
+            assert!(w.p_lo <= p_star + 0.03 && p_star <= w.p_hi + 0.03, "{w:?}");
+        }
+    }
+
+    #[test]
+    fn watermarks_reset_when_the_equilibrium_moves() {
+        let mut w = Watermarks::default();
+        let p = converge(&mut w, 1.0, 0.3, 40);
+        assert!(w.p_hi - w.p_lo < 0.05);
+        // Contention drops: p* jumps to 0.8, above p_hi. Without the reset p could never pass
+        // p_hi; with it p reaches the new equilibrium.
+        let mut resets = 0;
+        let mut q = p;
+        for _ in 0..60 {
+            let (l_d, l_a) = if q < 0.8 {
+                (100.0, 100.0 + 200.0 * (0.8 - q))
+            } else {
+                (100.0 + 200.0 * (q - 0.8), 100.0)
+            };
+            let s = w.compute_shift(q, l_d, l_a, 0.01, 0.01);
+            resets += s.reset as u32;
+            q += if l_d < l_a { s.dp } else { -s.dp };
+        }
+        assert!(resets >= 1, "the watermarks reset");
+        assert!(
+            (q - 0.8).abs() < 0.03,
+            "converged to the new equilibrium: {q}"
+        );
+    }
+
+    #[test]
+    fn balanced_latencies_ask_for_no_shift() {
+        let mut w = Watermarks::default();
+        let s = w.compute_shift(0.4, 100.0, 103.0, 0.05, 0.01);
+        assert_eq!(s.dp, 0.0);
+        assert_eq!(w, Watermarks::default());
+    }
+
+    #[test]
+    fn refuses_bases_it_cannot_use() {
+        assert!(crate::build("notier+colloid").is_err());
+        assert!(crate::build("colloid").is_err());
+    }
+}
