@@ -28,16 +28,18 @@
 //!   are cooled before the new sample is counted.
 //! - HeMem's sampler hands hot/cold changes to the policy thread through rings (1M hot and 128
 //!   cold requests per iteration); here list moves happen as samples are read.
-//! - The policy sees migration outcomes only at the next epoch, so a page is off every list while
-//!   its migration is in flight. Actions are emitted in order (each demotion before the promotion
-//!   that uses its space): the backend is expected to carry them out in that order.
+//! - The policy sees migration outcomes only later (at the next epoch, or when the machine's
+//!   migration threads get to them), so a page is off every list while its migration is in
+//!   flight, and migrations still in flight count against the next quantum's cap. Actions are
+//!   emitted in order (each demotion before the promotion that uses its space): the backend is
+//!   expected to carry them out in that order.
 //! - Only the promotions count against the cap, as in the artifact.
 //! - One instance manages every process's pages (HeMem manages the one application it is
 //!   preloaded into).
 
 use tierkit_core::action::{MigrateMode, SampleFilter};
 use tierkit_core::params::{ParamDef, ParamKind, Params};
-use tierkit_core::policy::Builder;
+use tierkit_core::policy::{AccessTracker, Builder};
 use tierkit_core::telemetry::MigrationOutcome;
 use tierkit_core::{
     Action, Mechanism, PageId, Policy, PolicyInfo, Telemetry, TelemetryNeeds, TierId, FAST, SLOW,
@@ -188,6 +190,11 @@ pub struct HeMem {
     migrations_done: u64,
     migrations_failed: u64,
     cap_hits: u64,
+
+    /// A layer (Colloid) makes the placement decisions; HeMem keeps tracking.
+    delegated: bool,
+    /// The sum of all pages' counts, halved with each clock tick (for access probabilities).
+    freq_total: f64,
 }
 
 impl HeMem {
@@ -218,6 +225,8 @@ impl HeMem {
             migrations_done: 0,
             migrations_failed: 0,
             cap_hits: 0,
+            delegated: false,
+            freq_total: 0.0,
         }
     }
 
@@ -263,6 +272,7 @@ impl HeMem {
         self.residency.observe(tel);
         for e in tel.allocated.iter().chain(&tel.freed) {
             self.settle(e.page);
+            self.freq_total = (self.freq_total - self.freq(e.page) as f64).max(0.0);
             *self.pages.get_mut(e.page) = PageState {
                 clock: self.clock,
                 ..PageState::default()
@@ -288,6 +298,7 @@ impl HeMem {
                 self.samples_untracked += 1;
                 continue;
             }
+            self.freq_total += 1.0;
             let clock = self.clock;
             let st = self.pages.get_mut(s.page);
             st.cool_to(clock);
@@ -306,9 +317,17 @@ impl HeMem {
             }
             if tick {
                 self.clock = self.clock.wrapping_add(1);
+                self.freq_total *= 0.5;
                 self.cool_remaining = [self.lists.len(FAST_HOT), self.lists.len(SLOW_HOT)];
             }
         }
+    }
+
+    /// A page's read plus write count, cooled to the current clock.
+    fn freq(&self, p: PageId) -> u32 {
+        let mut st = *self.pages.get(p);
+        st.cool_to(self.clock);
+        st.reads as u32 + st.writes as u32
     }
 
     fn issue(&mut self, p: PageId, to: TierId, out: &mut Vec<Action>) {
@@ -333,15 +352,17 @@ impl HeMem {
 
     /// The policy thread's migration loop (`pebs_policy_thread`).
     fn migrate(&mut self, tel: &Telemetry, out: &mut Vec<Action>) {
-        let cap_pages = (self.max_migrate_bytes / tel.page_bytes.max(1)).max(1);
-        let mut fast_free = tel
-            .tier(FAST)
-            .map_or(0, |t| t.free_pages())
+        // The artifact's thread migrates synchronously, so a quantum starts with nothing in
+        // flight; here earlier migrations may still be queued: they count against the cap, and
+        // the free counts are what will be free once they are done (the queue runs in order).
+        let cap_pages = (self.max_migrate_bytes / tel.page_bytes.max(1))
+            .max(1)
             .saturating_sub(self.inflight_to_fast);
-        let mut slow_free = tel
-            .tier(SLOW)
-            .map_or(0, |t| t.free_pages())
-            .saturating_sub(self.inflight_to_slow);
+        let free = |t: TierId| tel.tier(t).map_or(0, |t| t.free_pages());
+        let mut fast_free =
+            (free(FAST) + self.inflight_to_slow).saturating_sub(self.inflight_to_fast);
+        let mut slow_free =
+            (free(SLOW) + self.inflight_to_fast).saturating_sub(self.inflight_to_slow);
         let mut promoted = 0;
         while promoted < cap_pages {
             let Some(p) = self.lists.pop_front(SLOW_HOT) else {
@@ -377,7 +398,7 @@ impl HeMem {
             slow_free += 1;
             promoted += 1;
         }
-        if promoted == cap_pages && !self.lists.is_empty(SLOW_HOT) {
+        if promoted >= cap_pages && !self.lists.is_empty(SLOW_HOT) {
             self.cap_hits += 1;
         }
     }
@@ -435,10 +456,23 @@ impl Policy for HeMem {
         self.observe_samples(tel);
         if tel.now_ns >= self.next_quantum_ns {
             self.quanta += 1;
-            self.migrate(tel, out);
+            if !self.delegated {
+                self.migrate(tel, out);
+            }
             self.partial_cool();
             self.next_quantum_ns = (tel.now_ns / self.quantum_ns + 1) * self.quantum_ns;
         }
+    }
+
+    fn tracker(&self) -> Option<&dyn AccessTracker> {
+        Some(self)
+    }
+
+    /// Colloid replaces HeMem's placement (Colloid §4.1): the migration loop stops; sampling,
+    /// the lists and cooling go on.
+    fn delegate_placement(&mut self) -> bool {
+        self.delegated = true;
+        true
     }
 
     fn stats(&self) -> Vec<(String, f64)> {
@@ -466,6 +500,36 @@ impl Policy for HeMem {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect()
+    }
+}
+
+/// HeMem's counts as Colloid's HeMem version reads them (§4.1): a page's access probability is
+/// its read plus write count over the sum of all counts. HeMem keeps no order inside a list, so
+/// "hottest" takes the tier's hot list (then its cold list) up to `max` pages and sorts those.
+impl AccessTracker for HeMem {
+    fn access_probability(&self, page: PageId) -> f64 {
+        if self.freq_total <= 0.0 || self.residency.tier(page).is_none() {
+            return 0.0;
+        }
+        (self.freq(page) as f64 / self.freq_total).min(1.0)
+    }
+
+    fn hottest(&self, tier: TierId, max: usize, out: &mut Vec<(PageId, f64)>) {
+        out.clear();
+        let (hot, cold) = (list_for(tier, true), list_for(tier, false));
+        for p in self.lists.iter(hot).chain(self.lists.iter(cold)).take(max) {
+            let pr = self.access_probability(p);
+            if pr > 0.0 {
+                out.push((p, pr));
+            }
+        }
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    }
+
+    fn coldest(&self, tier: TierId, max: usize, out: &mut Vec<PageId>) {
+        out.clear();
+        let (hot, cold) = (list_for(tier, true), list_for(tier, false));
+        out.extend(self.lists.iter(cold).chain(self.lists.iter(hot)).take(max));
     }
 }
 
@@ -645,6 +709,41 @@ mod tests {
         let out = m.run_for(&mut h, vec![], 10);
         assert_eq!(migrations(&out), vec![(2, FAST), (3, FAST)]);
         assert_eq!(h.cap_hits, 1);
+    }
+
+    #[test]
+    fn offers_its_counts_to_a_layer_and_can_delegate_placement() {
+        let mut m = Machine::new(&[100, 100]);
+        for p in 0..6 {
+            m.alloc(p, SLOW, 0);
+        }
+        let mut h = hemem(&[]);
+        assert!(h.delegate_placement());
+        // page 1: 6 reads (hot), page 2: 4 writes (hot), page 3: 2 reads (cold)
+        let mut s = vec![read(1); 6];
+        s.extend(vec![write(2); 4]);
+        s.extend(vec![read(3); 2]);
+        let out = m.run_for(&mut h, s, 10);
+        // hot slow pages, but the layer decides: HeMem migrates nothing
+        assert!(migrations(&out).is_empty());
+        let tr = h.tracker().unwrap();
+        assert!((tr.access_probability(PageId(1)) - 0.5).abs() < 1e-9);
+        assert!((tr.access_probability(PageId(3)) - 2.0 / 12.0).abs() < 1e-9);
+        assert_eq!(tr.access_probability(PageId(50)), 0.0);
+        let mut hot = Vec::new();
+        tr.hottest(SLOW, 10, &mut hot);
+        let order: Vec<u64> = hot.iter().map(|(p, _)| p.0).collect();
+        assert_eq!(order, vec![1, 2, 3]);
+        tr.hottest(SLOW, 1, &mut hot);
+        assert_eq!(hot.len(), 1);
+        let mut cold = Vec::new();
+        tr.coldest(SLOW, 3, &mut cold);
+        assert_eq!(cold, vec![PageId(0), PageId(3), PageId(4)]);
+        // the probabilities halve with the counts when the clock ticks
+        m.run_for(&mut h, vec![read(5); 11], 1);
+        let tr = h.tracker().unwrap();
+        assert!((tr.access_probability(PageId(1)) - 3.0 / 11.5).abs() < 1e-9);
+        assert!(crate::build("hemem+colloid").is_ok());
     }
 
     proptest! {

@@ -49,11 +49,13 @@
 //!   most `max_migrate_mb_per_quantum` per quantum, by default 1024 MB: the artifact's 2048 MB/s
 //!   over the 500 ms quantum.
 //! - One instance manages every process's pages as one memory cgroup; migrations are emitted with
-//!   demotions first, and the backend is expected to carry them out in order.
+//!   demotions first, and the backend is expected to carry them out in order. Migrations still in
+//!   flight at a quantum (the artifact's threads migrate synchronously, so it has none) count
+//!   against that quantum's cap and as already done in the fast tier's use.
 
 use tierkit_core::action::{MigrateMode, SampleFilter};
 use tierkit_core::params::{ParamDef, ParamKind, Params};
-use tierkit_core::policy::Builder;
+use tierkit_core::policy::{AccessTracker, Builder};
 use tierkit_core::telemetry::MigrationOutcome;
 use tierkit_core::{
     Action, Mechanism, PageId, Policy, PolicyInfo, Telemetry, TelemetryNeeds, TierId, FAST, SLOW,
@@ -197,13 +199,24 @@ fn list(tier: TierId, b: usize) -> usize {
 }
 
 /// MEMTIS's per-page record (`pginfo_t`: total_accesses, cooling_clock).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct PageState {
     count: u32,
     /// The cooling clock when the page was allocated: it skips the cooling that ends that clock.
     born: u32,
     flags: u8,
+    /// The list the page is on (a copy of what `PageLists` knows, kept here so that a sample
+    /// that leaves the page in its bin touches one record).
+    list: u8,
 }
+
+const NO_LIST: u8 = u8::MAX;
+const UNTRACKED: PageState = PageState {
+    count: 0,
+    born: 0,
+    flags: 0,
+    list: NO_LIST,
+};
 
 pub struct Memtis {
     spec: String,
@@ -253,6 +266,11 @@ pub struct Memtis {
     demotions: u64,
     migrations_done: u64,
     migrations_failed: u64,
+
+    /// A layer (Colloid) decides promotions; MEMTIS keeps tracking and demoting for room.
+    delegated: bool,
+    /// The sum of all resident pages' counts (for access probabilities).
+    count_total: u64,
 }
 
 impl Memtis {
@@ -273,7 +291,7 @@ impl Memtis {
             sample_cost_ns: p.float("sample_cost_ns"),
             ladder: period_ladder(),
             residency: Residency::default(),
-            pages: Dense::new(PageState::default()),
+            pages: Dense::new(UNTRACKED),
             lists: PageLists::new(2 * BINS),
             hot: hot_min,
             warm: hot_min,
@@ -300,6 +318,8 @@ impl Memtis {
             demotions: 0,
             migrations_done: 0,
             migrations_failed: 0,
+            delegated: false,
+            count_total: 0,
         }
     }
 
@@ -337,16 +357,17 @@ impl Memtis {
         self.lists.len(list(FAST, b)) + self.lists.len(list(SLOW, b))
     }
 
+    /// Put a page on the list of its tier and bin (or on none if it is not resident).
     fn sync(&mut self, p: PageId) {
-        match self.residency.tier(p) {
-            None => {
+        let tier = self.residency.tier(p);
+        let st = self.pages.get_mut(p);
+        let want = tier.map_or(NO_LIST, |t| list(t, bin(st.count)) as u8);
+        if st.list != want {
+            st.list = want;
+            if want == NO_LIST {
                 self.lists.remove(p);
-            }
-            Some(t) => {
-                let want = list(t, bin(self.pages.get(p).count));
-                if self.lists.list_of(p) != Some(want) {
-                    self.lists.push_back(want, p);
-                }
+            } else {
+                self.lists.push_back(want as usize, p);
             }
         }
     }
@@ -365,23 +386,19 @@ impl Memtis {
     fn observe_events(&mut self, tel: &Telemetry) {
         self.residency.observe(tel);
         // new pages start just above the hot threshold (`set_page_coolstatus`)
-        let initial = if self.hot + 1 >= 32 {
-            u32::MAX
-        } else {
-            1u32 << (self.hot + 1)
-        };
+        let initial = 1u32 << (self.hot + 1);
         for e in &tel.allocated {
             self.settle(e.page);
-            *self.pages.get_mut(e.page) = PageState {
-                count: initial,
-                born: self.cooling_clock,
-                flags: 0,
-            };
+            let st = self.pages.get_mut(e.page);
+            self.count_total = self.count_total - st.count as u64 + initial as u64;
+            (st.count, st.born) = (initial, self.cooling_clock);
             self.sync(e.page);
         }
         for e in &tel.freed {
             self.settle(e.page);
-            *self.pages.get_mut(e.page) = PageState::default();
+            let st = self.pages.get_mut(e.page);
+            self.count_total -= st.count as u64;
+            (st.count, st.born) = (0, 0);
             self.sync(e.page);
         }
         for m in &tel.migrations {
@@ -407,10 +424,13 @@ impl Memtis {
                 continue;
             };
             let st = self.pages.get_mut(s.page);
+            let old = st.count;
             st.count = st.count.saturating_add(SAMPLE_WEIGHT);
-            let want = list(t, bin(st.count));
-            if self.lists.list_of(s.page) != Some(want) {
-                self.lists.push_back(want, s.page);
+            self.count_total += (st.count - old) as u64;
+            let want = list(t, bin(st.count)) as u8;
+            if st.list != want {
+                st.list = want;
+                self.lists.push_back(want as usize, s.page);
             }
             self.nr_sampled += 1;
             let alloc_due = self.alloc_mark + alloc_pages <= resident;
@@ -433,19 +453,26 @@ impl Memtis {
         let c = self.cooling_clock;
         self.cooling_clock = c.wrapping_add(1);
         self.coolings += 1;
+        let mut total = 0;
         for i in 0..self.residency.page_space() {
             let p = PageId(i);
-            let Some(t) = self.residency.tier(p) else { continue };
+            let Some(t) = self.residency.tier(p) else {
+                continue;
+            };
             let st = self.pages.get_mut(p);
             if st.born == c || st.count == 0 {
+                total += st.count as u64;
                 continue;
             }
             st.count >>= 1;
-            let want = list(t, bin(st.count));
-            if self.lists.list_of(p) != Some(want) {
-                self.lists.push_back(want, p);
+            total += st.count as u64;
+            let want = list(t, bin(st.count)) as u8;
+            if st.list != want {
+                st.list = want;
+                self.lists.push_back(want as usize, p);
             }
         }
+        self.count_total = total;
         self.cooled = true;
     }
 
@@ -560,15 +587,23 @@ impl Memtis {
     /// One quantum of the two `kmigraterd` threads: demotion on the fast tier, then promotion.
     fn migrate(&mut self, tel: &Telemetry, out: &mut Vec<Action>) {
         let cap = self.fast_cap;
+        // kmigraterd migrates synchronously; here earlier migrations may still be queued. They
+        // count against this quantum's cap, and the fast tier's use is what it will be once they
+        // are done (the queue runs in order).
         let cap_pages = (self.max_migrate_bytes / self.page_bytes.max(1)).max(1);
-        let used = tel.tier(FAST).map_or(0, |t| t.used_pages) + self.inflight_to_fast;
-        let slow_free = tel
-            .tier(SLOW)
-            .map_or(0, |t| t.free_pages())
+        let cap_up = cap_pages.saturating_sub(self.inflight_to_fast);
+        let cap_down = cap_pages.saturating_sub(self.inflight_to_slow);
+        let used = (tel.tier(FAST).map_or(0, |t| t.used_pages) + self.inflight_to_fast)
+            .saturating_sub(self.inflight_to_slow);
+        let slow_free = (tel.tier(SLOW).map_or(0, |t| t.free_pages()) + self.inflight_to_fast)
             .saturating_sub(self.inflight_to_slow);
         let (promo_wm, demo_wm) = self.watermarks();
         let hot = self.hot_bin();
-        let need: u64 = (hot..BINS).map(|b| self.lists.len(list(SLOW, b))).sum();
+        // hot slow pages not already on their way up
+        let need: u64 = (hot..BINS)
+            .map(|b| self.lists.len(list(SLOW, b)))
+            .sum::<u64>()
+            .saturating_sub(self.inflight_to_fast);
 
         // `need_toptier_demotion` / `demote_node`
         let exceeded = if need > 0 {
@@ -584,7 +619,7 @@ impl Memtis {
             demoted = self.pick(
                 FAST,
                 &cold,
-                exceeded.min(cap_pages).min(slow_free),
+                exceeded.min(cap_down).min(slow_free),
                 SLOW,
                 out,
             );
@@ -593,12 +628,12 @@ impl Memtis {
             }
         }
 
-        // `promotion_available` / `promote_node`
-        if need > 0 {
-            let used_after = used - demoted;
+        // `promotion_available` / `promote_node` (Colloid's decisions instead when delegated)
+        if need > 0 && !self.delegated {
+            let used_after = used.saturating_sub(demoted);
             let room = (cap - promo_wm).saturating_sub(used_after);
             let hottest: Vec<usize> = (hot..BINS).rev().collect();
-            self.pick(SLOW, &hottest, room.min(need).min(cap_pages), FAST, out);
+            self.pick(SLOW, &hottest, room.min(need).min(cap_up), FAST, out);
         }
     }
 }
@@ -637,6 +672,17 @@ impl Policy for Memtis {
         }
     }
 
+    fn tracker(&self) -> Option<&dyn AccessTracker> {
+        Some(self)
+    }
+
+    /// Colloid's MEMTIS version (§4.2) takes over promotions (choosing from the per-tier hot
+    /// lists); the fast tier's kmigraterd still demotes cold pages for capacity, unmodified.
+    fn delegate_placement(&mut self) -> bool {
+        self.delegated = true;
+        true
+    }
+
     fn stats(&self) -> Vec<(String, f64)> {
         let hot = self.hot_bin();
         let hot_in = |t| (hot..BINS).map(|b| self.lists.len(list(t, b))).sum::<u64>() as f64;
@@ -669,6 +715,42 @@ impl Policy for Memtis {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect()
+    }
+}
+
+/// MEMTIS's counts as Colloid's MEMTIS version reads them: a page's access probability is its
+/// count over the sum of all counts; the per-tier bin lists give the order, hottest bin first
+/// (coldest first for victims).
+impl AccessTracker for Memtis {
+    fn access_probability(&self, page: PageId) -> f64 {
+        if self.count_total == 0 || self.residency.tier(page).is_none() {
+            return 0.0;
+        }
+        self.pages.get(page).count as f64 / self.count_total as f64
+    }
+
+    fn hottest(&self, tier: TierId, max: usize, out: &mut Vec<(PageId, f64)>) {
+        out.clear();
+        for b in (1..BINS).rev() {
+            for p in self.lists.iter(list(tier, b)) {
+                if out.len() == max {
+                    return;
+                }
+                out.push((p, self.access_probability(p)));
+            }
+        }
+    }
+
+    fn coldest(&self, tier: TierId, max: usize, out: &mut Vec<PageId>) {
+        out.clear();
+        for b in 0..BINS {
+            for p in self.lists.iter(list(tier, b)) {
+                if out.len() == max {
+                    return;
+                }
+                out.push(p);
+            }
+        }
     }
 }
 
@@ -884,6 +966,41 @@ mod tests {
         assert_eq!(pol.sample_period(), 199);
     }
 
+    #[test]
+    fn offers_its_histogram_to_a_layer_and_keeps_demoting_when_delegated() {
+        let mut m = Machine::new(&[100, 1000]);
+        for p in 0..95 {
+            m.alloc(p, FAST, 0);
+        }
+        for p in 100..120 {
+            m.alloc(p, SLOW, 0);
+        }
+        let mut s = repeat(100..110, 8);
+        s.extend(repeat(110..111, 1));
+        let mut pol = memtis(&[("adaptation_samples", "81")]);
+        assert!(pol.delegate_placement());
+        m.run_for(&mut pol, s, 1);
+        let tr = pol.tracker().unwrap();
+        // counts: 95 + 9 pages at 4, page 110 at 4 + 512, pages 100..110 at 4 + 8 x 512
+        let total = 104.0 * 4.0 + 516.0 + 10.0 * 4100.0;
+        assert!((tr.access_probability(PageId(100)) - 4100.0 / total).abs() < 1e-12);
+        assert_eq!(tr.access_probability(PageId(500)), 0.0);
+        let mut hot = Vec::new();
+        tr.hottest(SLOW, 11, &mut hot);
+        assert_eq!(
+            hot.iter().map(|(p, _)| p.0).collect::<Vec<_>>(),
+            (100..111).collect::<Vec<_>>()
+        );
+        assert!(hot.windows(2).all(|w| w[0].1 >= w[1].1));
+        let mut cold = Vec::new();
+        tr.coldest(FAST, 2, &mut cold);
+        assert_eq!(cold, vec![PageId(0), PageId(1)]);
+        // two quanta: the fast tier's kmigraterd still makes room; promotions are the layer's
+        let out = migrations(&m.run_for(&mut pol, vec![], 1000));
+        assert!(!out.is_empty() && out.iter().all(|(_, t)| *t == SLOW));
+        assert!(crate::build("memtis+colloid").is_ok());
+    }
+
     proptest! {
         /// Whatever the samples and the starting placement, MEMTIS's migrations carried out in
         /// order never need more fast or slow pages than are free.
@@ -907,6 +1024,8 @@ mod tests {
                 prop_assert!(pol.warm <= pol.hot && pol.hot < BINS);
                 prop_assert_eq!(pol.lists.total(), n);
                 prop_assert_eq!((0..BINS).map(|b| pol.hist(b)).sum::<u64>(), n);
+                let sum: u64 = (0..n).map(|p| pol.pages.get(PageId(p)).count as u64).sum();
+                prop_assert_eq!(pol.count_total, sum);
             }
         }
     }

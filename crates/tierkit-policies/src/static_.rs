@@ -8,28 +8,40 @@
 //!   target is every process that has such an object, and its cold set is all its other resident
 //!   pages. Pages of other processes (an antagonist, say) are left where they are, and the fast
 //!   pages they hold are not available to the placement.
-//! - Nothing is allocated at `init`, so the policy waits until every page of every object of the
-//!   target processes is resident, or at most `max_wait_ms` after the target's first page arrived
-//!   (then it places what is resident; later pages stay where first touch put them). An object
-//!   allocated late, or freed before the others arrive, thus delays the placement to that limit.
+//! - At `init` nothing is allocated yet, but the objects are known: like Colloid's mbind before
+//!   the run, the policy binds every page of the target's objects to the tier its placement gives
+//!   it (`Action::BindRange`, coalesced into runs), assuming the target may use every free fast
+//!   page. A backend that honours the bindings allocates the placement directly.
+//! - It then waits until every page of every object of the target processes is resident, or at
+//!   most `max_wait_ms` after the target's first page arrived (then it places what is resident;
+//!   later pages stay where first touch put them; an object allocated late, or freed before the
+//!   others arrive, thus delays this step to that limit), and computes the placement again from
+//!   what is actually resident and what the other processes hold in the fast tier. The same seed
+//!   over the same pages gives the same choice (or, with less room, a subset of it), so when the
+//!   bindings were honoured and the guess about room was right, nothing needs to move; otherwise
+//!   the difference is migrated.
 //! - It then picks, with a seeded generator, a random round(`hot_fraction` x hot pages) hot pages
 //!   for the fast tier (fewer if the fast tier cannot hold them: reported as `hot_shortfall`), and
 //!   fills the rest of the fast capacity it may use with randomly chosen cold pages. Every other
 //!   target page goes to the slow tier.
-//! - It issues the migrations once, demotions first so that no step needs more fast pages than
-//!   are free (a demotion waits for a promotion only if the slow tier is full), and then does
-//!   nothing.
+//! - It plans the migrations once, demotions first so that no step needs more fast pages than
+//!   are free (a demotion waits for a promotion only if the slow tier is full), and carries the
+//!   plan out in that order as fast as the machine's migration threads allow: at most
+//!   `batch_pages` migrations in flight (mbind moves a range page by page; a machine's migration
+//!   queue is finite). A migration that fails for lack of room or a full queue is retried at the
+//!   end of the plan, up to three times. Then the policy does nothing.
 //!
 //! A sweep over `hot_fraction` (0, 0.1, ..., 1) and taking the best run gives Colloid's best case.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use tierkit_core::action::MigrateMode;
 use tierkit_core::params::{ParamDef, ParamKind, Params};
 use tierkit_core::policy::Builder;
 use tierkit_core::telemetry::{MigrationOutcome, ObjectInfo};
 use tierkit_core::{
-    Action, Mechanism, PageId, Pid, Policy, PolicyInfo, Rng, Telemetry, TelemetryNeeds, FAST, SLOW,
+    Action, Mechanism, PageId, Pid, Policy, PolicyInfo, Rng, Telemetry, TelemetryNeeds, TierId,
+    FAST, SLOW,
 };
 
 use crate::common::{spec_name, Dense, Residency};
@@ -58,6 +70,13 @@ const PARAMS: &[ParamDef] = &[
         doc: "Seed of the random choice of hot and cold pages.",
     },
     ParamDef {
+        name: "batch_pages",
+        kind: ParamKind::Int { min: 1, max: 1 << 32 },
+        default: "65536",
+        unit: "pages",
+        doc: "Migrations of the placement kept in flight at once.",
+    },
+    ParamDef {
         name: "max_wait_ms",
         kind: ParamKind::Int { min: 0, max: 1 << 40 },
         default: "1000",
@@ -76,6 +95,16 @@ pub const INFO: PolicyInfo = PolicyInfo {
 };
 
 const NO_OWNER: u32 = u32::MAX;
+/// Attempts per migration of the plan.
+const TRIES: u8 = 3;
+
+/// One migration of the plan.
+#[derive(Clone, Copy, Debug)]
+struct Move {
+    page: PageId,
+    to: TierId,
+    tries: u8,
+}
 
 /// A page range of one of the target's objects.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -91,6 +120,7 @@ pub struct StaticPlace {
     hot_fraction: f64,
     seed: u64,
     max_wait_ns: u64,
+    batch: usize,
 
     residency: Residency,
     /// The process each resident page belongs to.
@@ -103,12 +133,17 @@ pub struct StaticPlace {
     resident_in_ranges: u64,
     first_alloc_ns: Option<u64>,
     placed_at_ns: Option<u64>,
+    done_at_ns: Option<u64>,
+    plan: VecDeque<Move>,
+    in_flight: BTreeMap<PageId, Move>,
 
     hot_pages: u64,
     hot_fast: u64,
     cold_fast: u64,
     hot_shortfall: u64,
     stuck: u64,
+    retries: u64,
+    bind_ranges: u64,
     promotions: u64,
     demotions: u64,
     migrations_done: u64,
@@ -125,6 +160,7 @@ impl StaticPlace {
             hot_fraction: p.float("hot_fraction"),
             seed: p.u64("seed"),
             max_wait_ns: p.u64("max_wait_ms") * 1_000_000,
+            batch: p.u64("batch_pages") as usize,
             residency: Residency::default(),
             owner: Dense::new(NO_OWNER),
             objects: Vec::new(),
@@ -134,11 +170,16 @@ impl StaticPlace {
             resident_in_ranges: 0,
             first_alloc_ns: None,
             placed_at_ns: None,
+            done_at_ns: None,
+            plan: VecDeque::new(),
+            in_flight: BTreeMap::new(),
             hot_pages: 0,
             hot_fast: 0,
             cold_fast: 0,
             hot_shortfall: 0,
             stuck: 0,
+            retries: 0,
+            bind_ranges: 0,
             promotions: 0,
             demotions: 0,
             migrations_done: 0,
@@ -212,6 +253,80 @@ impl StaticPlace {
         }
     }
 
+    /// The target pages to place in the fast tier, sorted: a random round(f x hot) of `hot` (at
+    /// most `avail`) and random `cold` pages for the rest of `avail`. Both lists must come in
+    /// page order, so that the same pages give the same choice.
+    fn choose(&mut self, hot: &mut [PageId], cold: &mut [PageId], avail: u64) -> Vec<PageId> {
+        let want_hot = (self.hot_fraction * hot.len() as f64).round() as u64;
+        let k = want_hot.min(avail);
+        let r = (avail - k).min(cold.len() as u64);
+        self.hot_pages = hot.len() as u64;
+        self.hot_shortfall = want_hot - k;
+        self.hot_fast = k;
+        self.cold_fast = r;
+        let mut in_fast: Vec<PageId> = Vec::with_capacity((k + r) as usize);
+        in_fast.extend(random_subset(
+            &mut Rng::derive(self.seed, 1),
+            hot,
+            k as usize,
+        ));
+        in_fast.extend(random_subset(
+            &mut Rng::derive(self.seed, 2),
+            cold,
+            r as usize,
+        ));
+        in_fast.sort_unstable();
+        in_fast
+    }
+
+    /// Before anything is allocated: mbind every page of the target's objects to the tier the
+    /// placement gives it, assuming the target may use all the free fast capacity. Runs of pages
+    /// with one tier become one `BindRange`.
+    fn bind(&mut self, tel: &Telemetry, out: &mut Vec<Action>) {
+        let pages = |hot: bool| -> Vec<PageId> {
+            self.ranges
+                .iter()
+                .filter(|r| r.hot == hot)
+                .flat_map(|r| (r.start..r.end).map(PageId))
+                .collect()
+        };
+        let (mut hot, mut cold) = (pages(true), pages(false));
+        let avail = tel.tier(FAST).map_or(0, |t| t.free_pages());
+        let in_fast = self.choose(&mut hot, &mut cold, avail);
+        let mut next_fast = in_fast.iter().peekable();
+        let mut run: Option<(u64, u64, TierId)> = None;
+        let flush = |run: (u64, u64, TierId), out: &mut Vec<Action>| {
+            out.push(Action::BindRange {
+                first: PageId(run.0),
+                pages: run.1,
+                tier: run.2,
+            });
+        };
+        for r in &self.ranges {
+            for p in r.start..r.end {
+                while next_fast.next_if(|q| q.0 < p).is_some() {}
+                let t = if next_fast.next_if(|q| q.0 == p).is_some() {
+                    FAST
+                } else {
+                    SLOW
+                };
+                run = match run {
+                    Some((first, n, rt)) if rt == t && first + n == p => Some((first, n + 1, t)),
+                    Some(done) => {
+                        flush(done, out);
+                        self.bind_ranges += 1;
+                        Some((p, 1, t))
+                    }
+                    None => Some((p, 1, t)),
+                };
+            }
+        }
+        if let Some(done) = run {
+            flush(done, out);
+            self.bind_ranges += 1;
+        }
+    }
+
     /// Choose the placement and emit the migrations that reach it.
     fn place(&mut self, tel: &Telemetry, out: &mut Vec<Action>) {
         let mut hot = Vec::new();
@@ -240,32 +355,13 @@ impl StaticPlace {
             .saturating_sub(target_in_fast);
         let avail = cap.saturating_sub(others_fast);
 
-        let want_hot = (self.hot_fraction * hot.len() as f64).round() as u64;
-        let k = want_hot.min(avail);
-        let r = (avail - k).min(cold.len() as u64);
-        self.hot_pages = hot.len() as u64;
-        self.hot_shortfall = want_hot - k;
-        self.hot_fast = k;
-        self.cold_fast = r;
-
-        let mut in_fast: Vec<PageId> = Vec::with_capacity((k + r) as usize);
-        in_fast.extend(random_subset(
-            &mut Rng::derive(self.seed, 1),
-            &mut hot,
-            k as usize,
-        ));
-        in_fast.extend(random_subset(
-            &mut Rng::derive(self.seed, 2),
-            &mut cold,
-            r as usize,
-        ));
-        in_fast.sort_unstable();
-        let chosen: BTreeSet<PageId> = in_fast.iter().copied().collect();
+        let in_fast = self.choose(&mut hot, &mut cold, avail);
+        let chosen = |p: &PageId| in_fast.binary_search(p).is_ok();
         let mut down: Vec<PageId> = hot
             .iter()
             .chain(&cold)
             .copied()
-            .filter(|&p| self.residency.tier(p) == Some(FAST) && !chosen.contains(&p))
+            .filter(|&p| self.residency.tier(p) == Some(FAST) && !chosen(&p))
             .collect();
         down.sort_unstable();
         let up: Vec<PageId> = in_fast
@@ -278,40 +374,90 @@ impl StaticPlace {
         let mut slow_free = tel.tier(SLOW).map_or(0, |t| t.free_pages());
         let (mut d, mut u) = (down.into_iter().peekable(), up.into_iter().peekable());
         loop {
-            if d.peek().is_some() && slow_free > 0 {
-                let p = d.next().unwrap_or_else(|| unreachable!());
-                out.push(Action::Migrate {
-                    page: p,
-                    to: SLOW,
-                    mode: MigrateMode::Async,
-                    keep_shadow: false,
-                });
-                self.demotions += 1;
+            let (page, to) = if d.peek().is_some() && slow_free > 0 {
                 slow_free -= 1;
                 fast_free += 1;
+                (d.next(), SLOW)
             } else if u.peek().is_some() && fast_free > 0 {
-                let p = u.next().unwrap_or_else(|| unreachable!());
-                out.push(Action::Migrate {
-                    page: p,
-                    to: FAST,
-                    mode: MigrateMode::Async,
-                    keep_shadow: false,
-                });
-                self.promotions += 1;
                 fast_free -= 1;
                 slow_free += 1;
+                (u.next(), FAST)
             } else {
                 break;
-            }
+            };
+            let page = page.unwrap_or_else(|| unreachable!("peeked"));
+            self.plan.push_back(Move { page, to, tries: 0 });
         }
         self.stuck = (d.count() + u.count()) as u64;
         self.placed_at_ns = Some(tel.now_ns);
+        self.issue(tel.now_ns, out);
 
         // the placement is done: drop the per-page tables
         self.pages_tracked = self.residency.count(FAST) + self.residency.count(SLOW);
         self.table_bytes = (self.owner.bytes() + self.residency.page_space() as usize) as u64;
         self.residency = Residency::default();
         self.owner = Dense::new(NO_OWNER);
+    }
+}
+
+impl StaticPlace {
+    /// Issue the plan's next migrations, keeping at most `batch` in flight.
+    fn issue(&mut self, now_ns: u64, out: &mut Vec<Action>) {
+        while self.in_flight.len() < self.batch {
+            let Some(m) = self.plan.pop_front() else {
+                break;
+            };
+            if self.in_flight.contains_key(&m.page) {
+                // a retry of a page whose earlier attempt is still in flight: later
+                self.plan.push_back(m);
+                break;
+            }
+            out.push(Action::Migrate {
+                page: m.page,
+                to: m.to,
+                mode: MigrateMode::Async,
+                keep_shadow: false,
+            });
+            if m.tries == 0 {
+                if m.to == FAST {
+                    self.promotions += 1;
+                } else {
+                    self.demotions += 1;
+                }
+            }
+            self.in_flight.insert(
+                m.page,
+                Move {
+                    tries: m.tries + 1,
+                    ..m
+                },
+            );
+        }
+        if self.plan.is_empty() && self.in_flight.is_empty() && self.done_at_ns.is_none() {
+            self.done_at_ns = Some(now_ns);
+        }
+    }
+
+    fn observe_results(&mut self, tel: &Telemetry) {
+        for r in &tel.migrations {
+            let Some(m) = self.in_flight.remove(&r.page) else {
+                continue;
+            };
+            match r.outcome {
+                MigrationOutcome::Done | MigrationOutcome::AlreadyThere => {
+                    self.migrations_done += 1
+                }
+                MigrationOutcome::NoSpace
+                | MigrationOutcome::Refused
+                | MigrationOutcome::Aborted
+                    if m.tries < TRIES =>
+                {
+                    self.retries += 1;
+                    self.plan.push_back(m);
+                }
+                _ => self.migrations_failed += 1,
+            }
+        }
     }
 }
 
@@ -334,19 +480,17 @@ impl Policy for StaticPlace {
         TelemetryNeeds::default()
     }
 
-    fn init(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, _out: &mut Vec<Action>) {
+    fn init(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         self.learn_objects(&tel.objects);
+        if !self.target.is_empty() {
+            self.bind(tel, out);
+        }
     }
 
     fn step(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         if self.placed_at_ns.is_some() {
-            for m in &tel.migrations {
-                if m.outcome == MigrationOutcome::Done {
-                    self.migrations_done += 1;
-                } else {
-                    self.migrations_failed += 1;
-                }
-            }
+            self.observe_results(tel);
+            self.issue(tel.now_ns, out);
             return;
         }
         self.learn_objects(&tel.objects);
@@ -373,7 +517,17 @@ impl Policy for StaticPlace {
             ("hot_pages_fast", self.hot_fast as f64),
             ("cold_pages_fast", self.cold_fast as f64),
             ("hot_shortfall", self.hot_shortfall as f64),
+            (
+                "done_at_ms",
+                self.done_at_ns.map_or(f64::NAN, |t| t as f64 / 1e6),
+            ),
             ("migrations_unordered", self.stuck as f64),
+            (
+                "migrations_outstanding",
+                (self.plan.len() + self.in_flight.len()) as f64,
+            ),
+            ("migrations_retried", self.retries as f64),
+            ("bind_ranges", self.bind_ranges as f64),
             ("promotions_issued", self.promotions as f64),
             ("demotions_issued", self.demotions as f64),
             (
@@ -401,7 +555,6 @@ mod tests {
     use super::*;
     use crate::testbed::Machine;
     use proptest::prelude::*;
-    use tierkit_core::TierId;
 
     fn object(pid: Pid, name: &str, first: u64, pages: u64) -> ObjectInfo {
         ObjectInfo {
@@ -425,7 +578,8 @@ mod tests {
         StaticPlace::new(&Params::resolve("static", PARAMS, &raw).unwrap())
     }
 
-    /// First-touch allocation of a page range: fast while it has room, then slow.
+    /// First-touch allocation of a page range that ignores bindings (a machine without mbind,
+    /// or pages allocated before the policy started): fast while it has room, then slow.
     fn first_touch(m: &mut Machine, pages: std::ops::Range<u64>, pid: Pid) {
         for p in pages {
             let t = if m.used(FAST) < m.cap[FAST as usize] {
@@ -532,6 +686,55 @@ mod tests {
         );
     }
 
+    /// With the bindings honoured at first touch, the placement needs no migration when the
+    /// target allocates first, and only a correction when another process took fast pages first.
+    #[test]
+    fn binds_the_placement_before_allocation() {
+        for antagonist_first in [false, true] {
+            let mut m = gups();
+            let mut pol = policy(&[("hot_fraction", "0.5")]);
+            let binds = m.init(&mut pol);
+            // every target page is bound, in runs; the antagonist's are not
+            let bound: u64 = binds
+                .iter()
+                .map(|a| match a {
+                    Action::BindRange { first, pages, .. } => {
+                        assert!(first.0 >= 100 && first.0 + pages <= 340);
+                        *pages
+                    }
+                    _ => panic!("{a:?}"),
+                })
+                .sum();
+            assert_eq!(bound, 240);
+            assert!(binds.len() < 240);
+            assert_eq!(
+                (0..400)
+                    .filter(|&p| m.bind.get(p).copied().flatten() == Some(FAST))
+                    .count(),
+                50
+            );
+            if antagonist_first {
+                m.touch(400..410, 1);
+            }
+            m.touch(140..340, 0);
+            m.touch(100..140, 0);
+            if !antagonist_first {
+                m.touch(400..410, 1);
+            }
+            let out = m.run_for(&mut pol, vec![], 3);
+            let other_fast = tiers_of(&m, 400..410, FAST);
+            assert_eq!(other_fast, if antagonist_first { 10 } else { 0 });
+            if antagonist_first {
+                assert!(!out.is_empty());
+            } else {
+                assert!(out.is_empty(), "{out:?}");
+            }
+            assert_eq!(tiers_of(&m, 100..140, FAST), 20);
+            assert_eq!(tiers_of(&m, 140..340, FAST), 30 - other_fast);
+            assert_eq!((m.used(FAST), m.nospace), (50, 0));
+        }
+    }
+
     #[test]
     fn places_what_is_resident_after_the_wait_limit() {
         let mut m = gups();
@@ -545,6 +748,39 @@ mod tests {
         m.run_for(&mut pol, vec![], 1);
         assert_eq!(tiers_of(&m, 100..120, FAST), 20);
         assert_eq!(stat(&pol, "hot_pages"), 20.0);
+    }
+
+    #[test]
+    fn paces_the_plan_and_retries_refused_migrations() {
+        let mut m = gups();
+        let mut pol = policy(&[("hot_fraction", "0.5"), ("batch_pages", "4")]);
+        m.init(&mut pol);
+        first_touch(&mut m, 400..410, 1);
+        first_touch(&mut m, 140..340, 0);
+        first_touch(&mut m, 100..140, 0);
+        // the first two migrations (demotions) are refused: they go to the end of the plan, and
+        // the promotions that needed their room fail once for lack of it, then succeed
+        m.refuse_next = 2;
+        let mut epochs = 0;
+        loop {
+            let out = m.run_for(&mut pol, vec![], 1);
+            assert!(out.len() <= 4);
+            epochs += 1;
+            if stat(&pol, "done_at_ms").is_finite() {
+                break;
+            }
+            assert!(epochs < 100);
+        }
+        assert!(epochs > 5);
+        assert_eq!(tiers_of(&m, 100..140, FAST), 20);
+        assert_eq!(tiers_of(&m, 140..340, FAST), 20);
+        assert_eq!(m.used(FAST), 50);
+        assert!(stat(&pol, "migrations_retried") >= 2.0);
+        assert_eq!(stat(&pol, "migrations_failed"), 0.0);
+        assert_eq!(
+            stat(&pol, "migrations_done"),
+            stat(&pol, "migrations_issued")
+        );
     }
 
     #[test]

@@ -23,6 +23,8 @@ pub struct Machine {
     /// Refuse this many of the next migrations (outcome `Refused`), for failure-path tests.
     pub refuse_next: u64,
     pub bindings: Vec<(Pid, String, TierId)>,
+    /// Per-page mbind targets from `BindRange`, honoured by [`Machine::touch`].
+    pub bind: Vec<Option<TierId>>,
     pub sampling: Option<(u64, SampleFilter)>,
     allocated: Vec<PageEvent>,
     freed: Vec<PageEvent>,
@@ -61,6 +63,7 @@ impl Machine {
             nospace: 0,
             refuse_next: 0,
             bindings: Vec::new(),
+            bind: Vec::new(),
             sampling: None,
             allocated: Vec::new(),
             freed: Vec::new(),
@@ -90,6 +93,20 @@ impl Machine {
             pid,
             tier: t,
         });
+    }
+
+    /// First touch of a page range: each page goes to its bound tier if it has room, else to
+    /// the first tier (fast, then slow) with room.
+    pub fn touch(&mut self, pages: std::ops::Range<u64>, pid: Pid) {
+        for p in pages {
+            let pref = self.bind.get(p as usize).copied().flatten();
+            let t = pref
+                .into_iter()
+                .chain(0..self.cap.len() as TierId)
+                .find(|&t| self.used(t) < self.cap[t as usize])
+                .expect("every tier is full");
+            self.alloc(p, t, pid);
+        }
     }
 
     pub fn free(&mut self, p: u64) {
@@ -176,6 +193,15 @@ impl Machine {
                 Action::SetSampling { period, filter } => self.sampling = Some((*period, *filter)),
                 Action::BindObject { pid, object, tier } => {
                     self.bindings.push((*pid, object.clone(), *tier))
+                }
+                Action::BindRange { first, pages, tier } => {
+                    let end = (first.0 + pages) as usize;
+                    if self.bind.len() < end {
+                        self.bind.resize(end, None);
+                    }
+                    self.bind[first.0 as usize..end]
+                        .iter_mut()
+                        .for_each(|b| *b = Some(*tier));
                 }
                 _ => {}
             }
