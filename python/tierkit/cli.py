@@ -236,6 +236,29 @@ def build_parser() -> Parser:
         help="output directory (default: demo-out)",
     )
     demo.add_argument("--quick", action="store_true", help="short simulated durations (a smoke test)")
+
+    repro = sub.add_parser(
+        "reproduce",
+        help="reproduce a paper's results: report.md, figures (PNG) and claims.json",
+        description=textwrap.dedent(
+            """\
+            Re-run a paper's experiments on the simulated machine and check its claims. Writes
+            report.md (tables, figures, and where ours differs and why), the figures as PNG, and
+            claims.json: a list of {claim, paper, ours, holds, note} objects. Claims are directions
+            and rough sizes; `holds` is computed from the runs.
+
+            Reproductions: colloid (Colloid, SOSP'24)."""
+        ),
+        formatter_class=formatter,
+    )
+    repro.add_argument("paper", metavar="PAPER", help="which paper: colloid")
+    repro.add_argument(
+        "--out", type=Path, metavar="DIR", help="output directory (default: reproduce-PAPER)"
+    )
+    repro.add_argument("--quick", action="store_true", help="CI-sized runs (smaller, shorter)")
+    repro.add_argument(
+        "--workers", type=int, metavar="N", help="parallel simulation processes (default: one per core)"
+    )
     return parser
 
 
@@ -338,7 +361,25 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from tierkit.progress import stderr_is_terminal
+    from tierkit.reproduce import check, reproduce
+
+    check(args.paper)
+    out = args.out or Path(f"reproduce-{args.paper}")
+    _check_out_dir(out)
+    if args.workers is not None and args.workers < 1:
+        raise CliError(f"--workers must be at least 1, got {args.workers}")
+    claims = reproduce(args.paper, out=out, quick=args.quick, workers=args.workers, progress=stderr_is_terminal())
+    held = sum(c.holds for c in claims)
+    sys.stdout.write(f"{out / 'report.md'}: {held} of {len(claims)} claims hold\n")
+    for c in claims:
+        sys.stdout.write(f"  [{'ok' if c.holds else 'NO'}] {c.claim}: paper {c.paper}; ours {c.ours}\n")
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "reproduce": cmd_reproduce,
     "run": cmd_run,
     "list": cmd_list,
     "describe": cmd_describe,

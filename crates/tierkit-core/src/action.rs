@@ -58,6 +58,9 @@ pub enum Action {
     SetMigration { pid: Pid, enabled: bool },
     /// Limit a process's fast-tier pages (Vulcan partitions). `None` removes the limit.
     SetPartition { pid: Pid, fast_pages: Option<u64> },
+    /// A layer vetoes a migration its base asked for (Alto regulating promotions): nothing moves,
+    /// and the base sees the migration's result as `Refused` in the next telemetry.
+    Refuse { page: PageId, to: TierId },
     /// mbind(2) a range of not-yet-allocated pages to a tier: when they are first touched they
     /// go there (spilling if it is full). Takes precedence over an object binding. Manual
     /// placements (Colloid's best case) use it before the workload starts.

@@ -153,6 +153,33 @@ pub struct ProcInfo {
     pub migration_enabled: bool,
 }
 
+/// Machine constants measured once by calibration (`tierkit calibrate`): the simulator's
+/// platform presets carry them, a real host loads them from a calibration file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Calibration {
+    /// AOL of the sequential microbenchmark (high MLP) on the fast tier, cycles: Alto's AOL_low.
+    pub aol_low_cycles: f64,
+    /// AOL of the pointer-chase microbenchmark (MLP 1) on the fast tier, cycles: Alto's AOL_high.
+    pub aol_high_cycles: f64,
+    /// The slowdown predictor's K = 1 / (a + b / AOL) (Soar/Alto §3.2).
+    pub k_a: f64,
+    pub k_b: f64,
+}
+
+impl Calibration {
+    /// K(AOL) of the predictor.
+    pub fn k(&self, aol_cycles: f64) -> f64 {
+        1.0 / (self.k_a + self.k_b / aol_cycles.max(1e-9))
+    }
+    /// Predicted slowdown S = P x K(AOL), P = s_LLC / c (Soar/Alto §3.2).
+    pub fn predict_slowdown(&self, stalls_l3_miss: f64, cycles: f64, aol_cycles: f64) -> f64 {
+        if cycles <= 0.0 {
+            return 0.0;
+        }
+        stalls_l3_miss / cycles * self.k(aol_cycles)
+    }
+}
+
 /// One epoch's observations.
 #[derive(Clone, Debug, Default)]
 pub struct Telemetry {
@@ -171,6 +198,8 @@ pub struct Telemetry {
     pub freed: Vec<PageEvent>,
     pub processes: Vec<ProcInfo>,
     pub objects: Vec<ObjectInfo>,
+    /// The machine's calibration constants, when known.
+    pub calibration: Option<Calibration>,
 }
 
 impl Telemetry {

@@ -7,6 +7,7 @@ use tierkit_core::params::{Params, PolicySpec};
 use tierkit_core::policy::Builder;
 use tierkit_core::{suggest, Error, Policy, PolicyInfo, Result};
 
+pub mod alto;
 pub mod colloid;
 pub mod common;
 pub mod hemem;
@@ -33,6 +34,7 @@ pub static REGISTRY: &[&PolicyInfo] = &[
     &nbt::INFO,
     &nomad::INFO,
     &colloid::INFO,
+    &alto::INFO,
 ];
 
 /// Look a policy up by name.

@@ -450,17 +450,18 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
     })?;
     let page = page_bytes(&ctx, r.raw("page_size"), defaults.page_bytes)?;
     let fast_gb = r.f64_opt("fast_tier_gb", 0.0, 1e6)?;
-    let ratio =
-        match r.raw("fast_ratio") {
-            None => None,
-            Some(Value::String(s)) => Some(s.as_str()),
-            Some(other) => return Err(ctx.err(
+    let ratio = match r.raw("fast_ratio") {
+        None => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(other) => {
+            return Err(ctx.err(
                 "fast_ratio",
                 format!(
                     "expected \"F:S\" such as \"1:2\" (fast:slow of the footprint), got {other}"
                 ),
-            )),
-        };
+            ))
+        }
+    };
     let fast = match (fast_gb, ratio) {
         (Some(_), Some(_)) => {
             return Err(ctx.err("fast_ratio", "give fast_tier_gb or fast_ratio, not both"))

@@ -5,6 +5,7 @@
 //! law, exact Poisson sampling, hint faults, access bits and migration costs. Policies from
 //! `tierkit-policies` see only [`tierkit_core::Telemetry`].
 
+pub mod calibrate;
 pub mod config;
 pub mod curve;
 pub mod dist;

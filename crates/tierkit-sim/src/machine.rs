@@ -331,6 +331,7 @@ impl Machine {
         t.epoch_ns = self.epoch_ns as u64;
         t.page_bytes = self.exp.page_bytes;
         t.cpu_ghz = self.cpu_ghz;
+        t.calibration = self.exp.platform.calibration.clone();
         t.tiers = self
             .exp
             .platform
@@ -1382,6 +1383,21 @@ impl Machine {
                     if let Some(p) = self.procs.get_mut(pid as usize) {
                         p.partition = fast_pages;
                     }
+                }
+                Action::Refuse { page, to } => {
+                    let from = self
+                        .page_tier
+                        .get(page.0 as usize)
+                        .copied()
+                        .filter(|&t| t != NONE)
+                        .unwrap_or(to);
+                    self.sync_results.push(MigrationResult {
+                        page,
+                        from,
+                        to,
+                        outcome: MigrationOutcome::Refused,
+                        remap: false,
+                    });
                 }
                 Action::BindRange { first, pages, tier } => {
                     let n = self.page_tier.len();

@@ -1,5 +1,7 @@
 //! Platform presets: the papers' testbeds as tier curves, CPU frequency and costs.
 
+use tierkit_core::telemetry::Calibration;
+
 use crate::curve::{Curve, QueueFit};
 
 /// One memory tier of a platform.
@@ -61,6 +63,8 @@ pub struct Platform {
     pub max_mlp: f64,
     pub llc_mb: f64,
     pub llc_ways: u32,
+    /// Constants measured by `tierkit calibrate` on this preset (recorded; a test re-measures).
+    pub calibration: Option<Calibration>,
 }
 
 /// A queueing curve from the rule used where a paper gives only unloaded latency and peak
@@ -133,6 +137,13 @@ fn icx_numa() -> Platform {
         max_mlp: 12.0,
         llc_mb: 48.0,
         llc_ways: 12,
+        // `tierkit calibrate --platform icx-numa` (re-measured by calibrate::tests)
+        calibration: Some(Calibration {
+            aol_low_cycles: 28.13716923536779,
+            aol_high_cycles: 196.23693652432283,
+            k_a: 1.0779797672140445,
+            k_b: -0.04262171844022109,
+        }),
     }
 }
 
@@ -150,6 +161,13 @@ fn skx_cxl_emu() -> Platform {
         max_mlp: 10.0,
         llc_mb: 22.0,
         llc_ways: 11,
+        // `tierkit calibrate --platform skx-cxl-emu` (re-measured by calibrate::tests)
+        calibration: Some(Calibration {
+            aol_low_cycles: 27.468267324240152,
+            aol_high_cycles: 189.71028778349444,
+            k_a: 0.9022675791208826,
+            k_b: -0.2868448792629903,
+        }),
     }
 }
 
@@ -200,6 +218,13 @@ fn spr_cxl() -> Platform {
         max_mlp: 16.0,
         llc_mb: 105.0,
         llc_ways: 15,
+        // `tierkit calibrate --platform spr-cxl` (re-measured by calibrate::tests)
+        calibration: Some(Calibration {
+            aol_low_cycles: 34.28155503891964,
+            aol_high_cycles: 239.51838144966064,
+            k_a: 0.7265202634737303,
+            k_b: 0.09143138454096987,
+        }),
     }
 }
 
@@ -218,6 +243,13 @@ fn spr_cmmd() -> Platform {
         max_mlp: 16.0,
         llc_mb: 60.0,
         llc_ways: 15,
+        // `tierkit calibrate --platform spr-cmmd` (re-measured by calibrate::tests)
+        calibration: Some(Calibration {
+            aol_low_cycles: 38.52746179565438,
+            aol_high_cycles: 269.13706399720456,
+            k_a: 0.776810534054543,
+            k_b: -0.926798776999858,
+        }),
     }
 }
 

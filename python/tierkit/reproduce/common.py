@@ -1,0 +1,166 @@
+"""The machinery every reproduction shares: parallel runs, claims, and the report."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One simulated run: experiment, policy spec, overrides, seed, and a label for tables."""
+
+    label: str
+    experiment: str
+    policy: str
+    overrides: tuple[str, ...] = ()
+    seed: int = 1
+    timeseries: bool = False
+
+
+@dataclass
+class Claim:
+    """A claim of the paper checked against our run: ``holds`` is computed, never typed in."""
+
+    claim: str
+    paper: str
+    ours: str
+    holds: bool
+    note: str = ""
+
+
+def _run_one(spec: RunSpec) -> tuple[dict[str, Any], dict[str, list[float]] | None]:
+    import tierkit
+
+    r = tierkit.run(spec.experiment, policy=spec.policy, overrides=list(spec.overrides), seed=spec.seed)
+    series = r.timeseries.to_dict(orient="list") if spec.timeseries else None
+    return r.summary, series
+
+
+@dataclass
+class Context:
+    paper: str
+    out: Path
+    quick: bool = False
+    workers: int | None = None
+    progress: bool = False
+    claims: list[Claim] = field(default_factory=list)
+    sections: list[str] = field(default_factory=list)
+    figures: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+
+    # ------------------------------------------------------------------ running
+
+    def grid(self, specs: Sequence[RunSpec]) -> pd.DataFrame:
+        """Run every spec (in parallel processes) and return one row per run: the label, the
+        spec, and the summary's main fields; ``summary`` holds the whole summary dict and
+        ``series`` the time series when asked for."""
+        workers = self.workers or min(len(specs), os.cpu_count() or 1)
+        results: list[tuple[dict[str, Any], dict[str, list[float]] | None]]
+        if workers <= 1 or len(specs) <= 1:
+            results = [_run_one(s) for s in self._tracked(specs)]
+        else:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                results = list(self._tracked(specs, pool.map(_run_one, specs)))
+        rows = []
+        for spec, (summary, series) in zip(specs, results):
+            rows.append(
+                {
+                    "label": spec.label,
+                    "experiment": spec.experiment,
+                    "policy": spec.policy,
+                    "overrides": " ".join(spec.overrides),
+                    "seed": spec.seed,
+                    "throughput_ops_per_s": summary["throughput_ops_per_s"],
+                    "slowdown_vs_fast_only": summary["slowdown_vs_fast_only"],
+                    "sim_seconds": summary["sim_seconds"],
+                    "promotions": summary["promotions"],
+                    "demotions": summary["demotions"],
+                    "summary": summary,
+                    "series": series,
+                }
+            )
+        return pd.DataFrame(rows)
+
+    def _tracked(self, specs: Sequence[RunSpec], it: Any = None) -> Any:
+        source = it if it is not None else specs
+        if not self.progress:
+            yield from source
+            return
+        from rich.progress import Progress
+
+        with Progress(transient=True) as bar:
+            task = bar.add_task(f"reproduce {self.paper}", total=len(specs))
+            for item in source:
+                yield item
+                bar.advance(task)
+
+    def dur(self, full: float, quick: float) -> float:
+        """A duration for the mode."""
+        return quick if self.quick else full
+
+    # ------------------------------------------------------------------ claims and report
+
+    def claim(self, claim: str, paper: str, ours: str, holds: bool, note: str = "") -> None:
+        self.claims.append(Claim(claim=claim, paper=paper, ours=ours, holds=bool(holds), note=note))
+
+    def section(self, title: str, text: str = "") -> None:
+        self.sections.append(f"## {title}\n\n{text.strip()}\n" if text else f"## {title}\n")
+
+    def table(self, df: pd.DataFrame, floatfmt: str = ".3g") -> None:
+        self.sections.append(_markdown_table(df, floatfmt) + "\n")
+
+    def text(self, text: str) -> None:
+        self.sections.append(text.strip() + "\n")
+
+    def figure(self, fig: Any, name: str, caption: str) -> None:
+        path = self.out / f"{name}.png"
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        self.figures.append(path.name)
+        self.sections.append(f"![{caption}]({path.name})\n\n*{caption}*\n")
+
+    def finish(self, title: str, intro: str) -> None:
+        held = sum(c.holds for c in self.claims)
+        lines = [
+            f"# {title}",
+            "",
+            intro.strip(),
+            "",
+            f"Mode: {'quick (CI-sized)' if self.quick else 'full'}. Claims holding: {held} of {len(self.claims)}.",
+            "",
+            "## Claims",
+            "",
+            "| claim | paper | ours | holds |",
+            "|---|---|---|---|",
+        ]
+        for c in self.claims:
+            ours = c.ours + (f" ({c.note})" if c.note else "")
+            lines.append(f"| {c.claim} | {c.paper} | {ours} | {'yes' if c.holds else '**no**'} |")
+        lines.append("")
+        lines.extend(self.sections)
+        (self.out / "report.md").write_text("\n".join(lines) + "\n")
+        (self.out / "claims.json").write_text(json.dumps([asdict(c) for c in self.claims], indent=2) + "\n")
+
+
+def _markdown_table(df: pd.DataFrame, floatfmt: str) -> str:
+    cols = list(df.columns)
+    out = ["| " + " | ".join(str(c) for c in cols) + " |", "|" + "---|" * len(cols)]
+    for _, row in df.iterrows():
+        cells = []
+        for c in cols:
+            v = row[c]
+            cells.append(format(v, floatfmt) if isinstance(v, float) else str(v))
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
