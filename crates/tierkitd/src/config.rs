@@ -1,0 +1,398 @@
+//! The command line and the TOML config file. The file takes the flags' names as keys
+//! (`fast-nodes = "0"`; `_` may stand for `-`), plus the daemon settings that have no flag
+//! (`interval-ms`, `migrate-mib-s`, ...). Flags win over the file. Unknown keys and bad values
+//! are errors that name the key.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::error::{Error, Result};
+use crate::linux::{Settings, Targets};
+use crate::log::Format;
+use crate::source::damon::Attrs;
+use crate::topology::parse_list;
+
+/// tierkitd: run a tierkit tiering policy on real Linux processes.
+///
+/// Watches the given processes (or a cgroup's), reads their page placement and access telemetry
+/// (PEBS samples, DAMON, or soft-dirty bits, best available), runs the policy every interval and
+/// moves pages between the fast and slow NUMA nodes with move_pages(2).
+#[derive(Parser, Debug, Default)]
+#[command(name = "tierkitd", version, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// Target process IDs (several after one --pid, or --pid repeated). Only these are touched.
+    #[arg(long, value_name = "PID", num_args = 1.., conflicts_with = "cgroup")]
+    pub pid: Vec<u32>,
+    /// Target a cgroup v2 directory instead: its cgroup.procs is re-read every interval.
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<PathBuf>,
+    /// Policy spec, as in the simulator: base[:k=v,...][+layer...], e.g. `hemem:sample_period=5003`.
+    #[arg(long, value_name = "SPEC")]
+    pub policy: Option<String>,
+    /// TOML file with the same keys as the flags plus daemon settings (see the operator guide).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Nodes of the fast tier (e.g. `0` or `0-1`); default: from the kernel's memory tiers, else the nodes with CPUs.
+    #[arg(long, value_name = "LIST")]
+    pub fast_nodes: Option<String>,
+    /// Nodes of the slow tier; default: the other memory nodes.
+    #[arg(long, value_name = "LIST")]
+    pub slow_nodes: Option<String>,
+    /// The targets' fast-tier budget in bytes (suffixes K, M, G, KiB, MiB, GiB accepted).
+    #[arg(long, value_name = "BYTES")]
+    pub fast_limit: Option<String>,
+    /// Decide but migrate nothing; log what would move.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Serve Prometheus metrics on this loopback address (e.g. 127.0.0.1:9464).
+    #[arg(long, value_name = "127.0.0.1:PORT")]
+    pub metrics_addr: Option<String>,
+    /// Log format on stderr.
+    #[arg(long, value_name = "text|json")]
+    pub log_format: Option<String>,
+}
+
+const AFTER_HELP: &str = "\
+Config-file-only settings (defaults): interval-ms (500), batch-pages (4096), migrate-mib-s (512; 0 = unlimited),
+fast-reserve-pct (2), source (auto | pebs | damon | softdirty), samples-per-page (1.0), damon-sample-us (5000),
+damon-aggr-us (100000), damon-update-us (1000000), damon-min-regions (10), damon-max-regions (500),
+status-every-s (10).
+
+Exit status: 0 after SIGTERM/SIGINT, 2 for bad flags or config, 1 when the host cannot serve the policy
+(missing telemetry, rights, topology). See docs/operator-guide.md.";
+
+/// Which telemetry source to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourcePref {
+    Auto,
+    Pebs,
+    Damon,
+    SoftDirty,
+}
+
+/// Everything tierkitd runs with, validated.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub targets: Targets,
+    pub policy: String,
+    pub fast_nodes: Option<Vec<u32>>,
+    pub slow_nodes: Option<Vec<u32>>,
+    pub settings: Settings,
+    pub metrics_addr: Option<SocketAddr>,
+    pub log_format: Format,
+    pub source: SourcePref,
+    pub damon: Attrs,
+    pub samples_per_page: f64,
+    pub status_every: Duration,
+}
+
+const KEYS: &[&str] = &[
+    "pid",
+    "cgroup",
+    "policy",
+    "fast-nodes",
+    "slow-nodes",
+    "fast-limit",
+    "dry-run",
+    "metrics-addr",
+    "log-format",
+    "interval-ms",
+    "batch-pages",
+    "migrate-mib-s",
+    "fast-reserve-pct",
+    "source",
+    "samples-per-page",
+    "damon-sample-us",
+    "damon-aggr-us",
+    "damon-update-us",
+    "damon-min-regions",
+    "damon-max-regions",
+    "status-every-s",
+];
+
+fn cfg_err(field: &str, why: impl Into<String>) -> Error {
+    Error::Config { field: field.into(), why: why.into() }
+}
+
+/// Parse a byte count: `1073741824`, `512M`, `1.5GiB`, `64k`.
+pub fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let num: f64 = num.replace('_', "").parse().map_err(|_| format!("`{s}` is not a byte count (e.g. 512M, 2GiB, 1073741824)"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        u => return Err(format!("unknown unit `{u}` in `{s}` (use K, M, G, T)")),
+    };
+    let v = num * mult as f64;
+    if !(v.is_finite() && v >= 1.0) {
+        return Err(format!("`{s}` must be at least 1 byte"));
+    }
+    Ok(v as u64)
+}
+
+fn as_int(k: &str, v: &toml::Value, min: i64, max: i64) -> Result<i64> {
+    let i = v.as_integer().ok_or_else(|| cfg_err(k, format!("expected an integer, got {v}")))?;
+    if i < min || i > max {
+        return Err(cfg_err(k, format!("{i} is out of range [{min}, {max}]")));
+    }
+    Ok(i)
+}
+
+fn as_float(k: &str, v: &toml::Value, min: f64, max: f64) -> Result<f64> {
+    let f = v.as_float().or_else(|| v.as_integer().map(|i| i as f64)).ok_or_else(|| cfg_err(k, format!("expected a number, got {v}")))?;
+    if !(f >= min && f <= max) {
+        return Err(cfg_err(k, format!("{f} is out of range [{min}, {max}]")));
+    }
+    Ok(f)
+}
+
+fn as_str<'a>(k: &str, v: &'a toml::Value) -> Result<&'a str> {
+    v.as_str().ok_or_else(|| cfg_err(k, format!("expected a string, got {v}")))
+}
+
+/// Build the configuration from the command line and, if given, the config file.
+pub fn resolve(cli: Cli) -> Result<Config> {
+    let mut cli = cli;
+    let mut table = toml::Table::new();
+    if let Some(path) = &cli.config {
+        let text = std::fs::read_to_string(path).map_err(|e| cfg_err("--config", format!("{}: {e}", path.display())))?;
+        table = load_table(path, &text)?;
+    }
+    let file = |k: &str| table.get(k);
+    let mut s = Settings::default();
+    let mut damon = Attrs::default();
+    let mut source = SourcePref::Auto;
+    let mut samples_per_page = 1.0;
+    let mut status_every = Duration::from_secs(10);
+    // the file first, flags override
+    if cli.pid.is_empty() && cli.cgroup.is_none() {
+        if let Some(v) = file("pid") {
+            let arr = v.as_array().ok_or_else(|| cfg_err("pid", "expected an array of process ids, e.g. pid = [1234]"))?;
+            for x in arr {
+                cli.pid.push(as_int("pid", x, 1, i32::MAX as i64)? as u32);
+            }
+        }
+        if let Some(v) = file("cgroup") {
+            cli.cgroup = Some(PathBuf::from(as_str("cgroup", v)?));
+        }
+    }
+    if cli.policy.is_none() {
+        if let Some(v) = file("policy") {
+            cli.policy = Some(as_str("policy", v)?.to_string());
+        }
+    }
+    macro_rules! opt_str {
+        ($field:ident, $key:literal) => {
+            if cli.$field.is_none() {
+                if let Some(v) = file($key) {
+                    cli.$field = Some(match v {
+                        toml::Value::Integer(i) => i.to_string(),
+                        _ => as_str($key, v)?.to_string(),
+                    });
+                }
+            }
+        };
+    }
+    opt_str!(fast_nodes, "fast-nodes");
+    opt_str!(slow_nodes, "slow-nodes");
+    opt_str!(fast_limit, "fast-limit");
+    opt_str!(metrics_addr, "metrics-addr");
+    opt_str!(log_format, "log-format");
+    if !cli.dry_run {
+        if let Some(v) = file("dry-run") {
+            cli.dry_run = v.as_bool().ok_or_else(|| cfg_err("dry-run", format!("expected true or false, got {v}")))?;
+        }
+    }
+    for (k, v) in &table {
+        match k.as_str() {
+            "interval-ms" => s.interval = Duration::from_millis(as_int(k, v, 10, 3_600_000)? as u64),
+            "batch-pages" => s.batch_pages = as_int(k, v, 1, 1 << 20)? as usize,
+            "migrate-mib-s" => s.migrate_mib_s = as_float(k, v, 0.0, 1e7)?,
+            "fast-reserve-pct" => s.fast_reserve_pct = as_float(k, v, 0.0, 90.0)?,
+            "samples-per-page" => samples_per_page = as_float(k, v, 0.001, 1000.0)?,
+            "damon-sample-us" => damon.sample_us = as_int(k, v, 100, 10_000_000)? as u64,
+            "damon-aggr-us" => damon.aggr_us = as_int(k, v, 1000, 100_000_000)? as u64,
+            "damon-update-us" => damon.update_us = as_int(k, v, 1000, 1_000_000_000)? as u64,
+            "damon-min-regions" => damon.min_regions = as_int(k, v, 3, 1 << 20)? as u64,
+            "damon-max-regions" => damon.max_regions = as_int(k, v, 3, 1 << 20)? as u64,
+            "status-every-s" => status_every = Duration::from_secs(as_int(k, v, 1, 86400)? as u64),
+            "source" => {
+                source = match as_str(k, v)? {
+                    "auto" => SourcePref::Auto,
+                    "pebs" => SourcePref::Pebs,
+                    "damon" => SourcePref::Damon,
+                    "softdirty" => SourcePref::SoftDirty,
+                    o => return Err(cfg_err(k, format!("`{o}` is not one of auto, pebs, damon, softdirty"))),
+                }
+            }
+            _ => {}
+        }
+    }
+    if damon.min_regions > damon.max_regions {
+        return Err(cfg_err("damon-min-regions", "must not exceed damon-max-regions"));
+    }
+    if damon.aggr_us < damon.sample_us {
+        return Err(cfg_err("damon-aggr-us", "must be at least damon-sample-us"));
+    }
+    let targets = match (cli.pid.is_empty(), cli.cgroup) {
+        (false, Some(_)) => return Err(cfg_err("--pid/--cgroup", "give either process ids or a cgroup, not both")),
+        (false, None) => {
+            let mut p = cli.pid.clone();
+            p.sort_unstable();
+            p.dedup();
+            if p.contains(&0) {
+                return Err(cfg_err("--pid", "0 is not a process id"));
+            }
+            Targets::Pids(p)
+        }
+        (true, Some(c)) => Targets::Cgroup(c),
+        (true, None) => return Err(cfg_err("--pid/--cgroup", "no targets: give --pid PID... or --cgroup PATH")),
+    };
+    let policy = cli.policy.ok_or_else(|| cfg_err("--policy", "missing: give a policy spec, e.g. --policy hemem"))?;
+    let nodes = |flag: &str, v: Option<String>| -> Result<Option<Vec<u32>>> {
+        v.map(|s| parse_list(&s).map_err(|e| cfg_err(flag, e))).transpose()
+    };
+    s.dry_run = cli.dry_run;
+    s.fast_limit_bytes = cli.fast_limit.map(|b| parse_bytes(&b).map_err(|e| cfg_err("--fast-limit", e))).transpose()?;
+    let metrics_addr = cli
+        .metrics_addr
+        .map(|a| a.parse::<SocketAddr>().map_err(|_| cfg_err("--metrics-addr", format!("`{a}` is not an address like 127.0.0.1:9464"))))
+        .transpose()?;
+    if let Some(a) = metrics_addr {
+        if !a.ip().is_loopback() {
+            return Err(cfg_err("--metrics-addr", format!("{a} is not a loopback address (use 127.0.0.1:PORT)")));
+        }
+    }
+    let log_format = match cli.log_format.as_deref() {
+        None | Some("text") => Format::Text,
+        Some("json") => Format::Json,
+        Some(o) => return Err(cfg_err("--log-format", format!("`{o}` is not text or json"))),
+    };
+    Ok(Config {
+        targets,
+        policy,
+        fast_nodes: nodes("--fast-nodes", cli.fast_nodes)?,
+        slow_nodes: nodes("--slow-nodes", cli.slow_nodes)?,
+        settings: s,
+        metrics_addr,
+        log_format,
+        source,
+        damon: Attrs { samples_per_page, ..damon },
+        samples_per_page,
+        status_every,
+    })
+}
+
+/// Parse the file and check its keys (normalising `_` to `-`).
+fn load_table(path: &Path, text: &str) -> Result<toml::Table> {
+    let raw: toml::Table = text.parse().map_err(|e: toml::de::Error| cfg_err("--config", format!("{}: {}", path.display(), e.message())))?;
+    let mut out = toml::Table::new();
+    for (k, v) in raw {
+        let norm = k.replace('_', "-");
+        if !KEYS.contains(&norm.as_str()) {
+            return Err(cfg_err(
+                &k,
+                format!(
+                    "unknown key in {}{}; keys: {}",
+                    path.display(),
+                    tierkit_core::suggest::hint(&norm, KEYS.iter().copied()),
+                    KEYS.join(", ")
+                ),
+            ));
+        }
+        out.insert(norm, v);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cli(args: &[&str]) -> std::result::Result<Cli, clap::Error> {
+        let mut v = vec!["tierkitd"];
+        v.extend_from_slice(args);
+        Cli::try_parse_from(v)
+    }
+
+    fn with_file(text: &str, args: &[&str]) -> Result<Config> {
+        let p = std::env::temp_dir().join(format!("tierkitd-cfg-{}-{}.toml", std::process::id(), text.len()));
+        std::fs::write(&p, text).unwrap();
+        let mut a = vec!["--config", p.to_str().unwrap()];
+        a.extend_from_slice(args);
+        let r = resolve(cli(&a).unwrap());
+        let _ = std::fs::remove_file(&p);
+        r
+    }
+
+    #[test]
+    fn flags_parse() {
+        let c = resolve(cli(&["--pid", "12", "7", "--pid", "9", "--policy", "hemem", "--fast-limit", "512M", "--dry-run", "--log-format", "json", "--metrics-addr", "127.0.0.1:9464", "--slow-nodes", "1-2"]).unwrap()).unwrap();
+        assert_eq!(c.targets, Targets::Pids(vec![7, 9, 12]));
+        assert_eq!(c.settings.fast_limit_bytes, Some(512 << 20));
+        assert!(c.settings.dry_run);
+        assert_eq!(c.log_format, Format::Json);
+        assert_eq!(c.slow_nodes, Some(vec![1, 2]));
+        assert_eq!(c.metrics_addr.unwrap().port(), 9464);
+        assert!(cli(&["--pid", "1", "--cgroup", "/x", "--policy", "notier"]).is_err());
+    }
+
+    #[test]
+    fn bad_input_names_the_field() {
+        let e = |a: &[&str]| resolve(cli(a).unwrap()).unwrap_err().to_string();
+        assert!(e(&["--policy", "hemem"]).starts_with("--pid/--cgroup: no targets"));
+        assert!(e(&["--pid", "1"]).starts_with("--policy: missing"));
+        assert!(e(&["--pid", "1", "--policy", "x", "--fast-limit", "12Q"]).starts_with("--fast-limit: unknown unit `q`"));
+        assert!(e(&["--pid", "1", "--policy", "x", "--fast-nodes", "0-"]).starts_with("--fast-nodes:"));
+        assert!(e(&["--pid", "1", "--policy", "x", "--log-format", "xml"]).starts_with("--log-format: `xml`"));
+        assert!(e(&["--pid", "1", "--policy", "x", "--metrics-addr", "0.0.0.0:1"]).contains("not a loopback"));
+        assert!(e(&["--pid", "1", "--policy", "x", "--metrics-addr", "nope"]).starts_with("--metrics-addr: `nope`"));
+        assert!(e(&["--pid", "0", "--policy", "x"]).starts_with("--pid: 0"));
+    }
+
+    #[test]
+    fn config_file_keys_and_precedence() {
+        let c = with_file(
+            "pid = [5]\npolicy = \"hemem\"\nfast_nodes = \"0\"\nfast-limit = 1048576\ninterval-ms = 200\nmigrate-mib-s = 0\nsource = \"damon\"\ndamon-aggr-us = 200000\n",
+            &["--policy", "notier"],
+        )
+        .unwrap();
+        assert_eq!(c.targets, Targets::Pids(vec![5]));
+        assert_eq!(c.policy, "notier");
+        assert_eq!(c.fast_nodes, Some(vec![0]));
+        assert_eq!(c.settings.fast_limit_bytes, Some(1 << 20));
+        assert_eq!(c.settings.interval, Duration::from_millis(200));
+        assert_eq!(c.settings.migrate_mib_s, 0.0);
+        assert_eq!(c.source, SourcePref::Damon);
+        assert_eq!(c.damon.aggr_us, 200_000);
+        let e = with_file("intervl-ms = 5\n", &["--pid", "1", "--policy", "x"]).unwrap_err().to_string();
+        assert!(e.starts_with("intervl-ms: unknown key") && e.contains("did you mean `interval-ms`"), "{e}");
+        let e = with_file("interval-ms = \"fast\"\n", &["--pid", "1", "--policy", "x"]).unwrap_err().to_string();
+        assert!(e.starts_with("interval-ms: expected an integer"), "{e}");
+        let e = with_file("interval-ms = 1\n", &["--pid", "1", "--policy", "x"]).unwrap_err().to_string();
+        assert!(e.starts_with("interval-ms: 1 is out of range"), "{e}");
+        let e = with_file("source = \"perf\"\n", &["--pid", "1", "--policy", "x"]).unwrap_err().to_string();
+        assert!(e.starts_with("source: `perf`"), "{e}");
+        let e = with_file("pid = [1\n", &["--policy", "x"]).unwrap_err().to_string();
+        assert!(e.starts_with("--config: "), "{e}");
+        let e = with_file("dry-run = 3\n", &["--pid", "1", "--policy", "x"]).unwrap_err().to_string();
+        assert!(e.starts_with("dry-run: expected true or false"), "{e}");
+    }
+
+    #[test]
+    fn byte_counts() {
+        assert_eq!(parse_bytes("4096").unwrap(), 4096);
+        assert_eq!(parse_bytes("1.5GiB").unwrap(), 3 << 29);
+        assert_eq!(parse_bytes("64k").unwrap(), 65536);
+        assert!(parse_bytes("0").is_err());
+        assert!(parse_bytes("").is_err());
+    }
+}

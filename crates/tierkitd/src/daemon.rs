@@ -1,0 +1,153 @@
+//! The daemon: start-up checks and report, then the observe-decide-act loop of
+//! `tierkit_core::backend` over the Linux backend until SIGTERM or SIGINT.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tierkit_core::{backend, Backend};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::linux::{cgroup_procs, Linux, Targets};
+use crate::log::Logger;
+use crate::topology::{self, Topology};
+
+/// Set by SIGTERM/SIGINT; checked between intervals and between migration batches.
+pub static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// Install the SIGTERM and SIGINT handlers.
+pub fn install_signals() {
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe; sa_mask is
+        // initialised empty and SA_RESTART keeps our blocking reads working.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Run until stopped. Errors before the loop starts are start-up refusals.
+pub fn run(cfg: Config) -> Result<()> {
+    let log = Logger::new(cfg.log_format);
+    let mut policy = tierkit_policies::build(&cfg.policy)?;
+    let topo = Topology::read_system()?;
+    let tiers = topo.choose(cfg.fast_nodes.as_deref(), cfg.slow_nodes.as_deref())?;
+    log.info(format!("tierkitd {} starting: policy {}", env!("CARGO_PKG_VERSION"), policy.name()));
+    for l in topo.describe() {
+        log.info(format!("topology: {l}"));
+    }
+    log.info(format!(
+        "tiers: fast = node(s) {}, slow = node(s) {} ({})",
+        topology::fmt_list(&tiers.fast),
+        topology::fmt_list(&tiers.slow),
+        tiers.reason
+    ));
+    let pids = match &cfg.targets {
+        Targets::Pids(p) => p.clone(),
+        Targets::Cgroup(dir) => {
+            if !dir.join("cgroup.procs").exists() {
+                return Err(Error::Config {
+                    field: "--cgroup".into(),
+                    why: format!("{} is not a cgroup v2 directory (no cgroup.procs)", dir.display()),
+                });
+            }
+            cgroup_procs(dir)?
+        }
+    };
+    for n in crate::select::check_access(&pids)? {
+        log.info(format!("rights: {n}"));
+    }
+    let needs = policy.needs();
+    let choice = crate::select::choose(&cfg.policy, &needs, cfg.source, cfg.damon, cfg.samples_per_page)?;
+    for l in &choice.report {
+        log.info(l);
+    }
+    let s = &cfg.settings;
+    log.info(format!(
+        "settings: interval {} ms, batch {} pages, migration limit {}, fast-limit {}{}",
+        s.interval.as_millis(),
+        s.batch_pages,
+        if s.migrate_mib_s > 0.0 { format!("{} MiB/s", s.migrate_mib_s) } else { "none".into() },
+        s.fast_limit_bytes.map_or("none".into(), |b| format!("{b} bytes")),
+        if s.dry_run { ", DRY RUN: nothing will be migrated" } else { "" }
+    ));
+    install_signals();
+    let metrics_text = Arc::new(Mutex::new(String::new()));
+    if let Some(addr) = cfg.metrics_addr {
+        let bound = crate::metrics::serve(addr, metrics_text.clone())?;
+        log.info(format!("metrics: http://{bound}/metrics"));
+    }
+    let mut lx = Linux::new(cfg.targets.clone(), tiers, Path::new(topology::NODE_ROOT).into(), cfg.settings.clone(), choice.source, &STOP, log)?;
+    lx.metrics.policy = policy.name();
+    let mut actions = Vec::new();
+    backend::init(policy.as_mut(), &mut lx, &mut actions);
+    log.info(format!("running on {} target(s): {:?}", lx.pids().len(), lx.pids()));
+    let mut last_status = Instant::now();
+    let mut idle_logged = false;
+    let mut last_moves = (0u64, 0u64);
+    loop {
+        match lx.observe() {
+            Ok(()) => {}
+            Err(Error::Stopped) => break,
+            Err(e) => return Err(e),
+        }
+        let t0 = Instant::now();
+        backend::decide(policy.as_mut(), &mut lx, &mut actions);
+        let step = t0.elapsed().saturating_sub(lx.last_apply).as_secs_f64();
+        lx.metrics.step_seconds_last = step;
+        lx.metrics.step_seconds_sum += step;
+        let promos: u64 = lx.metrics.promotions.values().sum();
+        let demos: u64 = lx.metrics.demotions.values().sum();
+        let moved = (promos.saturating_sub(last_moves.0), demos.saturating_sub(last_moves.1));
+        if moved != (0, 0) {
+            log.info(format!("interval {}: promoted {} pages, demoted {}", lx.metrics.intervals, moved.0, moved.1));
+        }
+        last_moves = (promos, demos);
+        if lx.pids().is_empty() {
+            if !idle_logged {
+                log.info("no live targets; waiting for targets (SIGTERM to stop)");
+                idle_logged = true;
+            }
+        } else {
+            idle_logged = false;
+        }
+        if last_status.elapsed() >= cfg.status_every {
+            last_status = Instant::now();
+            let m = &lx.metrics;
+            log.info(format!(
+                "status: {} target(s), {}; samples/s {:.0}; promoted {promos}, demoted {demos}; errors {}; policy step {:.3} ms",
+                m.targets,
+                lx.tier_summary(),
+                m.samples_per_second,
+                m.errors.values().sum::<u64>(),
+                m.step_seconds_last * 1e3
+            ));
+        }
+        if let Ok(mut t) = metrics_text.lock() {
+            *t = lx.metrics.render();
+        }
+    }
+    lx.stop_source();
+    let m = &lx.metrics;
+    log.info(format!(
+        "stopped by signal after {} intervals: promoted {}, demoted {}, pages migrated {}",
+        m.intervals,
+        m.promotions.values().sum::<u64>(),
+        m.demotions.values().sum::<u64>(),
+        m.pages_migrated
+    ));
+    for (k, v) in policy.stats() {
+        log.debug(format!("policy stat {k} = {v}"));
+    }
+    Ok(())
+}

@@ -1,0 +1,823 @@
+//! The Linux backend: tierkit-core's [`Backend`] on a real host. Each interval it waits, finds
+//! the targets (the given PIDs, or the cgroup's `cgroup.procs` re-read), scans their present
+//! pages and nodes ([`crate::scan`]), turns changes into page events, asks the telemetry source
+//! for samples, and fills a [`Telemetry`]. It carries out the policy's migrations with batched
+//! `move_pages(2)`, demotions first, under a rate limit, and reports each page's outcome back to
+//! the policy at the next interval.
+//!
+//! Page events: a page first found present is `allocated`; a page no longer present (unmapped,
+//! or its process exited or exec'd) is `freed`; a page found on another tier than tierkitd left it
+//! (kernel reclaim demotion, NUMA balancing) is reported as a completed migration. Pages on nodes
+//! in neither tier are not shown to the policy.
+//!
+//! Tier sizes: without `--fast-limit` the fast tier's capacity is the targets' fast pages plus
+//! the fast nodes' free memory minus a reserve (`fast_reserve_pct` of the nodes' memory, so
+//! tierkitd never fills a node to the kernel's watermarks); with it, at most the limit. The slow
+//! tier is sized the same way without a limit.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use tierkit_core::{
+    Action, Backend, Mechanism, MigrationOutcome, MigrationResult, PageEvent, PageId, Pid, ProcInfo, QosClass,
+    Telemetry, TierId, TierInfo, FAST, SLOW,
+};
+
+use crate::error::{Error, Result};
+use crate::log::Logger;
+use crate::mech::{self, PAGE_SIZE};
+use crate::metrics::Metrics;
+use crate::pages::PageTable;
+use crate::scan::{self, ScanError};
+use crate::source::{Ctx, ProcPages, Source};
+use crate::topology::{self, TierMap};
+
+/// What to manage.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Targets {
+    Pids(Vec<Pid>),
+    Cgroup(PathBuf),
+}
+
+/// Daemon settings (the config file's keys; see `config.rs`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    pub interval: Duration,
+    pub batch_pages: usize,
+    /// Migration rate limit in MiB/s (0: unlimited).
+    pub migrate_mib_s: f64,
+    pub dry_run: bool,
+    pub fast_limit_bytes: Option<u64>,
+    pub fast_reserve_pct: f64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            interval: Duration::from_millis(500),
+            batch_pages: 4096,
+            migrate_mib_s: 512.0,
+            dry_run: false,
+            fast_limit_bytes: None,
+            fast_reserve_pct: 2.0,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Proc {
+    name: String,
+    exe: String,
+    pages: ProcPages,
+    migration_enabled: bool,
+    fast_cap: Option<u64>,
+    promotions: u64,
+    demotions: u64,
+    threads: u32,
+    gone: bool,
+}
+
+/// A token bucket of pages.
+struct Bucket {
+    rate: f64,
+    tokens: f64,
+    last: Instant,
+}
+
+impl Bucket {
+    fn take(&mut self, want: usize) -> usize {
+        if self.rate <= 0.0 {
+            return want;
+        }
+        let now = Instant::now();
+        self.tokens = (self.tokens + now.duration_since(self.last).as_secs_f64() * self.rate).min(self.rate);
+        self.last = now;
+        let n = (self.tokens.floor() as usize).min(want);
+        self.tokens -= n as f64;
+        n
+    }
+}
+
+pub struct Linux {
+    settings: Settings,
+    targets: Targets,
+    tiers: TierMap,
+    node_root: PathBuf,
+    procs: BTreeMap<Pid, Proc>,
+    table: PageTable,
+    source: Box<dyn Source>,
+    tel: Telemetry,
+    results: Vec<MigrationResult>,
+    gen: u32,
+    start: Instant,
+    next_tick: Instant,
+    last_tick: Instant,
+    bucket: Bucket,
+    stop: &'static AtomicBool,
+    log: Logger,
+    pub metrics: Metrics,
+    /// Free pages per node at the last observation.
+    node_free: BTreeMap<u32, u64>,
+    node_total: BTreeMap<u32, u64>,
+    scratch_addrs: Vec<u64>,
+    scratch_status: Vec<i32>,
+    scratch_nodes: Vec<i32>,
+    noted: BTreeSet<&'static str>,
+    /// Time spent in apply() during the last decide (to separate the policy's own time).
+    pub last_apply: Duration,
+}
+
+fn read_comm(pid: Pid) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).ok().map(|s| s.trim().to_string())
+}
+
+/// Alive and not a zombie.
+pub fn alive(pid: Pid) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next()).is_some_and(|st| st != "Z" && st != "X"),
+        Err(_) => false,
+    }
+}
+
+fn threads_of(pid: Pid) -> u32 {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.count() as u32).unwrap_or(0)
+}
+
+fn exe_of(pid: Pid) -> String {
+    std::fs::read_link(format!("/proc/{pid}/exe")).map(|p| p.display().to_string()).unwrap_or_default()
+}
+
+/// Read a cgroup's member processes.
+pub fn cgroup_procs(dir: &std::path::Path) -> Result<Vec<Pid>> {
+    let p = dir.join("cgroup.procs");
+    let text = crate::error::read_to_string(&p)?;
+    let mut v = Vec::new();
+    for l in text.lines().filter(|l| !l.trim().is_empty()) {
+        v.push(l.trim().parse().map_err(|_| Error::Parse { path: p.clone(), what: "a pid", got: l.into() })?);
+    }
+    v.sort_unstable();
+    v.dedup();
+    Ok(v)
+}
+
+fn cpu_ghz() -> f64 {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("cpu MHz"))
+                .and_then(|l| l.split(':').nth(1))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+        })
+        .map(|mhz| mhz / 1000.0)
+        .unwrap_or(2.0)
+}
+
+impl Linux {
+    pub fn new(
+        targets: Targets,
+        tiers: TierMap,
+        node_root: PathBuf,
+        settings: Settings,
+        source: Box<dyn Source>,
+        stop: &'static AtomicBool,
+        log: Logger,
+    ) -> Result<Linux> {
+        let now = Instant::now();
+        let rate = settings.migrate_mib_s * (1 << 20) as f64 / PAGE_SIZE as f64;
+        let mut l = Linux {
+            bucket: Bucket { rate, tokens: rate, last: now },
+            settings,
+            targets,
+            tiers,
+            node_root,
+            procs: BTreeMap::new(),
+            table: PageTable::default(),
+            source,
+            tel: Telemetry::default(),
+            results: Vec::new(),
+            gen: 0,
+            start: now,
+            next_tick: now,
+            last_tick: now,
+            stop,
+            log,
+            metrics: Metrics::default(),
+            node_free: BTreeMap::new(),
+            node_total: BTreeMap::new(),
+            scratch_addrs: Vec::new(),
+            scratch_status: Vec::new(),
+            scratch_nodes: Vec::new(),
+            noted: BTreeSet::new(),
+            last_apply: Duration::ZERO,
+        };
+        l.metrics.source = l.source.name();
+        l.tel.page_bytes = PAGE_SIZE;
+        l.tel.cpu_ghz = cpu_ghz();
+        l.refresh_targets(true)?;
+        l.read_nodes()?;
+        l.fill_tiers();
+        l.fill_processes();
+        l.next_tick = now + l.settings.interval;
+        Ok(l)
+    }
+
+    pub fn source_name(&self) -> &'static str {
+        self.source.name()
+    }
+
+    pub fn pids(&self) -> Vec<Pid> {
+        self.procs.iter().filter(|(_, p)| !p.gone).map(|(&pid, _)| pid).collect()
+    }
+
+    fn wanted_pids(&self) -> Result<Vec<Pid>> {
+        match &self.targets {
+            Targets::Pids(v) => Ok(v.iter().copied().filter(|&p| alive(p)).collect()),
+            Targets::Cgroup(dir) => Ok(cgroup_procs(dir)?.into_iter().filter(|&p| alive(p)).collect()),
+        }
+    }
+
+    /// Follow the target set: new members, exits, execs. Tells the source when it changed.
+    fn refresh_targets(&mut self, first: bool) -> Result<()> {
+        let want = match self.wanted_pids() {
+            Ok(v) => v,
+            Err(e) => {
+                // a cgroup removed under us: nothing to manage, keep running
+                self.metrics.error("cgroup");
+                self.log.warn(format!("targets: {e}"));
+                Vec::new()
+            }
+        };
+        let mut changed = first;
+        for &pid in &want {
+            let comm = read_comm(pid).unwrap_or_default();
+            let exe = exe_of(pid);
+            match self.procs.get_mut(&pid) {
+                None => {
+                    if !first {
+                        self.log.info(format!("pid {pid} ({comm}) joined the targets"));
+                    }
+                    self.procs.insert(
+                        pid,
+                        Proc { name: comm, exe, migration_enabled: true, pages: ProcPages { pid, ..Default::default() }, ..Default::default() },
+                    );
+                    changed = true;
+                }
+                Some(p) if p.exe != exe && !exe.is_empty() && !p.exe.is_empty() => {
+                    self.log.info(format!("pid {pid} exec'd ({} -> {exe}); its old pages are forgotten", p.exe));
+                    p.exe = exe;
+                    p.name = comm;
+                    // every page is re-learned by the next scan
+                    let ids = std::mem::take(&mut p.pages.ids);
+                    p.pages.vpns.clear();
+                    p.pages.soft_dirty.clear();
+                    for id in ids {
+                        if let Some(s) = self.table.slot(id) {
+                            self.tel.freed.push(PageEvent { page: id, pid, tier: s.tier });
+                        }
+                        self.table.release(id);
+                    }
+                    changed = true;
+                }
+                Some(_) => {}
+            }
+        }
+        let gone: Vec<Pid> = self.procs.keys().copied().filter(|p| !want.contains(p)).collect();
+        for pid in gone {
+            self.forget(pid, "exited");
+            changed = true;
+        }
+        if changed {
+            let pids = self.pids();
+            match self.source.set_targets(&pids) {
+                Ok(notes) => notes.iter().for_each(|n| self.log.info(n)),
+                Err(e) => {
+                    self.metrics.error("telemetry");
+                    self.log.error(format!("telemetry source {}: {e}", self.source.name()));
+                }
+            }
+        }
+        self.metrics.targets = self.pids().len() as u64;
+        Ok(())
+    }
+
+    /// Drop a target: its pages are freed for the policy.
+    fn forget(&mut self, pid: Pid, why: &str) {
+        let Some(p) = self.procs.remove(&pid) else { return };
+        let n = p.pages.ids.len();
+        for id in p.pages.ids {
+            if let Some(s) = self.table.slot(id) {
+                self.tel.freed.push(PageEvent { page: id, pid, tier: s.tier });
+            }
+            self.table.release(id);
+        }
+        self.metrics.target_exits += 1;
+        self.metrics.promotions.remove(&pid);
+        self.metrics.demotions.remove(&pid);
+        self.metrics.pages.retain(|(p, _), _| *p != pid);
+        self.log.info(format!("pid {pid} ({}) {why}; forgot its {n} pages; still running with {} target(s)", p.name, self.procs.len()));
+    }
+
+    fn read_nodes(&mut self) -> Result<()> {
+        for &n in self.tiers.fast.iter().chain(&self.tiers.slow) {
+            let (total, free) = topology::node_meminfo(&self.node_root, n)?;
+            self.node_free.insert(n, free * 1024 / PAGE_SIZE);
+            self.node_total.insert(n, total * 1024 / PAGE_SIZE);
+        }
+        Ok(())
+    }
+
+    fn our_pages(&self, tier: TierId) -> u64 {
+        self.procs.values().map(|p| p.pages.ids.iter().filter(|&&id| self.table.slot(id).is_some_and(|s| s.tier == tier)).count() as u64).sum()
+    }
+
+    fn fill_tiers(&mut self) {
+        let mut tiers = Vec::new();
+        for (t, nodes, name) in [(FAST, &self.tiers.fast, "fast"), (SLOW, &self.tiers.slow, "slow")] {
+            let free: u64 = nodes.iter().map(|n| self.node_free.get(n).copied().unwrap_or(0)).sum();
+            let total: u64 = nodes.iter().map(|n| self.node_total.get(n).copied().unwrap_or(0)).sum();
+            let reserve = (total as f64 * self.settings.fast_reserve_pct / 100.0) as u64;
+            let used = self.our_pages(t);
+            let mut cap = used + free.saturating_sub(reserve);
+            if t == FAST {
+                if let Some(l) = self.settings.fast_limit_bytes {
+                    cap = cap.min(l / PAGE_SIZE);
+                }
+            }
+            tiers.push(TierInfo {
+                id: t,
+                name: format!("{name} (nodes {})", topology::fmt_list(nodes)),
+                capacity_pages: cap,
+                used_pages: used,
+            });
+        }
+        self.tel.tiers = tiers;
+    }
+
+    fn fill_processes(&mut self) {
+        let mut v = Vec::new();
+        for (&pid, p) in &self.procs {
+            let mut rss = vec![0u64; 2];
+            for &id in &p.pages.ids {
+                if let Some(s) = self.table.slot(id) {
+                    rss[s.tier as usize] += 1;
+                }
+            }
+            self.metrics.pages.insert((pid, "fast"), rss[0]);
+            self.metrics.pages.insert((pid, "slow"), rss[1]);
+            v.push(ProcInfo {
+                pid,
+                name: p.name.clone(),
+                class: QosClass::BestEffort,
+                alive: !p.gone,
+                threads: p.threads,
+                rss_pages: rss,
+                demote_promoted: 0,
+                promotions: p.promotions,
+                demotions: p.demotions,
+                migration_enabled: p.migration_enabled,
+            });
+        }
+        self.tel.processes = v;
+    }
+
+    /// Scan one target and turn what changed into page events.
+    fn scan_one(&mut self, pid: Pid) {
+        let r = scan::scan(pid as i32, self.settings.batch_pages, &mut self.scratch_addrs, &mut self.scratch_status);
+        let present = match r {
+            Ok(v) => v,
+            Err(ScanError::Gone) => {
+                if let Some(p) = self.procs.get_mut(&pid) {
+                    p.gone = true;
+                }
+                return;
+            }
+            Err(ScanError::Failed(e)) => {
+                self.metrics.error("scan");
+                self.log.warn(format!("pid {pid}: scan failed, keeping last interval's view: {e}"));
+                return;
+            }
+        };
+        let gen = self.gen;
+        let mut pages = ProcPages { pid, ..Default::default() };
+        pages.vpns.reserve(present.len());
+        for p in &present {
+            let Some(tier) = self.tiers.tier_of_node(p.node as u32) else { continue };
+            let (id, new) = self.table.intern(pid, p.vpn);
+            let slot = self.table.slot_mut(id).expect("an interned page is live");
+            let old = slot.tier;
+            slot.tier = tier;
+            slot.seen = gen;
+            if new || old == crate::pages::NO_TIER {
+                self.tel.allocated.push(PageEvent { page: id, pid, tier });
+            } else if old != tier {
+                self.metrics.external_moves += 1;
+                self.tel.migrations.push(MigrationResult { page: id, from: old, to: tier, outcome: MigrationOutcome::Done, remap: false });
+            }
+            pages.vpns.push(p.vpn);
+            pages.ids.push(id);
+            pages.soft_dirty.push(p.soft_dirty);
+        }
+        let proc_ = self.procs.get_mut(&pid).expect("scanned a known target");
+        for &id in &proc_.pages.ids {
+            if let Some(s) = self.table.slot(id) {
+                if s.seen != gen {
+                    self.tel.freed.push(PageEvent { page: id, pid, tier: s.tier });
+                    self.table.release(id);
+                }
+            }
+        }
+        proc_.pages = pages;
+        proc_.threads = threads_of(pid);
+        if self.source.wants_soft_dirty() {
+            if let Err(e) = scan::clear_soft_dirty(pid as i32) {
+                if alive(pid) {
+                    self.metrics.error("clear_refs");
+                    self.log.warn(format!("pid {pid}: clear_refs: {e}"));
+                }
+            }
+        }
+    }
+
+    fn wait_for_tick(&mut self) -> Result<()> {
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(Error::Stopped);
+            }
+            let now = Instant::now();
+            if now >= self.next_tick {
+                break;
+            }
+            std::thread::sleep((self.next_tick - now).min(Duration::from_millis(50)));
+        }
+        let now = Instant::now();
+        // no catch-up bursts after a long step
+        self.next_tick = (self.next_tick + self.settings.interval).max(now + self.settings.interval / 2);
+        Ok(())
+    }
+
+    fn note_once(&mut self, key: &'static str, msg: String) {
+        if self.noted.insert(key) {
+            self.log.info(msg);
+        }
+    }
+
+    /// The node of a tier that has the most free memory (the destination of moves to it).
+    fn dest_node(&self, tier: TierId) -> Option<u32> {
+        let nodes = if tier == FAST { &self.tiers.fast } else { &self.tiers.slow };
+        nodes.iter().copied().max_by_key(|n| (self.node_free.get(n).copied().unwrap_or(0), std::cmp::Reverse(*n)))
+    }
+
+    fn result(&mut self, page: PageId, from: TierId, to: TierId, outcome: MigrationOutcome) {
+        self.results.push(MigrationResult { page, from, to, outcome, remap: false });
+    }
+
+    /// Move one batch of one target's pages to `node`; record each page's outcome.
+    fn move_batch(&mut self, pid: Pid, to: TierId, node: u32, batch: &[PageId]) {
+        self.scratch_addrs.clear();
+        for &id in batch {
+            let s = self.table.slot(id).expect("batched pages exist");
+            self.scratch_addrs.push(s.vpn * PAGE_SIZE);
+        }
+        self.scratch_nodes.clear();
+        self.scratch_nodes.resize(batch.len(), node as i32);
+        self.scratch_status.clear();
+        self.scratch_status.resize(batch.len(), 0);
+        let t0 = Instant::now();
+        let r = mech::move_pages(pid as i32, &self.scratch_addrs, Some(&self.scratch_nodes), &mut self.scratch_status, mech::MPOL_MF_MOVE);
+        self.metrics.migrate_seconds_sum += t0.elapsed().as_secs_f64();
+        let from = if to == FAST { SLOW } else { FAST };
+        match r {
+            Err(e) => {
+                let kind = mech::errno_name(e.raw_os_error().unwrap_or(0));
+                self.metrics.error(&kind);
+                let outcome = if e.raw_os_error() == Some(libc::ESRCH) {
+                    if let Some(p) = self.procs.get_mut(&pid) {
+                        p.gone = true;
+                    }
+                    self.log.info(format!("pid {pid} exited mid-batch (ESRCH): {} moves dropped", batch.len()));
+                    MigrationOutcome::NoPage
+                } else {
+                    self.log.warn(format!("pid {pid}: move_pages of {} pages failed: {kind} ({e})", batch.len()));
+                    MigrationOutcome::Refused
+                };
+                for &id in batch {
+                    self.result(id, from, to, outcome);
+                }
+            }
+            Ok(_) => {
+                let mut errs: BTreeMap<String, u64> = BTreeMap::new();
+                let mut moved = 0u64;
+                for (i, &id) in batch.iter().enumerate() {
+                    let st = self.scratch_status[i];
+                    let outcome = if st == node as i32 {
+                        moved += 1;
+                        if let Some(s) = self.table.slot_mut(id) {
+                            s.tier = to;
+                        }
+                        MigrationOutcome::Done
+                    } else if st >= 0 {
+                        *errs.entry(format!("landed on node {st}")).or_default() += 1;
+                        MigrationOutcome::Refused
+                    } else {
+                        let kind = mech::errno_name(-st);
+                        self.metrics.error(&kind);
+                        *errs.entry(kind).or_default() += 1;
+                        match -st {
+                            libc::ENOMEM => MigrationOutcome::NoSpace,
+                            libc::ENOENT | libc::EFAULT => MigrationOutcome::NoPage,
+                            _ => MigrationOutcome::Refused,
+                        }
+                    };
+                    self.result(id, from, to, outcome);
+                }
+                self.metrics.pages_migrated += moved;
+                let p = self.procs.get_mut(&pid);
+                if let Some(p) = p {
+                    if to == FAST {
+                        p.promotions += moved;
+                    } else {
+                        p.demotions += moved;
+                    }
+                }
+                let m = if to == FAST { &mut self.metrics.promotions } else { &mut self.metrics.demotions };
+                *m.entry(pid).or_default() += moved;
+                if let Some(n) = self.node_free.get_mut(&node) {
+                    *n = n.saturating_sub(moved);
+                }
+                if !errs.is_empty() {
+                    let full = errs.contains_key("ENOMEM");
+                    let list: Vec<String> = errs.iter().map(|(k, v)| format!("{k} x{v}")).collect();
+                    self.log.warn(format!(
+                        "pid {pid}: {} of {} pages not moved to node {node}: {}{}",
+                        batch.len() as u64 - moved,
+                        batch.len(),
+                        list.join(", "),
+                        if full { " (destination tier full)" } else { "" }
+                    ));
+                }
+            }
+        }
+    }
+
+    fn apply_migrations(&mut self, moves: Vec<(PageId, TierId)>) {
+        // validate, then demotions first so they make room for the promotions
+        let mut groups: BTreeMap<(u8, Pid), Vec<PageId>> = BTreeMap::new();
+        let mut promos_per_pid: BTreeMap<Pid, u64> = BTreeMap::new();
+        let mut seen = BTreeSet::new();
+        for (page, to) in moves {
+            let Some(s) = self.table.slot(page).copied() else {
+                self.result(page, to, to, MigrationOutcome::NoPage);
+                continue;
+            };
+            if to > SLOW {
+                self.result(page, s.tier, to, MigrationOutcome::Refused);
+                continue;
+            }
+            if s.tier == to {
+                self.result(page, s.tier, to, MigrationOutcome::AlreadyThere);
+                continue;
+            }
+            if !seen.insert(page) {
+                self.result(page, s.tier, to, MigrationOutcome::Refused);
+                continue;
+            }
+            let Some(p) = self.procs.get(&s.pid) else {
+                self.result(page, s.tier, to, MigrationOutcome::NoPage);
+                continue;
+            };
+            if !p.migration_enabled || p.gone {
+                self.result(page, s.tier, to, MigrationOutcome::Refused);
+                continue;
+            }
+            if to == FAST {
+                if let Some(cap) = p.fast_cap {
+                    let fast = p.pages.ids.iter().filter(|&&id| self.table.slot(id).is_some_and(|x| x.tier == FAST)).count() as u64;
+                    let c = promos_per_pid.entry(s.pid).or_default();
+                    if fast + *c >= cap {
+                        self.result(page, s.tier, to, MigrationOutcome::Refused);
+                        continue;
+                    }
+                    *c += 1;
+                }
+            }
+            // key: demotions (to = 1) sort before promotions (to = 0)
+            groups.entry((u8::MAX - to, s.pid)).or_default().push(page);
+        }
+        let total: usize = groups.values().map(|v| v.len()).sum();
+        if total == 0 {
+            return;
+        }
+        if self.settings.dry_run {
+            for ((k, pid), pages) in &groups {
+                let to = u8::MAX - k;
+                self.log.info(format!(
+                    "dry-run: would {} {} pages of pid {pid} to node {}",
+                    if to == FAST { "promote" } else { "demote" },
+                    pages.len(),
+                    self.dest_node(to).map_or("?".into(), |n| n.to_string())
+                ));
+            }
+            self.metrics.dry_run_skipped += total as u64;
+            for ((k, _), pages) in groups {
+                for id in pages {
+                    let to = u8::MAX - k;
+                    self.result(id, if to == FAST { SLOW } else { FAST }, to, MigrationOutcome::Refused);
+                }
+            }
+            return;
+        }
+        let mut allowed = self.bucket.take(total);
+        let (mut promoted, mut demoted, mut limited, mut stopped) = (0usize, 0usize, 0usize, 0usize);
+        for ((k, pid), pages) in groups {
+            let to = u8::MAX - k;
+            let from = if to == FAST { SLOW } else { FAST };
+            let Some(node) = self.dest_node(to) else { continue };
+            let n = pages.len().min(allowed);
+            allowed -= n;
+            for &id in &pages[n..] {
+                self.result(id, from, to, MigrationOutcome::Refused);
+            }
+            limited += pages.len() - n;
+            for chunk in pages[..n].chunks(self.settings.batch_pages.max(1)) {
+                if self.stop.load(Ordering::Relaxed) {
+                    stopped += chunk.len();
+                    for &id in chunk {
+                        self.result(id, from, to, MigrationOutcome::Refused);
+                    }
+                    continue;
+                }
+                if self.procs.get(&pid).is_none_or(|p| p.gone) {
+                    for &id in chunk {
+                        self.result(id, from, to, MigrationOutcome::NoPage);
+                    }
+                    continue;
+                }
+                self.move_batch(pid, to, node, chunk);
+            }
+            if to == FAST {
+                promoted += n;
+            } else {
+                demoted += n;
+            }
+        }
+        self.metrics.rate_limited += limited as u64;
+        if limited > 0 {
+            self.log.info(format!("rate limit ({} MiB/s): {limited} migrations deferred", self.settings.migrate_mib_s));
+        }
+        if stopped > 0 {
+            self.log.info(format!("stopping: {stopped} migrations not started"));
+        }
+        self.log.debug(format!("asked: promote {promoted}, demote {demoted}"));
+    }
+
+    pub fn stop_source(&mut self) {
+        self.source.stop();
+    }
+
+    /// Free pages of each tier at the last observation (for reports).
+    pub fn tier_summary(&self) -> String {
+        self.tel
+            .tiers
+            .iter()
+            .map(|t| format!("{}: {} pages of targets, capacity {}", t.name, t.used_pages, t.capacity_pages))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+impl Mechanism for Linux {
+    fn tier_of(&self, page: PageId) -> Option<TierId> {
+        self.table.slot(page).map(|s| s.tier)
+    }
+
+    /// Answered from the telemetry source: a page reads as accessed when the source saw it
+    /// accessed (a PEBS sample, a DAMON region with accesses, a soft-dirty bit) since the last
+    /// call for it.
+    fn test_and_clear_accessed(&mut self, pages: &[PageId], out: &mut Vec<bool>) {
+        out.clear();
+        for &p in pages {
+            out.push(match self.table.slot_mut(p) {
+                Some(s) => std::mem::replace(&mut s.accessed, false),
+                None => false,
+            });
+        }
+    }
+}
+
+impl Backend for Linux {
+    type Error = Error;
+
+    fn observe(&mut self) -> Result<()> {
+        self.wait_for_tick()?;
+        let t0 = Instant::now();
+        self.gen = self.gen.wrapping_add(1);
+        self.table.end_epoch();
+        self.tel.allocated.clear();
+        self.tel.freed.clear();
+        self.tel.samples.clear();
+        self.tel.migrations.clear();
+        self.tel.migrations.append(&mut self.results);
+        self.refresh_targets(false)?;
+        for pid in self.pids() {
+            self.scan_one(pid);
+        }
+        let gone: Vec<Pid> = self.procs.iter().filter(|(_, p)| p.gone).map(|(&k, _)| k).collect();
+        for pid in &gone {
+            self.forget(*pid, "exited");
+        }
+        if !gone.is_empty() {
+            let pids = self.pids();
+            if let Ok(notes) = self.source.set_targets(&pids) {
+                notes.iter().for_each(|n| self.log.debug(n));
+            }
+            self.metrics.targets = pids.len() as u64;
+        }
+        let now_ns = self.start.elapsed().as_nanos() as u64;
+        let procs: Vec<ProcPages> = self.procs.values().map(|p| p.pages.clone()).collect();
+        let mut samples = std::mem::take(&mut self.tel.samples);
+        let mut ctx = Ctx { table: &mut self.table, procs: &procs, now_ns, cpu_ghz: self.tel.cpu_ghz, samples: &mut samples };
+        match self.source.collect(&mut ctx) {
+            Ok(st) => {
+                if st.lost > 0 {
+                    self.log.warn(format!("{}: the kernel dropped {} records", self.source.name(), st.lost));
+                }
+            }
+            Err(e) => {
+                self.metrics.error("telemetry");
+                self.log.warn(format!("telemetry source {}: {e}", self.source.name()));
+            }
+        }
+        self.tel.samples = samples;
+        if let Err(e) = self.read_nodes() {
+            self.metrics.error("meminfo");
+            self.log.warn(format!("node memory: {e}"));
+        }
+        self.fill_tiers();
+        self.fill_processes();
+        let dt = self.last_tick.elapsed();
+        self.last_tick = Instant::now();
+        self.tel.epoch_ns = dt.as_nanos() as u64;
+        self.tel.now_ns = now_ns;
+        self.metrics.samples_total += self.tel.samples.len() as u64;
+        self.metrics.samples_per_second = self.tel.samples.len() as f64 / dt.as_secs_f64().max(1e-9);
+        self.metrics.intervals += 1;
+        self.metrics.observe_seconds_sum += t0.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    fn take_telemetry(&mut self) -> Telemetry {
+        std::mem::take(&mut self.tel)
+    }
+
+    fn restore_telemetry(&mut self, tel: Telemetry) {
+        self.tel = tel;
+    }
+
+    fn apply(&mut self, actions: &mut Vec<Action>) {
+        let t0 = Instant::now();
+        let mut moves = Vec::new();
+        for a in actions.drain(..) {
+            match a {
+                Action::Migrate { page, to, .. } => moves.push((page, to)),
+                Action::SetSampling { period, filter } => {
+                    if let Some(n) = self.source.set_sampling(period, filter) {
+                        self.note_once("sampling", n);
+                    }
+                }
+                Action::SetHintScan { .. } => self.note_once(
+                    "hintscan",
+                    "SetHintScan ignored: Linux gives user space no per-page NUMA hint faults".into(),
+                ),
+                Action::SetMigration { pid, enabled } => {
+                    if let Some(p) = self.procs.get_mut(&pid) {
+                        p.migration_enabled = enabled;
+                    }
+                }
+                Action::SetPartition { pid, fast_pages } => {
+                    if let Some(p) = self.procs.get_mut(&pid) {
+                        p.fast_cap = fast_pages;
+                    }
+                }
+                Action::Refuse { page, to } => {
+                    let from = self.table.slot(page).map_or(to, |s| s.tier);
+                    self.result(page, from, to, MigrationOutcome::Refused);
+                }
+                Action::BindRange { first, pages, tier } => self.note_once(
+                    "bindrange",
+                    format!("BindRange({first:?} +{pages}, tier {tier}) not applied: tierkitd only knows pages once they are present; bind allocations with the shim's place mode"),
+                ),
+                Action::BindObject { pid, object, tier } => self.note_once(
+                    "bind",
+                    format!("BindObject(pid {pid}, {object}, tier {tier}) not applied: allocation binding is the shim's place mode (shim/README.md)"),
+                ),
+            }
+        }
+        if !moves.is_empty() {
+            self.apply_migrations(moves);
+        }
+        self.last_apply = t0.elapsed();
+    }
+}
