@@ -20,9 +20,9 @@
 //!   policy iteration: effectively unlimited). Migrations are asynchronous (a background thread).
 //!
 //! Where this differs from the artifact, and why:
-//! - Pages are the backend's (4 KiB in the simulator); HeMem manages 2 MiB pages, so at the same
-//!   period a page collects 512x fewer samples. The thresholds keep HeMem's values; lower
-//!   `sample_period` (Colloid's fork uses 5003) to compensate.
+//! - Pages are the backend's. HeMem manages 2 MiB pages; with 4 KiB pages a page collects 512x
+//!   fewer samples at the same period, so pages rarely reach the thresholds. The thresholds keep
+//!   HeMem's values: run with 2 MiB pages (as Colloid's setup does), or lower `sample_period`.
 //! - The artifact shifts only the counter of the sampled event type when it applies missed ticks
 //!   (so the other counter never cools) and tests hotness before applying them; here both counters
 //!   are cooled before the new sample is counted.
