@@ -9,10 +9,10 @@
 //!   A simulated machine has no sampler thread to time, so the share is modelled from the samples
 //!   of the window: every sample costs `sample_cost_ns` of one CPU (200 ns by default, the order
 //!   of a PEBS record's drain and page-table walk in a kernel thread).
-//! - **Access histogram.** Each sample adds `HPAGE_PMD_NR` (512) to the page's count (the
-//!   artifact scales base-page samples so base and huge pages share one scale); a page's bin is
-//!   floor(log2(count + 1)), at most 15. New pages start at 2^(hot + 1) and skip the next cooling
-//!   (`set_page_coolstatus`).
+//! - **Access histogram.** Each sample adds to the page's count as the artifact weighs it: 512
+//!   (`HPAGE_PMD_NR`) for a 4 KiB page, 1 for a 2 MiB page (so both share one scale of accesses
+//!   per byte); a page's bin is floor(log2(count + 1)), at most 15. New pages start at
+//!   2^(hot + 1) and skip the next cooling (`set_page_coolstatus`).
 //! - **Thresholds** every `adaptation_samples` (100K) samples: the hot threshold is the lowest bin
 //!   such that the pages in it and above fit in the fast tier less its promotion watermark; it
 //!   only rises, except right after a cooling, when it may drop by one. The warm threshold is hot - 1
@@ -36,9 +36,9 @@
 //!   100 ms windows reach the budget within ~2 s; at 3% and 200 ns a window holds ~15K samples,
 //!   so the share's noise (~1%) stays well inside the 0.5-point band. `cpu_window_ms=15000`
 //!   gives the artifact's pace.
-//! - Huge pages and their splitting (MEMTIS's page-size determination, the `ebp` histogram and
-//!   the skewness-based split of hot huge pages) are not modelled: the backend's pages are all one
-//!   size (4 KiB in the simulator).
+//! - Page-size determination is not modelled (splitting hot huge pages by their skewness, the
+//!   `ebp` histogram of estimated base pages, coalescing): the backend's pages all have one size,
+//!   4 KiB or 2 MiB, and MEMTIS manages them at that size.
 //! - Stores are sampled at the same period as loads (the artifact samples `ALL_STORES` with a
 //!   separate period from 100003 up); the period ladder is built here as the primes nearest round
 //!   periods, which matches the artifact's list except 4493 for its 4507.
@@ -156,8 +156,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
 const BINS: usize = 16;
 /// The list of pages whose migration is in flight (after the 2 x 16 bin lists).
 const MIGRATING: usize = 2 * BINS;
-/// What one sample adds to a base page's count (`HPAGE_PMD_NR`).
-const SAMPLE_WEIGHT: u32 = 512;
+/// What one sample adds to a 4 KiB page's count (`HPAGE_PMD_NR`); a 2 MiB page's gets 1.
+const BASE_PAGE_WEIGHT: u64 = 512;
 /// The sampler's CPU share may stray this far from the quota before the period moves (permil).
 const QUOTA_SLACK_PERMIL: f64 = 5.0;
 
@@ -433,6 +433,7 @@ impl Memtis {
 
     /// `update_pginfo`: count each sample, and cool or adapt the thresholds on schedule.
     fn observe_samples(&mut self, tel: &Telemetry) {
+        let weight = (BASE_PAGE_WEIGHT * 4096 / self.page_bytes).max(1) as u32;
         let resident = self.lists.total();
         let alloc_pages = (self.cooling_alloc_bytes / self.page_bytes.max(1)).max(1);
         for s in &tel.samples {
@@ -444,7 +445,7 @@ impl Memtis {
             };
             let st = self.pages.get_mut(s.page);
             let old = st.count;
-            st.count = st.count.saturating_add(SAMPLE_WEIGHT);
+            st.count = st.count.saturating_add(weight);
             self.count_total += (st.count - old) as u64;
             if st.flags != 0 {
                 self.pending_hist[bin(old)] -= 1;
@@ -836,6 +837,18 @@ mod tests {
             (199, 293, 997, 1999, 19997)
         );
         assert!(l.windows(2).all(|w| w[0] < w[1]) && l.iter().all(|&p| is_prime(p)));
+    }
+
+    #[test]
+    fn a_sample_weighs_by_page_size() {
+        for (bytes, weight) in [(4096, 512), (2 << 20, 1)] {
+            let mut m = Machine::new(&[100, 100]);
+            m.page_bytes = bytes;
+            m.alloc(0, FAST, 0);
+            let mut pol = memtis(&[]);
+            m.run_for(&mut pol, vec![read(0); 3], 1);
+            assert_eq!(pol.pages.get(PageId(0)).count, 4 + 3 * weight);
+        }
     }
 
     /// Pages 0..10 sampled 64 times (bin 15), 10..50 eight times (bin 12), 50..150 once (bin 9),
