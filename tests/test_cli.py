@@ -269,3 +269,31 @@ def test_ctrl_c_is_one_error_line() -> None:
     assert "Traceback" not in proc.stderr
     assert proc.stderr.splitlines() == ["tierkit: error: interrupted"]
     assert proc.stdout == ""
+
+
+def test_calibrate_prints_and_saves_the_constants(tmp_path: Path) -> None:
+    out = tmp_path / "cal.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "tierkit", "calibrate", "--platform", "skx-cxl-emu", "--out", str(out), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)
+    saved = json.loads(out.read_text())
+    assert printed == saved
+    assert 0 < saved["aol_low_cycles"] < saved["aol_high_cycles"]
+    assert len(saved["points"]) >= 9
+
+
+def test_reproduce_rejects_unknown_papers_before_writing(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tierkit", "reproduce", "colloidd", "--out", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("tierkit: error:") == 1 and "did you mean `colloid`" in proc.stderr
+    assert not (tmp_path / "r").exists()

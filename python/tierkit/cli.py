@@ -237,6 +237,31 @@ def build_parser() -> Parser:
     )
     demo.add_argument("--quick", action="store_true", help="short simulated durations (a smoke test)")
 
+    cal = sub.add_parser(
+        "calibrate",
+        help="measure a platform's constants (AOL thresholds, the slowdown predictor's K(AOL))",
+        description=textwrap.dedent(
+            """\
+            Run the two extreme microbenchmarks (a sequential stream with MLP 7 and a pointer chase
+            with MLP 1) and an MLP sweep on the platform, first with everything in the fast tier and
+            then in the slow tier. Prints and saves: AOL_low / AOL_high (Alto's thresholds: the
+            stream's and the chase's AOL on the fast tier) and a, b of the slowdown predictor
+            K = 1 / (a + b / AOL), fitted on K = S / P (Soar/Alto section 3.2). The presets carry
+            these values; alto's aol_low/aol_high default to them."""
+        ),
+        formatter_class=formatter,
+    )
+    cal.add_argument(
+        "--platform", default="skx-cxl-emu", metavar="NAME", help="platform preset (default: skx-cxl-emu)"
+    )
+    cal.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="where to save the constants as JSON (default: calibration-NAME.json)",
+    )
+    cal.add_argument("--json", action="store_true", help="print the constants as one JSON object on stdout")
+
     repro = sub.add_parser(
         "reproduce",
         help="reproduce a paper's results: report.md, figures (PNG) and claims.json",
@@ -252,9 +277,7 @@ def build_parser() -> Parser:
         formatter_class=formatter,
     )
     repro.add_argument("paper", metavar="PAPER", help="which paper: colloid")
-    repro.add_argument(
-        "--out", type=Path, metavar="DIR", help="output directory (default: reproduce-PAPER)"
-    )
+    repro.add_argument("--out", type=Path, metavar="DIR", help="output directory (default: reproduce-PAPER)")
     repro.add_argument("--quick", action="store_true", help="CI-sized runs (smaller, shorter)")
     repro.add_argument(
         "--workers", type=int, metavar="N", help="parallel simulation processes (default: one per core)"
@@ -361,6 +384,35 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    import json
+
+    import tierkit
+
+    core = tierkit._core_module()
+    result = dict(core.calibrate(args.platform))
+    out = args.out or Path(f"calibration-{args.platform}.json")
+    if out.parent and not out.parent.exists():
+        raise CliError(f"--out `{out}`: directory `{out.parent}` does not exist")
+    out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    if args.json:
+        sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
+        return EXIT_OK
+    sys.stdout.write(
+        f"{args.platform}: AOL_low {result['aol_low_cycles']:.1f} cycles, "
+        f"AOL_high {result['aol_high_cycles']:.1f} cycles, "
+        f"K = 1 / ({result['k_a']:.4f} + {result['k_b']:.4f} / AOL)\n"
+    )
+    sys.stdout.write("  mlp  compute_ns   AOL(cycles)      P   slowdown      K\n")
+    for p in result["points"]:
+        sys.stdout.write(
+            f"  {p['mlp']:>3g}  {p['compute_ns']:>10g}  {p['aol_cycles']:>12.2f}  {p['p']:.3f}"
+            f"  {p['slowdown']:>8.3f}  {p['k']:.3f}\n"
+        )
+    sys.stdout.write(f"saved to {out}\n")
+    return EXIT_OK
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from tierkit.progress import stderr_is_terminal
     from tierkit.reproduce import check, reproduce
@@ -370,7 +422,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     _check_out_dir(out)
     if args.workers is not None and args.workers < 1:
         raise CliError(f"--workers must be at least 1, got {args.workers}")
-    claims = reproduce(args.paper, out=out, quick=args.quick, workers=args.workers, progress=stderr_is_terminal())
+    claims = reproduce(
+        args.paper, out=out, quick=args.quick, workers=args.workers, progress=stderr_is_terminal()
+    )
     held = sum(c.holds for c in claims)
     sys.stdout.write(f"{out / 'report.md'}: {held} of {len(claims)} claims hold\n")
     for c in claims:
@@ -379,6 +433,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "calibrate": cmd_calibrate,
     "reproduce": cmd_reproduce,
     "run": cmd_run,
     "list": cmd_list,

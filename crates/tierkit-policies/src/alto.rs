@@ -213,7 +213,7 @@ impl Alto {
     }
 
     /// Apply the regulation to what the base asked for in this step (from `start` on).
-    fn regulate(&mut self, start: usize, mech: &dyn Mechanism, out: &mut Vec<Action>) {
+    fn regulate(&mut self, start: usize, mech: &dyn Mechanism, out: &mut [Action]) {
         let d = self.how.denominator();
         for a in &mut out[start..] {
             match *a {

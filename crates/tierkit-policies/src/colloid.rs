@@ -347,30 +347,35 @@ impl Colloid {
                 }
             }
         }
-        // Room in the destination: make it by demoting the coldest default-tier pages (their
-        // access probability is ~0, so Δp is unaffected).
+        // Room in the destination: make it by demoting the coldest default-tier pages, but only
+        // to let in a page that is clearly hotter than the one it replaces (swapping cold for
+        // cold would move no access probability and only churn).
         let free = tel.tier(dst).map_or(0, |t| t.free_pages()) as usize;
         if chosen.len() > free {
             if dst == FAST {
-                let need = chosen.len() - free;
                 let mut victims = std::mem::take(&mut self.victims);
-                tr.coldest(FAST, need * 2, &mut victims);
-                let mut made = 0;
-                for &v in &victims {
-                    if made == need {
-                        break;
-                    }
-                    if !self.in_flight.contains(&v.0)
-                        && !chosen.contains(&v)
-                        && mech.tier_of(v) == Some(FAST)
-                    {
-                        self.issue(v, SLOW, MigrateMode::Async, out);
-                        self.stats.room_demotions += 1;
-                        self.stats.demotions -= 1;
-                        made += 1;
+                tr.coldest(FAST, (chosen.len() - free) * 2, &mut victims);
+                let mut victims_iter = victims.iter().copied().filter(|v| {
+                    !self.in_flight.contains(&v.0)
+                        && !chosen.contains(v)
+                        && mech.tier_of(*v) == Some(FAST)
+                });
+                let mut kept = chosen[..free].to_vec();
+                let mut swaps = Vec::new();
+                for &page in &chosen[free..] {
+                    let Some(v) = victims_iter.next() else { break };
+                    let (pp, pv) = (tr.access_probability(page), tr.access_probability(v));
+                    if pp > 2.0 * pv && pp > 0.0 {
+                        swaps.push(v);
+                        kept.push(page);
                     }
                 }
-                chosen.truncate(free + made);
+                for v in swaps {
+                    self.issue(v, SLOW, MigrateMode::Async, out);
+                    self.stats.room_demotions += 1;
+                    self.stats.demotions -= 1;
+                }
+                chosen = kept;
                 self.victims = victims;
             } else {
                 chosen.truncate(free);

@@ -14,7 +14,10 @@ pub struct Dense<T: Clone> {
 
 impl<T: Clone> Dense<T> {
     pub fn new(default: T) -> Self {
-        Dense { v: Vec::new(), default }
+        Dense {
+            v: Vec::new(),
+            default,
+        }
     }
     #[inline]
     pub fn get(&self, p: PageId) -> &T {
@@ -71,7 +74,10 @@ pub struct Residency {
 
 impl Default for Residency {
     fn default() -> Self {
-        Residency { tier: Dense::new(NONE), counts: vec![0; 2] }
+        Residency {
+            tier: Dense::new(NONE),
+            counts: vec![0; 2],
+        }
     }
 }
 
@@ -132,23 +138,64 @@ mod tests {
     #[test]
     fn residency_follows_events() {
         let mut r = Residency::default();
-        let allocated = (0..4).map(|i| PageEvent { page: PageId(i), pid: 0, tier: (i % 2) as u8 }).collect();
-        let tel = Telemetry { allocated, ..Telemetry::default() };
+        let allocated = (0..4)
+            .map(|i| PageEvent {
+                page: PageId(i),
+                pid: 0,
+                tier: (i % 2) as u8,
+            })
+            .collect();
+        let tel = Telemetry {
+            allocated,
+            ..Telemetry::default()
+        };
         r.observe(&tel);
         assert_eq!((r.count(0), r.count(1)), (2, 2));
         let mut tel = Telemetry::default();
-        tel.migrations.push(MigrationResult { page: PageId(1), from: 1, to: 0, outcome: MigrationOutcome::Done, remap: false });
-        tel.migrations.push(MigrationResult { page: PageId(3), from: 1, to: 0, outcome: MigrationOutcome::NoSpace, remap: false });
-        tel.freed.push(PageEvent { page: PageId(0), pid: 0, tier: 0 });
+        tel.migrations.push(MigrationResult {
+            page: PageId(1),
+            from: 1,
+            to: 0,
+            outcome: MigrationOutcome::Done,
+            remap: false,
+        });
+        tel.migrations.push(MigrationResult {
+            page: PageId(3),
+            from: 1,
+            to: 0,
+            outcome: MigrationOutcome::NoSpace,
+            remap: false,
+        });
+        tel.freed.push(PageEvent {
+            page: PageId(0),
+            pid: 0,
+            tier: 0,
+        });
         r.observe(&tel);
         assert_eq!((r.count(0), r.count(1)), (2, 1));
         assert_eq!(r.tier(PageId(0)), None);
         assert_eq!(r.tier(PageId(1)), Some(0));
         // a result for a page freed meanwhile does not bring it back
         let mut tel = Telemetry::default();
-        tel.migrations.push(MigrationResult { page: PageId(0), from: 0, to: 1, outcome: MigrationOutcome::Done, remap: false });
-        tel.migrations.push(MigrationResult { page: PageId(2), from: 0, to: 1, outcome: MigrationOutcome::Done, remap: false });
-        tel.freed.push(PageEvent { page: PageId(2), pid: 0, tier: 1 });
+        tel.migrations.push(MigrationResult {
+            page: PageId(0),
+            from: 0,
+            to: 1,
+            outcome: MigrationOutcome::Done,
+            remap: false,
+        });
+        tel.migrations.push(MigrationResult {
+            page: PageId(2),
+            from: 0,
+            to: 1,
+            outcome: MigrationOutcome::Done,
+            remap: false,
+        });
+        tel.freed.push(PageEvent {
+            page: PageId(2),
+            pid: 0,
+            tier: 1,
+        });
         r.observe(&tel);
         assert_eq!((r.count(0), r.count(1)), (1, 1));
         assert_eq!((r.tier(PageId(0)), r.tier(PageId(2))), (None, None));

@@ -152,6 +152,41 @@ fn describe_workload<'py>(py: Python<'py>, name: &str) -> PyResult<Vec<Bound<'py
     params_to_py(py, w.params)
 }
 
+/// Calibrate a platform with the microbenchmarks; returns the constants and the points.
+#[pyfunction]
+fn calibrate<'py>(py: Python<'py>, platform: &str) -> PyResult<Bound<'py, PyDict>> {
+    if tierkit_sim::platform::preset(platform).is_none() {
+        let names: Vec<&str> = tierkit_sim::platform::PRESETS.iter().map(|p| p.0).collect();
+        return Err(err(format!(
+            "unknown platform `{platform}`{}; platforms: {}",
+            tierkit_core::suggest::hint(platform, names.iter().copied()),
+            names.join(", ")
+        )));
+    }
+    let (c, pts) = tierkit_sim::calibrate::calibrate(platform).map_err(err)?;
+    let d = PyDict::new(py);
+    d.set_item("platform", platform)?;
+    d.set_item("aol_low_cycles", c.aol_low_cycles)?;
+    d.set_item("aol_high_cycles", c.aol_high_cycles)?;
+    d.set_item("k_a", c.k_a)?;
+    d.set_item("k_b", c.k_b)?;
+    let points = pts
+        .iter()
+        .map(|p| {
+            let x = PyDict::new(py);
+            x.set_item("mlp", p.mlp)?;
+            x.set_item("compute_ns", p.compute_ns)?;
+            x.set_item("aol_cycles", p.aol_cycles)?;
+            x.set_item("p", p.p)?;
+            x.set_item("slowdown", p.slowdown)?;
+            x.set_item("k", p.k())?;
+            Ok(x)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    d.set_item("points", points)?;
+    Ok(d)
+}
+
 /// The keys every experiment accepts: (key, description).
 #[pyfunction]
 fn common_keys() -> Vec<(String, String)> {
@@ -173,5 +208,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(describe_policy, m)?)?;
     m.add_function(wrap_pyfunction!(describe_workload, m)?)?;
     m.add_function(wrap_pyfunction!(common_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(calibrate, m)?)?;
     Ok(())
 }

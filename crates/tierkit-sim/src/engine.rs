@@ -118,6 +118,11 @@ struct Acc {
     promotions: u64,
     demotions: u64,
     epochs: u64,
+    /// A1, A3, s_LLC and cycles of the application threads (the AOL predictor's inputs).
+    a1: f64,
+    a3: f64,
+    stalls: f64,
+    cycles: f64,
 }
 
 struct Totals {
@@ -195,6 +200,12 @@ fn run_pass(
         acc.promotions += st.promotions;
         acc.demotions += st.demotions;
         acc.epochs += 1;
+        for c in &m.tel.cores {
+            acc.a1 += c.oro_cycles_with_demand_rd;
+            acc.a3 += c.offcore_demand_rd;
+            acc.stalls += c.stalls_l3_miss;
+            acc.cycles += c.cycles;
+        }
         if let Some(tot) = totals.as_deref_mut() {
             for t in 0..nt {
                 tot.lat_w[t] += st.latency_ns[t] * st.app_misses[t];
@@ -215,6 +226,16 @@ fn run_pass(
                 s.push("throughput_ops_per_s", acc.ops.iter().sum::<f64>() / span_s);
                 s.push("promotions", acc.promotions as f64);
                 s.push("demotions", acc.demotions as f64);
+                // Soar/Alto §3.2 per interval (Fig. 2f): AOL = A1/A3, P = s_LLC/c, S = P K(AOL)
+                let aol = if acc.a3 > 0.0 { acc.a1 / acc.a3 } else { 0.0 };
+                s.push("aol_cycles", aol);
+                s.push(
+                    "predicted_slowdown",
+                    match &m.exp.platform.calibration {
+                        Some(c) if acc.a3 > 0.0 => c.predict_slowdown(acc.stalls, acc.cycles, aol),
+                        _ => f64::NAN,
+                    },
+                );
                 for t in 0..nt {
                     let name = &m.exp.platform.tiers[t].name;
                     let lat = if acc.misses[t] > 0.0 {
@@ -337,12 +358,13 @@ pub fn run(
         faults: 0,
         samples: 0,
     };
+    let half = 0.5 * exp.duration_s;
     let pass = run_pass(
         &mut m,
         Some(policy.as_mut()),
         Some(&mut series),
         Some(&mut tot),
-        progress,
+        &mut |done, total| progress(half + 0.5 * done, total),
         &mut timing,
     )?;
     progress(pass.sim_s, exp.duration_s);

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from types import ModuleType
 
 from tierkit.reproduce.common import Claim, Context
 
@@ -23,7 +24,7 @@ REPRODUCTIONS: dict[str, str] = {
 }
 
 
-def _module(name: str):  # type: ignore[no-untyped-def]
+def _module(name: str) -> ModuleType:
     from tierkit import TierkitError
 
     if name not in REPRODUCTIONS:
@@ -46,11 +47,17 @@ def list_reproductions() -> list[tuple[str, str]]:
 
 
 def reproduce(
-    paper: str, out: str | Path | None = None, quick: bool = False, workers: int | None = None, progress: bool = False
+    paper: str,
+    out: str | Path | None = None,
+    quick: bool = False,
+    workers: int | None = None,
+    progress: bool = False,
 ) -> list[Claim]:
     """Run a reproduction; write report.md, figures and claims.json into ``out``; return the claims."""
     mod = _module(paper)
-    ctx = Context(paper=paper, out=Path(out or f"reproduce-{paper}"), quick=quick, workers=workers, progress=progress)
+    ctx = Context(
+        paper=paper, out=Path(out or f"reproduce-{paper}"), quick=quick, workers=workers, progress=progress
+    )
     mod.run(ctx)
     ctx.finish(title=str(mod.TITLE), intro=str(mod.DESCRIPTION))
     return ctx.claims

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pandas as pd
@@ -27,7 +28,7 @@ def _steady(series: dict[str, list[float]] | None, summary: dict[str, Any], tail
     t = series["t_s"]
     y = series["throughput_ops_per_s"]
     start = t[-1] * (1 - tail)
-    vals = [v for ti, v in zip(t, y) if ti >= start]
+    vals = [v for ti, v in zip(t, y, strict=False) if ti >= start]
     return sum(vals) / len(vals)
 
 
@@ -35,7 +36,12 @@ def run(ctx: Context) -> None:
     # Full: the paper's proportions scaled by 1/3 (24 GB working set, 8 GB hot set); quick: 1/12.
     ws, hot = (6.0, 2.0) if ctx.quick else (24.0, 8.0)
     duration = ctx.dur(400.0, 80.0)  # TPP needs whole page-table scans (256 MB/s) to converge
-    common = (f"working_set_gb={ws}", f"hot_set_gb={hot}", f"duration_s={duration}", "report_interval_ms=1000")
+    common = (
+        f"working_set_gb={ws}",
+        f"hot_set_gb={hot}",
+        f"duration_s={duration}",
+        "report_interval_ms=1000",
+    )
 
     specs: list[RunSpec] = []
     for i in INTENSITIES:
@@ -45,9 +51,11 @@ def run(ctx: Context) -> None:
                 specs.append(RunSpec(f"{pol}@{i}x", "gups-hotset", pol, sets, timeseries=True))
         for k in range(11):
             f = k / 10
-            specs.append(RunSpec(f"static:{f}@{i}x", "gups-hotset", f"static:hot_fraction={f}", sets, timeseries=True))
+            specs.append(
+                RunSpec(f"static:{f}@{i}x", "gups-hotset", f"static:hot_fraction={f}", sets, timeseries=True)
+            )
     df = ctx.grid(specs)
-    df["steady"] = [_steady(s, m) for s, m in zip(df["series"], df["summary"])]
+    df["steady"] = [_steady(s, m) for s, m in zip(df["series"], df["summary"], strict=False)]
     df["intensity"] = [int(lbl.rsplit("@", 1)[1][:-1]) for lbl in df["label"]]
     df["system"] = [lbl.rsplit("@", 1)[0] for lbl in df["label"]]
 
@@ -59,7 +67,11 @@ def run(ctx: Context) -> None:
         st = d[d["system"].str.startswith("static:")]
         best = st.loc[st["steady"].idxmax()]
         best_frac[i] = float(best["system"].split(":")[1])
-        row: dict[str, Any] = {"intensity": f"{i}x", "best case": best["steady"] / 1e6, "best hot fraction": best_frac[i]}
+        row: dict[str, Any] = {
+            "intensity": f"{i}x",
+            "best case": best["steady"] / 1e6,
+            "best hot fraction": best_frac[i],
+        }
         for pol in [p for b in BASES for p in (b, f"{b}+colloid")]:
             row[pol] = float(d[d["system"] == pol]["steady"].iloc[0]) / 1e6
         rows.append(row)
@@ -101,7 +113,7 @@ def run(ctx: Context) -> None:
         "The best placement keeps a smaller share of the hot set in the default tier as contention grows",
         "Fig. 2b",
         ", ".join(f"{i}x: {best_frac[i]:.1f}" for i in INTENSITIES),
-        all(a >= b for a, b in zip(fracs, fracs[1:])) and fracs[-1] < fracs[0],
+        all(a >= b for a, b in itertools.pairwise(fracs)) and fracs[-1] < fracs[0],
     )
 
     # ---------------------------------------------------------------- Fig. 2a: per-tier latency
@@ -139,7 +151,12 @@ def run(ctx: Context) -> None:
     # ---------------------------------------------------------------- Fig. 9: time-varying cases
     t_change = ctx.dur(150.0, 40.0)
     t_total = 2 * t_change
-    dyn_common = (f"working_set_gb={ws}", f"hot_set_gb={hot}", f"duration_s={t_total}", "report_interval_ms=500")
+    dyn_common = (
+        f"working_set_gb={ws}",
+        f"hot_set_gb={hot}",
+        f"duration_s={t_total}",
+        "report_interval_ms=500",
+    )
     cases = {
         "hot set moves (0x)": (*dyn_common, f"hot_change_s={t_change}"),
         "hot set moves (3x)": (*dyn_common, f"hot_change_s={t_change}", "antagonist_intensity=3"),
@@ -155,7 +172,7 @@ def run(ctx: Context) -> None:
 
     def window(label: str, lo: float, hi: float) -> float:
         s = dyn[dyn["label"] == label]["series"].iloc[0]
-        vals = [v for t, v in zip(s["t_s"], s["throughput_ops_per_s"]) if lo <= t <= hi]
+        vals = [v for t, v in zip(s["t_s"], s["throughput_ops_per_s"], strict=False) if lo <= t <= hi]
         return sum(vals) / len(vals)
 
     tail = (t_total - 0.2 * t_change, t_total)
@@ -202,7 +219,9 @@ def _plot_fig5(ctx: Context, fig5: pd.DataFrame) -> None:
     ax.set_xlabel("memory antagonist intensity")
     ax.set_ylabel("GUPS throughput (Mops/s)")
     ax.legend(ncol=4, fontsize=8)
-    ctx.figure(fig, "fig5_throughput", "GUPS throughput with and without Colloid, and the best case (Figs. 1, 5)")
+    ctx.figure(
+        fig, "fig5_throughput", "GUPS throughput with and without Colloid, and the best case (Figs. 1, 5)"
+    )
 
 
 def _plot_fig9(ctx: Context, dyn: pd.DataFrame, t_change: float) -> None:
@@ -213,7 +232,7 @@ def _plot_fig9(ctx: Context, dyn: pd.DataFrame, t_change: float) -> None:
 
     cases = sorted({lbl.split("|")[1] for lbl in dyn["label"]})
     fig, axes = plt.subplots(1, len(cases), figsize=(12, 3.2), sharey=False)
-    for ax, case in zip(axes, cases):
+    for ax, case in zip(axes, cases, strict=False):
         for pol in ("hemem", "hemem+colloid"):
             s = dyn[dyn["label"] == f"{pol}|{case}"]["series"].iloc[0]
             ax.plot(s["t_s"], [v / 1e6 for v in s["throughput_ops_per_s"]], label=pol)
@@ -222,4 +241,6 @@ def _plot_fig9(ctx: Context, dyn: pd.DataFrame, t_change: float) -> None:
         ax.set_xlabel("time (s)")
     axes[0].set_ylabel("Mops/s")
     axes[0].legend(fontsize=8)
-    ctx.figure(fig, "fig9_dynamic", "Throughput over time when the hot set or the contention changes (Fig. 9)")
+    ctx.figure(
+        fig, "fig9_dynamic", "Throughput over time when the hot set or the contention changes (Fig. 9)"
+    )

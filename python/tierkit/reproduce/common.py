@@ -72,7 +72,7 @@ class Context:
             with ProcessPoolExecutor(max_workers=workers) as pool:
                 results = list(self._tracked(specs, pool.map(_run_one, specs)))
         rows = []
-        for spec, (summary, series) in zip(specs, results):
+        for spec, (summary, series) in zip(specs, results, strict=False):
             rows.append(
                 {
                     "label": spec.label,
@@ -138,7 +138,8 @@ class Context:
             "",
             intro.strip(),
             "",
-            f"Mode: {'quick (CI-sized)' if self.quick else 'full'}. Claims holding: {held} of {len(self.claims)}.",
+            f"Mode: {'quick (CI-sized)' if self.quick else 'full'}. "
+            f"Claims holding: {held} of {len(self.claims)}.",
             "",
             "## Claims",
             "",

@@ -1,0 +1,226 @@
+# tests.sh - the real-kernel scenarios, run inside the guest by /init (busybox sh).
+# Each prints "TKTEST <name> PASS|FAIL <details>"; benchmarks print "TKBENCH <key>=<value> ...".
+# Args: the tests to run (default: all).
+FAILS=0
+PORT=9464
+pass() { echo "TKTEST $1 PASS $2"; }
+fail() { echo "TKTEST $1 FAIL $2"; FAILS=$((FAILS + 1)); }
+kv() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -1; }
+# wait_for FILE PATTERN SECONDS
+wait_for() { i=0; while ! grep -q "$2" "$1" 2>/dev/null; do i=$((i + 1)); [ $i -gt $(($3 * 10)) ] && return 1; sleep 0.1; done; return 0; }
+show() { echo "--- $1"; sed 's/^/    /' "$1" | tail -n "${2:-40}"; }
+# ticks of CPU (utime + stime) of a pid
+cputicks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+conf() { # conf FILE key=value... -> TOML
+  : > "$1"; f=$1; shift
+  for kvp in "$@"; do echo "$kvp" >> "$f"; done
+}
+pct_ge() { [ $(($1 * 100)) -ge $(($2 * $3)) ]; }   # pct_ge part whole pct  => part >= pct% of whole
+
+# 1. hemem over DAMON: the hot region moves to node 0, the cold one stays on node 1
+t_damon() {
+  conf /tmp/damon.toml 'source = "damon"' 'interval-ms = 300' 'status-every-s = 5'
+  /bin/workload 16 48 25 1 1 > /tmp/w1.out &
+  W=$!
+  wait_for /tmp/w1.out WORKLOAD_START 20 || { fail damon "workload did not start"; return; }
+  /bin/tierkitd --pid $W --policy hemem --config /tmp/damon.toml --metrics-addr 127.0.0.1:$PORT 2> /tmp/d1.log &
+  D=$!
+  wait $W
+  sleep 0.5
+  wget -q -O /tmp/m1.txt http://127.0.0.1:$PORT/metrics || echo "metrics fetch failed" > /tmp/m1.txt
+  kill -TERM $D; wait $D; drc=$?
+  r=$(grep WORKLOAD_RESULT /tmp/w1.out)
+  h0=$(kv hot_node0 "$r"); c1=$(kv cold_node1 "$r"); bad=$(kv corrupt "$r")
+  promos=$(sed -n 's/^tierkitd_promotions_total{pid="[0-9]*"} //p' /tmp/m1.txt)
+  d="hot_on_node0=$h0/4096 cold_on_node1=$c1/12288 corrupt=$bad daemon_rc=$drc metrics_promotions=${promos:-none}"
+  if pct_ge "${h0:-0}" 4096 90 && pct_ge "${c1:-0}" 12288 90 && [ "$bad" = 0 ] && [ $drc = 0 ] &&
+     grep -q 'falling back to DAMON' /tmp/d1.log && grep -q 'stopped by signal' /tmp/d1.log && [ "${promos:-0}" -gt 0 ]; then
+    pass damon "$d"
+  else
+    fail damon "$d"; show /tmp/d1.log; show /tmp/m1.txt 20
+  fi
+}
+
+# 2. --fast-limit below the footprint: promoting the hot region demotes cold pages
+t_limit() {
+  conf /tmp/limit.toml 'source = "damon"' 'interval-ms = 300' 'status-every-s = 5'
+  /bin/workload 16 48 25 1 0 > /tmp/w2.out &
+  W=$!
+  wait_for /tmp/w2.out WORKLOAD_START 20 || { fail limit "workload did not start"; return; }
+  /bin/tierkitd --pid $W --policy hemem --config /tmp/limit.toml --fast-limit 40M 2> /tmp/d2.log &
+  D=$!
+  wait $W
+  kill -TERM $D; wait $D; drc=$?
+  r=$(grep WORKLOAD_RESULT /tmp/w2.out)
+  h0=$(kv hot_node0 "$r"); c0=$(kv cold_node0 "$r"); c1=$(kv cold_node1 "$r"); bad=$(kv corrupt "$r")
+  fast=$((h0 + c0))
+  d="hot_on_node0=$h0/4096 cold_demoted=$c1 fast_pages=$fast (limit 10240, started at 12288) corrupt=$bad daemon_rc=$drc"
+  if pct_ge "$h0" 4096 90 && pct_ge "$c1" 4096 90 && [ $fast -le 12288 ] && [ "$bad" = 0 ] && [ $drc = 0 ] && grep -q 'demoted [1-9]' /tmp/d2.log; then
+    pass limit "$d"
+  else
+    fail limit "$d"; show /tmp/d2.log
+  fi
+}
+
+# 3. cgroup targets: a member killed mid-run, a member joining; the daemon keeps running and logging
+t_kill() {
+  conf /tmp/kill.toml 'source = "damon"' 'interval-ms = 300' 'status-every-s = 2'
+  mkdir -p /sys/fs/cgroup/tk
+  sh -c 'echo $$ > /sys/fs/cgroup/tk/cgroup.procs; exec /bin/workload 8 8 0 1 1' > /tmp/wa.out &
+  A=$!
+  sh -c 'echo $$ > /sys/fs/cgroup/tk/cgroup.procs; exec /bin/workload 8 8 0 1 1' > /tmp/wb.out &
+  B=$!
+  wait_for /tmp/wa.out WORKLOAD_START 20 && wait_for /tmp/wb.out WORKLOAD_START 20 || { fail kill "workloads did not start"; return; }
+  /bin/tierkitd --cgroup /sys/fs/cgroup/tk --policy hemem --config /tmp/kill.toml --log-format json 2> /tmp/d3.log &
+  D=$!
+  wait_for /tmp/d3.log '"msg":"interval [0-9]*: promoted' 30
+  kill -KILL $A; wait $A 2>/dev/null
+  wait_for /tmp/d3.log "pid $A .*exited" 10; ex=$?
+  sh -c 'echo $$ > /sys/fs/cgroup/tk/cgroup.procs; exec /bin/workload 4 4 0 1 1' > /tmp/wc.out &
+  C=$!
+  wait_for /tmp/d3.log "pid $C .*joined" 10; jo=$?
+  kill -TERM $B $C; wait $B; wait $C
+  wait_for /tmp/d3.log 'no live targets' 10; idle=$?
+  n1=$(wc -l < /tmp/d3.log); sleep 3; n2=$(wc -l < /tmp/d3.log)
+  alive=0; kill -0 $D 2>/dev/null && alive=1
+  kill -TERM $D; wait $D; drc=$?
+  rb=$(grep WORKLOAD_RESULT /tmp/wb.out); bh0=$(kv hot_node0 "$rb")
+  json_ok=1; grep -v '^{"ts":"[^"]*","level":"[a-z]*","msg":' /tmp/d3.log | grep -q . && json_ok=0
+  d="exit_logged=$((1 - ex)) join_logged=$((1 - jo)) idle_logged=$((1 - idle)) alive_after=$alive log_lines=$n1->$n2 B_hot_on_node0=$bh0/2048 json=$json_ok daemon_rc=$drc"
+  if [ $ex = 0 ] && [ $jo = 0 ] && [ $idle = 0 ] && [ $alive = 1 ] && [ $n2 -gt $n1 ] && [ $drc = 0 ] && [ $json_ok = 1 ] && pct_ge "${bh0:-0}" 2048 50; then
+    pass kill "$d"
+  else
+    fail kill "$d"; show /tmp/d3.log
+  fi
+  rmdir /sys/fs/cgroup/tk 2>/dev/null
+}
+
+# 4. --dry-run moves nothing and says what it would do
+t_dryrun() {
+  conf /tmp/dry.toml 'source = "damon"' 'interval-ms = 300'
+  /bin/workload 8 8 10 1 1 > /tmp/w4.out &
+  W=$!
+  wait_for /tmp/w4.out WORKLOAD_START 20 || { fail dryrun "workload did not start"; return; }
+  /bin/tierkitd --pid $W --policy hemem --config /tmp/dry.toml --dry-run 2> /tmp/d4.log &
+  D=$!
+  wait $W; kill -TERM $D; wait $D; drc=$?
+  r=$(grep WORKLOAD_RESULT /tmp/w4.out); h1=$(kv hot_node1 "$r"); c1=$(kv cold_node1 "$r")
+  d="hot_on_node1=$h1/2048 cold_on_node1=$c1/2048 daemon_rc=$drc"
+  if [ "$h1" = 2048 ] && [ "$c1" = 2048 ] && [ $drc = 0 ] && grep -q 'dry-run: would promote' /tmp/d4.log && grep -q 'pages migrated 0 ' /tmp/d4.log; then
+    pass dryrun "$d"
+  else
+    fail dryrun "$d"; show /tmp/d4.log
+  fi
+}
+
+# 5. the portable fallback: soft-dirty bits (forced here; chosen automatically where DAMON is absent)
+t_softdirty() {
+  if [ -d /sys/kernel/mm/damon/admin ]; then conf /tmp/sd.toml 'source = "softdirty"' 'interval-ms = 300'; else conf /tmp/sd.toml 'interval-ms = 300'; fi
+  /bin/workload 8 24 15 1 1 > /tmp/w5.out &
+  W=$!
+  wait_for /tmp/w5.out WORKLOAD_START 20 || { fail softdirty "workload did not start"; return; }
+  /bin/tierkitd --pid $W --policy hemem --config /tmp/sd.toml 2> /tmp/d5.log &
+  D=$!
+  wait $W; kill -TERM $D; wait $D; drc=$?
+  r=$(grep WORKLOAD_RESULT /tmp/w5.out); h0=$(kv hot_node0 "$r"); c1=$(kv cold_node1 "$r"); bad=$(kv corrupt "$r")
+  d="hot_on_node0=$h0/2048 cold_on_node1=$c1/6144 corrupt=$bad daemon_rc=$drc"
+  if pct_ge "$h0" 2048 90 && pct_ge "$c1" 6144 90 && [ "$bad" = 0 ] && [ $drc = 0 ] && grep -q 'falling back to soft-dirty' /tmp/d5.log; then
+    pass softdirty "$d"
+  else
+    fail softdirty "$d"; show /tmp/d5.log
+  fi
+}
+
+# 6. refusals and bad input: clear messages, non-zero exits, no panics
+t_cli() {
+  /bin/workload 1 1 5 1 1 > /tmp/w6.out &
+  W=$!
+  wait_for /tmp/w6.out WORKLOAD_START 20
+  ok=1; msg=""
+  /bin/tierkitd --pid $W --policy tpp 2> /tmp/c1.log; rc=$?
+  { [ $rc = 1 ] && grep -q 'needs per-page NUMA hint faults' /tmp/c1.log; } || { ok=0; msg="$msg tpp(rc=$rc)"; }
+  /bin/tierkitd --pid 999999 --policy hemem 2> /tmp/c2.log; rc=$?
+  { [ $rc = 1 ] && grep -q 'no such process' /tmp/c2.log; } || { ok=0; msg="$msg nopid(rc=$rc)"; }
+  echo 'interval_msec = 5' > /tmp/bad.toml
+  /bin/tierkitd --pid $W --policy hemem --config /tmp/bad.toml 2> /tmp/c3.log; rc=$?
+  { [ $rc = 2 ] && grep -q 'interval_msec: unknown key' /tmp/c3.log; } || { ok=0; msg="$msg badkey(rc=$rc)"; }
+  /bin/tierkitd --pid $W --policy hemem:sample_period=0 2> /tmp/c4.log; rc=$?
+  { [ $rc = 2 ] && grep -q 'sample_period' /tmp/c4.log; } || { ok=0; msg="$msg badparam(rc=$rc)"; }
+  /bin/tierkitd --pid $W --policy hemem --fast-nodes 1 --slow-nodes 1 2> /tmp/c5.log; rc=$?
+  { [ $rc = 2 ] && grep -q 'node 1 is in both' /tmp/c5.log; } || { ok=0; msg="$msg nodes(rc=$rc)"; }
+  grep -l panicked /tmp/c?.log && { ok=0; msg="$msg panic"; }
+  wait $W
+  if [ $ok = 1 ]; then pass cli "tpp refused, missing pid, unknown key, bad parameter, overlapping nodes"; else fail cli "$msg"; for f in /tmp/c?.log; do show $f 5; done; fi
+}
+
+# 7. the allocation shim's place mode: site A on node 1, site B on node 0
+t_shim() {
+  [ -x /shim/shim_test ] || { fail shim "shim not in the image"; return; }
+  export LD_LIBRARY_PATH=/shim/lib
+  TIERKIT_SHIM_MODE=profile TIERKIT_SHIM_LOG=/tmp/prof.bin LD_PRELOAD=/shim/libtierkit_shim.so /shim/shim_test sites > /tmp/s1.out 2>&1
+  /shim/tkshim-dump /tmp/prof.bin > /tmp/s1.dump
+  ha=$(awk '$1=="site" && $4=="size=3145728" {print $2}' /tmp/s1.dump | head -1)
+  hb=$(awk '$1=="site" && $4=="size=5242880" {print $2}' /tmp/s1.dump | head -1)
+  if [ -z "$ha" ] || [ -z "$hb" ] || [ "$ha" = "$hb" ]; then fail shim "profile did not give two sites: a=$ha b=$hb"; show /tmp/s1.dump; show /tmp/s1.out; return; fi
+  printf '# site -> node\n%s node:1\n%s node:0\n' "$ha" "$hb" > /tmp/place.txt
+  TIERKIT_SHIM_MODE=place TIERKIT_SHIM_PLACEMENT=/tmp/place.txt LD_PRELOAD=/shim/libtierkit_shim.so /shim/shim_test sites > /tmp/s2.out 2>&1
+  r=$(grep SHIM_SITES /tmp/s2.out)
+  a1=$(kv a_node1 "$r"); b0=$(kv b_node0 "$r"); an=$(kv a_pages "$r"); bn=$(kv b_pages "$r")
+  unset LD_LIBRARY_PATH
+  d="site_a=$ha on_node1=$a1/$an site_b=$hb on_node0=$b0/$bn"
+  if [ -n "$an" ] && [ "$an" -gt 0 ] && [ "$a1" = "$an" ] && [ "$b0" = "$bn" ]; then pass shim "$d"; else fail shim "$d"; show /tmp/s2.out; fi
+}
+
+# 8. baseline: the kernel's own NUMA-balancing tiering (numa_balancing=2) on the same workload
+t_nb2() {
+  [ -e /proc/sys/kernel/numa_balancing ] || { fail nb2 "no numa_balancing"; return; }
+  p0=$(awk '/^pgpromote_success/{print $2}' /proc/vmstat)
+  echo 2 > /proc/sys/kernel/numa_balancing
+  /bin/workload 16 48 25 1 1 > /tmp/w8.out
+  echo 0 > /proc/sys/kernel/numa_balancing
+  p1=$(awk '/^pgpromote_success/{print $2}' /proc/vmstat)
+  r=$(grep WORKLOAD_RESULT /tmp/w8.out); h0=$(kv hot_node0 "$r"); c1=$(kv cold_node1 "$r"); bad=$(kv corrupt "$r")
+  d="hot_on_node0=$h0/4096 cold_on_node1=$c1/12288 pgpromote_success=+$((p1 - p0)) corrupt=$bad"
+  echo "TKBENCH baseline=numa_balancing2 hot_on_node0=$h0 cold_on_node1=$c1 seconds=25"
+  if [ "$bad" = 0 ] && [ $((p1 - p0)) -gt 0 ] && [ "${h0:-0}" -gt 0 ]; then pass nb2 "$d"; else fail nb2 "$d"; fi
+}
+
+# 9. benchmark: migration rate of tierkitd vs raw batched move_pages; CPU per second at defaults
+t_bench() {
+  raw=$(/bin/mpbench 64 4096 1 0); echo "$raw"
+  raw2=$(/bin/mpbench 64 4096 1 0); echo "$raw2"
+  conf /tmp/bench.toml 'source = "damon"' 'interval-ms = 300' 'migrate-mib-s = 0'
+  nice -n 19 /bin/workload 64 0 20 1 1 > /tmp/w9.out &
+  W=$!
+  wait_for /tmp/w9.out WORKLOAD_START 20
+  /bin/tierkitd --pid $W --policy hemem --config /tmp/bench.toml 2> /tmp/d9.log &
+  D=$!
+  wait $W; kill -TERM $D; wait $D
+  line=$(grep 'stopped by signal' /tmp/d9.log)
+  echo "TKBENCH daemon_line=\"$line\""
+  rate=$(echo "$line" | sed -n 's/.*s of migration passes (\([0-9]*\) pages\/s.*/\1/p')
+  r1=$(kv pages_per_s "$raw"); r2=$(kv pages_per_s "$raw2")
+  echo "TKBENCH raw_pages_per_s=$r1,$r2 tierkitd_pages_per_s=${rate:-0} batches=$(grep -c 'promoted' /tmp/d9.log)"
+  # CPU per second of monitoring at the defaults (interval 500 ms, DAMON defaults)
+  /bin/workload 16 48 0 1 1 > /tmp/w10.out &
+  W=$!
+  wait_for /tmp/w10.out WORKLOAD_START 20
+  /bin/tierkitd --pid $W --policy hemem 2> /tmp/d10.log &
+  D=$!
+  sleep 5
+  k=$(cat /sys/kernel/mm/damon/admin/kdamonds/0/pid 2>/dev/null || echo 0)
+  a=$(cputicks $D); ka=$(cputicks $k); t0=$(cut -d' ' -f1 /proc/uptime)
+  sleep 15
+  b=$(cputicks $D); kb=$(cputicks $k); t1=$(cut -d' ' -f1 /proc/uptime)
+  kill -TERM $D; wait $D; kill -TERM $W; wait $W
+  echo "TKBENCH cpu_ticks_daemon=$((b - a)) cpu_ticks_kdamond=$((kb - ka)) wall=$t0..$t1 hz=100"
+  if [ "${rate:-0}" -gt 0 ] && [ "${r1:-0}" -gt 0 ]; then pass bench "raw=$r1,$r2 tierkitd=$rate pages/s"; else fail bench "rate=$rate raw=$r1"; show /tmp/d9.log; fi
+}
+
+ALL="cli damon limit kill dryrun softdirty shim nb2 bench"
+[ $# -gt 0 ] || set -- $ALL
+for t in "$@"; do
+  echo "TKTEST_BEGIN $t uptime=$(cut -d' ' -f1 /proc/uptime)"
+  "t_$t"
+done
+exit $((FAILS > 0))

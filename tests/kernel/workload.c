@@ -1,0 +1,104 @@
+/* workload.c - the real-kernel tests' target: a hot region swept continuously and a cold region
+ * touched once, each first placed on a chosen node (mbind MPOL_BIND, then MPOL_DEFAULT so the
+ * pages stay movable), reporting where its pages are with move_pages(2) queries on itself.
+ *
+ * Build: gcc -O2 -static -o workload workload.c
+ * Usage: workload HOT_MIB COLD_MIB SECONDS [HOT_NODE [COLD_NODE]]   (default nodes 1 1)
+ * Prints: WORKLOAD_START pid=.. hot_pages=.. cold_pages=..
+ *         WORKLOAD_RESULT pid=.. hot_node0=.. hot_node1=.. cold_node0=.. cold_node1=.. other=..
+ *                         sweeps=.. corrupt=..
+ * SECONDS 0 runs until SIGTERM/SIGINT; SIGUSR1 prints a report and keeps running.
+ * Exit 0 when the data survived every migration intact, 1 otherwise, 2 on setup errors.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#define MPOL_DEFAULT 0
+#define MPOL_BIND 2
+#define PAGE 4096UL
+
+static volatile sig_atomic_t stop, report;
+static void on_stop(int s) { (void)s; stop = 1; }
+static void on_usr1(int s) { (void)s; report = 1; }
+
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+
+static char *region(size_t len, int node)
+{
+    char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) { perror("mmap"); exit(2); }
+    madvise(p, len, MADV_NOHUGEPAGE); /* 4 KiB pages: what tierkitd manages */
+    unsigned long mask = 1UL << node;
+    if (syscall(SYS_mbind, p, len, MPOL_BIND, &mask, 64, 0) != 0) { perror("mbind"); exit(2); }
+    for (size_t i = 0; i < len; i += PAGE) *(uint64_t *)(p + i) = 0x5a5a000000000000ull ^ (uintptr_t)(p + i);
+    if (syscall(SYS_mbind, p, len, MPOL_DEFAULT, NULL, 0, 0) != 0) { perror("mbind default"); exit(2); }
+    return p;
+}
+
+static void count(char *p, size_t len, long *n0, long *n1, long *other)
+{
+    size_t n = len / PAGE;
+    void **pages = malloc(n * sizeof *pages);
+    int *st = malloc(n * sizeof(int));
+    for (size_t i = 0; i < n; i++) pages[i] = p + i * PAGE;
+    *n0 = *n1 = 0;
+    if (syscall(SYS_move_pages, 0, n, pages, NULL, st, 0) != 0) { perror("move_pages"); *other += n; }
+    else for (size_t i = 0; i < n; i++) { if (st[i] == 0) (*n0)++; else if (st[i] == 1) (*n1)++; else (*other)++; }
+    free(pages); free(st);
+}
+
+static long corrupt(char *p, size_t len)
+{
+    long bad = 0;
+    for (size_t i = 0; i < len; i += PAGE)
+        if ((*(uint64_t *)(p + i) & 0xffff000000000000ull) != 0x5a5a000000000000ull) bad++;
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) { fprintf(stderr, "usage: %s HOT_MIB COLD_MIB SECONDS [HOT_NODE [COLD_NODE]]\n", argv[0]); return 2; }
+    size_t hot = strtoul(argv[1], 0, 0) << 20, cold = strtoul(argv[2], 0, 0) << 20;
+    double secs = atof(argv[3]);
+    int hn = argc > 4 ? atoi(argv[4]) : 1, cn = argc > 5 ? atoi(argv[5]) : 1;
+    signal(SIGTERM, on_stop); signal(SIGINT, on_stop); signal(SIGUSR1, on_usr1);
+    char *h = hot ? region(hot, hn) : NULL, *c = cold ? region(cold, cn) : NULL;
+    printf("WORKLOAD_START pid=%d hot_pages=%zu cold_pages=%zu hot_node=%d cold_node=%d\n", getpid(), hot / PAGE, cold / PAGE, hn, cn);
+    fflush(stdout);
+    double t0 = now();
+    unsigned long sweeps = 0;
+    for (;;) {
+        /* one sweep: read-modify-write the pattern word of every hot page and one more line */
+        for (size_t i = 0; i < hot; i += PAGE) {
+            uint64_t *w = (uint64_t *)(h + i);
+            *w = (*w & 0xffff000000000000ull) | ((*w + 1) & 0x0000ffffffffffffull);
+            w[64] += 1;
+        }
+        sweeps++;
+        if (stop || (secs > 0 && now() - t0 >= secs)) break;
+        if (report) {
+            report = 0;
+            long a = 0, b = 0, x = 0, y = 0, o = 0;
+            count(h, hot, &a, &b, &o); if (cold) count(c, cold, &x, &y, &o);
+            printf("WORKLOAD_REPORT pid=%d hot_node0=%ld hot_node1=%ld cold_node0=%ld cold_node1=%ld other=%ld sweeps=%lu\n", getpid(), a, b, x, y, o, sweeps);
+            fflush(stdout);
+        }
+        if (!hot) usleep(10000);
+    }
+    long a = 0, b = 0, x = 0, y = 0, o = 0;
+    if (hot) count(h, hot, &a, &b, &o);
+    if (cold) count(c, cold, &x, &y, &o);
+    long bad = (hot ? corrupt(h, hot) : 0) + (cold ? corrupt(c, cold) : 0);
+    printf("WORKLOAD_RESULT pid=%d hot_node0=%ld hot_node1=%ld cold_node0=%ld cold_node1=%ld other=%ld sweeps=%lu corrupt=%ld\n",
+           getpid(), a, b, x, y, o, sweeps, bad);
+    fflush(stdout);
+    return bad ? 1 : 0;
+}
