@@ -164,6 +164,9 @@ pub struct Calibration {
     /// The slowdown predictor's K = 1 / (a + b / AOL) (Soar/Alto §3.2).
     pub k_a: f64,
     pub k_b: f64,
+    /// PACT's per-tier stall coefficient k of S = k * LLC-misses / MLP (PACT §4.2, Eq. 1), in
+    /// cycles, indexed by tier; empty when not calibrated.
+    pub stall_k_cycles: Vec<f64>,
 }
 
 impl Calibration {
@@ -177,6 +180,12 @@ impl Calibration {
             return 0.0;
         }
         stalls_l3_miss / cycles * self.k(aol_cycles)
+    }
+    /// PACT's per-tier stall estimate S = k * LLC-misses / MLP in cycles (PACT §4.2, Eq. 1), or
+    /// None when tier `t` has no calibrated k.
+    pub fn tier_stall_cycles(&self, t: TierId, llc_misses: f64, mlp: f64) -> Option<f64> {
+        let k = *self.stall_k_cycles.get(t as usize)?;
+        Some(k * llc_misses / mlp.max(1e-9))
     }
 }
 

@@ -170,6 +170,7 @@ fn calibrate<'py>(py: Python<'py>, platform: &str) -> PyResult<Bound<'py, PyDict
     d.set_item("aol_high_cycles", c.aol_high_cycles)?;
     d.set_item("k_a", c.k_a)?;
     d.set_item("k_b", c.k_b)?;
+    d.set_item("stall_k_cycles", c.stall_k_cycles.clone())?;
     let points = pts
         .iter()
         .map(|p| {

@@ -6,6 +6,11 @@
 //! * The slowdown predictor's K(AOL) = 1 / (a + b / AOL) is fitted by least squares of 1/K on
 //!   1/AOL over microbenchmarks from MLP 1 to 12, where K = S / P, S the measured slowdown of the
 //!   all-slow-tier run against the all-fast-tier run and P = s_LLC / c on the fast tier (§3.2).
+//! * PACT's per-tier stall coefficient k of S = k * LLC-misses / MLP (PACT §4.2, Eq. 1) is
+//!   fitted through the origin, per tier, on microbenchmarks from MLP 1 to 12 whose pages all
+//!   lie in that tier: x = the tier's LLC misses / its TOR MLP (clamped to [1, 16]) per epoch,
+//!   y = the epoch's CYCLE_ACTIVITY.STALLS_L3_MISS (PACT fits k against measured LLC stalls over
+//!   96 workloads, Fig. 2; its Skylake values are 238 cycles for DRAM and 771 for CXL).
 
 use tierkit_core::telemetry::Calibration;
 
@@ -88,6 +93,45 @@ pub fn point(platform: &str, mlp: f64, compute_ns: f64, pattern: &str) -> Result
     })
 }
 
+/// PACT's MLP clamp (§4.2: [1, 16] on Skylake).
+pub const PACT_MLP_RANGE: (f64, f64) = (1.0, 16.0);
+
+/// PACT's k for tier `tier` (0 fast, 1 slow): least squares through the origin of the L3-miss
+/// stall cycles on LLC-misses / MLP over microbenchmarks whose pages all lie in that tier.
+pub fn stall_k(platform: &str, tier: usize) -> Result<f64> {
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    let cases = [
+        (1.0, 2.0, "pointer-chase"),
+        (7.0, 8.0, "sequential"),
+        (2.0, 5.0, "uniform"),
+        (4.0, 5.0, "uniform"),
+        (8.0, 5.0, "uniform"),
+        (12.0, 5.0, "uniform"),
+    ];
+    for (mlp, z, pattern) in cases {
+        let exp = micro(platform, mlp, z, pattern, if tier == 0 { 2.0 } else { 0.0 })?;
+        let mut m = Machine::new(&exp, tier == 0)?;
+        for i in 0..20 {
+            m.step()?;
+            m.clear_events();
+            if i < 2 {
+                continue; // allocation epochs
+            }
+            let Some(c) = m.tel.tier_counters.get(tier) else {
+                continue;
+            };
+            let Some(q) = m.tel.tier_mlp(tier as u8) else {
+                continue;
+            };
+            let x = c.llc_misses / q.clamp(PACT_MLP_RANGE.0, PACT_MLP_RANGE.1);
+            let y: f64 = m.tel.cores.iter().map(|c| c.stalls_l3_miss).sum();
+            sxy += x * y;
+            sxx += x * x;
+        }
+    }
+    Ok(if sxx > 0.0 { sxy / sxx } else { 0.0 })
+}
+
 /// The full calibration of a platform, with the points it was fitted on.
 pub fn calibrate(platform: &str) -> Result<(Calibration, Vec<Point>)> {
     let seq = point(platform, 7.0, 8.0, "sequential")?;
@@ -114,6 +158,7 @@ pub fn calibrate(platform: &str) -> Result<(Calibration, Vec<Point>)> {
             aol_high_cycles: pc.aol_cycles,
             k_a: a,
             k_b: b,
+            stall_k_cycles: vec![stall_k(platform, 0)?, stall_k(platform, 1)?],
         },
         pts,
     ))
@@ -142,6 +187,16 @@ mod tests {
             assert!(
                 close(recorded.k_a, fresh.k_a) && close(recorded.k_b, fresh.k_b),
                 "{name}: {recorded:?} vs {fresh:?}"
+            );
+            assert_eq!(recorded.stall_k_cycles.len(), fresh.stall_k_cycles.len());
+            for (r, f) in recorded.stall_k_cycles.iter().zip(&fresh.stall_k_cycles) {
+                assert!(close(*r, *f), "{name}: stall k {r} vs {f}");
+            }
+            // PACT's k: the slow tier costs more stall cycles per MLP-amortized miss
+            assert!(
+                fresh.stall_k_cycles[1] > fresh.stall_k_cycles[0],
+                "{name}: {:?}",
+                fresh.stall_k_cycles
             );
             // the stream has the lower AOL, the pointer chase the higher
             assert!(fresh.aol_low_cycles < fresh.aol_high_cycles);
