@@ -58,6 +58,10 @@ pub enum Action {
     SetMigration { pid: Pid, enabled: bool },
     /// Limit a process's fast-tier pages (Vulcan partitions). `None` removes the limit.
     SetPartition { pid: Pid, fast_pages: Option<u64> },
+    /// TLB-shootdown scope of a process's migrations (Vulcan §3.4 per-thread page-table
+    /// replication): `per_thread` shoots down only the threads that map the page (its owner for
+    /// a private page), otherwise every running thread of the process (a shared mm).
+    SetTlbScope { pid: Pid, per_thread: bool },
     /// A layer vetoes a migration its base asked for (Alto regulating promotions): nothing moves,
     /// and the base sees the migration's result as `Refused` in the next telemetry.
     Refuse { page: PageId, to: TierId },

@@ -38,6 +38,69 @@ pub struct ProcSummary {
     pub promotions: u64,
     pub demotions: u64,
     pub demote_promoted: u64,
+    /// Times migration was stopped and restarted for the process (migration toggling §4.2-4.3).
+    pub migration_stops: u64,
+    pub migration_restarts: u64,
+    /// LC processes: percentiles of operation latency, ns (see [`LatHist`]); null for BE.
+    pub latency_p50_ns: Option<f64>,
+    pub latency_p99_ns: Option<f64>,
+}
+
+/// Fairness of the fast-tier allocation over the run (Vulcan §5.3).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Fairness {
+    /// Jain's index over the cumulative fast-tier allocations A_i = sum_t x_i(t).
+    pub jain: f64,
+    /// Vulcan eq. 4, the FTHR-weighted cumulative Jain index over X_i = sum_t x_i(t) FTHR_i(t),
+    /// x_i(t) the process's fast-tier pages and FTHR_i(t) its fast-tier hit ratio in epoch t.
+    pub cfi: f64,
+}
+
+/// Jain's fairness index (sum x)^2 / (n sum x^2); 1 when there is nothing to share.
+pub fn jain(x: &[f64]) -> f64 {
+    let s: f64 = x.iter().sum();
+    let q: f64 = x.iter().map(|v| v * v).sum();
+    if x.is_empty() || q <= 0.0 {
+        1.0
+    } else {
+        s * s / (x.len() as f64 * q)
+    }
+}
+
+/// Operation-latency histogram of an LC process: each epoch every thread contributes its mean
+/// time per operation (epoch time / operations, stalls included) weighted by its operations, in
+/// log bins 1% wide, so percentiles are exact to 1%.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LatHist {
+    bins: BTreeMap<i32, f64>,
+}
+
+impl LatHist {
+    const STEP: f64 = 0.00995033; // ln(1.01)
+    pub fn add(&mut self, lat_ns: f64, weight: f64) {
+        if lat_ns > 0.0 && weight > 0.0 && lat_ns.is_finite() {
+            let b = (lat_ns.ln() / Self::STEP).floor() as i32;
+            *self.bins.entry(b).or_insert(0.0) += weight;
+        }
+    }
+    /// The q-quantile (0..1) by weight: the geometric centre of the bin it falls in.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        let total: f64 = self.bins.values().sum();
+        if total <= 0.0 {
+            return None;
+        }
+        let mut acc = 0.0;
+        for (&b, &w) in &self.bins {
+            acc += w;
+            if acc >= q * total {
+                return Some(((b as f64 + 0.5) * Self::STEP).exp());
+            }
+        }
+        self.bins
+            .keys()
+            .last()
+            .map(|&b| ((b as f64 + 0.5) * Self::STEP).exp())
+    }
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -61,6 +124,10 @@ pub struct Summary {
     pub shootdowns: u64,
     pub hint_faults: u64,
     pub samples: u64,
+    /// TLB-shootdown IPIs to other threads and CPU seconds spent migrating (copy + shootdown).
+    pub shootdown_ipis: u64,
+    pub migration_cpu_s: f64,
+    pub fairness: Fairness,
     pub tiers: Vec<TierSummary>,
     pub processes: Vec<ProcSummary>,
     pub policy_stats: BTreeMap<String, f64>,
@@ -134,6 +201,13 @@ struct Totals {
     shootdowns: u64,
     faults: u64,
     samples: u64,
+    ipis: u64,
+    migration_cpu_ns: f64,
+    /// Per process: sum_t x_i(t), sum_t x_i(t) FTHR_i(t), and misses per tier at the last epoch.
+    alloc: Vec<f64>,
+    alloc_fthr: Vec<f64>,
+    last_misses: Vec<Vec<f64>>,
+    lat: Vec<LatHist>,
 }
 
 /// Results of one pass of the loop.
@@ -217,6 +291,27 @@ fn run_pass(
             tot.shootdowns += st.shootdowns;
             tot.faults += st.hint_faults;
             tot.samples += st.samples;
+            tot.ipis += st.shootdown_ipis;
+            tot.migration_cpu_ns += st.migration_cpu_ns;
+            for (i, p) in m.procs.iter().enumerate() {
+                let d: Vec<f64> = (0..nt)
+                    .map(|t| p.misses[t] - tot.last_misses[i][t])
+                    .collect();
+                tot.last_misses[i].clone_from(&p.misses);
+                if p.started && !p.exited {
+                    let all: f64 = d.iter().sum();
+                    let fthr = if all > 0.0 { d[0] / all } else { 0.0 };
+                    let x = p.resident[0] as f64;
+                    tot.alloc[i] += x;
+                    tot.alloc_fthr[i] += x * fthr;
+                }
+            }
+            for c in &m.tel.cores {
+                let pi = c.pid as usize;
+                if c.ops > 0.0 && m.procs[pi].class == QosClass::LatencyCritical {
+                    tot.lat[pi].add(c.cycles / m.cpu_ghz / c.ops, c.ops);
+                }
+            }
         }
         let done = m.all_exited();
         if epoch.is_multiple_of(report_every) || done || m.now_ns >= dur_ns - 1e-6 {
@@ -357,6 +452,12 @@ pub fn run(
         shootdowns: 0,
         faults: 0,
         samples: 0,
+        ipis: 0,
+        migration_cpu_ns: 0.0,
+        alloc: vec![0.0; exp.processes.len()],
+        alloc_fthr: vec![0.0; exp.processes.len()],
+        last_misses: vec![vec![0.0; nt]; exp.processes.len()],
+        lat: vec![LatHist::default(); exp.processes.len()],
     };
     let half = 0.5 * exp.duration_s;
     let pass = run_pass(
@@ -416,6 +517,10 @@ pub fn run(
                 promotions: p.promotions,
                 demotions: p.demotions,
                 demote_promoted: p.demote_promoted,
+                migration_stops: p.migration_stops,
+                migration_restarts: p.migration_restarts,
+                latency_p50_ns: tot.lat[i].quantile(0.5),
+                latency_p99_ns: tot.lat[i].quantile(0.99),
             }
         })
         .collect();
@@ -439,6 +544,16 @@ pub fn run(
         shootdowns: tot.shootdowns,
         hint_faults: tot.faults,
         samples: tot.samples,
+        shootdown_ipis: tot.ipis,
+        migration_cpu_s: tot.migration_cpu_ns * 1e-9,
+        fairness: {
+            // Only processes that ran at some point share the fast tier.
+            let ran: Vec<usize> = (0..m.procs.len()).filter(|&i| tot.alloc[i] > 0.0).collect();
+            Fairness {
+                jain: jain(&ran.iter().map(|&i| tot.alloc[i]).collect::<Vec<_>>()),
+                cfi: jain(&ran.iter().map(|&i| tot.alloc_fthr[i]).collect::<Vec<_>>()),
+            }
+        },
         tiers,
         processes,
         policy_stats: policy.stats().into_iter().collect(),

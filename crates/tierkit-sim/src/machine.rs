@@ -57,6 +57,11 @@ pub struct ProcState {
     pub dist_of: FxHashMap<(usize, usize), usize>,
     pub scan_cursor: u32,
     pub scan_credit: f64,
+    /// Shoot down only the threads that map a migrated page (Vulcan §3.4), not the whole mm.
+    pub tlb_per_thread: bool,
+    /// SetMigration transitions enabled -> disabled and back (migration toggling §4.2-4.3).
+    pub migration_stops: u64,
+    pub migration_restarts: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -116,6 +121,10 @@ pub struct EpochStats {
     pub shootdowns: u64,
     pub hint_faults: u64,
     pub samples: u64,
+    /// TLB-shootdown IPIs sent to other threads, and the CPU time of migrations (copy and
+    /// shootdown, ns) this epoch (Vulcan Figs. 2, 3, 7).
+    pub shootdown_ipis: u64,
+    pub migration_cpu_ns: f64,
 }
 
 pub struct Machine {
@@ -247,6 +256,9 @@ impl Machine {
                 dist_of: FxHashMap::default(),
                 scan_cursor: 0,
                 scan_credit: 0.0,
+                tlb_per_thread: false,
+                migration_stops: 0,
+                migration_restarts: 0,
             });
             base += off;
         }
@@ -870,6 +882,8 @@ impl Machine {
         self.stats.demotions = 0;
         self.stats.remaps = 0;
         self.stats.shootdowns = 0;
+        self.stats.shootdown_ipis = 0;
+        self.stats.migration_cpu_ns = 0.0;
         self.stats.hint_faults = 0;
         self.stats.samples = 0;
         self.lifecycle()?;
@@ -1175,19 +1189,29 @@ impl Machine {
         c.migrate_fixed_us * 1e3 + self.page_bytes / c.copy_gbps
     }
 
-    /// Shootdown for a page of process `pi`: the initiator's cost, and an IPI stall for every
-    /// other running thread that maps it (threads of one process share the mm).
-    fn shootdown(&mut self, pi: usize, initiator: Option<usize>) -> f64 {
+    /// Shootdown for `page` of process `pi`: the initiator's cost, and an IPI stall for every
+    /// other running thread that maps it. Threads of one process share the mm, so by default
+    /// every running thread is a target; with per-thread page tables (Vulcan §3.4) only the
+    /// threads whose access distribution covers the page (its sharers; the owner alone for a
+    /// private page) are.
+    fn shootdown(&mut self, pi: usize, page: u32, initiator: Option<usize>) -> f64 {
         let c = &self.exp.platform.costs;
         let ipi = c.shootdown_ipi_us * 1e3;
+        let per_thread = self.procs[pi].tlb_per_thread;
         let mut targets = 0;
         for &ti in &self.procs[pi].threads {
-            if Some(ti) != initiator && self.threads[ti].active {
-                self.threads[ti].stall_ns += ipi;
-                targets += 1;
+            let th = &self.threads[ti];
+            if Some(ti) == initiator || !th.active {
+                continue;
             }
+            if per_thread && !th.dist.is_some_and(|d| self.dists[d].pmf(page) > 0.0) {
+                continue;
+            }
+            self.threads[ti].stall_ns += ipi;
+            targets += 1;
         }
         self.stats.shootdowns += 1;
+        self.stats.shootdown_ipis += targets;
         (c.shootdown_base_us + c.shootdown_per_target_us * targets as f64) * 1e3
     }
 
@@ -1231,7 +1255,8 @@ impl Machine {
                     self.set_tier(page, Some(to));
                     self.after_move(page, pi, from, to);
                     self.stats.remaps += 1;
-                    let cost = self.shootdown(pi, initiator);
+                    let cost = self.shootdown(pi, page, initiator);
+                    self.stats.migration_cpu_ns += cost;
                     return (res(MigrationOutcome::Done, true), cost);
                 }
             }
@@ -1257,7 +1282,8 @@ impl Machine {
         self.set_tier(page, Some(to));
         self.after_move(page, pi, from, to);
         self.charge_traffic(from, to, 1.0);
-        let cost = copy + self.shootdown(pi, initiator);
+        let cost = copy + self.shootdown(pi, page, initiator);
+        self.stats.migration_cpu_ns += cost;
         (res(MigrationOutcome::Done, false), cost)
     }
 
@@ -1376,7 +1402,17 @@ impl Machine {
                 }
                 Action::SetMigration { pid, enabled } => {
                     if let Some(p) = self.procs.get_mut(pid as usize) {
+                        match (p.migration_enabled, enabled) {
+                            (true, false) => p.migration_stops += 1,
+                            (false, true) => p.migration_restarts += 1,
+                            _ => {}
+                        }
                         p.migration_enabled = enabled;
+                    }
+                }
+                Action::SetTlbScope { pid, per_thread } => {
+                    if let Some(p) = self.procs.get_mut(pid as usize) {
+                        p.tlb_per_thread = per_thread;
                     }
                 }
                 Action::SetPartition { pid, fast_pages } => {

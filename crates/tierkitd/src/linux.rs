@@ -801,6 +801,10 @@ impl Backend for Linux {
                         p.fast_cap = fast_pages;
                     }
                 }
+                Action::SetTlbScope { .. } => self.note_once(
+                    "tlbscope",
+                    "SetTlbScope ignored: per-thread page tables need Vulcan's kernel patch".into(),
+                ),
                 Action::Refuse { page, to } => {
                     let from = self.table.slot(page).map_or(to, |s| s.tier);
                     self.result(page, from, to, MigrationOutcome::Refused);
