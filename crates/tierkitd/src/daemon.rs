@@ -105,6 +105,7 @@ pub fn run(cfg: Config) -> Result<()> {
         backend::decide(policy.as_mut(), &mut lx, &mut actions);
         let step = t0.elapsed().saturating_sub(lx.last_apply).as_secs_f64();
         lx.metrics.step_seconds_last = step;
+        lx.metrics.apply_seconds_sum += lx.last_apply.as_secs_f64();
         lx.metrics.step_seconds_sum += step;
         let promos: u64 = lx.metrics.promotions.values().sum();
         let demos: u64 = lx.metrics.demotions.values().sum();
@@ -140,11 +141,14 @@ pub fn run(cfg: Config) -> Result<()> {
     lx.stop_source();
     let m = &lx.metrics;
     log.info(format!(
-        "stopped by signal after {} intervals: promoted {}, demoted {}, pages migrated {}",
+        "stopped by signal after {} intervals: promoted {}, demoted {}, pages migrated {} in {:.4} s of migration passes ({:.0} pages/s; move_pages itself {:.4} s)",
         m.intervals,
         m.promotions.values().sum::<u64>(),
         m.demotions.values().sum::<u64>(),
-        m.pages_migrated
+        m.pages_migrated,
+        m.apply_seconds_sum,
+        m.pages_migrated as f64 / m.apply_seconds_sum.max(1e-9),
+        m.migrate_seconds_sum
     ));
     for (k, v) in policy.stats() {
         log.debug(format!("policy stat {k} = {v}"));

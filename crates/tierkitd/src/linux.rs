@@ -314,8 +314,7 @@ impl Linux {
             self.table.release(id);
         }
         self.metrics.target_exits += 1;
-        self.metrics.promotions.remove(&pid);
-        self.metrics.demotions.remove(&pid);
+        // counters stay (Prometheus counters do not vanish); the page gauges go
         self.metrics.pages.retain(|(p, _), _| *p != pid);
         self.log.info(format!("pid {pid} ({}) {why}; forgot its {n} pages; still running with {} target(s)", p.name, self.procs.len()));
     }

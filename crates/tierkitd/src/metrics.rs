@@ -28,6 +28,8 @@ pub struct Metrics {
     pub step_seconds_last: f64,
     pub observe_seconds_sum: f64,
     pub migrate_seconds_sum: f64,
+    /// Wall time of whole migration passes (validation, batching, move_pages, bookkeeping).
+    pub apply_seconds_sum: f64,
     pub pages_migrated: u64,
     pub rate_limited: u64,
     pub external_moves: u64,
@@ -68,7 +70,7 @@ impl Metrics {
         for (k, n) in &self.errors {
             let _ = writeln!(o, "tierkitd_errors_total{{kind=\"{}\"}} {n}", esc(k));
         }
-        let scalars: [(&str, &str, &str, String); 13] = [
+        let scalars: [(&str, &str, &str, String); 14] = [
             ("samples_total", "counter", "Samples (or pseudo-samples) handed to the policy.", self.samples_total.to_string()),
             ("samples_per_second", "gauge", "Samples per second over the last interval.", format!("{:.3}", self.samples_per_second)),
             ("intervals_total", "counter", "Observe-decide-act steps run.", self.intervals.to_string()),
@@ -76,6 +78,7 @@ impl Metrics {
             ("policy_step_seconds_last", "gauge", "Time the last policy step took.", format!("{:.6}", self.step_seconds_last)),
             ("observe_seconds_sum", "counter", "Time spent scanning targets and reading telemetry, total.", format!("{:.6}", self.observe_seconds_sum)),
             ("migrate_seconds_sum", "counter", "Time spent in move_pages migrations, total.", format!("{:.6}", self.migrate_seconds_sum)),
+            ("apply_seconds_sum", "counter", "Wall time of whole migration passes (validation, batching, move_pages, bookkeeping), total.", format!("{:.6}", self.apply_seconds_sum)),
             ("pages_migrated_total", "counter", "Pages moved by tierkitd.", self.pages_migrated.to_string()),
             ("rate_limited_total", "counter", "Migrations refused by the rate limit.", self.rate_limited.to_string()),
             ("external_moves_total", "counter", "Pages found on another tier than tierkitd left them (kernel reclaim or balancing).", self.external_moves.to_string()),

@@ -80,6 +80,9 @@ pub fn choose_at(
     };
     let want = format!("`{policy}` wants PEBS samples of {} every {period}", filter_name(filter));
     let mut why_not = Vec::new();
+    if pref != SourcePref::Auto {
+        why_not.push(format!("source = {pref:?} set in the config"));
+    }
     if matches!(pref, SourcePref::Auto | SourcePref::Pebs) {
         match pebs_probe(period) {
             Ok(p) => {

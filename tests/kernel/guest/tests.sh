@@ -8,7 +8,7 @@ fail() { echo "TKTEST $1 FAIL $2"; FAILS=$((FAILS + 1)); }
 kv() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -1; }
 # wait_for FILE PATTERN SECONDS
 wait_for() { i=0; while ! grep -q "$2" "$1" 2>/dev/null; do i=$((i + 1)); [ $i -gt $(($3 * 10)) ] && return 1; sleep 0.1; done; return 0; }
-show() { echo "--- $1"; sed 's/^/    /' "$1" | tail -n "${2:-40}"; }
+show() { echo "--- $1"; sed 's/^/    /' "$1" | tail -n "${2:-40}"; echo "--- dmesg"; dmesg | grep -iE 'segfault|bug|warn|oops|killed' | tail -n 10; }
 # ticks of CPU (utime + stime) of a pid
 cputicks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 conf() { # conf FILE key=value... -> TOML
