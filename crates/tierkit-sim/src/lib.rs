@@ -14,6 +14,7 @@ pub mod error;
 pub mod machine;
 pub mod platform;
 pub mod spec;
+pub mod trace;
 pub mod workloads;
 
 pub use config::{load, load_str};

@@ -1,0 +1,573 @@
+//! Streamed importers into the binary format: one line in, at most one record out; nothing is
+//! held but the current run. Errors name the input's line.
+
+use std::io::{BufRead, Seek, Write};
+use std::path::Path;
+
+use super::{Header, Op, Result, Source, StampKind, TraceError, Writer};
+
+/// Input formats `tierkit trace import` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `valgrind --tool=lackey --trace-mem=yes`: `I addr,size`, ` L|S|M addr,size`.
+    Lackey,
+    /// `perf script -F time,event,addr,data_src,weight` of `perf mem record`.
+    PerfScript,
+    /// `damo report raw` of a `damo record` file.
+    Damon,
+}
+
+impl Format {
+    pub fn parse(s: &str) -> Option<Format> {
+        match s {
+            "lackey" => Some(Format::Lackey),
+            "perf-script" | "perf" => Some(Format::PerfScript),
+            "damon" | "damo" => Some(Format::Damon),
+            _ => None,
+        }
+    }
+    pub const NAMES: &'static [&'static str] = &["lackey", "perf-script", "damon"];
+}
+
+/// What an import did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ImportStats {
+    pub lines: u64,
+    /// Input lines that were not accesses (valgrind banners, instructions, cache hits...).
+    pub skipped: u64,
+    pub records: u64,
+    pub accesses: u64,
+}
+
+struct Lines<R: BufRead> {
+    inp: R,
+    path: String,
+    no: u64,
+}
+
+impl<R: BufRead> Lines<R> {
+    fn next<'b>(&mut self, buf: &'b mut String) -> Result<Option<&'b str>> {
+        buf.clear();
+        let n = self.inp.read_line(buf).map_err(|e| TraceError::Parse {
+            path: self.path.clone(),
+            line: self.no + 1,
+            msg: format!("cannot read: {e}"),
+        })?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.no += 1;
+        Ok(Some(buf.trim_end_matches(['\n', '\r'])))
+    }
+}
+
+fn perr(path: &str, line: u64, msg: impl Into<String>) -> TraceError {
+    TraceError::Parse {
+        path: path.to_string(),
+        line,
+        msg: msg.into(),
+    }
+}
+
+fn werr(path: &Path, e: std::io::Error) -> TraceError {
+    TraceError::Io {
+        path: path.display().to_string(),
+        msg: format!("cannot write: {e}"),
+    }
+}
+
+/// Convert `input` (read streamed from `inp`, named `input_name` in messages) into a trace at
+/// `output`.
+pub fn import(
+    format: Format,
+    input_name: &str,
+    inp: impl BufRead,
+    output: &Path,
+) -> Result<ImportStats> {
+    let header = match format {
+        Format::Lackey => Header::new(6, StampKind::Instructions, Source::Lackey),
+        Format::PerfScript => Header::new(6, StampKind::Nanoseconds, Source::PerfMem),
+        Format::Damon => Header::new(12, StampKind::Nanoseconds, Source::Damon),
+    };
+    let mut w = Writer::create(output, header)?;
+    let mut lines = Lines {
+        inp,
+        path: input_name.to_string(),
+        no: 0,
+    };
+    let (stats, last) = match format {
+        Format::Lackey => lackey(&mut lines, &mut w),
+        Format::PerfScript => perf_script(&mut lines, &mut w),
+        Format::Damon => damon(&mut lines, &mut w),
+    }
+    .map_err(|e| match e {
+        Either::Trace(t) => t,
+        Either::Io(e) => werr(output, e),
+    })?;
+    let h = w.finish(last).map_err(|e| werr(output, e))?;
+    if h.records == 0 {
+        return Err(perr(
+            input_name,
+            stats.lines,
+            format!(
+                "no memory accesses found in {} lines; is this {} output?",
+                stats.lines,
+                match format {
+                    Format::Lackey => "`valgrind --tool=lackey --trace-mem=yes`",
+                    Format::PerfScript =>
+                        "`perf script -F time,event,addr,data_src,weight` (of `perf mem record`)",
+                    Format::Damon => "`damo report raw`",
+                }
+            ),
+        ));
+    }
+    Ok(ImportStats {
+        records: h.records,
+        accesses: h.accesses,
+        ..stats
+    })
+}
+
+enum Either {
+    Trace(TraceError),
+    Io(std::io::Error),
+}
+impl From<TraceError> for Either {
+    fn from(e: TraceError) -> Self {
+        Either::Trace(e)
+    }
+}
+impl From<std::io::Error> for Either {
+    fn from(e: std::io::Error) -> Self {
+        Either::Io(e)
+    }
+}
+
+type Out = std::result::Result<(ImportStats, u64), Either>;
+
+fn hex(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let s = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
+    if s.is_empty() {
+        return None;
+    }
+    u64::from_str_radix(s, 16).ok()
+}
+
+/// lackey: the stamp is the number of instructions (`I` lines) before the access; an access
+/// that straddles cache lines touches each of them.
+fn lackey<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>) -> Out {
+    let mut st = ImportStats::default();
+    let mut instr = 0u64;
+    let mut buf = String::new();
+    while let Some(line) = l.next(&mut buf)? {
+        st.lines += 1;
+        let t = line.trim_start();
+        if t.is_empty() || t.starts_with("==") || t.starts_with("--") || t.starts_with("**") {
+            st.skipped += 1;
+            continue;
+        }
+        let (kind, rest) = t.split_at(1);
+        let op = match kind {
+            "I" => {
+                instr += 1;
+                st.skipped += 1;
+                continue;
+            }
+            "L" => Op::Load,
+            "S" => Op::Store,
+            "M" => Op::Modify,
+            _ => {
+                return Err(perr(
+                    &l.path,
+                    l.no,
+                    format!(
+                        "expected a lackey line (`I|L|S|M addr,size`), got `{}`",
+                        clip(line)
+                    ),
+                )
+                .into())
+            }
+        };
+        let (a, sz) = rest.trim().split_once(',').ok_or_else(|| {
+            perr(
+                &l.path,
+                l.no,
+                format!("expected `addr,size` after `{kind}`, got `{}`", clip(line)),
+            )
+        })?;
+        let addr =
+            hex(a).ok_or_else(|| perr(&l.path, l.no, format!("bad hex address `{}`", clip(a))))?;
+        let size: u64 = sz
+            .trim()
+            .parse()
+            .map_err(|_| perr(&l.path, l.no, format!("bad size `{}`", clip(sz))))?;
+        let first = addr >> 6;
+        let last = (addr + size.max(1) - 1) >> 6;
+        for unit in first..=last {
+            w.push(instr, unit, 1, op)?;
+        }
+    }
+    Ok((st, instr))
+}
+
+fn clip(s: &str) -> String {
+    if s.len() > 60 {
+        format!("{}...", &s[..s.floor_char_boundary_compat(60)])
+    } else {
+        s.to_string()
+    }
+}
+
+trait FloorBoundary {
+    fn floor_char_boundary_compat(&self, i: usize) -> usize;
+}
+impl FloorBoundary for str {
+    fn floor_char_boundary_compat(&self, mut i: usize) -> usize {
+        while !self.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    }
+}
+
+/// Whether perf's data-source text says the access was served past the LLC (DRAM, PMEM, CXL
+/// or a remote node): the accesses a tiered-memory model sees.
+fn past_llc(data_src: &str) -> bool {
+    [
+        "RAM", "PMEM", "CXL", "Remote", "remote", "L3 miss", "Uncached",
+    ]
+    .iter()
+    .any(|k| data_src.contains(k))
+}
+
+/// perf script: `comm pid [cpu] SECS.USECS: [period] EVENT: ADDR DATA_SRC |OP ..|LVL ..| WEIGHT`.
+/// The stamp is the sample time in ns; only samples served past the LLC are kept (the others
+/// are counted as skipped).
+fn perf_script<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>) -> Out {
+    let mut st = ImportStats::default();
+    let mut last = 0u64;
+    let mut buf = String::new();
+    while let Some(line) = l.next(&mut buf)? {
+        st.lines += 1;
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            st.skipped += 1;
+            continue;
+        }
+        let (head, ds_text) = match t.find('|') {
+            Some(i) => (&t[..i], &t[i..]),
+            None => (t, ""),
+        };
+        let toks: Vec<&str> = head.split_whitespace().collect();
+        let ti = toks.iter().position(|x| {
+            x.ends_with(':')
+                && x[..x.len() - 1].contains('.')
+                && x[..x.len() - 1]
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c == '.')
+        });
+        let Some(ti) = ti else {
+            return Err(perr(
+                &l.path,
+                l.no,
+                format!("no timestamp (`SECS.USECS:`) in `{}`; expected `perf script -F time,event,addr,data_src,weight` output", clip(t)),
+            )
+            .into());
+        };
+        let time = toks[ti].trim_end_matches(':');
+        let (s, frac) = time.split_once('.').unwrap_or((time, "0"));
+        let secs: u64 = s
+            .parse()
+            .map_err(|_| perr(&l.path, l.no, format!("bad time `{time}`")))?;
+        let mut f = frac.to_string();
+        f.truncate(9);
+        while f.len() < 9 {
+            f.push('0');
+        }
+        let ns = secs * 1_000_000_000
+            + f.parse::<u64>()
+                .map_err(|_| perr(&l.path, l.no, format!("bad time `{time}`")))?;
+        let ei = toks[ti + 1..]
+            .iter()
+            .position(|x| x.ends_with(':'))
+            .map(|i| ti + 1 + i)
+            .ok_or_else(|| {
+                perr(
+                    &l.path,
+                    l.no,
+                    format!("no `EVENT:` after the time in `{}`", clip(t)),
+                )
+            })?;
+        let event = toks[ei];
+        let addr_tok = toks.get(ei + 1).ok_or_else(|| {
+            perr(&l.path, l.no, format!("no data address after `{event}` (record with `perf mem record`, print with -F addr)"))
+        })?;
+        let addr = hex(addr_tok).ok_or_else(|| {
+            perr(
+                &l.path,
+                l.no,
+                format!("bad hex data address `{}`", clip(addr_tok)),
+            )
+        })?;
+        if ds_text.is_empty() {
+            return Err(perr(
+                &l.path,
+                l.no,
+                "no data source (`|OP ...|LVL ...|`); print with `perf script -F time,event,addr,data_src,weight`",
+            )
+            .into());
+        }
+        if !past_llc(ds_text) || addr == 0 {
+            st.skipped += 1;
+            continue;
+        }
+        let op = if ds_text.contains("OP STORE") || event.contains("store") {
+            Op::Store
+        } else {
+            Op::Load
+        };
+        last = ns.max(last);
+        w.push(last, addr >> 6, 1, op)?;
+    }
+    Ok((st, last))
+}
+
+fn damon_time_ns(s: &str) -> Option<u64> {
+    // "104.599 ms", "1 m 2.3 s", "0 ns", or a bare number of ns.
+    let toks: Vec<&str> = s.split_whitespace().collect();
+    if toks.len() == 1 {
+        return toks[0].parse::<f64>().ok().map(|v| v as u64);
+    }
+    let mut total = 0.0;
+    let mut i = 0;
+    while i + 1 < toks.len() {
+        let v: f64 = toks[i].parse().ok()?;
+        let unit = match toks[i + 1] {
+            "ns" => 1.0,
+            "us" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            "d" => 86400e9,
+            _ => return None,
+        };
+        total += v * unit;
+        i += 2;
+    }
+    (i == toks.len()).then_some(total as u64)
+}
+
+/// `damo report raw`: snapshots of `monitoring_end: TIME` then `START-END( SIZE): NR_ACCESSES`
+/// region lines. Each page of a region with accesses becomes a record with count = the
+/// region's nr_accesses (the sampling intervals in which it was seen accessed), stamped with
+/// the snapshot's end.
+fn damon<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>) -> Out {
+    let mut st = ImportStats::default();
+    let mut now: Option<u64> = None;
+    let mut last = 0u64;
+    let mut buf = String::new();
+    while let Some(line) = l.next(&mut buf)? {
+        st.lines += 1;
+        let t = line.trim();
+        if t.is_empty() {
+            st.skipped += 1;
+            continue;
+        }
+        let is_region = t
+            .split_once('-')
+            .is_some_and(|(a, _)| !a.contains(' ') && hex(a).is_some());
+        if !is_region {
+            let (k, v) = t.split_once(':').ok_or_else(|| {
+                perr(
+                    &l.path,
+                    l.no,
+                    format!("expected `key: value` or a region line, got `{}`", clip(t)),
+                )
+            })?;
+            let k = k.trim();
+            match k {
+                "monitoring_end" | "end_time" => {
+                    let ns = damon_time_ns(v.trim()).ok_or_else(|| {
+                        perr(&l.path, l.no, format!("bad time `{}` for {k}", v.trim()))
+                    })?;
+                    now = Some(ns.max(last));
+                }
+                "base_time_absolute"
+                | "monitoring_start"
+                | "monitoring_duration"
+                | "target_id"
+                | "nr_regions"
+                | "start_time"
+                | "record_start"
+                | "kdamond_idx"
+                | "context_idx"
+                | "scheme_idx"
+                | "intervals" => {}
+                _ => {
+                    return Err(perr(
+                        &l.path,
+                        l.no,
+                        format!("unknown key `{k}`; expected `damo report raw` output"),
+                    )
+                    .into())
+                }
+            }
+            st.skipped += 1;
+            continue;
+        }
+        // A region: START-END(SIZE): NR
+        let bad = || {
+            perr(
+                &l.path,
+                l.no,
+                format!(
+                    "expected `START-END( SIZE): NR_ACCESSES`, got `{}`",
+                    clip(t)
+                ),
+            )
+        };
+        let (range, nr) = t.rsplit_once(':').ok_or_else(bad)?;
+        let range = range.split('(').next().ok_or_else(bad)?.trim();
+        let (a, b) = range.split_once('-').ok_or_else(bad)?;
+        let (a, b) = (hex(a).ok_or_else(bad)?, hex(b).ok_or_else(bad)?);
+        if b <= a {
+            return Err(perr(&l.path, l.no, format!("empty region {a:x}-{b:x}")).into());
+        }
+        let nr: u64 = nr
+            .trim()
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .parse()
+            .map_err(|_| bad())?;
+        let Some(ts) = now else {
+            return Err(perr(&l.path, l.no, "region before any `monitoring_end:` line").into());
+        };
+        if nr == 0 {
+            continue;
+        }
+        last = ts;
+        for page in a >> 12..b.div_ceil(4096) {
+            w.push(ts, page, nr, Op::Load)?;
+        }
+    }
+    Ok((st, last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{info, Reader};
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("tk-import-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d.join(name)
+    }
+
+    #[test]
+    fn lackey_lines_become_line_records() {
+        let text = "==1== Lackey\nI  04016e0,3\n L 1000,8\n L 1008,8\nI  04016e3,4\n S 103c,8\n M 2000,4\n";
+        let out = tmp("l.tkt");
+        let st = import(Format::Lackey, "in", text.as_bytes(), &out).unwrap();
+        assert_eq!(st.accesses, 5); // the store straddles lines 0x40 and 0x41
+        let mut r = Reader::open(&out).unwrap();
+        let a = r.next_record().unwrap().unwrap();
+        assert_eq!((a.unit, a.count, a.stamp, a.op), (0x40, 2, 1, Op::Load));
+        let b = r.next_record().unwrap().unwrap();
+        assert_eq!((b.unit, b.stamp, b.op), (0x40, 2, Op::Store));
+        let i = info(&out).unwrap();
+        assert_eq!(i.records, 4);
+        assert_eq!(i.pages, 2);
+        assert_eq!(i.last_stamp, 2);
+    }
+
+    #[test]
+    fn lackey_garbage_names_the_line() {
+        let e = import(
+            Format::Lackey,
+            "prog.lackey",
+            "I  0400,3\n L 10,8\nhello\n".as_bytes(),
+            &tmp("g.tkt"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("prog.lackey: line 3:"), "{e}");
+        let e = import(Format::Lackey, "p", " L zz,8\n".as_bytes(), &tmp("g2.tkt"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 1") && e.contains("hex"), "{e}");
+    }
+
+    #[test]
+    fn perf_keeps_samples_past_the_llc() {
+        let text = "\
+  stream  1234 [003]  100.000001:      cpu/mem-loads,ldlat=30/P:     7f0000001040         5080144 |OP LOAD|LVL L1 hit|SNP None|TLB L1 or L2 hit|LCK No|BLK  N/A       4
+  stream  1234 [003]  100.000002:      cpu/mem-loads,ldlat=30/P:     7f0000002040         6880144 |OP LOAD|LVL Local RAM or RAM hit|SNP Hit|TLB L1 or L2 hit|LCK No|BLK  N/A     312
+  stream  1234 [003]  100.000003:      cpu/mem-loads,ldlat=30/P:     7f0000003080         6880144 |OP LOAD|LVL Remote RAM (1 hop) hit|SNP Hit|TLB L1 or L2 hit|LCK No|BLK  N/A   410
+";
+        let out = tmp("p.tkt");
+        let st = import(Format::PerfScript, "perf.txt", text.as_bytes(), &out).unwrap();
+        assert_eq!((st.accesses, st.skipped), (2, 1));
+        let mut r = Reader::open(&out).unwrap();
+        let a = r.next_record().unwrap().unwrap();
+        assert_eq!((a.unit, a.stamp), (0x7f0000002040 >> 6, 100_000_002_000));
+        let e = import(
+            Format::PerfScript,
+            "perf.txt",
+            "  x 1 [0] 1.5: ev: zz 1 |OP LOAD|LVL RAM hit|\n".as_bytes(),
+            &tmp("p2.tkt"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("line 1") && e.contains("hex"), "{e}");
+    }
+
+    #[test]
+    fn damon_regions_become_page_records() {
+        let text = "\
+base_time_absolute: 8 m 59.809 s
+
+monitoring_start:                0 ns
+monitoring_end:            104.599 ms
+monitoring_duration:       104.599 ms
+target_id: 0
+nr_regions: 2
+563ebaa00000-563ebaa03000(  12.000 KiB):        5
+7f938d7e1000-7f938d7e2000(   4.000 KiB):        0
+";
+        let out = tmp("d.tkt");
+        let st = import(Format::Damon, "damo.txt", text.as_bytes(), &out).unwrap();
+        assert_eq!((st.records, st.accesses), (3, 15));
+        let i = info(&out).unwrap();
+        assert_eq!(i.pages, 3);
+        assert_eq!(i.last_stamp, 104_599_000);
+        let e = import(
+            Format::Damon,
+            "damo.txt",
+            "monitoring_end: 1 ms\n10-5(1 B): 3\n".as_bytes(),
+            &tmp("d2.tkt"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("line 2") && e.contains("empty region"), "{e}");
+    }
+
+    #[test]
+    fn empty_input_is_an_error() {
+        let e = import(
+            Format::Lackey,
+            "x",
+            "==1== nothing\n".as_bytes(),
+            &tmp("e.tkt"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("no memory accesses"), "{e}");
+    }
+}

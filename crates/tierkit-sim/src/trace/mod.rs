@@ -1,0 +1,683 @@
+//! Memory-access traces: one compact binary format (docs/traces.md), streamed importers for
+//! valgrind lackey, `perf script` of `perf mem record` and `damo report raw`, and replay as a
+//! workload (per-window empirical page distributions with an LLC model in front).
+//!
+//! Format, version 1 (little-endian):
+//!
+//! ```text
+//! header, 64 bytes
+//!   0  magic  "TKTRACE\0"
+//!   8  u16    version (1)
+//!  10  u8     unit_shift: record units are addr >> unit_shift (6 = cache lines, 12 = 4 KiB)
+//!  11  u8     stamp kind: 0 = instructions retired, 1 = nanoseconds
+//!  12  u8     source: 0 = lackey (every access; a cache model applies), 1 = perf mem samples
+//!             (memory accesses past the LLC), 2 = DAMON regions, 3 = other
+//!  13  u8     flags: bit 0 = complete (the writer finished and patched the counts)
+//!  14  u16    reserved (0)
+//!  16  u64    records
+//!  24  u64    accesses (sum of the records' counts)
+//!  32  u64    last stamp
+//!  40  24 B   reserved (0)
+//! records, each
+//!   u8      tag: bits 0-1 op (0 load, 1 store, 2 modify = load + store), bit 2 count follows
+//!   varint  stamp delta from the previous record (LEB128)
+//!   varint  unit delta from the previous record, zigzag-encoded
+//!   varint  count (only if tag bit 2; otherwise 1)
+//! ```
+//!
+//! A record is a run of `count` accesses to one unit that began at `stamp`.
+
+pub mod import;
+pub mod replay;
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+pub const MAGIC: &[u8; 8] = b"TKTRACE\0";
+pub const VERSION: u16 = 1;
+pub const HEADER_BYTES: usize = 64;
+
+/// A bad or unreadable trace, with where it went wrong.
+#[derive(Debug, Error)]
+pub enum TraceError {
+    #[error("{path}: {msg}")]
+    Io { path: String, msg: String },
+    #[error("{path}: byte {offset}: {msg}")]
+    Format {
+        path: String,
+        offset: u64,
+        msg: String,
+    },
+    #[error("{path}: line {line}: {msg}")]
+    Parse {
+        path: String,
+        line: u64,
+        msg: String,
+    },
+}
+
+pub type Result<T> = std::result::Result<T, TraceError>;
+
+fn io_err(path: &Path, e: impl std::fmt::Display) -> TraceError {
+    TraceError::Io {
+        path: path.display().to_string(),
+        msg: e.to_string(),
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Load = 0,
+    Store = 1,
+    Modify = 2,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StampKind {
+    Instructions = 0,
+    Nanoseconds = 1,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Lackey = 0,
+    PerfMem = 1,
+    Damon = 2,
+    Other = 3,
+}
+
+impl Source {
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Lackey => "lackey",
+            Source::PerfMem => "perf-mem",
+            Source::Damon => "damon",
+            Source::Other => "other",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub version: u16,
+    pub unit_shift: u8,
+    pub stamp: StampKind,
+    pub source: Source,
+    pub complete: bool,
+    pub records: u64,
+    pub accesses: u64,
+    pub last_stamp: u64,
+}
+
+impl Header {
+    pub fn new(unit_shift: u8, stamp: StampKind, source: Source) -> Self {
+        Header {
+            version: VERSION,
+            unit_shift,
+            stamp,
+            source,
+            complete: false,
+            records: 0,
+            accesses: 0,
+            last_stamp: 0,
+        }
+    }
+
+    fn encode(&self) -> [u8; HEADER_BYTES] {
+        let mut b = [0u8; HEADER_BYTES];
+        b[..8].copy_from_slice(MAGIC);
+        b[8..10].copy_from_slice(&self.version.to_le_bytes());
+        b[10] = self.unit_shift;
+        b[11] = self.stamp as u8;
+        b[12] = self.source as u8;
+        b[13] = self.complete as u8;
+        b[16..24].copy_from_slice(&self.records.to_le_bytes());
+        b[24..32].copy_from_slice(&self.accesses.to_le_bytes());
+        b[32..40].copy_from_slice(&self.last_stamp.to_le_bytes());
+        b
+    }
+
+    fn decode(path: &str, b: &[u8]) -> Result<Header> {
+        let bad = |offset: u64, msg: String| TraceError::Format {
+            path: path.to_string(),
+            offset,
+            msg,
+        };
+        if b.len() < HEADER_BYTES {
+            return Err(bad(
+                b.len() as u64,
+                format!(
+                    "truncated header: {} of {HEADER_BYTES} bytes; not a tierkit trace?",
+                    b.len()
+                ),
+            ));
+        }
+        if &b[..8] != MAGIC {
+            return Err(bad(
+                0,
+                "not a tierkit trace (magic is not \"TKTRACE\\0\"); convert with `tierkit trace import`".into(),
+            ));
+        }
+        let version = u16::from_le_bytes([b[8], b[9]]);
+        if version != VERSION {
+            return Err(bad(
+                8,
+                format!("trace format version {version}; this tierkit reads version {VERSION}"),
+            ));
+        }
+        let unit_shift = b[10];
+        if !(3..=30).contains(&unit_shift) {
+            return Err(bad(
+                10,
+                format!("unit_shift {unit_shift} out of range 3..=30"),
+            ));
+        }
+        let stamp = match b[11] {
+            0 => StampKind::Instructions,
+            1 => StampKind::Nanoseconds,
+            k => return Err(bad(11, format!("unknown stamp kind {k} (0 or 1)"))),
+        };
+        let source = match b[12] {
+            0 => Source::Lackey,
+            1 => Source::PerfMem,
+            2 => Source::Damon,
+            3 => Source::Other,
+            k => return Err(bad(12, format!("unknown source {k} (0-3)"))),
+        };
+        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
+        Ok(Header {
+            version,
+            unit_shift,
+            stamp,
+            source,
+            complete: b[13] & 1 == 1,
+            records: u64_at(16),
+            accesses: u64_at(24),
+            last_stamp: u64_at(32),
+        })
+    }
+}
+
+/// One run of accesses to one unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub stamp: u64,
+    pub unit: u64,
+    pub count: u64,
+    pub op: Op,
+}
+
+fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// Streams records into a trace, collapsing consecutive accesses of one op to one unit.
+pub struct Writer<W: Write + Seek> {
+    out: BufWriter<W>,
+    header: Header,
+    buf: Vec<u8>,
+    prev_stamp: u64,
+    prev_unit: u64,
+    pending: Option<Record>,
+}
+
+impl Writer<File> {
+    pub fn create(path: &Path, header: Header) -> Result<Self> {
+        let f = File::create(path).map_err(|e| io_err(path, format!("cannot create: {e}")))?;
+        Writer::new(f, header).map_err(|e| io_err(path, e))
+    }
+}
+
+impl<W: Write + Seek> Writer<W> {
+    pub fn new(w: W, header: Header) -> std::io::Result<Self> {
+        let mut out = BufWriter::with_capacity(1 << 16, w);
+        out.write_all(&header.encode())?;
+        Ok(Writer {
+            out,
+            header,
+            buf: Vec::with_capacity(32),
+            prev_stamp: 0,
+            prev_unit: 0,
+            pending: None,
+        })
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Add `count` accesses to `unit` at `stamp` (stamps must not decrease).
+    pub fn push(&mut self, stamp: u64, unit: u64, count: u64, op: Op) -> std::io::Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        if let Some(p) = &mut self.pending {
+            if p.unit == unit && p.op == op {
+                p.count += count;
+                return Ok(());
+            }
+            let p = *p;
+            self.emit(p)?;
+        }
+        self.pending = Some(Record {
+            stamp: stamp.max(self.prev_stamp),
+            unit,
+            count,
+            op,
+        });
+        Ok(())
+    }
+
+    fn emit(&mut self, r: Record) -> std::io::Result<()> {
+        self.buf.clear();
+        let tag = r.op as u8 | if r.count > 1 { 4 } else { 0 };
+        self.buf.push(tag);
+        put_varint(&mut self.buf, r.stamp - self.prev_stamp);
+        put_varint(
+            &mut self.buf,
+            zigzag(r.unit.wrapping_sub(self.prev_unit) as i64),
+        );
+        if r.count > 1 {
+            put_varint(&mut self.buf, r.count);
+        }
+        self.out.write_all(&self.buf)?;
+        self.prev_stamp = r.stamp;
+        self.prev_unit = r.unit;
+        self.header.records += 1;
+        self.header.accesses += r.count;
+        Ok(())
+    }
+
+    /// Flush the last run, patch the header's counts and mark the trace complete.
+    pub fn finish(mut self, last_stamp: u64) -> std::io::Result<Header> {
+        if let Some(p) = self.pending.take() {
+            self.emit(p)?;
+        }
+        self.header.last_stamp = last_stamp.max(self.prev_stamp);
+        self.header.complete = true;
+        self.out.flush()?;
+        let mut w = self.out.into_inner().map_err(|e| e.into_error())?;
+        w.seek(SeekFrom::Start(0))?;
+        w.write_all(&self.header.encode())?;
+        w.flush()?;
+        Ok(self.header)
+    }
+}
+
+/// Streams records out of a trace file; errors carry the byte offset.
+pub struct Reader<R: Read> {
+    path: String,
+    inp: R,
+    buf: Box<[u8]>,
+    pos: usize,
+    len: usize,
+    pub header: Header,
+    offset: u64,
+    read: u64,
+    stamp: u64,
+    unit: u64,
+}
+
+impl Reader<File> {
+    pub fn open(path: &Path) -> Result<Self> {
+        let f = File::open(path).map_err(|e| io_err(path, format!("cannot open: {e}")))?;
+        Reader::new(path.display().to_string(), f)
+    }
+}
+
+impl<R: Read> Reader<R> {
+    pub fn new(path: String, mut inp: R) -> Result<Self> {
+        let mut b = Vec::with_capacity(HEADER_BYTES);
+        (&mut inp)
+            .take(HEADER_BYTES as u64)
+            .read_to_end(&mut b)
+            .map_err(|e| TraceError::Io {
+                path: path.clone(),
+                msg: e.to_string(),
+            })?;
+        let header = Header::decode(&path, &b)?;
+        if !header.complete {
+            return Err(TraceError::Format {
+                path,
+                offset: 13,
+                msg: "incomplete trace (the writer did not finish; interrupted import?)".into(),
+            });
+        }
+        Ok(Reader {
+            path,
+            inp,
+            buf: vec![0u8; 1 << 16].into_boxed_slice(),
+            pos: 0,
+            len: 0,
+            header,
+            offset: HEADER_BYTES as u64,
+            read: 0,
+            stamp: 0,
+            unit: 0,
+        })
+    }
+
+    fn err(&self, offset: u64, msg: impl Into<String>) -> TraceError {
+        TraceError::Format {
+            path: self.path.clone(),
+            offset,
+            msg: msg.into(),
+        }
+    }
+
+    /// Refill the buffer; Ok(false) at end of file.
+    #[cold]
+    fn refill(&mut self) -> Result<bool> {
+        loop {
+            match self.inp.read(&mut self.buf) {
+                Ok(n) => {
+                    self.pos = 0;
+                    self.len = n;
+                    return Ok(n > 0);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.err(self.offset, e.to_string())),
+            }
+        }
+    }
+
+    #[inline]
+    fn try_byte(&mut self) -> Result<Option<u8>> {
+        if self.pos == self.len && !self.refill()? {
+            return Ok(None);
+        }
+        let b = self.buf[self.pos];
+        self.pos += 1;
+        self.offset += 1;
+        Ok(Some(b))
+    }
+
+    #[inline]
+    fn byte(&mut self, start: u64) -> Result<u8> {
+        match self.try_byte()? {
+            Some(b) => Ok(b),
+            None => Err(self.err(
+                start,
+                format!(
+                    "truncated record {} of {} (file ends mid-record)",
+                    self.read + 1,
+                    self.header.records
+                ),
+            )),
+        }
+    }
+
+    #[inline]
+    fn varint(&mut self, start: u64) -> Result<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte(start)?;
+            v |= ((b & 0x7f) as u64) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(self.err(start, "varint longer than 10 bytes (corrupt record)"))
+    }
+
+    /// The next record, None at a clean end; an error if the file is corrupt or truncated.
+    #[inline]
+    pub fn next_record(&mut self) -> Result<Option<Record>> {
+        let start = self.offset;
+        if self.read == self.header.records {
+            return match self.try_byte()? {
+                None => Ok(None),
+                Some(_) => Err(self.err(
+                    start,
+                    format!(
+                        "trailing data after the {} records the header announces",
+                        self.header.records
+                    ),
+                )),
+            };
+        }
+        let Some(tag) = self.try_byte()? else {
+            return Err(self.err(
+                start,
+                format!(
+                    "truncated: {} of {} records",
+                    self.read, self.header.records
+                ),
+            ));
+        };
+        if tag & !7 != 0 || tag & 3 == 3 {
+            return Err(self.err(start, format!("bad record tag 0x{tag:02x}")));
+        }
+        let ds = self.varint(start)?;
+        let du = unzigzag(self.varint(start)?);
+        let count = if tag & 4 != 0 {
+            let c = self.varint(start)?;
+            if c < 2 {
+                return Err(self.err(start, format!("record count {c} < 2 with the count bit")));
+            }
+            c
+        } else {
+            1
+        };
+        self.stamp = self
+            .stamp
+            .checked_add(ds)
+            .ok_or_else(|| self.err(start, "stamp overflows u64"))?;
+        self.unit = self.unit.wrapping_add(du as u64);
+        self.read += 1;
+        let op = match tag & 3 {
+            0 => Op::Load,
+            1 => Op::Store,
+            _ => Op::Modify,
+        };
+        Ok(Some(Record {
+            stamp: self.stamp,
+            unit: self.unit,
+            count,
+            op,
+        }))
+    }
+}
+
+/// What `tierkit trace info` prints.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Info {
+    pub path: PathBuf,
+    pub header: Header,
+    pub records: u64,
+    pub accesses: u64,
+    pub stores: u64,
+    pub pages: u64,
+    pub lines: u64,
+    pub first_stamp: u64,
+    pub last_stamp: u64,
+    pub min_addr: u64,
+    pub max_addr: u64,
+}
+
+/// Read a whole trace (streamed) and summarise it; validates every record.
+pub fn info(path: &Path) -> Result<Info> {
+    let mut r = Reader::open(path)?;
+    let h = r.header;
+    let shift = h.unit_shift as u32;
+    let mut pages = rustc_hash::FxHashSet::default();
+    let mut lines = rustc_hash::FxHashSet::default();
+    let (mut n, mut acc, mut st) = (0u64, 0u64, 0u64);
+    let (mut first, mut last) = (None, 0);
+    let (mut lo, mut hi) = (u64::MAX, 0);
+    while let Some(rec) = r.next_record()? {
+        n += 1;
+        acc += rec.count;
+        if rec.op != Op::Load {
+            st += rec.count;
+        }
+        first.get_or_insert(rec.stamp);
+        last = rec.stamp;
+        let addr = rec.unit << shift;
+        lo = lo.min(addr);
+        hi = hi.max(addr + (1 << shift) - 1);
+        pages.insert(addr >> 12);
+        if shift <= 6 {
+            lines.insert(addr >> 6);
+        }
+    }
+    Ok(Info {
+        path: path.to_path_buf(),
+        header: h,
+        records: n,
+        accesses: acc,
+        stores: st,
+        pages: pages.len() as u64,
+        lines: lines.len() as u64,
+        first_stamp: first.unwrap_or(0),
+        last_stamp: h.last_stamp.max(last),
+        min_addr: if n == 0 { 0 } else { lo },
+        max_addr: hi,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::io::Cursor;
+
+    fn roundtrip(recs: &[(u64, u64, u64, Op)]) -> (Vec<u8>, Header) {
+        let mut w = Writer::new(
+            Cursor::new(Vec::new()),
+            Header::new(6, StampKind::Instructions, Source::Other),
+        )
+        .unwrap();
+        for &(s, u, c, op) in recs {
+            w.push(s, u, c, op).unwrap();
+        }
+        w.finish_into(recs.last().map_or(0, |r| r.0)).unwrap()
+    }
+
+    impl Writer<Cursor<Vec<u8>>> {
+        fn finish_into(self, last: u64) -> std::io::Result<(Vec<u8>, Header)> {
+            let mut s = self;
+            if let Some(p) = s.pending.take() {
+                s.emit(p)?;
+            }
+            s.header.last_stamp = last.max(s.prev_stamp);
+            s.header.complete = true;
+            let mut c = s.out.into_inner().map_err(|e| e.into_error())?;
+            c.seek(SeekFrom::Start(0))?;
+            c.write_all(&s.header.encode())?;
+            Ok((c.into_inner(), s.header))
+        }
+    }
+
+    fn read_all(bytes: &[u8]) -> Result<Vec<Record>> {
+        let mut r = Reader::new("t".into(), Cursor::new(bytes.to_vec()))?;
+        let mut v = Vec::new();
+        while let Some(x) = r.next_record()? {
+            v.push(x);
+        }
+        Ok(v)
+    }
+
+    #[test]
+    fn collapses_runs_and_round_trips() {
+        let recs = [
+            (0, 10, 1, Op::Load),
+            (1, 10, 1, Op::Load),
+            (2, 9, 1, Op::Store),
+            (5, 1 << 40, 3, Op::Modify),
+        ];
+        let (bytes, h) = roundtrip(&recs);
+        assert_eq!(h.records, 3);
+        assert_eq!(h.accesses, 6);
+        let got = read_all(&bytes).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                Record {
+                    stamp: 0,
+                    unit: 10,
+                    count: 2,
+                    op: Op::Load
+                },
+                Record {
+                    stamp: 2,
+                    unit: 9,
+                    count: 1,
+                    op: Op::Store
+                },
+                Record {
+                    stamp: 5,
+                    unit: 1 << 40,
+                    count: 3,
+                    op: Op::Modify
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn truncation_wrong_version_and_garbage_name_the_offset() {
+        let recs: Vec<_> = (0..50).map(|i| (i, i * 977 % 4096, 1, Op::Load)).collect();
+        let (bytes, _) = roundtrip(&recs);
+        let cut = &bytes[..bytes.len() - 2];
+        let e = read_all(cut).unwrap_err().to_string();
+        assert!(e.contains("byte ") && e.contains("truncated"), "{e}");
+        let mut v = bytes.clone();
+        v[8] = 7;
+        let e = read_all(&v).unwrap_err().to_string();
+        assert!(e.contains("byte 8") && e.contains("version 7"), "{e}");
+        let mut v = bytes.clone();
+        v[HEADER_BYTES] = 0xff;
+        let e = read_all(&v).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("byte {HEADER_BYTES}")) && e.contains("tag"),
+            "{e}"
+        );
+        let e = read_all(b"hello world, this is not a trace at all, no no no no no no no no")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a tierkit trace"), "{e}");
+        let mut v = bytes.clone();
+        v.push(0);
+        assert!(read_all(&v).unwrap_err().to_string().contains("trailing"));
+    }
+
+    proptest! {
+        #[test]
+        fn any_sequence_round_trips(
+            steps in proptest::collection::vec((0u64..1000, any::<u32>(), 1u64..5, 0u8..3), 0..200)
+        ) {
+            let mut stamp = 0;
+            let mut recs = Vec::new();
+            for (ds, u, c, op) in steps {
+                stamp += ds;
+                let op = match op { 0 => Op::Load, 1 => Op::Store, _ => Op::Modify };
+                recs.push((stamp, u as u64 * 3, c, op));
+            }
+            let (bytes, h) = roundtrip(&recs);
+            let got = read_all(&bytes).unwrap();
+            let total: u64 = got.iter().map(|r| r.count).sum();
+            prop_assert_eq!(total, recs.iter().map(|r| r.2).sum::<u64>());
+            prop_assert_eq!(h.records, got.len() as u64);
+            // Expanding the runs gives back the (unit, op) sequence.
+            let a: Vec<(u64, Op)> = recs.iter().flat_map(|r| std::iter::repeat_n((r.1, r.3), r.2 as usize)).collect();
+            let b: Vec<(u64, Op)> = got.iter().flat_map(|r| std::iter::repeat_n((r.unit, r.op), r.count as usize)).collect();
+            prop_assert_eq!(a, b);
+        }
+    }
+}

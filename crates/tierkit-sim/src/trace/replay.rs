@@ -1,0 +1,432 @@
+//! A trace as a workload. One streamed pass turns a trace into *windows*: consecutive stretches
+//! of the trace with their LLC misses counted by page (an empirical page distribution), their
+//! store share, their compute per miss and their memory-level parallelism. The machine then
+//! runs each window as a phase whose length is its misses (work), at the speed the model gives:
+//! the trace says which pages, the model says how long.
+//!
+//! - Cache: lackey traces hold every load and store, so a set-associative LRU LLC of the
+//!   platform's size and associativity (`llc_mb`, `llc_ways`) filters them; only its misses
+//!   reach memory. perf-mem and DAMON traces are memory accesses already and skip it.
+//! - MLP: given (`mlp`), or estimated from the miss stream: a miss whose line continues the
+//!   stride of the two misses before it (or is within 2 lines of the previous one) could be
+//!   issued without waiting (a prefetcher or out-of-order core overlaps it); any other miss is
+//!   taken as dependent. With a share f of overlappable misses, each dependent miss costs a
+//!   full latency and each overlappable one 1/max_mlp of it, so the effective
+//!   MLP = 1 / ((1 - f) + f / max_mlp) (max_mlp: the platform's line fill buffers). A pointer
+//!   chase through shuffled nodes comes out near 1, a stream near max_mlp.
+//! - Compute per miss: instruction-stamped traces give instructions per window; at `base_cpi`
+//!   cycles per instruction (default 0.5, a 4-wide core at IPC 2 when it hits in cache) that is
+//!   instructions x base_cpi / GHz / misses. Time-stamped traces take `compute_ns` (default 10).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use super::{Op, Reader, Result, Source, StampKind};
+
+/// A set-associative LRU cache over line addresses.
+pub struct Llc {
+    sets: u64,
+    ways: usize,
+    /// tags[set * ways .. +ways], most recent first; u64::MAX = empty.
+    tags: Vec<u64>,
+}
+
+impl Llc {
+    pub fn new(mb: f64, ways: u32) -> Llc {
+        let ways = ways.max(1) as usize;
+        let lines = ((mb * 1024.0 * 1024.0) / 64.0).max(ways as f64) as u64;
+        let sets = (lines / ways as u64).max(1);
+        Llc {
+            sets,
+            ways,
+            tags: vec![u64::MAX; (sets as usize) * ways],
+        }
+    }
+
+    /// Access a line; true on a miss (the line is then inserted, evicting the LRU way).
+    #[inline]
+    pub fn access(&mut self, line: u64) -> bool {
+        // Hash lines to sets as LLC slice hashing does (no power-of-two stride aliasing).
+        let h = line.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let set = ((h as u128 * self.sets as u128) >> 64) as usize;
+        let s = &mut self.tags[set * self.ways..(set + 1) * self.ways];
+        if s[0] == line {
+            return false;
+        }
+        match s.iter().position(|&t| t == line) {
+            Some(i) => {
+                s[..=i].rotate_right(1);
+                false
+            }
+            None => {
+                s.rotate_right(1);
+                s[0] = line;
+                true
+            }
+        }
+    }
+}
+
+/// The stride test of the MLP estimate (see the module doc).
+#[derive(Default)]
+struct StrideMlp {
+    prev: u64,
+    delta: i64,
+    overlappable: u64,
+    total: u64,
+}
+
+impl StrideMlp {
+    #[inline]
+    fn miss(&mut self, line: u64) {
+        let d = line.wrapping_sub(self.prev) as i64;
+        if self.total > 0 && (d == self.delta || d.abs() <= 2) {
+            self.overlappable += 1;
+        }
+        self.delta = d;
+        self.prev = line;
+        self.total += 1;
+    }
+
+    fn take(&mut self, max_mlp: f64) -> f64 {
+        let f = if self.total == 0 {
+            0.0
+        } else {
+            self.overlappable as f64 / self.total as f64
+        };
+        self.overlappable = 0;
+        self.total = 0;
+        1.0 / ((1.0 - f) + f / max_mlp.max(1.0))
+    }
+}
+
+/// Replay settings (experiment keys of a trace workload).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplayOpts {
+    /// MLP for every window (None: estimated).
+    pub mlp: Option<f64>,
+    pub max_mlp: f64,
+    /// LLC model for lackey traces (MiB, ways); None skips it.
+    pub llc: Option<(f64, u32)>,
+    pub base_cpi: f64,
+    pub cpu_ghz: f64,
+    /// Compute per miss for time-stamped traces, ns.
+    pub compute_ns: Option<f64>,
+    /// Trace accesses per window (None: the trace's accesses / 32).
+    pub window_accesses: Option<u64>,
+    /// A window closes only once it has this many misses (short windows are merged).
+    pub min_window_misses: u64,
+    /// Page size the pages are counted in (the experiment's page size).
+    pub page_bytes: u64,
+}
+
+/// One window: misses by page (dense page indices), and how the thread runs through it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Window {
+    pub pages: Vec<u32>,
+    pub counts: Vec<f64>,
+    pub misses: f64,
+    pub mlp: f64,
+    pub compute_ns: f64,
+    pub read_frac: f64,
+}
+
+/// A trace turned into windows over its distinct pages (in address order).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Replay {
+    pub path: String,
+    pub source: Source,
+    /// Distinct pages touched by misses, by page number (address / page_bytes).
+    pub page_numbers: Vec<u64>,
+    pub windows: Vec<Window>,
+    pub accesses: u64,
+    pub misses: u64,
+}
+
+struct Open {
+    counts: FxHashMap<u64, f64>,
+    misses: u64,
+    stores: u64,
+    accesses: u64,
+    first_stamp: Option<u64>,
+    last_page: u64,
+    last_slot: f64,
+}
+
+impl Open {
+    fn new() -> Self {
+        Open {
+            counts: FxHashMap::default(),
+            misses: 0,
+            stores: 0,
+            accesses: 0,
+            first_stamp: None,
+            last_page: u64::MAX,
+            last_slot: 0.0,
+        }
+    }
+    #[inline]
+    fn add(&mut self, page: u64, n: u64) {
+        if page == self.last_page {
+            self.last_slot += n as f64;
+            return;
+        }
+        self.flush_last();
+        self.last_page = page;
+        self.last_slot = n as f64;
+    }
+    #[inline]
+    fn flush_last(&mut self) {
+        if self.last_page != u64::MAX && self.last_slot > 0.0 {
+            *self.counts.entry(self.last_page).or_insert(0.0) += self.last_slot;
+        }
+        self.last_slot = 0.0;
+    }
+}
+
+/// Read `path` once and build its windows.
+pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
+    let mut r = Reader::open(path)?;
+    let h = r.header;
+    let shift = h.unit_shift as u32;
+    let page_shift = o.page_bytes.trailing_zeros();
+    let line_shift = 6u32;
+    let mut llc = match (h.source, o.llc) {
+        (Source::Lackey, Some((mb, ways))) => Some(Llc::new(mb, ways)),
+        _ => None,
+    };
+    let window_acc = o.window_accesses.unwrap_or((h.accesses / 32).max(1)).max(1);
+    let mut mlp = StrideMlp::default();
+    let mut raw: Vec<(Vec<(u64, f64)>, f64, f64, f64, f64)> = Vec::new();
+    let mut cur = Open::new();
+    let (mut total_acc, mut total_miss) = (0u64, 0u64);
+    let mut last_stamp = 0;
+    let mut close = |cur: &mut Open, end_stamp: u64, mlp: &mut StrideMlp| {
+        cur.flush_last();
+        let misses = cur.misses as f64;
+        let m = o.mlp.unwrap_or_else(|| mlp.take(o.max_mlp));
+        let span = end_stamp.saturating_sub(cur.first_stamp.unwrap_or(end_stamp)) as f64;
+        let z = match (h.stamp, o.compute_ns) {
+            (_, Some(z)) => z,
+            (StampKind::Instructions, None) => span * o.base_cpi / o.cpu_ghz / misses,
+            (StampKind::Nanoseconds, None) => 10.0,
+        };
+        let rf = (1.0 - cur.stores as f64 / misses).clamp(0.05, 1.0);
+        let mut counts: Vec<(u64, f64)> = cur.counts.drain().collect();
+        counts.sort_unstable_by_key(|c| c.0);
+        raw.push((counts, misses, m, z, rf));
+        *cur = Open::new();
+    };
+    while let Some(rec) = r.next_record()? {
+        let addr_line = (rec.unit << shift) >> line_shift;
+        let page = (rec.unit << shift) >> page_shift;
+        cur.first_stamp.get_or_insert(rec.stamp);
+        cur.accesses += rec.count;
+        total_acc += rec.count;
+        last_stamp = rec.stamp;
+        // A run of accesses to one line misses at most once (the rest hit the filled line).
+        let missed = match &mut llc {
+            Some(c) => u64::from(c.access(addr_line)),
+            None => rec.count,
+        };
+        if missed > 0 {
+            cur.misses += missed;
+            total_miss += missed;
+            if rec.op != Op::Load {
+                cur.stores += missed;
+            }
+            cur.add(page, missed);
+            if o.mlp.is_none() {
+                mlp.miss(addr_line);
+            }
+        }
+        if cur.accesses >= window_acc && cur.misses >= o.min_window_misses {
+            close(&mut cur, rec.stamp, &mut mlp);
+        }
+    }
+    if cur.misses > 0 {
+        close(&mut cur, last_stamp.max(h.last_stamp), &mut mlp);
+    }
+    if raw.is_empty() {
+        return Err(super::TraceError::Format {
+            path: path.display().to_string(),
+            offset: 0,
+            msg: format!(
+                "no access of its {total_acc} reaches memory (all hit the {} MiB LLC model); nothing to replay",
+                o.llc.map_or(0.0, |l| l.0)
+            ),
+        });
+    }
+    let mut page_numbers: Vec<u64> = raw.iter().flat_map(|w| w.0.iter().map(|c| c.0)).collect();
+    page_numbers.sort_unstable();
+    page_numbers.dedup();
+    let windows = raw
+        .into_iter()
+        .map(|(counts, misses, mlp, compute_ns, read_frac)| {
+            let pages = counts
+                .iter()
+                .map(|c| page_numbers.binary_search(&c.0).expect("collected") as u32)
+                .collect();
+            Window {
+                pages,
+                counts: counts.iter().map(|c| c.1).collect(),
+                misses,
+                mlp: mlp.max(1.0),
+                compute_ns: compute_ns.max(0.0),
+                read_frac,
+            }
+        })
+        .collect();
+    Ok(Replay {
+        path: path.display().to_string(),
+        source: h.source,
+        page_numbers,
+        windows,
+        accesses: total_acc,
+        misses: total_miss,
+    })
+}
+
+/// How a process replays a trace (attached to the experiment; the machine reads it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplaySpec {
+    pub process: usize,
+    /// Thread group within the process (its phases are the windows).
+    pub group: usize,
+    pub replay: Arc<Replay>,
+    /// Each traced miss stands for this many (stretches the replay in simulated time).
+    pub time_scale: f64,
+    /// Start again at the first window after the last (until the experiment ends or the
+    /// thread's work is done).
+    pub looped: bool,
+}
+
+impl ReplaySpec {
+    pub fn window_work(&self, phase: usize) -> f64 {
+        self.replay.windows[phase].misses * self.time_scale
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Header, Writer};
+
+    fn opts() -> ReplayOpts {
+        ReplayOpts {
+            mlp: None,
+            max_mlp: 10.0,
+            llc: Some((1.0, 16)),
+            base_cpi: 0.5,
+            cpu_ghz: 2.0,
+            compute_ns: None,
+            window_accesses: None,
+            min_window_misses: 1,
+            page_bytes: 4096,
+        }
+    }
+
+    fn write(
+        name: &str,
+        src: Source,
+        units: impl Iterator<Item = (u64, u64)>,
+    ) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("tk-replay-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join(name);
+        let mut w = Writer::create(&p, Header::new(6, StampKind::Instructions, src)).unwrap();
+        let mut last = 0;
+        for (s, u) in units {
+            w.push(s, u, 1, Op::Load).unwrap();
+            last = s;
+        }
+        w.finish(last).unwrap();
+        p
+    }
+
+    #[test]
+    fn llc_hits_reused_lines_and_evicts_lru() {
+        let mut c = Llc::new(64.0 * 4.0 / (1024.0 * 1024.0), 4); // 4 lines, one set
+        assert_eq!(c.sets, 1);
+        assert!(c.access(1) && c.access(2) && c.access(3) && c.access(4));
+        assert!(!c.access(1)); // hit; now 1 is most recent
+        assert!(c.access(5)); // evicts 2 (LRU)
+        assert!(!c.access(1) && c.access(2));
+    }
+
+    #[test]
+    fn mlp_estimate_pointer_chase_near_one_stream_high() {
+        // 8 MiB of lines: a stream over it and a chase through a shuffled permutation.
+        let n = 1u64 << 17;
+        let stream = write("s.tkt", Source::Lackey, (0..n).map(|i| (i * 4, i)));
+        let mut perm: Vec<u64> = (0..n).collect();
+        tierkit_core::rng::Rng::new(7).shuffle(&mut perm);
+        let chase = write(
+            "c.tkt",
+            Source::Lackey,
+            perm.into_iter().enumerate().map(|(i, l)| (i as u64 * 4, l)),
+        );
+        let s = build(&stream, &opts()).unwrap();
+        let c = build(&chase, &opts()).unwrap();
+        let avg =
+            |r: &Replay| r.windows.iter().map(|w| w.mlp * w.misses).sum::<f64>() / r.misses as f64;
+        assert!(avg(&s) > 9.0, "stream MLP {}", avg(&s));
+        assert!(avg(&c) < 1.1, "chase MLP {}", avg(&c));
+        // Every line misses once in the 1 MiB model (8 MiB touched once).
+        assert_eq!(s.misses, n);
+        assert_eq!(s.page_numbers.len(), (n / 64) as usize);
+        // Compute per miss: 4 instructions per miss at CPI 0.5 and 2 GHz = 1 ns.
+        assert!(
+            (s.windows[1].compute_ns - 1.0).abs() < 0.01,
+            "{}",
+            s.windows[1].compute_ns
+        );
+        let given = build(
+            &chase,
+            &ReplayOpts {
+                mlp: Some(3.0),
+                ..opts()
+            },
+        )
+        .unwrap();
+        assert!(given.windows.iter().all(|w| w.mlp == 3.0));
+    }
+
+    #[test]
+    fn windows_partition_the_misses() {
+        let n = 10_000u64;
+        let p = write(
+            "w.tkt",
+            Source::Other,
+            (0..n).map(|i| (i, (i * 7919) % 5000)),
+        );
+        let r = build(
+            &p,
+            &ReplayOpts {
+                window_accesses: Some(1000),
+                ..opts()
+            },
+        )
+        .unwrap();
+        assert_eq!(r.windows.len(), 10);
+        let total: f64 = r.windows.iter().flat_map(|w| &w.counts).sum();
+        assert_eq!(total, n as f64); // no cache model for non-lackey traces
+        assert!(r
+            .windows
+            .iter()
+            .all(|w| w.pages.windows(2).all(|x| x[0] < x[1])));
+    }
+
+    #[test]
+    fn short_windows_merge_until_they_have_enough_misses() {
+        let p = write("h.tkt", Source::Lackey, (0..1000).map(|i| (i, i % 4)));
+        let mut o = opts();
+        o.min_window_misses = 100;
+        // 4 lines miss once each then hit: 4 misses, one window.
+        let r = build(&p, &o).unwrap();
+        assert_eq!(r.misses, 4);
+        assert_eq!(r.windows.len(), 1);
+    }
+}
