@@ -72,7 +72,7 @@ def test_parser_knows_every_command() -> None:
     assert args.overrides == ["a=1", "b=2"]
     assert args.seed == 3
     assert args.json
-    assert set(cli.COMMANDS) == {"run", "list", "describe", "demo", "calibrate", "reproduce"}
+    assert set(cli.COMMANDS) == {"run", "list", "describe", "demo", "calibrate", "reproduce", "soar"}
 
 
 def test_missing_extension_is_one_error_line() -> None:

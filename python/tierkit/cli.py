@@ -262,6 +262,42 @@ def build_parser() -> Parser:
     )
     cal.add_argument("--json", action="store_true", help="print the constants as one JSON object on stdout")
 
+    soar = sub.add_parser(
+        "soar",
+        help="Soar's object profiling: `tierkit soar profile EXPERIMENT` writes the ranking table",
+        description=textwrap.dedent(
+            """\
+            `tierkit soar profile EXPERIMENT` runs Soar's profiling pass (Soar/Alto section 4.1: every
+            page in the fast tier, PEBS-like sampling at period 3001, the AOL predictor per second) and
+            writes the object ranking table (Table 2's columns): object, size, lifetime, accesses, score,
+            unit score, and the ranks by first touch, by frequency and by Soar. The `soar` policy runs
+            the same pass by itself before placing objects."""
+        ),
+        formatter_class=formatter,
+    )
+    soar_sub = soar.add_subparsers(dest="soar_command", metavar="ACTION", title="actions")
+    prof = soar_sub.add_parser(
+        "profile",
+        help="profile an experiment and write the ranking table",
+        description="Profile EXPERIMENT (a built-in or a TOML file) and write its object ranking.",
+        formatter_class=formatter,
+    )
+    prof.add_argument("experiment", metavar="EXPERIMENT", help="built-in experiment name or TOML file")
+    prof.add_argument(
+        "--set",
+        dest="overrides",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        type=_override,
+        help="override an experiment key; may be repeated",
+    )
+    prof.add_argument("--seed", type=_seed, metavar="N", help="random seed")
+    prof.add_argument(
+        "--out", type=Path, metavar="FILE", help="where to write the table as CSV (default: soar-profile.csv)"
+    )
+    prof.add_argument("--json", action="store_true", help="print the table as a JSON list of rows on stdout")
+
     repro = sub.add_parser(
         "reproduce",
         help="reproduce a paper's results: report.md, figures (PNG) and claims.json",
@@ -272,11 +308,11 @@ def build_parser() -> Parser:
             claims.json: a list of {claim, paper, ours, holds, note} objects. Claims are directions
             and rough sizes; `holds` is computed from the runs.
 
-            Reproductions: colloid (Colloid, SOSP'24)."""
+            Reproductions: colloid (Colloid, SOSP'24), soar-alto (Soar and Alto, OSDI'25)."""
         ),
         formatter_class=formatter,
     )
-    repro.add_argument("paper", metavar="PAPER", help="which paper: colloid")
+    repro.add_argument("paper", metavar="PAPER", help="which paper: colloid, soar-alto")
     repro.add_argument("--out", type=Path, metavar="DIR", help="output directory (default: reproduce-PAPER)")
     repro.add_argument("--quick", action="store_true", help="CI-sized runs (smaller, shorter)")
     repro.add_argument(
@@ -413,6 +449,41 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_soar(args: argparse.Namespace) -> int:
+    import io
+    import json
+
+    import pandas as pd
+
+    import tierkit
+
+    if args.soar_command != "profile":
+        raise CliError("choose an action: `tierkit soar profile EXPERIMENT`")
+    items = tierkit.normalize_overrides(args.overrides)
+    text = tierkit._core_module().soar_profile(tierkit._check_experiment(args.experiment), items, args.seed)
+    table = pd.read_csv(io.StringIO(text), sep="\t")
+    out = args.out or Path("soar-profile.csv")
+    if out.parent and not out.parent.exists():
+        raise CliError(f"--out `{out}`: directory `{out.parent}` does not exist")
+    table.to_csv(out, index=False)
+    if args.json:
+        sys.stdout.write(json.dumps(table.to_dict(orient="records")) + "\n")
+        return EXIT_OK
+    cols = [
+        "object",
+        "bytes",
+        "lifetime_s",
+        "accesses",
+        "unit_score",
+        "rank_first_touch",
+        "rank_frequency",
+        "rank_soar",
+    ]
+    sys.stdout.write(table[cols].to_string(index=False) + "\n")
+    sys.stdout.write(f"saved to {out}\n")
+    return EXIT_OK
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from tierkit.progress import stderr_is_terminal
     from tierkit.reproduce import check, reproduce
@@ -434,6 +505,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "calibrate": cmd_calibrate,
+    "soar": cmd_soar,
     "reproduce": cmd_reproduce,
     "run": cmd_run,
     "list": cmd_list,

@@ -52,6 +52,19 @@ pub trait Policy: Send {
     fn tracker(&self) -> Option<&dyn AccessTracker> {
         None
     }
+    /// A profiling policy to run first on the same workload with every page in the fast tier
+    /// (Soar's profiling run, §4.1). None for policies that need no profile.
+    fn profiler(&self) -> Option<Box<dyn Policy>> {
+        None
+    }
+    /// For profilers: what the profiling run gathered, as text the profiled policy accepts.
+    fn profile(&self) -> Option<String> {
+        None
+    }
+    /// Take the profile produced by [`Policy::profiler`]'s run (before `init`).
+    fn accept_profile(&mut self, _profile: &str) -> crate::Result<()> {
+        Ok(())
+    }
     /// Hand the hotness-driven placement decisions to a layer (Colloid replaces the base's
     /// placement algorithm, §4). The base keeps tracking accesses and keeps making room when a
     /// tier runs out of capacity. Returns false if the policy cannot delegate.

@@ -18,6 +18,7 @@ pub mod nomad;
 pub mod notier;
 pub mod pagelist;
 pub mod place;
+pub mod soar;
 pub mod static_;
 #[cfg(test)]
 mod testbed;
@@ -35,6 +36,7 @@ pub static REGISTRY: &[&PolicyInfo] = &[
     &nomad::INFO,
     &colloid::INFO,
     &alto::INFO,
+    &soar::INFO,
 ];
 
 /// Look a policy up by name.

@@ -188,6 +188,20 @@ fn calibrate<'py>(py: Python<'py>, platform: &str) -> PyResult<Bound<'py, PyDict
     Ok(d)
 }
 
+/// Soar's profiling run on an experiment; returns the ranking table as TSV text.
+#[pyfunction]
+#[pyo3(signature = (experiment, overrides=Vec::new(), seed=None, params=Vec::new()))]
+fn soar_profile(
+    experiment: &str,
+    overrides: Vec<String>,
+    seed: Option<u64>,
+    params: Vec<(String, String)>,
+) -> PyResult<String> {
+    let exp = tierkit_sim::load(experiment, &overrides, seed).map_err(err)?;
+    let mut profiler = tierkit_policies::soar::profiler(&params).map_err(err)?;
+    tierkit_sim::engine::profile(&exp, profiler.as_mut()).map_err(err)
+}
+
 /// The keys every experiment accepts: (key, description).
 #[pyfunction]
 fn common_keys() -> Vec<(String, String)> {
@@ -210,5 +224,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(describe_workload, m)?)?;
     m.add_function(wrap_pyfunction!(common_keys, m)?)?;
     m.add_function(wrap_pyfunction!(calibrate, m)?)?;
+    m.add_function(wrap_pyfunction!(soar_profile, m)?)?;
     Ok(())
 }

@@ -420,6 +420,23 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
+/// Run a profiler policy on the experiment with every page in the fast tier and return its
+/// profile text (`tierkit soar profile`).
+pub fn profile(exp: &Experiment, profiler: &mut dyn Policy) -> Result<String> {
+    let mut pm = Machine::new(exp, true)?;
+    run_pass(
+        &mut pm,
+        Some(profiler),
+        None,
+        None,
+        &mut |_, _| true,
+        &mut Timing::default(),
+    )?;
+    profiler
+        .profile()
+        .ok_or_else(|| SimError::Io(format!("policy `{}` produced no profile", profiler.name())))
+}
+
 /// Run an experiment under a policy (spec string), with the fast-only reference run.
 /// `progress(done_s, total_s)` is called now and then; returning false interrupts the run.
 pub fn run(
@@ -438,6 +455,12 @@ pub fn run(
     let r = reference(exp, &mut |done, total| progress(0.5 * done, total))?;
     timing.reference_s = t_ref.elapsed().as_secs_f64();
 
+    // A policy that needs a profile (Soar) gets one from a run of its profiler with every page
+    // in the fast tier.
+    if let Some(mut profiler) = policy.profiler() {
+        let text = profile(exp, profiler.as_mut())?;
+        policy.accept_profile(&text)?;
+    }
     let t_setup = Instant::now();
     let mut m = Machine::new(exp, false)?;
     timing.setup_s = t_setup.elapsed().as_secs_f64();

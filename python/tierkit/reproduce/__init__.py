@@ -21,6 +21,7 @@ __all__ = ["REPRODUCTIONS", "Claim", "Context", "check", "list_reproductions", "
 #: name -> module (under tierkit.reproduce)
 REPRODUCTIONS: dict[str, str] = {
     "colloid": "colloid",
+    "soar-alto": "soar_alto",
 }
 
 

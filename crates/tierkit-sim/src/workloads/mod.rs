@@ -7,6 +7,7 @@ use tierkit_core::params::{ParamDef, Params};
 use crate::spec::{AntagonistSpec, Experiment, FastSize, ProcessSpec};
 
 pub mod graph_like;
+pub mod graph_objects;
 pub mod gups_hotset;
 pub mod masim_phases;
 pub mod multi_tenant;
@@ -54,6 +55,7 @@ pub static REGISTRY: &[&WorkloadInfo] = &[
     &masim_phases::INFO,
     &zipf_kv::INFO,
     &graph_like::INFO,
+    &graph_objects::INFO,
     &multi_tenant::INFO,
 ];
 

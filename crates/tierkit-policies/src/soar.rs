@@ -1,0 +1,630 @@
+//! Soar (OSDI'25 §4): rank objects by their contribution to the slowdown and place the top of
+//! the ranking in the fast tier at allocation, instead of migrating pages later.
+//!
+//! * **Profiling** (§4.1), one run with every page in the fast tier: the object flow (named
+//!   allocations with size and lifetime: telemetry `objects` here, the LD_PRELOAD shim on Linux),
+//!   the memory-access flow (PEBS-like LLC-miss samples, period 3001, matched to live objects by
+//!   address and time) and the performance flow (per interval: AOL = A1/A3 and the predicted
+//!   slowdown p = P K(AOL), §3.2, from the machine's calibration).
+//! * **Scoring** (Algorithm 1), per interval and object: R = c / sum c; with l the interval's
+//!   AOL and factor F(l): R < R_min and l < L0: s = R p factor (low-MLP object); R > R_max and
+//!   l < L0: s = R p / factor (high-MLP object); otherwise s = R p. Scores add up over the
+//!   object's life; the unit score s' = s / size ranks the objects (§4.2).
+//! * **Placement** (§4.3): bind the top-ranked objects to the fast tier while their peak
+//!   concurrent size fits (short-lived objects that never coexist share room), let the first
+//!   that does not fit take what is left by first touch, bind the rest to the slow tier; when a
+//!   top-ranked object finds the fast tier taken by lower-ranked pages, demote those.
+//!
+//! The factor follows the paper's text (§4.2), which differs from design.md's artifact table
+//! (2/4/8/12 by AOL band): a dominant object is divided by 8 ("the MLP of access patterns with
+//! high parallelism", `hot_factor`), a rarely accessed one is multiplied by 2, 4 or 8, a
+//! stepwise function growing with AOL over the AOL bands Alto uses (40-50-60-80-100 cycles on the
+//! paper's Skylake), placed between the machine's calibrated AOL_low and AOL_high. L0 (100 cycles
+//! there, "where K stabilizes") is the calibrated AOL_high.
+
+use std::collections::BTreeMap;
+
+use tierkit_core::params::{ParamDef, ParamKind, Params};
+use tierkit_core::policy::Builder;
+use tierkit_core::{
+    Action, Error, Mechanism, MigrateMode, PageId, Pid, Policy, PolicyInfo, SampleFilter,
+    Telemetry, TelemetryNeeds, FAST, SLOW,
+};
+
+use crate::common::Residency;
+
+const P: &[ParamDef] = &[
+    ParamDef { name: "sample_period", kind: ParamKind::Int { min: 1, max: 1 << 30 }, default: "3001", unit: "misses", doc: "PEBS period of the profiling run (§4.1.1: ~3000 suffices)" },
+    ParamDef { name: "interval_ms", kind: ParamKind::Float { min: 1.0, max: 1e6 }, default: "1000", unit: "ms", doc: "performance-flow interval (§4.1.1: every second)" },
+    ParamDef { name: "r_min", kind: ParamKind::Float { min: 0.0, max: 1.0 }, default: "0.03", unit: "", doc: "R_min: below it an object is a low-frequency (low-MLP) one (Algorithm 1)" },
+    ParamDef { name: "r_max", kind: ParamKind::Float { min: 0.0, max: 1.0 }, default: "0.7", unit: "", doc: "R_max: above it an object is a high-frequency (high-MLP) one" },
+    ParamDef { name: "hot_factor", kind: ParamKind::Float { min: 1.0, max: 64.0 }, default: "8", unit: "", doc: "divisor of a dominant object's score at low AOL (§4.2: 8, the stream's MLP)" },
+    ParamDef { name: "l0", kind: ParamKind::Float { min: 0.0, max: 1e6 }, default: "0", unit: "cycles", doc: "L0: AOL below which MLP is significant; 0 = the calibrated AOL_high (100 cycles on the paper's Skylake)" },
+];
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "soar",
+    description: "profile-guided object placement by AOL-weighted unit score (runs a fast-tier profiling pass first)",
+    source: "Soar/Alto (OSDI'25) §4, Algorithm 1",
+    params: P,
+    positional: None,
+    build: Builder::Base(|p| Ok(Box::new(Soar::new(p)))),
+};
+
+/// The amplification of a rarely accessed object: 2, 4 or 8, growing with the AOL over bands
+/// placed between `low` and `high` at the proportions of 40-50-60-80 cycles (§4.2).
+pub fn factor(l: f64, low: f64, high: f64) -> f64 {
+    let x = (l - low) / (high - low).max(1e-9);
+    if x < 1.0 / 6.0 {
+        2.0
+    } else if x < 2.0 / 3.0 {
+        4.0
+    } else {
+        8.0
+    }
+}
+
+/// Algorithm 1: one interval's score of an object with access ratio `r`, given the interval's
+/// predicted slowdown `p` and AOL `l`; `amplify` multiplies a rarely accessed object, `damp`
+/// divides a dominant one, only while MLP is significant (l < L0).
+#[allow(clippy::too_many_arguments)]
+pub fn score(
+    r: f64,
+    p: f64,
+    l: f64,
+    amplify: f64,
+    damp: f64,
+    r_min: f64,
+    r_max: f64,
+    l0: f64,
+) -> f64 {
+    if r < r_min && l < l0 {
+        r * p * amplify // low-MLP object
+    } else if r > r_max && l < l0 {
+        r * p / damp // high-MLP object
+    } else {
+        r * p
+    }
+}
+
+/// One object's profile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObjectProfile {
+    pub pid: Pid,
+    pub name: String,
+    pub first_page: u64,
+    pub pages: u64,
+    pub bytes: u64,
+    pub alloc_s: f64,
+    pub free_s: Option<f64>,
+    pub accesses: u64,
+    pub score: f64,
+    pub first_touch: usize,
+}
+
+impl ObjectProfile {
+    pub fn unit_score(&self) -> f64 {
+        self.score / self.bytes.max(1) as f64
+    }
+    fn lifetime_s(&self, end_s: f64) -> f64 {
+        self.free_s.unwrap_or(end_s) - self.alloc_s
+    }
+}
+
+/// The ranking table (Table 2's columns): rows in Soar rank order, with the first-touch and
+/// frequency ranks. `end_s` closes lifetimes that are still open.
+pub fn ranking_table(objs: &[ObjectProfile], end_s: f64) -> String {
+    let mut soar: Vec<usize> = (0..objs.len()).collect();
+    soar.sort_by(|&a, &b| {
+        objs[b]
+            .unit_score()
+            .total_cmp(&objs[a].unit_score())
+            .then(a.cmp(&b))
+    });
+    let mut freq: Vec<usize> = (0..objs.len()).collect();
+    freq.sort_by(|&a, &b| objs[b].accesses.cmp(&objs[a].accesses).then(a.cmp(&b)));
+    let rank_of =
+        |order: &[usize], i: usize| order.iter().position(|&x| x == i).map_or(0, |p| p + 1);
+    let mut out = String::from("pid\tobject\tfirst_page\tpages\tbytes\talloc_s\tfree_s\tlifetime_s\taccesses\tscore\tunit_score\trank_first_touch\trank_frequency\trank_soar\n");
+    for &i in &soar {
+        let o = &objs[i];
+        out += &format!(
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:e}\t{:e}\t{}\t{}\t{}\n",
+            o.pid,
+            o.name,
+            o.first_page,
+            o.pages,
+            o.bytes,
+            o.alloc_s,
+            o.free_s.map_or("-".to_string(), |f| f.to_string()),
+            o.lifetime_s(end_s),
+            o.accesses,
+            o.score,
+            o.unit_score(),
+            o.first_touch + 1,
+            rank_of(&freq, i),
+            rank_of(&soar, i)
+        );
+    }
+    out
+}
+
+fn parse_ranking(text: &str) -> tierkit_core::Result<Vec<ObjectProfile>> {
+    let bad = |line: usize, why: &str| Error::BadParam {
+        policy: "soar".into(),
+        param: "profile".into(),
+        expected: format!("a ranking table (line {line}: {why})"),
+        got: String::new(),
+    };
+    let mut rows = Vec::new();
+    for (n, line) in text.lines().enumerate().skip(1) {
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() != 14 {
+            return Err(bad(n + 1, "expected 14 tab-separated fields"));
+        }
+        let num = |i: usize| {
+            f[i].parse::<f64>()
+                .map_err(|_| bad(n + 1, "a field is not a number"))
+        };
+        rows.push(ObjectProfile {
+            pid: num(0)? as Pid,
+            name: f[1].to_string(),
+            first_page: num(2)? as u64,
+            pages: num(3)? as u64,
+            bytes: num(4)? as u64,
+            alloc_s: num(5)?,
+            free_s: if f[6] == "-" { None } else { Some(num(6)?) },
+            accesses: num(8)? as u64,
+            score: num(9)?,
+            first_touch: num(11)? as usize - 1,
+        });
+    }
+    Ok(rows)
+}
+
+/// The profiling run's observer (§4.1).
+pub struct SoarProfiler {
+    period: u64,
+    interval_ns: f64,
+    r_min: f64,
+    r_max: f64,
+    l0: f64,
+    hot_factor: f64,
+    objs: Vec<ObjectProfile>,
+    /// (first_page, index) sorted, for matching samples to objects.
+    index: Vec<(u64, usize)>,
+    live: Vec<bool>,
+    counts: Vec<u64>,
+    per_pid: BTreeMap<Pid, (f64, f64, f64, f64)>,
+    next: f64,
+    touched: usize,
+    now_s: f64,
+    samples: u64,
+}
+
+impl SoarProfiler {
+    fn new(p: &Params) -> Self {
+        SoarProfiler {
+            period: p.u64("sample_period"),
+            interval_ns: p.float("interval_ms") * 1e6,
+            r_min: p.float("r_min"),
+            r_max: p.float("r_max"),
+            l0: p.float("l0"),
+            hot_factor: p.float("hot_factor"),
+            objs: Vec::new(),
+            index: Vec::new(),
+            live: Vec::new(),
+            counts: Vec::new(),
+            per_pid: BTreeMap::new(),
+            next: 0.0,
+            touched: 0,
+            now_s: 0.0,
+            samples: 0,
+        }
+    }
+
+    fn object_of(&self, page: u64) -> Option<usize> {
+        let k = self.index.partition_point(|&(first, _)| first <= page);
+        let (_, i) = *self.index.get(k.checked_sub(1)?)?;
+        (page < self.objs[i].first_page + self.objs[i].pages).then_some(i)
+    }
+
+    fn close_interval(&mut self, tel: &Telemetry) {
+        let cal = tel.calibration.as_ref();
+        let (low, high) = cal.map_or((40.0, 100.0), |c| (c.aol_low_cycles, c.aol_high_cycles));
+        let l0 = if self.l0 > 0.0 { self.l0 } else { high };
+        for (&pid, &(a1, a3, stalls, cycles)) in &self.per_pid {
+            let idx: Vec<usize> = (0..self.objs.len())
+                .filter(|&i| self.objs[i].pid == pid && self.counts[i] > 0)
+                .collect();
+            let total: u64 = idx.iter().map(|&i| self.counts[i]).sum();
+            if total == 0 || a3 <= 0.0 || cycles <= 0.0 {
+                continue;
+            }
+            let l = a1 / a3;
+            let p = match cal {
+                Some(c) => c.predict_slowdown(stalls, cycles, l),
+                None => stalls / cycles,
+            };
+            let f = factor(l, low, high);
+            for i in idx {
+                let r = self.counts[i] as f64 / total as f64;
+                self.objs[i].score +=
+                    score(r, p, l, f, self.hot_factor, self.r_min, self.r_max, l0);
+            }
+        }
+        self.counts.iter_mut().for_each(|c| *c = 0);
+        self.per_pid.clear();
+    }
+}
+
+impl Policy for SoarProfiler {
+    fn name(&self) -> String {
+        "soar-profiler".into()
+    }
+    fn needs(&self) -> TelemetryNeeds {
+        TelemetryNeeds {
+            sampling: Some((self.period, SampleFilter::AllMisses)),
+            core_counters: true,
+            quantum_ns: self.interval_ns as u64,
+            ..Default::default()
+        }
+    }
+    fn init(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
+        self.objs = tel
+            .objects
+            .iter()
+            .map(|o| ObjectProfile {
+                pid: o.pid,
+                name: o.name.clone(),
+                first_page: o.first_page.0,
+                pages: o.pages,
+                bytes: o.pages * tel.page_bytes,
+                alloc_s: f64::NAN,
+                free_s: None,
+                accesses: 0,
+                score: 0.0,
+                first_touch: usize::MAX,
+            })
+            .collect();
+        self.index = self
+            .objs
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (o.first_page, i))
+            .collect();
+        self.index.sort();
+        self.live = vec![false; self.objs.len()];
+        self.counts = vec![0; self.objs.len()];
+        self.next = tel.now_ns as f64 + self.interval_ns;
+        out.push(Action::SetSampling {
+            period: self.period,
+            filter: SampleFilter::AllMisses,
+        });
+    }
+    fn step(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, _out: &mut Vec<Action>) {
+        self.now_s = tel.now_ns as f64 * 1e-9;
+        // object flow: lifetimes and first-touch order
+        for (i, o) in tel.objects.iter().enumerate().take(self.objs.len()) {
+            if o.live && !self.live[i] {
+                self.objs[i].alloc_s = (tel.now_ns - tel.epoch_ns) as f64 * 1e-9;
+                self.objs[i].first_touch = self.touched;
+                self.touched += 1;
+            } else if !o.live && self.live[i] {
+                self.objs[i].free_s = Some(self.now_s);
+            }
+            self.live[i] = o.live;
+        }
+        // memory-access flow: samples matched to live objects by address (and so time)
+        for s in &tel.samples {
+            self.samples += 1;
+            if let Some(i) = self.object_of(s.page.0) {
+                if self.live[i] {
+                    self.counts[i] += 1;
+                    self.objs[i].accesses += 1;
+                }
+            }
+        }
+        // performance flow
+        for c in &tel.cores {
+            let e = self.per_pid.entry(c.pid).or_default();
+            *e = (
+                e.0 + c.oro_cycles_with_demand_rd,
+                e.1 + c.offcore_demand_rd,
+                e.2 + c.stalls_l3_miss,
+                e.3 + c.cycles,
+            );
+        }
+        if tel.now_ns as f64 + 1e-6 >= self.next {
+            self.next = tel.now_ns as f64 + self.interval_ns;
+            self.close_interval(tel);
+        }
+    }
+    fn stats(&self) -> Vec<(String, f64)> {
+        vec![
+            ("samples".into(), self.samples as f64),
+            ("objects".into(), self.objs.len() as f64),
+        ]
+    }
+    fn profile(&self) -> Option<String> {
+        let mut objs = self.objs.clone();
+        for o in &mut objs {
+            if o.alloc_s.is_nan() {
+                o.alloc_s = self.now_s; // never allocated during the run
+            }
+        }
+        // first-touch ranks must be a permutation: order by (first touch, index)
+        let mut order: Vec<usize> = (0..objs.len()).collect();
+        order.sort_by_key(|&i| (objs[i].first_touch, i));
+        for (rank, &i) in order.iter().enumerate() {
+            objs[i].first_touch = rank;
+        }
+        Some(ranking_table(&objs, self.now_s))
+    }
+}
+
+/// The placement policy.
+pub struct Soar {
+    params: Params,
+    ranking: Vec<ObjectProfile>,
+    /// Objects bound to the fast tier, in rank order (indices into `ranking`).
+    selected: Vec<usize>,
+    res: Residency,
+    demoted: u64,
+    promoted: u64,
+    spill: Option<usize>,
+}
+
+impl Soar {
+    fn new(p: &Params) -> Self {
+        Soar {
+            params: p.clone(),
+            ranking: Vec::new(),
+            selected: Vec::new(),
+            res: Residency::default(),
+            demoted: 0,
+            promoted: 0,
+            spill: None,
+        }
+    }
+
+    fn rank_of_page(&self, page: u64) -> Option<usize> {
+        self.ranking
+            .iter()
+            .position(|o| page >= o.first_page && page < o.first_page + o.pages)
+    }
+
+    /// Choose the objects for the fast tier: in unit-score order, each if its peak concurrent
+    /// size with the objects already chosen fits (objects that never coexist share room).
+    fn select(&mut self, fast_pages: u64) {
+        let mut chosen: Vec<usize> = Vec::new();
+        for i in 0..self.ranking.len() {
+            if self.ranking[i].score <= 0.0 {
+                break;
+            }
+            let o = &self.ranking[i];
+            // peak size of the chosen objects plus `o` at any allocation instant
+            let group: Vec<&ObjectProfile> = chosen
+                .iter()
+                .map(|&j| &self.ranking[j])
+                .chain([o])
+                .collect();
+            let alive_at = |t: f64| {
+                group
+                    .iter()
+                    .filter(|x| x.alloc_s <= t && x.free_s.is_none_or(|f| f > t))
+                    .map(|x| x.pages)
+                    .sum::<u64>()
+            };
+            let peak = group
+                .iter()
+                .map(|x| alive_at(x.alloc_s))
+                .max()
+                .unwrap_or(o.pages);
+            if peak <= fast_pages {
+                chosen.push(i);
+            } else if self.spill.is_none() {
+                self.spill = Some(i);
+            }
+        }
+        self.selected = chosen;
+    }
+}
+
+impl Policy for Soar {
+    fn name(&self) -> String {
+        crate::common::spec_name("soar", P, &self.params)
+    }
+    fn needs(&self) -> TelemetryNeeds {
+        TelemetryNeeds::default()
+    }
+    fn profiler(&self) -> Option<Box<dyn Policy>> {
+        Some(Box::new(SoarProfiler::new(&self.params)))
+    }
+    fn accept_profile(&mut self, profile: &str) -> tierkit_core::Result<()> {
+        self.ranking = parse_ranking(profile)?;
+        Ok(())
+    }
+    fn init(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
+        let fast = tel.tier(FAST).map_or(0, |t| t.capacity_pages);
+        self.select(fast);
+        for (i, o) in self.ranking.iter().enumerate() {
+            let tier = if self.selected.contains(&i) {
+                FAST
+            } else if self.spill == Some(i) {
+                continue; // first touch: what is left of the fast tier, then the slow tier
+            } else {
+                SLOW
+            };
+            out.push(Action::BindObject {
+                pid: o.pid,
+                object: o.name.clone(),
+                tier,
+            });
+        }
+    }
+    fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
+        self.res.observe(tel);
+        // A selected object's pages that found the fast tier full: demote pages of the
+        // lowest-ranked objects resident there to make room, then move them up (§4.3).
+        let mut need: Vec<PageId> = Vec::new();
+        for e in &tel.allocated {
+            if e.tier != FAST {
+                if let Some(r) = self.rank_of_page(e.page.0) {
+                    if self.selected.contains(&r) {
+                        need.push(e.page);
+                    }
+                }
+            }
+        }
+        if need.is_empty() {
+            return;
+        }
+        let free = tel.tier(FAST).map_or(0, |t| t.free_pages()) as usize;
+        let mut victims = Vec::new();
+        if need.len() > free {
+            for r in (0..self.ranking.len()).rev() {
+                if self.selected.contains(&r) {
+                    continue;
+                }
+                let o = &self.ranking[r];
+                for p in o.first_page..o.first_page + o.pages {
+                    if victims.len() + free >= need.len() {
+                        break;
+                    }
+                    if mech.tier_of(PageId(p)) == Some(FAST) {
+                        victims.push(PageId(p));
+                    }
+                }
+            }
+        }
+        for v in &victims {
+            out.push(Action::Migrate {
+                page: *v,
+                to: SLOW,
+                mode: MigrateMode::Async,
+                keep_shadow: false,
+            });
+        }
+        self.demoted += victims.len() as u64;
+        let n = need.len().min(free + victims.len());
+        for p in &need[..n] {
+            out.push(Action::Migrate {
+                page: *p,
+                to: FAST,
+                mode: MigrateMode::Async,
+                keep_shadow: false,
+            });
+        }
+        self.promoted += n as u64;
+    }
+    fn stats(&self) -> Vec<(String, f64)> {
+        vec![
+            ("objects_ranked".into(), self.ranking.len() as f64),
+            ("objects_in_fast".into(), self.selected.len() as f64),
+            ("room_demotions".into(), self.demoted as f64),
+            ("late_promotions".into(), self.promoted as f64),
+        ]
+    }
+}
+
+/// Build Soar's profiler for `tierkit soar profile`.
+pub fn profiler(spec_params: &[(String, String)]) -> tierkit_core::Result<Box<dyn Policy>> {
+    let p = Params::resolve("soar", P, spec_params)?;
+    Ok(Box::new(SoarProfiler::new(&p)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn algorithm1_scales_low_and_high_frequency_objects() {
+        // low AOL (significant MLP): a rarely accessed object is amplified, a dominant one damped
+        let (p, l, f, l0) = (0.5, 30.0, 4.0, 100.0);
+        assert_eq!(score(0.01, p, l, f, 8.0, 0.03, 0.7, l0), 0.01 * p * f);
+        assert_eq!(score(0.8, p, l, f, 8.0, 0.03, 0.7, l0), 0.8 * p / 8.0);
+        assert_eq!(score(0.3, p, l, f, 8.0, 0.03, 0.7, l0), 0.3 * p);
+        // AOL at or above L0 (MLP ~ 1): accesses count evenly
+        assert_eq!(score(0.01, p, 150.0, f, 8.0, 0.03, 0.7, l0), 0.01 * p);
+        // the amplification grows with the AOL: 2, 4, 8
+        assert_eq!(
+            [
+                factor(40.0, 40.0, 100.0),
+                factor(55.0, 40.0, 100.0),
+                factor(70.0, 40.0, 100.0),
+                factor(95.0, 40.0, 100.0)
+            ],
+            [2.0, 4.0, 4.0, 8.0]
+        );
+    }
+
+    fn obj(name: &str, pages: u64, alloc: f64, free: Option<f64>, score: f64) -> ObjectProfile {
+        ObjectProfile {
+            pid: 0,
+            name: name.into(),
+            first_page: 0,
+            pages,
+            bytes: pages * 4096,
+            alloc_s: alloc,
+            free_s: free,
+            accesses: 0,
+            score,
+            first_touch: 0,
+        }
+    }
+
+    #[test]
+    fn the_ranking_table_round_trips_and_ranks_by_unit_score() {
+        let objs = vec![
+            obj("big", 100, 0.0, None, 1.0),
+            obj("small", 10, 0.0, Some(5.0), 0.5),
+        ];
+        let t = ranking_table(&objs, 10.0);
+        let back = parse_ranking(&t).unwrap();
+        assert_eq!(back[0].name, "small", "higher unit score first");
+        assert_eq!(back[1].lifetime_s(10.0), 10.0);
+        assert!(parse_ranking("header\nnot\ta\ttable").is_err());
+    }
+
+    #[test]
+    fn selection_fits_peak_concurrent_size_and_spills_the_next() {
+        let mut s = Soar::new(&Params::resolve("soar", P, &[]).unwrap());
+        // two short-lived objects that never coexist share room; the third does not fit
+        s.ranking = vec![
+            obj("a", 60, 0.0, Some(10.0), 9.0),
+            obj("b", 60, 10.0, Some(20.0), 8.0),
+            obj("c", 60, 0.0, None, 7.0),
+            obj("d", 10, 0.0, None, 0.0),
+        ];
+        s.select(100);
+        assert_eq!(s.selected, vec![0, 1]);
+        assert_eq!(s.spill, Some(2));
+        let mut out = Vec::new();
+        let mut mech = tierkit_core::testing::FakeMech::new(vec![]);
+        let tel = Telemetry {
+            tiers: vec![tierkit_core::TierInfo {
+                id: FAST,
+                name: "f".into(),
+                capacity_pages: 100,
+                used_pages: 0,
+            }],
+            ..Default::default()
+        };
+        s.init(&tel, &mut mech, &mut out);
+        let binds: Vec<(String, u8)> = out
+            .iter()
+            .filter_map(|a| {
+                if let Action::BindObject { object, tier, .. } = a {
+                    Some((object.clone(), *tier))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        assert_eq!(
+            binds,
+            vec![("a".into(), FAST), ("b".into(), FAST), ("d".into(), SLOW)]
+        );
+    }
+}
