@@ -274,7 +274,17 @@ def test_ctrl_c_is_one_error_line() -> None:
 def test_calibrate_prints_and_saves_the_constants(tmp_path: Path) -> None:
     out = tmp_path / "cal.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "tierkit", "calibrate", "--platform", "skx-cxl-emu", "--out", str(out), "--json"],
+        [
+            sys.executable,
+            "-m",
+            "tierkit",
+            "calibrate",
+            "--platform",
+            "skx-cxl-emu",
+            "--out",
+            str(out),
+            "--json",
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -295,5 +305,6 @@ def test_reproduce_rejects_unknown_papers_before_writing(tmp_path: Path) -> None
         check=False,
     )
     assert proc.returncode == 2
-    assert proc.stderr.count("tierkit: error:") == 1 and "did you mean `colloid`" in proc.stderr
+    assert proc.stderr.count("tierkit: error:") == 1
+    assert "did you mean `colloid`" in proc.stderr
     assert not (tmp_path / "r").exists()

@@ -28,9 +28,13 @@ def test_quick_reproduction_writes_report_figures_and_claims(paper: str, tmp_pat
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert png.name in report, f"{png.name} is shown in the report"
     claims = json.loads((out / "claims.json").read_text())
-    assert isinstance(claims, list) and len(claims) >= 5
+    assert isinstance(claims, list)
+    assert len(claims) >= 5
     for c in claims:
         assert {"claim", "paper", "ours", "holds"} <= set(c)
-        assert isinstance(c["holds"], bool) and c["claim"] and c["paper"] and c["ours"]
+        assert isinstance(c["holds"], bool)
+        assert c["claim"]
+        assert c["paper"]
+        assert c["ours"]
     held = sum(c["holds"] for c in claims)
     assert f"{held} of {len(claims)} claims hold" in proc.stdout

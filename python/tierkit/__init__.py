@@ -51,6 +51,7 @@ __all__ = [
     "list_policies",
     "list_workloads",
     "run",
+    "soar_profile",
 ]
 
 _MAX_SEED = 2**64 - 1
@@ -199,6 +200,24 @@ def _make_result(summary_json: str, columns: Mapping[str, list[Any]]) -> RunResu
     if not isinstance(summary, dict):
         raise RuntimeError("tierkit._core returned a summary that is not a JSON object")
     return RunResult(summary=summary, timeseries=_timeseries_frame(columns))
+
+
+def soar_profile(
+    experiment: str | os.PathLike[str],
+    overrides: Mapping[str, object] | Iterable[str] | None = None,
+    seed: int | None = None,
+) -> pd.DataFrame:
+    """Soar's profiling run (every page in the fast tier): the object ranking table, one row per
+    object in Soar rank order, with size, lifetime, accesses, score, unit score and the ranks by
+    first touch, by frequency and by Soar (Soar/Alto Table 2)."""
+    import io
+
+    import pandas as pd
+
+    text = _core_module().soar_profile(
+        _check_experiment(experiment), normalize_overrides(overrides), _check_seed(seed)
+    )
+    return pd.read_csv(io.StringIO(text), sep="\t")
 
 
 def list_policies() -> list[tuple[str, str]]:

@@ -135,6 +135,21 @@ def _seed(text: str) -> int:
     return value
 
 
+def _experiment_args(p: argparse.ArgumentParser, set_help: str) -> None:
+    """EXPERIMENT, --set KEY=VALUE... and --seed N, shared by the commands that run an experiment."""
+    p.add_argument("experiment", metavar="EXPERIMENT", help="built-in experiment name or TOML file")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        type=_override,
+        help=set_help,
+    )
+    p.add_argument("--seed", type=_seed, metavar="N", help="random seed (same seed, same result)")
+
+
 def build_parser() -> Parser:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = Parser(
@@ -164,22 +179,12 @@ def build_parser() -> Parser:
         epilog="\n\n".join((SPEC_HELP, set_help(), RUN_EXAMPLES)),
         formatter_class=formatter,
     )
-    run.add_argument("experiment", metavar="EXPERIMENT", help="built-in experiment name or TOML file")
+    _experiment_args(run, "override an experiment key; may be repeated; see the keys below")
     run.add_argument(
         "--policy",
         metavar="SPEC",
         help="policy stack, `name[:k=v,...][+layer...]` (default: the experiment's own); see below",
     )
-    run.add_argument(
-        "--set",
-        dest="overrides",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        type=_override,
-        help="override an experiment key; may be repeated; see the keys below",
-    )
-    run.add_argument("--seed", type=_seed, metavar="N", help="random seed (same seed, same result)")
     run.add_argument("--out", type=Path, metavar="DIR", help="write summary.json, timeseries.parquet, PNGs")
     run.add_argument(
         "--json",
@@ -282,17 +287,7 @@ def build_parser() -> Parser:
         description="Profile EXPERIMENT (a built-in or a TOML file) and write its object ranking.",
         formatter_class=formatter,
     )
-    prof.add_argument("experiment", metavar="EXPERIMENT", help="built-in experiment name or TOML file")
-    prof.add_argument(
-        "--set",
-        dest="overrides",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        type=_override,
-        help="override an experiment key; may be repeated",
-    )
-    prof.add_argument("--seed", type=_seed, metavar="N", help="random seed")
+    _experiment_args(prof, "override an experiment key; may be repeated")
     prof.add_argument(
         "--out", type=Path, metavar="FILE", help="where to write the table as CSV (default: soar-profile.csv)"
     )
@@ -450,18 +445,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_soar(args: argparse.Namespace) -> int:
-    import io
     import json
-
-    import pandas as pd
 
     import tierkit
 
     if args.soar_command != "profile":
         raise CliError("choose an action: `tierkit soar profile EXPERIMENT`")
-    items = tierkit.normalize_overrides(args.overrides)
-    text = tierkit._core_module().soar_profile(tierkit._check_experiment(args.experiment), items, args.seed)
-    table = pd.read_csv(io.StringIO(text), sep="\t")
+    table = tierkit.soar_profile(args.experiment, args.overrides, args.seed)
     out = args.out or Path("soar-profile.csv")
     if out.parent and not out.parent.exists():
         raise CliError(f"--out `{out}`: directory `{out.parent}` does not exist")

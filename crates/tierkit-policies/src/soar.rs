@@ -183,6 +183,7 @@ fn parse_ranking(text: &str) -> tierkit_core::Result<Vec<ObjectProfile>> {
 }
 
 /// The profiling run's observer (§4.1).
+#[derive(Clone)]
 pub struct SoarProfiler {
     period: u64,
     interval_ns: f64,
@@ -200,6 +201,7 @@ pub struct SoarProfiler {
     touched: usize,
     now_s: f64,
     samples: u64,
+    cal: Option<tierkit_core::telemetry::Calibration>,
 }
 
 impl SoarProfiler {
@@ -220,6 +222,7 @@ impl SoarProfiler {
             touched: 0,
             now_s: 0.0,
             samples: 0,
+            cal: None,
         }
     }
 
@@ -229,8 +232,8 @@ impl SoarProfiler {
         (page < self.objs[i].first_page + self.objs[i].pages).then_some(i)
     }
 
-    fn close_interval(&mut self, tel: &Telemetry) {
-        let cal = tel.calibration.as_ref();
+    fn close_interval(&mut self) {
+        let cal = self.cal.as_ref();
         let (low, high) = cal.map_or((40.0, 100.0), |c| (c.aol_low_cycles, c.aol_high_cycles));
         let l0 = if self.l0 > 0.0 { self.l0 } else { high };
         for (&pid, &(a1, a3, stalls, cycles)) in &self.per_pid {
@@ -296,6 +299,7 @@ impl Policy for SoarProfiler {
         self.index.sort();
         self.live = vec![false; self.objs.len()];
         self.counts = vec![0; self.objs.len()];
+        self.cal = tel.calibration.clone();
         self.next = tel.now_ns as f64 + self.interval_ns;
         out.push(Action::SetSampling {
             period: self.period,
@@ -337,7 +341,7 @@ impl Policy for SoarProfiler {
         }
         if tel.now_ns as f64 + 1e-6 >= self.next {
             self.next = tel.now_ns as f64 + self.interval_ns;
-            self.close_interval(tel);
+            self.close_interval();
         }
     }
     fn stats(&self) -> Vec<(String, f64)> {
@@ -347,7 +351,10 @@ impl Policy for SoarProfiler {
         ]
     }
     fn profile(&self) -> Option<String> {
-        let mut objs = self.objs.clone();
+        // the run may end inside an interval: score what it gathered
+        let mut last = self.clone();
+        last.close_interval();
+        let mut objs = last.objs;
         for o in &mut objs {
             if o.alloc_s.is_nan() {
                 o.alloc_s = self.now_s; // never allocated during the run

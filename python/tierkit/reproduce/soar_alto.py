@@ -3,7 +3,6 @@ ratios, Soar's ranking table, Alto's promotion regulation, and the AOL slowdown 
 
 from __future__ import annotations
 
-import io
 import math
 from typing import Any
 
@@ -126,8 +125,7 @@ def _ranking(ctx: Context) -> None:
 
     scale = "0.0625" if ctx.quick else "0.125"
     dur = ctx.dur(60.0, 20.0)
-    text = tierkit._core_module().soar_profile("graph-objects", [f"scale={scale}", f"duration_s={dur}"], 1)
-    table = pd.read_csv(io.StringIO(text), sep="\t")
+    table = tierkit.soar_profile("graph-objects", [f"scale={scale}", f"duration_s={dur}"], seed=1)
     (ctx.out / "soar_ranking.csv").write_text(table.to_csv(index=False))
     ctx.section(
         "Soar's object ranking (Table 2)",
