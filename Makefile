@@ -6,6 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 
 .PHONY: all demo test install clean
+.PHONY: test-kernel test-shim
 
 all: test
 
@@ -24,6 +25,18 @@ test: install
 	cargo test --workspace
 	$(BIN)/ruff check python tests
 	$(BIN)/python -m pytest -q tests
+	$(MAKE) test-shim
+	$(MAKE) test-kernel
+
+# tierkitd's allocation shim (C, LD_PRELOAD) and its tests
+test-shim:
+	$(MAKE) -C shim test
+
+# tierkitd on real kernels in QEMU (installs qemu, busybox and the Debian kernels itself):
+# the full suite on 6.12 (DAMON), then the soft-dirty fallback on 6.1 (no DAMON)
+test-kernel:
+	tests/kernel/run.sh -k 612
+	tests/kernel/run.sh -k 61
 
 clean:
 	rm -rf $(VENV) demo-out .pytest_cache .ruff_cache
