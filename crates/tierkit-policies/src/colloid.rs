@@ -355,9 +355,10 @@ impl Colloid {
             if dst == FAST {
                 let mut victims = std::mem::take(&mut self.victims);
                 tr.coldest(FAST, (chosen.len() - free) * 2, &mut victims);
+                let chosen_set: rustc_hash::FxHashSet<u64> = chosen.iter().map(|p| p.0).collect();
                 let mut victims_iter = victims.iter().copied().filter(|v| {
                     !self.in_flight.contains(&v.0)
-                        && !chosen.contains(v)
+                        && !chosen_set.contains(&v.0)
                         && mech.tier_of(*v) == Some(FAST)
                 });
                 let mut kept = chosen[..free].to_vec();
