@@ -16,6 +16,8 @@ pub mod memtis;
 pub mod nbt;
 pub mod nomad;
 pub mod notier;
+pub mod pact;
+pub mod pact_bins;
 pub mod pagelist;
 pub mod place;
 pub mod soar;
@@ -36,6 +38,7 @@ pub static REGISTRY: &[&PolicyInfo] = &[
     &nomad::INFO,
     &colloid::INFO,
     &alto::INFO,
+    &pact::INFO,
     &soar::INFO,
 ];
 

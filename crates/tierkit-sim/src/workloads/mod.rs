@@ -6,9 +6,11 @@ use tierkit_core::params::{ParamDef, Params};
 
 use crate::spec::{AntagonistSpec, Experiment, FastSize, ProcessSpec};
 
+pub mod graph_kron;
 pub mod graph_like;
 pub mod graph_objects;
 pub mod gups_hotset;
+pub mod masim_colocate;
 pub mod masim_phases;
 pub mod multi_tenant;
 pub mod seq_pc;
@@ -57,6 +59,8 @@ pub static REGISTRY: &[&WorkloadInfo] = &[
     &graph_like::INFO,
     &graph_objects::INFO,
     &multi_tenant::INFO,
+    &graph_kron::INFO,
+    &masim_colocate::INFO,
 ];
 
 pub fn find(name: &str) -> Option<&'static WorkloadInfo> {

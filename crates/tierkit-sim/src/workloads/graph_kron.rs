@@ -1,0 +1,187 @@
+//! A graph-analytics workload in the spirit of GAPBS bc/sssp on a Kronecker graph (PACT §5,
+//! "bc-kron", "sssp-kron"): vertex properties with power-law (Zipfian) popularity, reached by
+//! dependent pointer walks (low MLP), edge arrays streamed (high MLP), and a frontier reused
+//! every iteration. Each iteration has two phases, as a level-synchronous traversal does:
+//! an expand phase, in which every thread walks from frontier vertices to their neighbours'
+//! properties (dependent loads: MLP ~1.2), then a scan phase, in which every thread streams the
+//! edge arrays and updates the frontier (independent loads: MLP ~8). Phases alternate every
+//! `iteration_s`, so the slow tier's MLP changes window to window: the same access count costs
+//! several times more stall in an expand window than in a scan window (PACT §3, Fig. 1).
+
+use tierkit_core::params::{ParamDef, ParamKind, Params};
+use tierkit_core::telemetry::QosClass;
+
+use super::{gib, region, Defaults, WorkloadInfo};
+use crate::spec::*;
+
+const P: &[ParamDef] = &[
+    ParamDef {
+        name: "vertices_gb",
+        kind: ParamKind::Float {
+            min: 0.001,
+            max: 1e5,
+        },
+        default: "2",
+        unit: "GiB",
+        doc: "vertex properties (Kronecker degrees: Zipfian popularity)",
+    },
+    ParamDef {
+        name: "edges_gb",
+        kind: ParamKind::Float {
+            min: 0.001,
+            max: 1e5,
+        },
+        default: "2",
+        unit: "GiB",
+        doc: "edge arrays (CSR neighbours and weights), streamed",
+    },
+    ParamDef {
+        name: "frontier_gb",
+        kind: ParamKind::Float {
+            min: 0.001,
+            max: 1e5,
+        },
+        default: "0.25",
+        unit: "GiB",
+        doc: "frontier / worklist, reused every iteration",
+    },
+    ParamDef {
+        name: "zipf_s",
+        kind: ParamKind::Float {
+            min: 0.01,
+            max: 5.0,
+        },
+        default: "0.9",
+        unit: "",
+        doc: "degree skew of the Kronecker graph (power-law exponent of vertex popularity)",
+    },
+    ParamDef {
+        name: "threads",
+        kind: ParamKind::Int { min: 1, max: 1024 },
+        default: "8",
+        unit: "threads",
+        doc: "worker threads (each does both phases)",
+    },
+    ParamDef {
+        name: "iteration_s",
+        kind: ParamKind::Float {
+            min: 0.001,
+            max: 1e4,
+        },
+        default: "0.5",
+        unit: "s",
+        doc: "length of one iteration (expand + scan)",
+    },
+    ParamDef {
+        name: "expand_frac",
+        kind: ParamKind::Float {
+            min: 0.05,
+            max: 0.95,
+        },
+        default: "0.6",
+        unit: "",
+        doc: "share of an iteration spent in the expand (pointer-walk) phase",
+    },
+    ParamDef {
+        name: "walk_mlp",
+        kind: ParamKind::Float {
+            min: 1.0,
+            max: 64.0,
+        },
+        default: "1.2",
+        unit: "misses",
+        doc: "MLP of the dependent vertex walks",
+    },
+    ParamDef {
+        name: "scan_mlp",
+        kind: ParamKind::Float {
+            min: 1.0,
+            max: 64.0,
+        },
+        default: "8",
+        unit: "misses",
+        doc: "MLP of the edge stream",
+    },
+];
+
+pub const INFO: WorkloadInfo = WorkloadInfo {
+    name: "graph-kron",
+    description: "GAPBS bc/sssp-like on a Kronecker graph: power-law hub vertices by dependent walks (MLP 1.2) and streamed edges (MLP 8) in alternating phases, frontier reused per iteration",
+    source: "PACT ASPLOS'26 §5 (bc-kron, sssp-kron from GAPBS) in spirit",
+    params: P,
+    defaults: || Defaults {
+        platform: "skx-cxl-emu",
+        duration_s: 10.0,
+        fast: FastSize::Ratio(1.0, 2.0),
+        page_bytes: 4096,
+    },
+    build,
+};
+
+fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<AntagonistSpec>), String> {
+    let obj = |name: &str, gb: f64| ObjectSpec {
+        name: name.into(),
+        bytes: gib(gb),
+        alloc_s: 0.0,
+        free_s: None,
+    };
+    let objects = vec![
+        obj("vertices", p.float("vertices_gb")),
+        obj("edges", p.float("edges_gb")),
+        obj("frontier", p.float("frontier_gb")),
+    ];
+    let it = p.float("iteration_s");
+    let fx = p.float("expand_frac");
+    let expand = PhaseSpec {
+        duration_s: Some(it * fx),
+        mlp: p.float("walk_mlp"),
+        compute_ns: 4.0,
+        read_frac: 0.95,
+        misses_per_op: 1.0,
+        access: vec![
+            region(
+                "vertices",
+                0.85,
+                Pattern::Zipf {
+                    s: p.float("zipf_s"),
+                },
+            ),
+            region("frontier", 0.15, Pattern::Uniform),
+        ],
+    };
+    let scan = PhaseSpec {
+        duration_s: Some(it * (1.0 - fx)),
+        mlp: p.float("scan_mlp"),
+        compute_ns: 6.0,
+        read_frac: 0.9,
+        misses_per_op: 1.0,
+        access: vec![
+            region("edges", 0.8, Pattern::Sequential),
+            region("frontier", 0.2, Pattern::Sequential),
+        ],
+    };
+    // enough iterations for the run; the last phase lasts until the experiment ends
+    let iterations = (e.duration_s / it).ceil().max(1.0) as usize;
+    let mut phases = Vec::with_capacity(2 * iterations);
+    for _ in 0..iterations {
+        phases.push(expand.clone());
+        phases.push(scan.clone());
+    }
+    if let Some(last) = phases.last_mut() {
+        last.duration_s = None;
+    }
+    Ok((
+        vec![ProcessSpec {
+            name: "graph-kron".into(),
+            class: QosClass::BestEffort,
+            start_s: 0.0,
+            objects,
+            threads: vec![ThreadSpec {
+                count: p.int("threads") as u32,
+                work_ops: None,
+                phases,
+            }],
+        }],
+        Vec::new(),
+    ))
+}
