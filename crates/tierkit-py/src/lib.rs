@@ -202,6 +202,65 @@ fn soar_profile(
     tierkit_sim::engine::profile(&exp, profiler.as_mut()).map_err(err)
 }
 
+/// PACT's evaluation run: the `pact` policy on an experiment with per-page ground truth (true
+/// slow-tier stall) next to its PAC and sample counts, and its per-window trace.
+#[pyfunction]
+#[pyo3(signature = (experiment, policy="pact", overrides=Vec::new(), seed=None, truth_ms=20.0))]
+fn pact_eval<'py>(
+    py: Python<'py>,
+    experiment: &str,
+    policy: &str,
+    overrides: Vec<String>,
+    seed: Option<u64>,
+    truth_ms: f64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let exp = tierkit_sim::load(experiment, &overrides, seed).map_err(err)?;
+    let ev = tierkit_sim::pact_eval::run(&exp, policy, truth_ms).map_err(err)?;
+    let d = PyDict::new(py);
+    d.set_item("policy", ev.spec)?;
+    d.set_item("pac", ev.pages.iter().map(|p| p.pac).collect::<Vec<_>>())?;
+    d.set_item(
+        "samples",
+        ev.pages.iter().map(|p| p.samples).collect::<Vec<_>>(),
+    )?;
+    d.set_item(
+        "true_stall_ns",
+        ev.pages.iter().map(|p| p.true_stall_ns).collect::<Vec<_>>(),
+    )?;
+    let tr = PyDict::new(py);
+    tr.set_item(
+        "t_s",
+        ev.trace
+            .iter()
+            .map(|w| w.t_ns as f64 * 1e-9)
+            .collect::<Vec<_>>(),
+    )?;
+    tr.set_item(
+        "width",
+        ev.trace.iter().map(|w| w.width).collect::<Vec<_>>(),
+    )?;
+    tr.set_item("mlp", ev.trace.iter().map(|w| w.mlp).collect::<Vec<_>>())?;
+    tr.set_item(
+        "stall_cycles",
+        ev.trace.iter().map(|w| w.stall_cycles).collect::<Vec<_>>(),
+    )?;
+    tr.set_item(
+        "candidates",
+        ev.trace.iter().map(|w| w.candidates).collect::<Vec<_>>(),
+    )?;
+    tr.set_item(
+        "promotions",
+        ev.trace.iter().map(|w| w.promotions).collect::<Vec<_>>(),
+    )?;
+    d.set_item("trace", tr)?;
+    let st = PyDict::new(py);
+    for (k, v) in ev.stats {
+        st.set_item(k, v)?;
+    }
+    d.set_item("stats", st)?;
+    Ok(d)
+}
+
 /// The keys every experiment accepts: (key, description).
 #[pyfunction]
 fn common_keys() -> Vec<(String, String)> {
@@ -225,5 +284,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(common_keys, m)?)?;
     m.add_function(wrap_pyfunction!(calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(soar_profile, m)?)?;
+    m.add_function(wrap_pyfunction!(pact_eval, m)?)?;
     Ok(())
 }
