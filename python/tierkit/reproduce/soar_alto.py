@@ -172,18 +172,13 @@ def _alto(ctx: Context) -> None:
         for suffix in ("", "+alto")
     ]
     # Alto under bandwidth contention (§6.10): a contended fast tier inflates AOL; auto mode
-    # regulates on the latency-normalized AOL.
-    gsets = (
-        "working_set_gb=4",
-        "hot_set_gb=1.3",
-        f"duration_s={dur}",
-        "antagonist_intensity=3",
-        "page_size=4KiB",
-    )
-    specs += [
-        RunSpec(f"nbt{s}|contended", "gups-hotset", f"nbt{s}", gsets)
-        for s in ("", "+alto", "+alto:auto=true")
-    ]
+    # scales the thresholds by the fast tier's latency inflation.
+    gdur = ctx.dur(60.0, 40.0)
+    for i in (0, 3):
+        gsets = ("working_set_gb=4", "hot_set_gb=1.3", f"duration_s={gdur}", f"antagonist_intensity={i}")
+        specs += [
+            RunSpec(f"tpp{s}|{i}x", "gups-hotset", f"tpp{s}", gsets) for s in ("", "+alto", "+alto:auto=true")
+        ]
     df = ctx.grid(specs)
     res = {
         lbl: (s, p)
@@ -212,6 +207,8 @@ def _alto(ctx: Context) -> None:
         "up to ~100x fewer promotions (Table 5)",
         ", ".join(f"{r['base']}: {100 * r['promotion reduction']:.0f}%" for r in rows),
         len(cut) >= 2,
+        note="when it fails here: the graph workload's AOL sits near the calibrated AOL_high, where Alto "
+        "lets most candidates through, and TPP re-promotes a vetoed page at its next hint fault",
     )
     worse = [r["base"] for r in rows if r["slowdown +alto"] > 1.03 * r["slowdown"]]
     ctx.claim(
@@ -220,20 +217,38 @@ def _alto(ctx: Context) -> None:
         "worse by >3%: " + (", ".join(worse) if worse else "none"),
         not worse,
     )
-    c = {k.split("|")[0]: v for k, v in res.items() if k.endswith("|contended")}
     ctx.section(
         "Alto under bandwidth contention (beyond the paper: alto:auto=true, §6.10)",
-        "gups-hotset with a 3x antagonist on the fast tier: slowdown and promotions.",
+        "gups-hotset with no antagonist and with a 3x antagonist on the fast tier: slowdown and promotions.",
     )
     ctx.table(
-        pd.DataFrame([{"policy": k, "slowdown": v[0], "promotions": v[1]} for k, v in c.items()]),
+        pd.DataFrame(
+            [
+                {
+                    "policy": k.split("|")[0],
+                    "antagonist": k.split("|")[1],
+                    "slowdown": v[0],
+                    "promotions": v[1],
+                }
+                for k, v in res.items()
+                if "|" in k
+            ]
+        ),
     )
-    (s_fixed, p_fixed), (s_auto, p_auto) = c["nbt+alto"], c["nbt+alto:auto=true"]
+    (s_fixed, p_fixed), (s_auto, p_auto) = res["tpp+alto|3x"], res["tpp+alto:auto=true|3x"]
     ctx.claim(
-        "Under contention, auto thresholds regulate more without losing throughput",
+        "Under fast-tier contention, auto thresholds hold back promotions into the contended tier without "
+        "losing throughput",
         "future work in the paper (§6.10)",
         f"promotions {p_auto} vs {p_fixed}, slowdown {s_auto:.3f} vs {s_fixed:.3f}",
-        p_auto <= p_fixed and s_auto <= 1.03 * s_fixed,
+        p_auto < p_fixed and s_auto <= s_fixed,
+    )
+    (s0_fixed, _), (s0_auto, _) = res["tpp+alto|0x"], res["tpp+alto:auto=true|0x"]
+    ctx.claim(
+        "Without contention auto thresholds behave like the calibrated ones",
+        "-",
+        f"slowdown {s0_auto:.3f} vs {s0_fixed:.3f}",
+        abs(s0_auto / s0_fixed - 1) <= 0.02,
     )
 
 
