@@ -8,6 +8,7 @@
  *         WORKLOAD_RESULT pid=.. hot_node0=.. hot_node1=.. cold_node0=.. cold_node1=.. other=..
  *                         sweeps=.. corrupt=..
  * SECONDS 0 runs until SIGTERM/SIGINT; SIGUSR1 prints a report and keeps running.
+ * WORKLOAD_NICE=N in the environment lowers its priority (busybox has no `nice` applet).
  * Exit 0 when the data survived every migration intact, 1 otherwise, 2 on setup errors.
  */
 #define _GNU_SOURCE
@@ -69,6 +70,7 @@ int main(int argc, char **argv)
     size_t hot = strtoul(argv[1], 0, 0) << 20, cold = strtoul(argv[2], 0, 0) << 20;
     double secs = atof(argv[3]);
     int hn = argc > 4 ? atoi(argv[4]) : 1, cn = argc > 5 ? atoi(argv[5]) : 1;
+    if (getenv("WORKLOAD_NICE") && nice(atoi(getenv("WORKLOAD_NICE"))) == -1) perror("nice");
     signal(SIGTERM, on_stop); signal(SIGINT, on_stop); signal(SIGUSR1, on_usr1);
     char *h = hot ? region(hot, hn) : NULL, *c = cold ? region(cold, cn) : NULL;
     printf("WORKLOAD_START pid=%d hot_pages=%zu cold_pages=%zu hot_node=%d cold_node=%d\n", getpid(), hot / PAGE, cold / PAGE, hn, cn);

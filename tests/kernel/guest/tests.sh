@@ -36,6 +36,7 @@ t_damon() {
   if pct_ge "${h0:-0}" 4096 90 && pct_ge "${c1:-0}" 12288 90 && [ "$bad" = 0 ] && [ $drc = 0 ] &&
      grep -q 'falling back to DAMON' /tmp/d1.log && grep -q 'stopped by signal' /tmp/d1.log && [ "${promos:-0}" -gt 0 ]; then
     pass damon "$d"
+    echo "--- session (daemon log and metrics, for docs/operator-guide.md)"; sed 's/^/    /' /tmp/d1.log; sed 's/^/    /' /tmp/m1.txt
   else
     fail damon "$d"; show /tmp/d1.log; show /tmp/m1.txt 20
   fi
@@ -54,8 +55,11 @@ t_limit() {
   r=$(grep WORKLOAD_RESULT /tmp/w2.out)
   h0=$(kv hot_node0 "$r"); c0=$(kv cold_node0 "$r"); c1=$(kv cold_node1 "$r"); bad=$(kv corrupt "$r")
   fast=$((h0 + c0))
-  d="hot_on_node0=$h0/4096 cold_demoted=$c1 fast_pages=$fast (limit 10240, started at 12288) corrupt=$bad daemon_rc=$drc"
-  if pct_ge "$h0" 4096 90 && pct_ge "$c1" 4096 90 && [ $fast -le 12288 ] && [ "$bad" = 0 ] && [ $drc = 0 ] && grep -q 'demoted [1-9]' /tmp/d2.log; then
+  demoted=$(sed -n 's/.*stopped by signal.*demoted \([0-9]*\),.*/\1/p' /tmp/d2.log)
+  # HeMem demotes one cold page per promotion once the tier is at its budget: the regions' fast
+  # pages stay where they started (a few of the demoted pages are the process's idle heap/stack)
+  d="hot_on_node0=$h0/4096 cold_demoted=$c1 demoted=$demoted fast_pages=$fast (limit 10240, started at 12288) corrupt=$bad daemon_rc=$drc"
+  if pct_ge "$h0" 4096 90 && pct_ge "$c1" 4096 90 && pct_ge "${demoted:-0}" 4096 90 && [ $fast -le $((12288 + 16)) ] && [ "$bad" = 0 ] && [ $drc = 0 ] && grep -q 'demoted [1-9]' /tmp/d2.log; then
     pass limit "$d"
   else
     fail limit "$d"; show /tmp/d2.log
@@ -85,7 +89,7 @@ t_kill() {
   alive=0; kill -0 $D 2>/dev/null && alive=1
   kill -TERM $D; wait $D; drc=$?
   rb=$(grep WORKLOAD_RESULT /tmp/wb.out); bh0=$(kv hot_node0 "$rb")
-  json_ok=1; grep -v '^{"ts":"[^"]*","level":"[a-z]*","msg":' /tmp/d3.log | grep -q . && json_ok=0
+  json_ok=1; grep -vE '^\{"level":"[a-z]+","msg":".*","ts":"[0-9T:.-]+Z"\}$' /tmp/d3.log | grep -q . && json_ok=0
   d="exit_logged=$((1 - ex)) join_logged=$((1 - jo)) idle_logged=$((1 - idle)) alive_after=$alive log_lines=$n1->$n2 B_hot_on_node0=$bh0/2048 json=$json_ok daemon_rc=$drc"
   if [ $ex = 0 ] && [ $jo = 0 ] && [ $idle = 0 ] && [ $alive = 1 ] && [ $n2 -gt $n1 ] && [ $drc = 0 ] && [ $json_ok = 1 ] && pct_ge "${bh0:-0}" 2048 50; then
     pass kill "$d"
@@ -190,7 +194,7 @@ t_bench() {
   raw=$(/bin/mpbench 64 4096 1 0); echo "$raw"
   raw2=$(/bin/mpbench 64 4096 1 0); echo "$raw2"
   conf /tmp/bench.toml 'source = "damon"' 'interval-ms = 300' 'migrate-mib-s = 0'
-  nice -n 19 /bin/workload 64 0 20 1 1 > /tmp/w9.out &
+  WORKLOAD_NICE=19 /bin/workload 64 0 20 1 1 > /tmp/w9.out &
   W=$!
   wait_for /tmp/w9.out WORKLOAD_START 20
   /bin/tierkitd --pid $W --policy hemem --config /tmp/bench.toml 2> /tmp/d9.log &
