@@ -44,6 +44,7 @@ pub const COMMON_KEYS: &[(&str, &str)] = &[
     ),
     ("seed", "random seed; the same seed gives the same result"),
     ("epoch_ms", "simulation epoch in ms (default 1)"),
+    ("counter_noise", "relative std. deviation of seeded noise on the uncore counters (default 0)"),
     (
         "report_interval_ms",
         "time-series resolution in ms (default 100)",
@@ -354,7 +355,15 @@ fn toml_to_param_string(ctx: &Ctx, key: &str, v: &Value) -> Result<String> {
 
 /// Load an experiment: a built-in workload name or a TOML file, then overrides, then `seed`.
 pub fn load(experiment: &str, overrides: &[String], seed: Option<u64>) -> Result<Experiment> {
-    let (file, text) = if let Some(w) = workloads::find(experiment) {
+    let (file, text) = if let Some(path) = experiment.strip_prefix("trace:") {
+        (
+            experiment.to_string(),
+            format!(
+                "workload = \"trace\"\ntrace = {}\n",
+                Value::String(path.to_string())
+            ),
+        )
+    } else if let Some(w) = workloads::find(experiment) {
         (
             format!("built-in `{}`", w.name),
             format!("workload = \"{}\"\n", w.name),
@@ -413,7 +422,7 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
             ),
         )
     })?;
-    let builtin = if workload == "custom" {
+    let builtin = if workload == "custom" || workload == "trace" {
         None
     } else {
         Some(workloads::find(workload).ok_or_else(|| {
@@ -436,6 +445,7 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
     let report_interval_ms =
         r.f64_or("report_interval_ms", epoch_ms, 1e6, 100.0_f64.max(epoch_ms))?;
     let seed = r.u64_opt("seed", 0, i64::MAX as u64)?.unwrap_or(1);
+    let counter_noise = r.f64_or("counter_noise", 0.0, 1.0, 0.0)?;
     let pname = r.str_opt("platform")?.unwrap_or(defaults.platform);
     let mut plat = platform::preset(pname).ok_or_else(|| {
         let names: Vec<&str> = platform::PRESETS.iter().map(|p| p.0).collect();
@@ -497,12 +507,20 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
         epoch_ms,
         report_interval_ms,
         seed,
+        counter_noise,
         page_bytes: page,
         fast,
         slow_tier_gb,
         processes: Vec::new(),
         antagonists: Vec::new(),
+        replays: Vec::new(),
     };
+    if workload == "trace" {
+        read_trace(&ctx, &mut r, &mut exp)?;
+        r.finish(&[])?;
+        validate(&ctx, &exp)?;
+        return Ok(exp);
+    }
     match builtin {
         Some(b) => {
             let mut raw = Vec::new();
@@ -919,6 +937,124 @@ fn validate(ctx: &Ctx, e: &Experiment) -> Result<()> {
             "duration_s",
             "every process starts after the experiment ends",
         ));
+    }
+    Ok(())
+}
+
+/// Keys of `workload = "trace"` (docs/traces.md).
+pub const TRACE_KEYS: &[(&str, &str)] = &[
+    ("trace", "trace file(s) from `tierkit trace import`: one process each"),
+    ("mlp", "MLP of every window (default: estimated from the trace's misses)"),
+    ("compute_ns", "compute per miss, ns (default: from instruction stamps at base_cpi; 10 for time-stamped traces)"),
+    ("base_cpi", "cycles per instruction between misses for instruction-stamped traces (default 0.5)"),
+    ("llc_mb", "LLC size of the cache model for lackey traces, MiB (default: the platform's)"),
+    ("window_accesses", "trace accesses per window (default: the trace's accesses / 32)"),
+    ("min_window_misses", "a window closes only after this many misses (default 1000)"),
+    ("time_scale", "each traced miss stands for this many misses (default 1)"),
+    ("loops", "passes over the trace; 0 repeats until duration_s (default 0)"),
+];
+
+/// `workload = "trace"`: one process per trace file, each one thread whose phases are the
+/// trace's windows (trace/replay.rs).
+fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
+    use crate::trace::replay::{build, ReplayOpts, ReplaySpec};
+    let files: Vec<String> = match r.raw("trace") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) if !a.is_empty() => a
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s.clone()),
+                other => Err(ctx.err(
+                    "trace",
+                    format!("expected file names, got {}", type_name(other)),
+                )),
+            })
+            .collect::<Result<_>>()?,
+        Some(other) => {
+            return Err(ctx.err(
+                "trace",
+                format!(
+                    "expected a file name or a list of them, got {}",
+                    type_name(other)
+                ),
+            ))
+        }
+        None => {
+            return Err(ctx.err(
+                "trace",
+                "missing; expected the trace file (tierkit trace import makes one)",
+            ))
+        }
+    };
+    let mlp = r.f64_opt("mlp", 1.0, 64.0)?;
+    let compute_ns = r.f64_opt("compute_ns", 0.0, 1e6)?;
+    let base_cpi = r.f64_or("base_cpi", 0.01, 100.0, 0.5)?;
+    let llc_mb = r.f64_or("llc_mb", 0.0625, 1e5, exp.platform.llc_mb)?;
+    let window_accesses = r.u64_opt("window_accesses", 1, u64::MAX >> 2)?;
+    let min_window_misses = r
+        .u64_opt("min_window_misses", 1, u64::MAX >> 2)?
+        .unwrap_or(1000);
+    let time_scale = r.f64_or("time_scale", 1e-6, 1e9, 1.0)?;
+    let loops = r.u64_opt("loops", 0, 1 << 40)?.unwrap_or(0);
+    let base = Path::new(ctx.file)
+        .parent()
+        .filter(|_| Path::new(ctx.file).is_file());
+    let opts = ReplayOpts {
+        mlp,
+        max_mlp: exp.platform.max_mlp,
+        llc: Some((llc_mb, exp.platform.llc_ways)),
+        base_cpi,
+        cpu_ghz: exp.platform.cpu_ghz,
+        compute_ns,
+        window_accesses,
+        min_window_misses,
+        page_bytes: exp.page_bytes,
+    };
+    for (i, f) in files.iter().enumerate() {
+        let p = match base {
+            Some(b) if Path::new(f).is_relative() => b.join(f),
+            _ => Path::new(f).to_path_buf(),
+        };
+        let replay = build(&p, &opts).map_err(|e| ctx.err("trace", e.to_string()))?;
+        let name = p
+            .file_stem()
+            .map_or_else(|| format!("trace{i}"), |s| s.to_string_lossy().into_owned());
+        let total: f64 = replay.windows.iter().map(|w| w.misses).sum::<f64>() * time_scale;
+        let phases = replay
+            .windows
+            .iter()
+            .map(|w| PhaseSpec {
+                duration_s: None,
+                mlp: w.mlp,
+                compute_ns: w.compute_ns,
+                read_frac: w.read_frac,
+                misses_per_op: 1.0,
+                access: vec![workloads::region("trace", 1.0, Pattern::Uniform)],
+            })
+            .collect();
+        exp.processes.push(ProcessSpec {
+            name,
+            class: QosClass::BestEffort,
+            start_s: 0.0,
+            objects: vec![ObjectSpec {
+                name: "trace".into(),
+                bytes: replay.page_numbers.len() as u64 * exp.page_bytes,
+                alloc_s: 0.0,
+                free_s: None,
+            }],
+            threads: vec![ThreadSpec {
+                count: 1,
+                work_ops: (loops > 0).then(|| total * loops as f64),
+                phases,
+            }],
+        });
+        exp.replays.push(ReplaySpec {
+            process: exp.processes.len() - 1,
+            group: 0,
+            replay: std::sync::Arc::new(replay),
+            time_scale,
+            looped: loops != 1,
+        });
     }
     Ok(())
 }

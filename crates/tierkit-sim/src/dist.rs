@@ -15,6 +15,13 @@ pub enum RegionKind {
         perm: Vec<u32>,
         inv: Vec<u32>,
     },
+    /// Measured frequencies (a trace window): `offs` sorted page offsets, `prob` their
+    /// probabilities (summing to 1), drawn with an alias table.
+    Empirical {
+        offs: Vec<u32>,
+        prob: Vec<f64>,
+        alias: AliasTable,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -79,6 +86,23 @@ impl Region {
         }
     }
 
+    /// A region over `counts[i]` accesses to page `first + offs[i]` (offsets sorted, distinct).
+    pub fn empirical(first: u32, offs: Vec<u32>, counts: &[f64], w: f64) -> Self {
+        let total: f64 = counts.iter().sum();
+        let prob: Vec<f64> = counts.iter().map(|c| c / total).collect();
+        let len = offs.last().map_or(1, |&o| o + 1);
+        Region {
+            first,
+            len,
+            w,
+            kind: RegionKind::Empirical {
+                alias: AliasTable::new(&prob),
+                offs,
+                prob,
+            },
+        }
+    }
+
     /// Probability of `page` within this region (0 outside).
     #[inline]
     pub fn pmf(&self, page: u32) -> f64 {
@@ -96,6 +120,9 @@ impl Region {
                 }
             }
             RegionKind::Zipf { z, inv, .. } => z.pmf(inv[off as usize] as u64 + 1),
+            RegionKind::Empirical { offs, prob, .. } => {
+                offs.binary_search(&off).map_or(0.0, |i| prob[i])
+            }
         }
     }
 
@@ -107,6 +134,7 @@ impl Region {
                 self.first + pages[rng.below(pages.len() as u64) as usize]
             }
             RegionKind::Zipf { z, perm, .. } => self.first + perm[(z.sample(rng) - 1) as usize],
+            RegionKind::Empirical { offs, alias, .. } => self.first + offs[alias.sample(rng)],
         }
     }
 
@@ -128,6 +156,11 @@ impl Region {
             RegionKind::Zipf { z, perm, .. } => {
                 for (rank, &o) in perm.iter().enumerate() {
                     f(self.first + o, self.w * z.pmf(rank as u64 + 1));
+                }
+            }
+            RegionKind::Empirical { offs, prob, .. } => {
+                for (&o, &p) in offs.iter().zip(prob) {
+                    f(self.first + o, self.w * p);
                 }
             }
         }
@@ -238,6 +271,17 @@ mod tests {
         }
         let in_subset = (2000..2100).filter(|&p| d.pmf(p) > 0.0).count();
         assert_eq!(in_subset, 10);
+    }
+
+    #[test]
+    fn empirical_region_matches_its_counts() {
+        let r = Region::empirical(100, vec![0, 5, 9], &[1.0, 3.0, 6.0], 1.0);
+        let d = Dist::new(0, vec![r], 2, 1.0);
+        assert!((d.pmf(105) - 0.3).abs() < 1e-12 && d.pmf(104) == 0.0 && d.pmf(99) == 0.0);
+        let mut rng = Rng::new(3);
+        let n = 100_000;
+        let hits = (0..n).filter(|_| d.sample(&mut rng) == 109).count() as f64;
+        assert!((hits / n as f64 - 0.6).abs() < 0.01, "{hits}");
     }
 
     #[test]

@@ -86,6 +86,8 @@ pub struct ThreadState {
     pub x: f64,
     pub avail: f64,
     pub finish_ns: Option<f64>,
+    /// Trace replay: misses left in the current window (the phase ends when it runs out).
+    pub phase_work_left: Option<f64>,
 }
 
 impl ThreadState {
@@ -231,6 +233,7 @@ impl Machine {
                         x: 0.0,
                         avail: 0.0,
                         finish_ns: None,
+                        phase_work_left: None,
                     });
                 }
             }
@@ -285,6 +288,7 @@ impl Machine {
                     x: 0.0,
                     avail: 0.0,
                     finish_ns: None,
+                    phase_work_left: None,
                 });
             }
         }
@@ -327,7 +331,7 @@ impl Machine {
             rng_bits: Rng::derive(seed, 3),
             rng_mig: Rng::derive(seed, 4),
             rng_noise: Rng::derive(seed, 5),
-            counter_noise: 0.0,
+            counter_noise: exp.counter_noise,
             wall_solve_s: 0.0,
             wall_sample_s: 0.0,
             cpu_ghz: exp.platform.cpu_ghz,
@@ -572,9 +576,28 @@ impl Machine {
 
     // ---------------------------------------------------------------- lifecycle
 
+    /// The trace a thread group replays, if any.
+    fn replay_of(&self, pi: usize, group: usize) -> Option<&crate::trace::replay::ReplaySpec> {
+        self.exp
+            .replays
+            .iter()
+            .find(|r| r.process == pi && r.group == group)
+    }
+
     fn make_dist(&mut self, pi: usize, group: usize, phase: usize) -> usize {
         if let Some(&d) = self.procs[pi].dist_of.get(&(group, phase)) {
             return d;
+        }
+        if let Some(rs) = self.replay_of(pi, group) {
+            // A trace window: its measured page frequencies over the trace's object.
+            let w = &rs.replay.windows[phase];
+            let first = self.procs[pi].objects[0].first;
+            let r = Region::empirical(first, w.pages.clone(), &w.counts, 1.0);
+            let d = Dist::new(pi, vec![r], self.ntiers, w.read_frac);
+            self.dists.push(d);
+            let id = self.dists.len() - 1;
+            self.procs[pi].dist_of.insert((group, phase), id);
+            return id;
         }
         let spec = &self.exp.processes[pi].threads[group].phases[phase];
         let p = &self.procs[pi];
@@ -618,6 +641,18 @@ impl Machine {
             self.dists[old].users -= 1;
         }
         let nph = self.exp.processes[pi].threads[group].phases.len();
+        let mut phase = phase;
+        let mut carry = None;
+        if let Some(rs) = self.replay_of(pi, group) {
+            if phase >= nph && rs.looped {
+                phase = 0;
+            }
+            if phase < nph {
+                // Overshoot of the last window counts against this one.
+                let left = self.threads[ti].phase_work_left.unwrap_or(0.0).min(0.0);
+                carry = Some(rs.window_work(phase) + left);
+            }
+        }
         if phase >= nph {
             self.finish_thread(ti);
             return;
@@ -639,6 +674,7 @@ impl Machine {
         th.z = spec.compute_ns;
         th.read_frac = spec.read_frac;
         th.misses_per_op = spec.misses_per_op;
+        th.phase_work_left = carry;
         th.phase_end_ns = spec
             .duration_s
             .map_or(f64::INFINITY, |s| self.now_ns + s * 1e9);
@@ -697,6 +733,13 @@ impl Machine {
                 let th = &self.threads[ti];
                 if th.active && th.phase_end_ns <= now {
                     let next = th.phase + 1;
+                    self.enter_phase(ti, next);
+                }
+                // Trace windows end by work; skip windows shorter than what ran past them.
+                while self.threads[ti].active
+                    && self.threads[ti].phase_work_left.is_some_and(|w| w <= 0.0)
+                {
+                    let next = self.threads[ti].phase + 1;
                     self.enter_phase(ti, next);
                 }
             }
@@ -941,6 +984,9 @@ impl Machine {
             let ops = misses / th.misses_per_op;
             if let Some(w) = th.work_left.as_mut() {
                 *w -= ops;
+            }
+            if let Some(w) = th.phase_work_left.as_mut() {
+                *w -= misses;
             }
             if let Some(d) = th.dist {
                 self.dists[d].rate += x * th.avail;

@@ -110,11 +110,15 @@ pub struct Experiment {
     pub epoch_ms: f64,
     pub report_interval_ms: f64,
     pub seed: u64,
+    /// Relative standard deviation of seeded noise on the TOR counters (multiplexing), 0 = none.
+    pub counter_noise: f64,
     pub page_bytes: u64,
     pub fast: FastSize,
     pub slow_tier_gb: Option<f64>,
     pub processes: Vec<ProcessSpec>,
     pub antagonists: Vec<AntagonistSpec>,
+    /// Thread groups that replay a trace: their phases are the trace's windows (trace/replay.rs).
+    pub replays: Vec<crate::trace::replay::ReplaySpec>,
 }
 
 impl Experiment {

@@ -438,6 +438,57 @@ impl<R: Read> Reader<R> {
     /// The next record, None at a clean end; an error if the file is corrupt or truncated.
     #[inline]
     pub fn next_record(&mut self) -> Result<Option<Record>> {
+        // Fast path: a whole record (at most 31 bytes) is in the buffer.
+        if self.len - self.pos >= 31 && self.read < self.header.records {
+            let b = &self.buf[self.pos..self.pos + 31];
+            let tag = b[0];
+            if tag & !7 == 0 && tag & 3 != 3 {
+                let mut i = 1;
+                let mut vals = [0u64; 3];
+                let n = if tag & 4 != 0 { 3 } else { 2 };
+                let mut ok = true;
+                for v in vals.iter_mut().take(n) {
+                    let mut x = 0u64;
+                    let mut shift = 0;
+                    loop {
+                        let c = b[i];
+                        i += 1;
+                        x |= ((c & 0x7f) as u64) << shift;
+                        if c & 0x80 == 0 {
+                            break;
+                        }
+                        shift += 7;
+                        if shift >= 64 {
+                            ok = false;
+                            break;
+                        }
+                    }
+                    *v = x;
+                }
+                let count = if n == 3 { vals[2] } else { 1 };
+                if ok && count >= 1 && (n == 2 || count >= 2) {
+                    if let Some(stamp) = self.stamp.checked_add(vals[0]) {
+                        self.pos += i;
+                        self.offset += i as u64;
+                        self.stamp = stamp;
+                        self.unit = self.unit.wrapping_add(unzigzag(vals[1]) as u64);
+                        self.read += 1;
+                        let op = match tag & 3 {
+                            0 => Op::Load,
+                            1 => Op::Store,
+                            _ => Op::Modify,
+                        };
+                        return Ok(Some(Record {
+                            stamp,
+                            unit: self.unit,
+                            count,
+                            op,
+                        }));
+                    }
+                }
+            }
+            // Anything odd: the careful path below reports it with its offset.
+        }
         let start = self.offset;
         if self.read == self.header.records {
             return match self.try_byte()? {

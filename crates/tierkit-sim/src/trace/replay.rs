@@ -25,13 +25,17 @@ use rustc_hash::FxHashMap;
 
 use super::{Op, Reader, Result, Source, StampKind};
 
-/// A set-associative LRU cache over line addresses.
+/// A set-associative LRU cache over line addresses. Lines are hashed to sets as LLC slice
+/// hashing does (no power-of-two stride aliasing); a way holds a 32-bit fingerprint of its
+/// line (a false hit needs two lines of one set to share it: about ways / 2^32 per access).
 pub struct Llc {
     sets: u64,
     ways: usize,
-    /// tags[set * ways .. +ways], most recent first; u64::MAX = empty.
-    tags: Vec<u64>,
+    /// tags[set * ways .. +ways], most recent first; EMPTY = no line.
+    tags: Vec<u32>,
 }
+
+const EMPTY: u32 = u32::MAX;
 
 impl Llc {
     pub fn new(mb: f64, ways: u32) -> Llc {
@@ -41,28 +45,28 @@ impl Llc {
         Llc {
             sets,
             ways,
-            tags: vec![u64::MAX; (sets as usize) * ways],
+            tags: vec![EMPTY; (sets as usize) * ways],
         }
     }
 
     /// Access a line; true on a miss (the line is then inserted, evicting the LRU way).
     #[inline]
     pub fn access(&mut self, line: u64) -> bool {
-        // Hash lines to sets as LLC slice hashing does (no power-of-two stride aliasing).
         let h = line.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let set = ((h as u128 * self.sets as u128) >> 64) as usize;
+        let fp = ((line.wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 32) as u32).min(EMPTY - 1);
         let s = &mut self.tags[set * self.ways..(set + 1) * self.ways];
-        if s[0] == line {
+        if s[0] == fp {
             return false;
         }
-        match s.iter().position(|&t| t == line) {
+        match s.iter().position(|&t| t == fp) {
             Some(i) => {
                 s[..=i].rotate_right(1);
                 false
             }
             None => {
                 s.rotate_right(1);
-                s[0] = line;
+                s[0] = fp;
                 true
             }
         }
@@ -145,44 +149,81 @@ pub struct Replay {
     pub misses: u64,
 }
 
+/// Dense ids for page numbers in first-touch order: a two-level table (a hash map of
+/// 512-page chunks, then an array), so a lookup is one small-map probe and one array read.
+struct PageIds {
+    chunks: FxHashMap<u64, u32>,
+    tables: Vec<[u32; 512]>,
+    pages: Vec<u64>,
+    last_key: u64,
+    last_table: u32,
+}
+
+impl PageIds {
+    fn new() -> Self {
+        PageIds {
+            chunks: FxHashMap::default(),
+            tables: Vec::new(),
+            pages: Vec::new(),
+            last_key: u64::MAX,
+            last_table: 0,
+        }
+    }
+
+    #[inline]
+    fn id(&mut self, page: u64) -> u32 {
+        let key = page >> 9;
+        if key != self.last_key {
+            let n = self.tables.len() as u32;
+            let t = *self.chunks.entry(key).or_insert(n);
+            if t == n {
+                self.tables.push([u32::MAX; 512]);
+            }
+            self.last_key = key;
+            self.last_table = t;
+        }
+        let slot = &mut self.tables[self.last_table as usize][(page & 511) as usize];
+        if *slot == u32::MAX {
+            *slot = self.pages.len() as u32;
+            self.pages.push(page);
+        }
+        *slot
+    }
+}
+
+/// The window being filled: misses by dense page id. `touched` lists the ids with a count
+/// (appended without a branch: the slot is always written, the length grows only on a first
+/// touch), so the loop keeps many independent cache misses in flight.
 struct Open {
-    counts: FxHashMap<u64, f64>,
+    counts: Vec<u32>,
+    touched: Vec<u32>,
+    ntouched: usize,
     misses: u64,
     stores: u64,
     accesses: u64,
     first_stamp: Option<u64>,
-    last_page: u64,
-    last_slot: f64,
 }
 
 impl Open {
-    fn new() -> Self {
-        Open {
-            counts: FxHashMap::default(),
-            misses: 0,
-            stores: 0,
-            accesses: 0,
-            first_stamp: None,
-            last_page: u64::MAX,
-            last_slot: 0.0,
-        }
-    }
     #[inline]
-    fn add(&mut self, page: u64, n: u64) {
-        if page == self.last_page {
-            self.last_slot += n as f64;
-            return;
+    fn add(&mut self, id: u32, n: u64) {
+        let i = id as usize;
+        if i >= self.counts.len() {
+            let len = (i + 1).next_power_of_two();
+            self.counts.resize(len, 0);
+            self.touched.resize(len + 1, 0);
         }
-        self.flush_last();
-        self.last_page = page;
-        self.last_slot = n as f64;
+        let c = &mut self.counts[i];
+        self.touched[self.ntouched] = id;
+        self.ntouched += (*c == 0) as usize;
+        *c = c.saturating_add(n.min(u32::MAX as u64) as u32);
     }
-    #[inline]
-    fn flush_last(&mut self) {
-        if self.last_page != u64::MAX && self.last_slot > 0.0 {
-            *self.counts.entry(self.last_page).or_insert(0.0) += self.last_slot;
-        }
-        self.last_slot = 0.0;
+
+    fn reset(&mut self) {
+        self.misses = 0;
+        self.stores = 0;
+        self.accesses = 0;
+        self.first_stamp = None;
     }
 }
 
@@ -199,12 +240,21 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
     };
     let window_acc = o.window_accesses.unwrap_or((h.accesses / 32).max(1)).max(1);
     let mut mlp = StrideMlp::default();
-    let mut raw: Vec<(Vec<(u64, f64)>, f64, f64, f64, f64)> = Vec::new();
-    let mut cur = Open::new();
+    // (page ids with counts, misses, mlp, compute_ns, read_frac) per window
+    let mut raw: Vec<(Vec<(u32, f64)>, f64, f64, f64, f64)> = Vec::new();
+    let mut ids = PageIds::new();
+    let mut cur = Open {
+        counts: Vec::new(),
+        touched: vec![0],
+        ntouched: 0,
+        misses: 0,
+        stores: 0,
+        accesses: 0,
+        first_stamp: None,
+    };
     let (mut total_acc, mut total_miss) = (0u64, 0u64);
     let mut last_stamp = 0;
     let mut close = |cur: &mut Open, end_stamp: u64, mlp: &mut StrideMlp| {
-        cur.flush_last();
         let misses = cur.misses as f64;
         let m = o.mlp.unwrap_or_else(|| mlp.take(o.max_mlp));
         let span = end_stamp.saturating_sub(cur.first_stamp.unwrap_or(end_stamp)) as f64;
@@ -214,14 +264,16 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
             (StampKind::Nanoseconds, None) => 10.0,
         };
         let rf = (1.0 - cur.stores as f64 / misses).clamp(0.05, 1.0);
-        let mut counts: Vec<(u64, f64)> = cur.counts.drain().collect();
-        counts.sort_unstable_by_key(|c| c.0);
+        let counts: Vec<(u32, f64)> = cur.touched[..cur.ntouched]
+            .iter()
+            .map(|&id| (id, std::mem::take(&mut cur.counts[id as usize]) as f64))
+            .collect();
+        cur.ntouched = 0;
         raw.push((counts, misses, m, z, rf));
-        *cur = Open::new();
+        cur.reset();
     };
     while let Some(rec) = r.next_record()? {
         let addr_line = (rec.unit << shift) >> line_shift;
-        let page = (rec.unit << shift) >> page_shift;
         cur.first_stamp.get_or_insert(rec.stamp);
         cur.accesses += rec.count;
         total_acc += rec.count;
@@ -237,7 +289,8 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
             if rec.op != Op::Load {
                 cur.stores += missed;
             }
-            cur.add(page, missed);
+            let id = ids.id((rec.unit << shift) >> page_shift);
+            cur.add(id, missed);
             if o.mlp.is_none() {
                 mlp.miss(addr_line);
             }
@@ -259,18 +312,23 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
             ),
         });
     }
-    let mut page_numbers: Vec<u64> = raw.iter().flat_map(|w| w.0.iter().map(|c| c.0)).collect();
-    page_numbers.sort_unstable();
-    page_numbers.dedup();
+    // Dense ids in address order.
+    let mut order: Vec<u32> = (0..ids.pages.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| ids.pages[i as usize]);
+    let mut rank = vec![0u32; order.len()];
+    for (r, &i) in order.iter().enumerate() {
+        rank[i as usize] = r as u32;
+    }
+    let page_numbers: Vec<u64> = order.iter().map(|&i| ids.pages[i as usize]).collect();
     let windows = raw
         .into_iter()
-        .map(|(counts, misses, mlp, compute_ns, read_frac)| {
-            let pages = counts
-                .iter()
-                .map(|c| page_numbers.binary_search(&c.0).expect("collected") as u32)
-                .collect();
+        .map(|(mut counts, misses, mlp, compute_ns, read_frac)| {
+            for c in &mut counts {
+                c.0 = rank[c.0 as usize];
+            }
+            counts.sort_unstable_by_key(|c| c.0);
             Window {
-                pages,
+                pages: counts.iter().map(|c| c.0).collect(),
                 counts: counts.iter().map(|c| c.1).collect(),
                 misses,
                 mlp: mlp.max(1.0),

@@ -1,0 +1,143 @@
+//! The shipped real traces (examples/traces: a pointer-chasing list walk and a streaming sum,
+//! traced with valgrind lackey) replay, their estimated MLPs come out as the method says, and
+//! the model's per-page stall contribution ranks the pointer-chased pages above the streamed
+//! ones although the streamed pages are accessed more often.
+
+use std::path::PathBuf;
+
+use tierkit_sim::load_str;
+use tierkit_sim::machine::Machine;
+
+fn traces() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/traces")
+}
+
+fn experiment(extra: &str) -> tierkit_sim::Experiment {
+    let d = traces();
+    // The programs' arrays (512 KiB list, 2 MiB array) are scaled down with the LLC model:
+    // a 256 KiB LLC keeps them memory-bound, as the full-size programs are on a 22-105 MiB LLC.
+    let text = format!(
+        "workload = \"trace\"\ntrace = [{:?}, {:?}]\nplatform = \"skx-cxl-emu\"\nllc_mb = 0.25\nfast_tier_gb = 1\n{extra}",
+        d.join("pchase.tkt").display().to_string(),
+        d.join("stream.tkt").display().to_string(),
+    );
+    load_str("trace-test.toml", &text, &[], None).unwrap()
+}
+
+/// Misses-weighted mean MLP of a replay's windows.
+fn mean_mlp(r: &tierkit_sim::trace::replay::Replay) -> f64 {
+    let m: f64 = r.windows.iter().map(|w| w.misses).sum();
+    m / r.windows.iter().map(|w| w.misses / w.mlp).sum::<f64>()
+}
+
+#[test]
+fn estimated_mlp_pointer_chase_near_one_stream_high() {
+    let e = experiment("duration_s = 0.2\n");
+    let pc = mean_mlp(&e.replays[0].replay);
+    let st = mean_mlp(&e.replays[1].replay);
+    assert!(pc < 1.5, "pointer chase MLP {pc}");
+    assert!(st > 5.0, "stream MLP {st}");
+}
+
+#[test]
+fn pointer_chased_pages_stall_more_although_streamed_pages_are_hotter() {
+    let e = experiment("duration_s = 0.2\n");
+    let mut m = Machine::new(&e, false).unwrap();
+    // Totals over the run: per page, accesses (misses) and stall (ground truth).
+    let n = m.total_pages();
+    let mut freq = vec![0.0; n];
+    let mut stall = vec![0.0; n];
+    for _ in 0..100 {
+        m.step().unwrap();
+        m.clear_events();
+        for th in m.threads.iter().filter(|t| t.active) {
+            let d = &m.dists[th.dist.unwrap()];
+            for p in 0..n as u32 {
+                freq[p as usize] += th.x * d.pmf(p);
+            }
+        }
+        for p in 0..n as u32 {
+            stall[p as usize] += m.true_page_stall_rate(p);
+        }
+    }
+    // Each program's data pages: those carrying most of its misses (its array), not the stack
+    // and library pages around them.
+    let data_pages = |pi: usize| -> Vec<usize> {
+        let pr = &m.procs[pi];
+        let r: Vec<usize> = (pr.base..pr.base + pr.pages).map(|p| p as usize).collect();
+        let max = r.iter().map(|&p| freq[p]).fold(0.0, f64::max);
+        r.into_iter().filter(|&p| freq[p] > 0.2 * max).collect()
+    };
+    let (pc, st) = (data_pages(0), data_pages(1));
+    assert!(
+        pc.len() >= 100 && st.len() >= 400,
+        "{} {}",
+        pc.len(),
+        st.len()
+    );
+    let mean = |v: &[f64], ps: &[usize]| ps.iter().map(|&p| v[p]).sum::<f64>() / ps.len() as f64;
+    let (f_pc, f_st) = (mean(&freq, &pc), mean(&freq, &st));
+    let (s_pc, s_st) = (mean(&stall, &pc), mean(&stall, &st));
+    assert!(
+        f_pc < f_st,
+        "pointer-chased pages are the less frequent: {f_pc} vs {f_st}"
+    );
+    assert!(s_pc > 2.0 * s_st, "their stall is larger: {s_pc} vs {s_st}");
+    eprintln!("accesses/page: chased {f_pc:.3e} streamed {f_st:.3e}; stall/page: chased {s_pc:.3e} streamed {s_st:.3e}");
+    // Page by page: the median pointer-chased page outranks every streamed page but a few.
+    let mut sp: Vec<f64> = pc.iter().map(|&p| stall[p]).collect();
+    sp.sort_by(f64::total_cmp);
+    let med = sp[sp.len() / 2];
+    let above = st.iter().filter(|&&p| stall[p] >= med).count();
+    assert!(
+        above * 20 < st.len(),
+        "{above} of {} streamed pages rank above the median chased page",
+        st.len()
+    );
+}
+
+#[test]
+fn a_trace_replays_to_the_end_once_and_loops_by_default() {
+    let e = experiment("loops = 1\nduration_s = 5\n");
+    let mut m = Machine::new(&e, false).unwrap();
+    for _ in 0..5000 {
+        if m.all_exited() {
+            break;
+        }
+        m.step().unwrap();
+        m.clear_events();
+    }
+    assert!(
+        m.all_exited(),
+        "one pass of both traces finishes within 5 s"
+    );
+    let misses: f64 = m.procs.iter().map(|p| p.misses.iter().sum::<f64>()).sum();
+    let want: u64 = e.replays.iter().map(|r| r.replay.misses).sum();
+    assert!(
+        (misses - want as f64).abs() < 1e-6 * want as f64 + 1.0,
+        "{misses} vs {want}"
+    );
+}
+
+#[test]
+fn bad_trace_files_are_clear_errors() {
+    let d = std::env::temp_dir().join(format!("tk-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let bytes = std::fs::read(traces().join("pchase.tkt")).unwrap();
+    let cut = d.join("cut.tkt");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let e = tierkit_sim::load(&format!("trace:{}", cut.display()), &[], None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("cut.tkt") && e.contains("byte ") && e.contains("truncated"),
+        "{e}"
+    );
+    let e = tierkit_sim::load("trace:/nonexistent.tkt", &[], None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("/nonexistent.tkt") && e.contains("cannot open"),
+        "{e}"
+    );
+}
