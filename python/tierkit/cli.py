@@ -303,11 +303,12 @@ def build_parser() -> Parser:
             claims.json: a list of {claim, paper, ours, holds, note} objects. Claims are directions
             and rough sizes; `holds` is computed from the runs.
 
-            Reproductions: colloid (Colloid, SOSP'24), soar-alto (Soar and Alto, OSDI'25)."""
+            Reproductions: colloid (Colloid, SOSP'24), soar-alto (Soar and Alto, OSDI'25),
+            pact (PACT, ASPLOS'26)."""
         ),
         formatter_class=formatter,
     )
-    repro.add_argument("paper", metavar="PAPER", help="which paper: colloid, soar-alto")
+    repro.add_argument("paper", metavar="PAPER", help="which paper: colloid, soar-alto, pact")
     repro.add_argument("--out", type=Path, metavar="DIR", help="output directory (default: reproduce-PAPER)")
     repro.add_argument("--quick", action="store_true", help="CI-sized runs (smaller, shorter)")
     repro.add_argument(

@@ -22,6 +22,7 @@ __all__ = ["REPRODUCTIONS", "Claim", "Context", "check", "list_reproductions", "
 REPRODUCTIONS: dict[str, str] = {
     "colloid": "colloid",
     "soar-alto": "soar_alto",
+    "pact": "pact",
 }
 
 

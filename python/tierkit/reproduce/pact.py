@@ -1,0 +1,475 @@
+"""PACT (ASPLOS'26): per-page access criticality, adaptive binning, eager demotion.
+
+Figs. 1, 4, 8, 10, 11, 12, 13, Table 2 and §5.6 on the simulated Skylake CXL-emulation testbed
+(skx-cxl-emu, the paper's 90 ns DRAM / 190 ns CXL setup).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tierkit.reproduce.common import Context, RunSpec
+
+TITLE = "Reproduction: PACT — Per-page Access Criticality for Tiered Memory (ASPLOS'26)"
+DESCRIPTION = (
+    "graph-kron (GAPBS bc/sssp-like: power-law hub vertices reached by dependent walks, streamed "
+    "edges, alternating phases) at fast:slow 8:1 to 1:8 on the simulated Skylake CXL-emulation "
+    "machine (skx-cxl-emu), PACT against HeMem+Colloid, NBT, TPP+Colloid+Alto, Nomad, TPP, MEMTIS "
+    "and no tiering; PAC against ground-truth per-page stall (Fig. 1, §5.6); bin width and "
+    "promotions over time (Fig. 8); sensitivity (Fig. 10); bandwidth contention (Fig. 11); "
+    "colocation (Fig. 12); the binning breakdown on zipf-kv (Fig. 13)."
+)
+
+RATIOS = ("8:1", "4:1", "2:1", "1:1", "1:2", "1:4", "1:8")
+BASELINES = ("hemem+colloid", "nbt", "tpp+colloid+alto", "nomad", "tpp", "memtis", "notier")
+SYSTEMS = ("pact", *BASELINES)
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    ra = pd.Series(a).rank().to_numpy()
+    rb = pd.Series(b).rank().to_numpy()
+    if ra.std() == 0 or rb.std() == 0:
+        return 0.0
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def _sizes(ctx: Context) -> tuple[str, ...]:
+    # Full: 4.5 GiB footprint; quick: 0.55 GiB (the paper's graphs are tens of GB).
+    v, e, f = (2.0, 2.0, 0.5) if not ctx.quick else (0.25, 0.25, 0.05)
+    return (f"vertices_gb={v}", f"edges_gb={e}", f"frontier_gb={f}")
+
+
+def run(ctx: Context) -> None:
+    import tierkit._core as core
+
+    dur = ctx.dur(20.0, 2.0)
+    kron = (*_sizes(ctx), f"duration_s={dur}", "report_interval_ms=100")
+
+    # ---------------------------------------------------------------- the grid of runs
+    specs: list[RunSpec] = []
+    for r in RATIOS:
+        for pol in (*SYSTEMS, "pact:score=frequency"):
+            specs.append(RunSpec(f"{pol}@{r}", "graph-kron", pol, (*kron, f"fast_ratio={r}")))
+    sens = [
+        "pact:sample_period=1000",
+        "pact:sample_period=4000",
+        "pact:window_ms=10",
+        "pact:window_ms=100",
+        "pact:cooling=halve",
+        "pact:cooling=reset",
+        "pact:alpha=0.5",
+    ]
+    if not ctx.quick:
+        sens.append("pact:window_ms=1000")
+    for pol in sens:
+        specs.append(RunSpec(f"{pol}@sens", "graph-kron", pol, (*kron, "fast_ratio=1:4")))
+    colo_size = "size_gb=0.25" if ctx.quick else "size_gb=6"
+    colo = (colo_size, f"duration_s={dur}")
+    colo_pols = (
+        "pact",
+        "pact:score=latency",
+        "pact:score=frequency",
+        "hemem+colloid",
+        "nbt",
+        "memtis",
+        "tpp",
+    )
+    for pol in (*colo_pols, "notier"):
+        specs.append(RunSpec(f"{pol}@colo", "masim-colocate", pol, colo))
+    gups = ("working_set_gb=1.5", "hot_set_gb=0.5") if ctx.quick else ("working_set_gb=24", "hot_set_gb=8")
+    for i in (0, 1, 2, 3):
+        for pol in ("pact", "hemem+colloid", "memtis", "notier"):
+            specs.append(
+                RunSpec(
+                    f"{pol}@ant{i}",
+                    "gups-hotset",
+                    pol,
+                    (
+                        *gups,
+                        f"antagonist_intensity={i}",
+                        f"duration_s={ctx.dur(40.0, 3.0)}",
+                        "platform=skx-cxl-emu",
+                    ),
+                )
+            )
+    kv = ("values_gb=0.5", "index_gb=0.05") if ctx.quick else ("values_gb=8", "index_gb=1")
+    for pol in ("pact:binning=static", "pact:binning=adaptive", "pact", "notier"):
+        specs.append(
+            RunSpec(
+                f"{pol}@kv",
+                "zipf-kv",
+                pol,
+                (*kv, "fast_ratio=1:1", f"duration_s={dur}", "platform=skx-cxl-emu"),
+            )
+        )
+    df = ctx.grid(specs)
+    df["where"] = [lbl.rsplit("@", 1)[1] for lbl in df["label"]]
+    df["system"] = [lbl.rsplit("@", 1)[0] for lbl in df["label"]]
+
+    def get(system: str, where: str, col: str = "slowdown_vs_fast_only") -> float:
+        d = df[(df["system"] == system) & (df["where"] == where)]
+        return float(d[col].iloc[0])
+
+    _fig4(ctx, get)
+    _fig1_and_56(ctx, core, kron, get)
+    _fig8(ctx, core, kron)
+    _fig10(ctx, get, sens)
+    _fig11(ctx, get)
+    _fig12(ctx, df, get, colo_pols)
+    _fig13(ctx, get)
+    _overhead(ctx, df)
+
+
+# -------------------------------------------------------------------- Fig. 4 / Table 2
+
+
+def _fig4(ctx: Context, get: Any) -> None:
+    rows = []
+    for r in RATIOS:
+        row: dict[str, Any] = {"fast:slow": r}
+        for s in SYSTEMS:
+            row[s] = get(s, r)
+        rows.append(row)
+    sd = pd.DataFrame(rows)
+    prom = pd.DataFrame(
+        [
+            {"fast:slow": r, **{s: int(get(s, r, "promotions")) for s in SYSTEMS if s != "notier"}}
+            for r in RATIOS
+        ]
+    )
+    ctx.section(
+        "graph-kron slowdown across fast:slow ratios (Fig. 4)",
+        "Slowdown = fast-tier-only throughput / throughput (1.0 = as fast as all-DRAM).",
+    )
+    ctx.table(sd)
+    ctx.section("Promotions (Table 2)", "Pages promoted over the run.")
+    ctx.table(prom)
+
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
+    x = np.arange(len(RATIOS))
+    for s in SYSTEMS:
+        axes[0].plot(x, sd[s], marker="o", label=s, lw=2.5 if s == "pact" else 1.2)
+        if s != "notier":
+            axes[1].plot(x, [max(v, 1) for v in prom[s]], marker="o", label=s, lw=2.5 if s == "pact" else 1.2)
+    for ax in axes:
+        ax.set_xticks(x, RATIOS)
+        ax.set_xlabel("fast:slow")
+    axes[0].set_ylabel("slowdown vs fast-only")
+    axes[1].set_ylabel("promotions")
+    axes[1].set_yscale("log")
+    axes[0].legend(fontsize=7, ncol=2)
+    ctx.figure(
+        fig, "fig4_graph_kron", "graph-kron: slowdown (left) and promotions (right) per fast:slow ratio"
+    )
+
+    mean_sd = {s: float(sd[s].mean()) for s in SYSTEMS}
+    tot = {s: float(prom[s].sum()) for s in SYSTEMS if s != "notier"}
+    for other in ("hemem+colloid", "nbt"):
+        fewer = tot[other] / max(tot["pact"], 1.0)
+        ctx.claim(
+            f"PACT promotes several times fewer pages than {other} at equal or lower slowdown (graph-kron)",
+            "Colloid 8M vs PACT 180K migrations on sssp-kron at lower slowdown (§5.4); NBT similar",
+            f"{other} promotes {fewer:.2g}x PACT's pages; mean slowdown PACT {mean_sd['pact']:.3f} vs "
+            f"{mean_sd[other]:.3f}",
+            fewer >= 2.0 and mean_sd["pact"] <= mean_sd[other] * 1.01,
+        )
+    best = sum(1 for _, row in sd.iterrows() if row["pact"] <= min(row[s] for s in SYSTEMS) * 1.02)
+    ctx.claim(
+        "PACT has the lowest slowdown (within 2%) at most fast:slow ratios",
+        "lowest slowdown across ratios, up to 61% better than the best baseline",
+        f"best or within 2% of best at {best} of {len(RATIOS)} ratios",
+        best >= (len(RATIOS) + 1) // 2,
+    )
+
+
+# -------------------------------------------------------------------- Fig. 1 and §5.6
+
+
+def _profile(core: Any, workload: str, sets: tuple[str, ...]) -> dict[str, Any]:
+    d: dict[str, Any] = core.pact_eval(workload, "pact:max_promotions=0", list(sets))
+    return d
+
+
+def _fig1_and_56(ctx: Context, core: Any, kron: tuple[str, ...], get: Any) -> None:
+    dur = f"duration_s={ctx.dur(10.0, 2.0)}"
+    cases = {
+        "seq-pc": ("buffer_gb=0.25" if ctx.quick else "buffer_gb=2", dur, "fast_tier_gb=0"),
+        "gups-hotset": (
+            ("working_set_gb=1.5", "hot_set_gb=0.5") if ctx.quick else ("working_set_gb=12", "hot_set_gb=4")
+        )
+        + (dur, "fast_tier_gb=0", "platform=skx-cxl-emu", "page_size=4KiB"),
+        "graph-kron": (*[k for k in kron if not k.startswith("duration")], dur, "fast_tier_gb=0"),
+    }
+    rows = []
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(cases), figsize=(13, 3.6))
+    for ax, (wl, sets) in zip(axes, cases.items(), strict=True):
+        d = _profile(core, wl, sets)
+        pac = np.asarray(d["pac"])
+        freq = np.asarray(d["samples"], dtype=float)
+        truth = np.asarray(d["true_stall_ns"])
+        # pages of the most common sample count >= 2: how far apart is their PAC?
+        counts = pd.Series(freq[freq >= 2]).value_counts()
+        spread = float("nan")
+        if len(counts):
+            c = counts.index[0]
+            same = pac[freq == c]
+            lo, hi = np.percentile(same, [10, 90])
+            spread = float(hi / lo) if lo > 0 else float("inf")
+        rows.append(
+            {
+                "workload": wl,
+                "tracked pages": len(pac),
+                "rho(PAC, true stall)": _spearman(pac, truth),
+                "rho(frequency, true stall)": _spearman(freq, truth),
+                "PAC p90/p10 at equal frequency": spread,
+                "PAC max/median": float(pac.max() / max(np.median(pac), 1e-12)),
+            }
+        )
+        ax.scatter(freq, pac, s=2, alpha=0.3)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(wl)
+        ax.set_xlabel("samples (access frequency)")
+        ax.set_ylabel("PAC (cycles)")
+    ctx.figure(
+        fig, "fig1_pac_vs_frequency", "PAC against sampled access frequency, all pages in the slow tier"
+    )
+    t = pd.DataFrame(rows)
+    ctx.section(
+        "PAC vs access frequency, with ground truth (Fig. 1)",
+        "Profile runs with every page in the slow tier and no migration. The true stall is the "
+        "simulator's per-page misses x latency / MLP while the page was tracked; rho is Spearman's "
+        "rank correlation over the tracked pages.",
+    )
+    ctx.table(t)
+    g = t[t["workload"] == "graph-kron"].iloc[0]
+    ctx.claim(
+        "Pages with equal access frequency differ many-fold in PAC (graph-kron)",
+        "pages with the same frequency differ by orders of magnitude in PAC (Fig. 1)",
+        f"p90/p10 of PAC among pages of the modal sample count: {g['PAC p90/p10 at equal frequency']:.3g}x",
+        g["PAC p90/p10 at equal frequency"] >= 2.0,
+        "ours spreads only by the MLP difference of the phases (1.2 vs 8) and sampling noise",
+    )
+    ctx.claim(
+        "PAC ranks pages by their true stall better than access frequency (graph-kron)",
+        "frequency alone fails to capture performance impact (§3)",
+        f"Spearman rho {g['rho(PAC, true stall)']:.3f} (PAC) vs "
+        f"{g['rho(frequency, true stall)']:.3f} (frequency)",
+        g["rho(PAC, true stall)"] > g["rho(frequency, true stall)"],
+    )
+    # §5.6: the same machinery ranking by sample counts
+    rows = []
+    for r in RATIOS:
+        rows.append(
+            {
+                "fast:slow": r,
+                "PAC slowdown": get("pact", r),
+                "frequency slowdown": get("pact:score=frequency", r),
+                "PAC promotions": int(get("pact", r, "promotions")),
+                "frequency promotions": int(get("pact:score=frequency", r, "promotions")),
+            }
+        )
+    f56 = pd.DataFrame(rows)
+    ctx.section("PAC vs frequency in the same machinery (§5.6)")
+    ctx.table(f56)
+    per_prom_pac = (f56["PAC slowdown"].mean(), f56["PAC promotions"].sum())
+    per_prom_frq = (f56["frequency slowdown"].mean(), f56["frequency promotions"].sum())
+    ctx.claim(
+        "Ranking by PAC gives lower slowdown than ranking by frequency with the same machinery",
+        "PAC outperforms frequency-based selection at equal promotion counts (§5.6)",
+        f"mean slowdown {per_prom_pac[0]:.3f} (PAC, {per_prom_pac[1]} promotions) vs "
+        f"{per_prom_frq[0]:.3f} (frequency, {per_prom_frq[1]} promotions)",
+        per_prom_pac[0] <= per_prom_frq[0],
+        "promotion counts are not forced equal here; both are listed",
+    )
+
+
+# -------------------------------------------------------------------- Fig. 8
+
+
+def _fig8(ctx: Context, core: Any, kron: tuple[str, ...]) -> None:
+    d = core.pact_eval("graph-kron", "pact", [*kron, "fast_ratio=1:4"])
+    tr = pd.DataFrame(d["trace"])
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.4))
+    axes[0].plot(tr["t_s"], tr["promotions"])
+    axes[0].set_ylabel("promotions per window")
+    axes[1].plot(tr["t_s"], tr["width"])
+    axes[1].set_yscale("log")
+    axes[1].set_ylabel("bin width (cycles)")
+    for ax in axes:
+        ax.set_xlabel("time (s)")
+    ctx.figure(fig, "fig8_promotions_bin_width", "graph-kron 1:4: promotions per 20 ms window and bin width")
+    n = len(tr)
+    first = float(tr["promotions"].iloc[: max(n // 5, 1)].mean())
+    rest = float(tr["promotions"].iloc[n // 5 :].mean()) if n > 1 else 0.0
+    w = tr["width"][tr["width"] > 0]
+    ctx.claim(
+        "Promotions spike early and then settle to intermittent bursts",
+        "initial spike, then stable with intermittent bursts (Fig. 8a)",
+        f"mean promotions per window: {first:.3g} in the first fifth, {rest:.3g} afterwards",
+        first > 2 * rest,
+    )
+    ctx.claim(
+        "The bin width adapts to the PAC distribution over the run",
+        "bin width grows as the PAC spread grows (Fig. 8b)",
+        f"width from {w.min():.3g} to {w.max():.3g} cycles, last {w.iloc[-1]:.3g}",
+        len(w) > 0 and w.max() > 2 * w.min(),
+    )
+
+
+# -------------------------------------------------------------------- Fig. 10
+
+
+def _fig10(ctx: Context, get: Any, sens: list[str]) -> None:
+    base = get("pact", "1:4")
+    rows = [{"variant": "pact (period 400, 20 ms, no cooling)", "slowdown": base, "vs default": 1.0}]
+    for s in sens:
+        v = get(s, "sens")
+        rows.append({"variant": s, "slowdown": v, "vs default": v / base})
+    t = pd.DataFrame(rows)
+    ctx.section("Sensitivity on graph-kron 1:4 (Fig. 10)")
+    ctx.table(t)
+    worst = float(t["vs default"].max())
+    ctx.claim(
+        "PACT is insensitive to PEBS period (400-4000), window (10-1000 ms) and cooling",
+        "within 5% of the workload-specific optimum (§5.7)",
+        f"every variant within {100 * (worst - 1):.1f}% of the default's slowdown",
+        worst <= 1.05,
+    )
+
+
+# -------------------------------------------------------------------- Fig. 11
+
+
+def _fig11(ctx: Context, get: Any) -> None:
+    rows = []
+    for i in (0, 1, 2, 3):
+        rows.append(
+            {"antagonist": f"{i}x", **{p: get(p, f"ant{i}") for p in ("pact", "hemem+colloid", "memtis")}}
+        )
+    t = pd.DataFrame(rows)
+    ctx.section(
+        "Bandwidth contention (Fig. 11)",
+        "gups-hotset (4 KiB pages' worth of hot set on 2 MiB pages, Colloid's setup) on skx-cxl-emu "
+        "with a fast-tier memory antagonist at 0x-3x; slowdown vs the fast-only run.",
+    )
+    ctx.table(t)
+    wins = sum(1 for _, r in t.iterrows() if r["pact"] <= min(r["hemem+colloid"], r["memtis"]) * 1.02)
+    ctx.claim(
+        "Under bandwidth contention PACT stays at or below the baselines",
+        "PACT outperforms baselines at 1x-3x antagonist intensity (Fig. 11)",
+        f"PACT best or within 2% at {wins} of 4 intensities",
+        wins >= 3,
+        "the workload is Colloid's GUPS, the paper's Fig. 11 uses its own benchmarks",
+    )
+
+
+# -------------------------------------------------------------------- Fig. 12
+
+
+def _fig12(ctx: Context, df: pd.DataFrame, get: Any, pols: tuple[str, ...]) -> None:
+    rows = []
+    for p in pols:
+        d = df[(df["system"] == p) & (df["where"] == "colo")].iloc[0]
+        procs = {q["name"]: q for q in d["summary"]["processes"]}
+        rows.append(
+            {
+                "policy": p,
+                "slowdown": float(d["slowdown_vs_fast_only"]),
+                "seq slowdown": float(procs["seq"]["slowdown_vs_fast_only"]),
+                "rand slowdown": float(procs["rand"]["slowdown_vs_fast_only"]),
+                "promotions": int(d["promotions"]),
+            }
+        )
+    t = pd.DataFrame(rows)
+    ctx.section(
+        "Colocation: a sequential and a random tenant (Fig. 12, §4.3.7)",
+        "masim-colocate: fast tier holds half the footprint. `pact:score=latency` weights each "
+        "sample by its reported load latency (the paper's §4.3.7 proposal).",
+    )
+    ctx.table(t)
+    base = t.set_index("policy")["slowdown"]
+    others = [p for p in pols if not p.startswith("pact")]
+    ctx.claim(
+        "Under colocation PACT still outperforms the baselines",
+        "PACT outperforms existing policies under colocation microbenchmarks (Fig. 12)",
+        f"PACT {base['pact']:.3f} vs best baseline {min(base[o] for o in others):.3f}",
+        base["pact"] <= min(base[o] for o in others) * 1.01,
+    )
+    lat = t.set_index("policy")
+    ctx.claim(
+        "Latency-weighted attribution helps the latency-bound tenant (beyond the paper)",
+        "proposed in §4.3.7, not evaluated",
+        f"rand tenant slowdown {lat.loc['pact:score=latency', 'rand slowdown']:.3f} (latency) vs "
+        f"{lat.loc['pact', 'rand slowdown']:.3f} (PAC)",
+        lat.loc["pact:score=latency", "rand slowdown"] < lat.loc["pact", "rand slowdown"] * 0.99,
+        "caution: the simulator's sampled latency is the tier's loaded latency with +-25% noise, the "
+        "same for both tenants' loads in a tier, not the per-load exposed latency the proposal needs; "
+        "a difference here comes from how the noisy weights reorder pages, not from the mechanism",
+    )
+
+
+# -------------------------------------------------------------------- Fig. 13
+
+
+def _fig13(ctx: Context, get: Any) -> None:
+    names = {"pact:binning=static": "+Static", "pact:binning=adaptive": "+Adaptive", "pact": "+Both"}
+    rows = [
+        {"variant": v, "policy": k, "slowdown": get(k, "kv"), "promotions": int(get(k, "kv", "promotions"))}
+        for k, v in names.items()
+    ]
+    rows.append(
+        {"variant": "no tiering", "policy": "notier", "slowdown": get("notier", "kv"), "promotions": 0}
+    )
+    t = pd.DataFrame(rows)
+    ctx.section("Breakdown on zipf-kv (Fig. 13)", "Redis/YCSB-C-like zipf-kv at 1:1 on skx-cxl-emu.")
+    ctx.table(t)
+    s = t.set_index("variant")["slowdown"]
+    ctx.claim(
+        "Adaptive binning improves on static binning, and scaling on adaptive",
+        "+Static < +Adaptive < +Both in performance (Fig. 13)",
+        f"slowdown static {s['+Static']:.3f}, adaptive {s['+Adaptive']:.3f}, both {s['+Both']:.3f} "
+        "(differences under 0.5% count as equal)",
+        s["+Both"] <= s["+Adaptive"] * 1.005 and s["+Adaptive"] <= s["+Static"] * 1.005,
+    )
+
+
+# -------------------------------------------------------------------- overhead
+
+
+def _overhead(ctx: Context, df: pd.DataFrame) -> None:
+    d = df[(df["system"] == "pact") & (df["where"] == "1:4")].iloc[0]
+    st = d["summary"].get("policy_stats", {})
+    keys = (
+        "samples",
+        "samples_per_window",
+        "tracked_pages",
+        "bytes_per_tracked_page",
+        "entries_visited_per_window",
+        "windows",
+        "k_slow_cycles",
+    )
+    t = pd.DataFrame([{"stat": k, "value": st.get(k, float("nan"))} for k in keys])
+    ctx.section(
+        "PACT's own overhead (graph-kron 1:4)",
+        "The paper reports 25 bytes per tracked page; ours holds the PAC (f64), the sample counter "
+        "at last capture (u64), the sample count, this window's weight and flags, the page id and a "
+        "dense page-to-slot index. Time per window at 1M samples/s is in BENCHMARKS.md.",
+    )
+    ctx.table(t)
+    ctx.text(
+        "Deviations: k is calibrated on the simulated platform (skx-cxl-emu: "
+        f"{st.get('k_slow_cycles', float('nan')):.0f} cycles for the slow tier) rather than the artifact's "
+        "771; Freedman-Diaconis' n is the reservoir's size; the scaling test is the priority bin's share "
+        "of pages (see crates/tierkit-policies/src/pact.rs). Workloads are synthetic stand-ins for GAPBS, "
+        "Redis and masim, scaled down."
+    )
