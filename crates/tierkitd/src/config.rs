@@ -114,15 +114,23 @@ const KEYS: &[&str] = &[
 ];
 
 fn cfg_err(field: &str, why: impl Into<String>) -> Error {
-    Error::Config { field: field.into(), why: why.into() }
+    Error::Config {
+        field: field.into(),
+        why: why.into(),
+    }
 }
 
 /// Parse a byte count: `1073741824`, `512M`, `1.5GiB`, `64k`.
 pub fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
     let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let num: f64 = num.replace('_', "").parse().map_err(|_| format!("`{s}` is not a byte count (e.g. 512M, 2GiB, 1073741824)"))?;
+    let num: f64 = num
+        .replace('_', "")
+        .parse()
+        .map_err(|_| format!("`{s}` is not a byte count (e.g. 512M, 2GiB, 1073741824)"))?;
     let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1 << 10,
@@ -139,7 +147,9 @@ pub fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
 }
 
 fn as_int(k: &str, v: &toml::Value, min: i64, max: i64) -> Result<i64> {
-    let i = v.as_integer().ok_or_else(|| cfg_err(k, format!("expected an integer, got {v}")))?;
+    let i = v
+        .as_integer()
+        .ok_or_else(|| cfg_err(k, format!("expected an integer, got {v}")))?;
     if i < min || i > max {
         return Err(cfg_err(k, format!("{i} is out of range [{min}, {max}]")));
     }
@@ -147,7 +157,10 @@ fn as_int(k: &str, v: &toml::Value, min: i64, max: i64) -> Result<i64> {
 }
 
 fn as_float(k: &str, v: &toml::Value, min: f64, max: f64) -> Result<f64> {
-    let f = v.as_float().or_else(|| v.as_integer().map(|i| i as f64)).ok_or_else(|| cfg_err(k, format!("expected a number, got {v}")))?;
+    let f = v
+        .as_float()
+        .or_else(|| v.as_integer().map(|i| i as f64))
+        .ok_or_else(|| cfg_err(k, format!("expected a number, got {v}")))?;
     if !(f >= min && f <= max) {
         return Err(cfg_err(k, format!("{f} is out of range [{min}, {max}]")));
     }
@@ -155,7 +168,8 @@ fn as_float(k: &str, v: &toml::Value, min: f64, max: f64) -> Result<f64> {
 }
 
 fn as_str<'a>(k: &str, v: &'a toml::Value) -> Result<&'a str> {
-    v.as_str().ok_or_else(|| cfg_err(k, format!("expected a string, got {v}")))
+    v.as_str()
+        .ok_or_else(|| cfg_err(k, format!("expected a string, got {v}")))
 }
 
 /// Build the configuration from the command line and, if given, the config file.
@@ -163,7 +177,8 @@ pub fn resolve(cli: Cli) -> Result<Config> {
     let mut cli = cli;
     let mut table = toml::Table::new();
     if let Some(path) = &cli.config {
-        let text = std::fs::read_to_string(path).map_err(|e| cfg_err("--config", format!("{}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| cfg_err("--config", format!("{}: {e}", path.display())))?;
         table = load_table(path, &text)?;
     }
     let file = |k: &str| table.get(k);
@@ -175,7 +190,9 @@ pub fn resolve(cli: Cli) -> Result<Config> {
     // the file first, flags override
     if cli.pid.is_empty() && cli.cgroup.is_none() {
         if let Some(v) = file("pid") {
-            let arr = v.as_array().ok_or_else(|| cfg_err("pid", "expected an array of process ids, e.g. pid = [1234]"))?;
+            let arr = v.as_array().ok_or_else(|| {
+                cfg_err("pid", "expected an array of process ids, e.g. pid = [1234]")
+            })?;
             for x in arr {
                 cli.pid.push(as_int("pid", x, 1, i32::MAX as i64)? as u32);
             }
@@ -208,12 +225,16 @@ pub fn resolve(cli: Cli) -> Result<Config> {
     opt_str!(log_format, "log-format");
     if !cli.dry_run {
         if let Some(v) = file("dry-run") {
-            cli.dry_run = v.as_bool().ok_or_else(|| cfg_err("dry-run", format!("expected true or false, got {v}")))?;
+            cli.dry_run = v
+                .as_bool()
+                .ok_or_else(|| cfg_err("dry-run", format!("expected true or false, got {v}")))?;
         }
     }
     for (k, v) in &table {
         match k.as_str() {
-            "interval-ms" => s.interval = Duration::from_millis(as_int(k, v, 10, 3_600_000)? as u64),
+            "interval-ms" => {
+                s.interval = Duration::from_millis(as_int(k, v, 10, 3_600_000)? as u64)
+            }
             "batch-pages" => s.batch_pages = as_int(k, v, 1, 1 << 20)? as usize,
             "migrate-mib-s" => s.migrate_mib_s = as_float(k, v, 0.0, 1e7)?,
             "fast-reserve-pct" => s.fast_reserve_pct = as_float(k, v, 0.0, 90.0)?,
@@ -230,20 +251,33 @@ pub fn resolve(cli: Cli) -> Result<Config> {
                     "pebs" => SourcePref::Pebs,
                     "damon" => SourcePref::Damon,
                     "softdirty" => SourcePref::SoftDirty,
-                    o => return Err(cfg_err(k, format!("`{o}` is not one of auto, pebs, damon, softdirty"))),
+                    o => {
+                        return Err(cfg_err(
+                            k,
+                            format!("`{o}` is not one of auto, pebs, damon, softdirty"),
+                        ))
+                    }
                 }
             }
             _ => {}
         }
     }
     if damon.min_regions > damon.max_regions {
-        return Err(cfg_err("damon-min-regions", "must not exceed damon-max-regions"));
+        return Err(cfg_err(
+            "damon-min-regions",
+            "must not exceed damon-max-regions",
+        ));
     }
     if damon.aggr_us < damon.sample_us {
         return Err(cfg_err("damon-aggr-us", "must be at least damon-sample-us"));
     }
     let targets = match (cli.pid.is_empty(), cli.cgroup) {
-        (false, Some(_)) => return Err(cfg_err("--pid/--cgroup", "give either process ids or a cgroup, not both")),
+        (false, Some(_)) => {
+            return Err(cfg_err(
+                "--pid/--cgroup",
+                "give either process ids or a cgroup, not both",
+            ))
+        }
         (false, None) => {
             let mut p = cli.pid.clone();
             p.sort_unstable();
@@ -254,27 +288,56 @@ pub fn resolve(cli: Cli) -> Result<Config> {
             Targets::Pids(p)
         }
         (true, Some(c)) => Targets::Cgroup(c),
-        (true, None) => return Err(cfg_err("--pid/--cgroup", "no targets: give --pid PID... or --cgroup PATH")),
+        (true, None) => {
+            return Err(cfg_err(
+                "--pid/--cgroup",
+                "no targets: give --pid PID... or --cgroup PATH",
+            ))
+        }
     };
-    let policy = cli.policy.ok_or_else(|| cfg_err("--policy", "missing: give a policy spec, e.g. --policy hemem"))?;
+    let policy = cli.policy.ok_or_else(|| {
+        cfg_err(
+            "--policy",
+            "missing: give a policy spec, e.g. --policy hemem",
+        )
+    })?;
     let nodes = |flag: &str, v: Option<String>| -> Result<Option<Vec<u32>>> {
-        v.map(|s| parse_list(&s).map_err(|e| cfg_err(flag, e))).transpose()
+        v.map(|s| parse_list(&s).map_err(|e| cfg_err(flag, e)))
+            .transpose()
     };
     s.dry_run = cli.dry_run;
-    s.fast_limit_bytes = cli.fast_limit.map(|b| parse_bytes(&b).map_err(|e| cfg_err("--fast-limit", e))).transpose()?;
+    s.fast_limit_bytes = cli
+        .fast_limit
+        .map(|b| parse_bytes(&b).map_err(|e| cfg_err("--fast-limit", e)))
+        .transpose()?;
     let metrics_addr = cli
         .metrics_addr
-        .map(|a| a.parse::<SocketAddr>().map_err(|_| cfg_err("--metrics-addr", format!("`{a}` is not an address like 127.0.0.1:9464"))))
+        .map(|a| {
+            a.parse::<SocketAddr>().map_err(|_| {
+                cfg_err(
+                    "--metrics-addr",
+                    format!("`{a}` is not an address like 127.0.0.1:9464"),
+                )
+            })
+        })
         .transpose()?;
     if let Some(a) = metrics_addr {
         if !a.ip().is_loopback() {
-            return Err(cfg_err("--metrics-addr", format!("{a} is not a loopback address (use 127.0.0.1:PORT)")));
+            return Err(cfg_err(
+                "--metrics-addr",
+                format!("{a} is not a loopback address (use 127.0.0.1:PORT)"),
+            ));
         }
     }
     let log_format = match cli.log_format.as_deref() {
         None | Some("text") => Format::Text,
         Some("json") => Format::Json,
-        Some(o) => return Err(cfg_err("--log-format", format!("`{o}` is not text or json"))),
+        Some(o) => {
+            return Err(cfg_err(
+                "--log-format",
+                format!("`{o}` is not text or json"),
+            ))
+        }
     };
     Ok(Config {
         targets,
@@ -285,7 +348,10 @@ pub fn resolve(cli: Cli) -> Result<Config> {
         metrics_addr,
         log_format,
         source,
-        damon: Attrs { samples_per_page, ..damon },
+        damon: Attrs {
+            samples_per_page,
+            ..damon
+        },
         samples_per_page,
         status_every,
     })
@@ -293,7 +359,9 @@ pub fn resolve(cli: Cli) -> Result<Config> {
 
 /// Parse the file and check its keys (normalising `_` to `-`).
 fn load_table(path: &Path, text: &str) -> Result<toml::Table> {
-    let raw: toml::Table = text.parse().map_err(|e: toml::de::Error| cfg_err("--config", format!("{}: {}", path.display(), e.message())))?;
+    let raw: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        cfg_err("--config", format!("{}: {}", path.display(), e.message()))
+    })?;
     let mut out = toml::Table::new();
     for (k, v) in raw {
         let norm = k.replace('_', "-");
@@ -324,7 +392,11 @@ mod tests {
     }
 
     fn with_file(text: &str, args: &[&str]) -> Result<Config> {
-        let p = std::env::temp_dir().join(format!("tierkitd-cfg-{}-{}.toml", std::process::id(), text.len()));
+        let p = std::env::temp_dir().join(format!(
+            "tierkitd-cfg-{}-{}.toml",
+            std::process::id(),
+            text.len()
+        ));
         std::fs::write(&p, text).unwrap();
         let mut a = vec!["--config", p.to_str().unwrap()];
         a.extend_from_slice(args);
@@ -335,7 +407,28 @@ mod tests {
 
     #[test]
     fn flags_parse() {
-        let c = resolve(cli(&["--pid", "12", "7", "--pid", "9", "--policy", "hemem", "--fast-limit", "512M", "--dry-run", "--log-format", "json", "--metrics-addr", "127.0.0.1:9464", "--slow-nodes", "1-2"]).unwrap()).unwrap();
+        let c = resolve(
+            cli(&[
+                "--pid",
+                "12",
+                "7",
+                "--pid",
+                "9",
+                "--policy",
+                "hemem",
+                "--fast-limit",
+                "512M",
+                "--dry-run",
+                "--log-format",
+                "json",
+                "--metrics-addr",
+                "127.0.0.1:9464",
+                "--slow-nodes",
+                "1-2",
+            ])
+            .unwrap(),
+        )
+        .unwrap();
         assert_eq!(c.targets, Targets::Pids(vec![7, 9, 12]));
         assert_eq!(c.settings.fast_limit_bytes, Some(512 << 20));
         assert!(c.settings.dry_run);
@@ -350,11 +443,21 @@ mod tests {
         let e = |a: &[&str]| resolve(cli(a).unwrap()).unwrap_err().to_string();
         assert!(e(&["--policy", "hemem"]).starts_with("--pid/--cgroup: no targets"));
         assert!(e(&["--pid", "1"]).starts_with("--policy: missing"));
-        assert!(e(&["--pid", "1", "--policy", "x", "--fast-limit", "12Q"]).starts_with("--fast-limit: unknown unit `q`"));
-        assert!(e(&["--pid", "1", "--policy", "x", "--fast-nodes", "0-"]).starts_with("--fast-nodes:"));
-        assert!(e(&["--pid", "1", "--policy", "x", "--log-format", "xml"]).starts_with("--log-format: `xml`"));
-        assert!(e(&["--pid", "1", "--policy", "x", "--metrics-addr", "0.0.0.0:1"]).contains("not a loopback"));
-        assert!(e(&["--pid", "1", "--policy", "x", "--metrics-addr", "nope"]).starts_with("--metrics-addr: `nope`"));
+        assert!(e(&["--pid", "1", "--policy", "x", "--fast-limit", "12Q"])
+            .starts_with("--fast-limit: unknown unit `q`"));
+        assert!(
+            e(&["--pid", "1", "--policy", "x", "--fast-nodes", "0-"]).starts_with("--fast-nodes:")
+        );
+        assert!(e(&["--pid", "1", "--policy", "x", "--log-format", "xml"])
+            .starts_with("--log-format: `xml`"));
+        assert!(
+            e(&["--pid", "1", "--policy", "x", "--metrics-addr", "0.0.0.0:1"])
+                .contains("not a loopback")
+        );
+        assert!(
+            e(&["--pid", "1", "--policy", "x", "--metrics-addr", "nope"])
+                .starts_with("--metrics-addr: `nope`")
+        );
         assert!(e(&["--pid", "0", "--policy", "x"]).starts_with("--pid: 0"));
     }
 
@@ -373,17 +476,32 @@ mod tests {
         assert_eq!(c.settings.migrate_mib_s, 0.0);
         assert_eq!(c.source, SourcePref::Damon);
         assert_eq!(c.damon.aggr_us, 200_000);
-        let e = with_file("intervl-ms = 5\n", &["--pid", "1", "--policy", "x"]).unwrap_err().to_string();
-        assert!(e.starts_with("intervl-ms: unknown key") && e.contains("did you mean `interval-ms`"), "{e}");
-        let e = with_file("interval-ms = \"fast\"\n", &["--pid", "1", "--policy", "x"]).unwrap_err().to_string();
+        let e = with_file("intervl-ms = 5\n", &["--pid", "1", "--policy", "x"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("intervl-ms: unknown key") && e.contains("did you mean `interval-ms`"),
+            "{e}"
+        );
+        let e = with_file("interval-ms = \"fast\"\n", &["--pid", "1", "--policy", "x"])
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("interval-ms: expected an integer"), "{e}");
-        let e = with_file("interval-ms = 1\n", &["--pid", "1", "--policy", "x"]).unwrap_err().to_string();
+        let e = with_file("interval-ms = 1\n", &["--pid", "1", "--policy", "x"])
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("interval-ms: 1 is out of range"), "{e}");
-        let e = with_file("source = \"perf\"\n", &["--pid", "1", "--policy", "x"]).unwrap_err().to_string();
+        let e = with_file("source = \"perf\"\n", &["--pid", "1", "--policy", "x"])
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("source: `perf`"), "{e}");
-        let e = with_file("pid = [1\n", &["--policy", "x"]).unwrap_err().to_string();
+        let e = with_file("pid = [1\n", &["--policy", "x"])
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("--config: "), "{e}");
-        let e = with_file("dry-run = 3\n", &["--pid", "1", "--policy", "x"]).unwrap_err().to_string();
+        let e = with_file("dry-run = 3\n", &["--pid", "1", "--policy", "x"])
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("dry-run: expected true or false"), "{e}");
     }
 

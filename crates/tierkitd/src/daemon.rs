@@ -42,7 +42,11 @@ pub fn run(cfg: Config) -> Result<()> {
     let mut policy = tierkit_policies::build(&cfg.policy)?;
     let topo = Topology::read_system()?;
     let tiers = topo.choose(cfg.fast_nodes.as_deref(), cfg.slow_nodes.as_deref())?;
-    log.info(format!("tierkitd {} starting: policy {}", env!("CARGO_PKG_VERSION"), policy.name()));
+    log.info(format!(
+        "tierkitd {} starting: policy {}",
+        env!("CARGO_PKG_VERSION"),
+        policy.name()
+    ));
     for l in topo.describe() {
         log.info(format!("topology: {l}"));
     }
@@ -58,7 +62,10 @@ pub fn run(cfg: Config) -> Result<()> {
             if !dir.join("cgroup.procs").exists() {
                 return Err(Error::Config {
                     field: "--cgroup".into(),
-                    why: format!("{} is not a cgroup v2 directory (no cgroup.procs)", dir.display()),
+                    why: format!(
+                        "{} is not a cgroup v2 directory (no cgroup.procs)",
+                        dir.display()
+                    ),
                 });
             }
             cgroup_procs(dir)?
@@ -68,7 +75,13 @@ pub fn run(cfg: Config) -> Result<()> {
         log.info(format!("rights: {n}"));
     }
     let needs = policy.needs();
-    let choice = crate::select::choose(&cfg.policy, &needs, cfg.source, cfg.damon, cfg.samples_per_page)?;
+    let choice = crate::select::choose(
+        &cfg.policy,
+        &needs,
+        cfg.source,
+        cfg.damon,
+        cfg.samples_per_page,
+    )?;
     for l in &choice.report {
         log.info(l);
     }
@@ -77,9 +90,18 @@ pub fn run(cfg: Config) -> Result<()> {
         "settings: interval {} ms, batch {} pages, migration limit {}, fast-limit {}{}",
         s.interval.as_millis(),
         s.batch_pages,
-        if s.migrate_mib_s > 0.0 { format!("{} MiB/s", s.migrate_mib_s) } else { "none".into() },
-        s.fast_limit_bytes.map_or("none".into(), |b| format!("{b} bytes")),
-        if s.dry_run { ", DRY RUN: nothing will be migrated" } else { "" }
+        if s.migrate_mib_s > 0.0 {
+            format!("{} MiB/s", s.migrate_mib_s)
+        } else {
+            "none".into()
+        },
+        s.fast_limit_bytes
+            .map_or("none".into(), |b| format!("{b} bytes")),
+        if s.dry_run {
+            ", DRY RUN: nothing will be migrated"
+        } else {
+            ""
+        }
     ));
     install_signals();
     let metrics_text = Arc::new(Mutex::new(String::new()));
@@ -87,11 +109,23 @@ pub fn run(cfg: Config) -> Result<()> {
         let bound = crate::metrics::serve(addr, metrics_text.clone())?;
         log.info(format!("metrics: http://{bound}/metrics"));
     }
-    let mut lx = Linux::new(cfg.targets.clone(), tiers, Path::new(topology::NODE_ROOT).into(), cfg.settings.clone(), choice.source, &STOP, log)?;
+    let mut lx = Linux::new(
+        cfg.targets.clone(),
+        tiers,
+        Path::new(topology::NODE_ROOT).into(),
+        cfg.settings.clone(),
+        choice.source,
+        &STOP,
+        log,
+    )?;
     lx.metrics.policy = policy.name();
     let mut actions = Vec::new();
     backend::init(policy.as_mut(), &mut lx, &mut actions);
-    log.info(format!("running on {} target(s): {:?}", lx.pids().len(), lx.pids()));
+    log.info(format!(
+        "running on {} target(s): {:?}",
+        lx.pids().len(),
+        lx.pids()
+    ));
     let mut last_status = Instant::now();
     let mut idle_logged = false;
     let mut last_moves = (0u64, 0u64);
@@ -109,9 +143,15 @@ pub fn run(cfg: Config) -> Result<()> {
         lx.metrics.step_seconds_sum += step;
         let promos: u64 = lx.metrics.promotions.values().sum();
         let demos: u64 = lx.metrics.demotions.values().sum();
-        let moved = (promos.saturating_sub(last_moves.0), demos.saturating_sub(last_moves.1));
+        let moved = (
+            promos.saturating_sub(last_moves.0),
+            demos.saturating_sub(last_moves.1),
+        );
         if moved != (0, 0) {
-            log.info(format!("interval {}: promoted {} pages, demoted {}", lx.metrics.intervals, moved.0, moved.1));
+            log.info(format!(
+                "interval {}: promoted {} pages, demoted {}",
+                lx.metrics.intervals, moved.0, moved.1
+            ));
         }
         last_moves = (promos, demos);
         if lx.pids().is_empty() {

@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use tierkit_core::{
-    Action, Backend, Mechanism, MigrationOutcome, MigrationResult, PageEvent, PageId, Pid, ProcInfo, QosClass,
-    Telemetry, TierId, TierInfo, FAST, SLOW,
+    Action, Backend, Mechanism, MigrationOutcome, MigrationResult, PageEvent, PageId, Pid,
+    ProcInfo, QosClass, Telemetry, TierId, TierInfo, FAST, SLOW,
 };
 
 use crate::error::{Error, Result};
@@ -92,7 +92,8 @@ impl Bucket {
             return want;
         }
         let now = Instant::now();
-        self.tokens = (self.tokens + now.duration_since(self.last).as_secs_f64() * self.rate).min(self.rate);
+        self.tokens =
+            (self.tokens + now.duration_since(self.last).as_secs_f64() * self.rate).min(self.rate);
         self.last = now;
         let n = (self.tokens.floor() as usize).min(want);
         self.tokens -= n as f64;
@@ -130,23 +131,32 @@ pub struct Linux {
 }
 
 fn read_comm(pid: Pid) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).ok().map(|s| s.trim().to_string())
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// Alive and not a zombie.
 pub fn alive(pid: Pid) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => s.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next()).is_some_and(|st| st != "Z" && st != "X"),
+        Ok(s) => s
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().next())
+            .is_some_and(|st| st != "Z" && st != "X"),
         Err(_) => false,
     }
 }
 
 fn threads_of(pid: Pid) -> u32 {
-    std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.count() as u32).unwrap_or(0)
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| d.count() as u32)
+        .unwrap_or(0)
 }
 
 fn exe_of(pid: Pid) -> String {
-    std::fs::read_link(format!("/proc/{pid}/exe")).map(|p| p.display().to_string()).unwrap_or_default()
+    std::fs::read_link(format!("/proc/{pid}/exe"))
+        .map(|p| p.display().to_string())
+        .unwrap_or_default()
 }
 
 /// Read a cgroup's member processes.
@@ -155,7 +165,11 @@ pub fn cgroup_procs(dir: &std::path::Path) -> Result<Vec<Pid>> {
     let text = crate::error::read_to_string(&p)?;
     let mut v = Vec::new();
     for l in text.lines().filter(|l| !l.trim().is_empty()) {
-        v.push(l.trim().parse().map_err(|_| Error::Parse { path: p.clone(), what: "a pid", got: l.into() })?);
+        v.push(l.trim().parse().map_err(|_| Error::Parse {
+            path: p.clone(),
+            what: "a pid",
+            got: l.into(),
+        })?);
     }
     v.sort_unstable();
     v.dedup();
@@ -188,7 +202,11 @@ impl Linux {
         let now = Instant::now();
         let rate = settings.migrate_mib_s * (1 << 20) as f64 / PAGE_SIZE as f64;
         let mut l = Linux {
-            bucket: Bucket { rate, tokens: rate, last: now },
+            bucket: Bucket {
+                rate,
+                tokens: rate,
+                last: now,
+            },
             settings,
             targets,
             tiers,
@@ -229,13 +247,20 @@ impl Linux {
     }
 
     pub fn pids(&self) -> Vec<Pid> {
-        self.procs.iter().filter(|(_, p)| !p.gone).map(|(&pid, _)| pid).collect()
+        self.procs
+            .iter()
+            .filter(|(_, p)| !p.gone)
+            .map(|(&pid, _)| pid)
+            .collect()
     }
 
     fn wanted_pids(&self) -> Result<Vec<Pid>> {
         match &self.targets {
             Targets::Pids(v) => Ok(v.iter().copied().filter(|&p| alive(p)).collect()),
-            Targets::Cgroup(dir) => Ok(cgroup_procs(dir)?.into_iter().filter(|&p| alive(p)).collect()),
+            Targets::Cgroup(dir) => Ok(cgroup_procs(dir)?
+                .into_iter()
+                .filter(|&p| alive(p))
+                .collect()),
         }
     }
 
@@ -257,16 +282,29 @@ impl Linux {
             match self.procs.get_mut(&pid) {
                 None => {
                     if !first {
-                        self.log.info(format!("pid {pid} ({comm}) joined the targets"));
+                        self.log
+                            .info(format!("pid {pid} ({comm}) joined the targets"));
                     }
                     self.procs.insert(
                         pid,
-                        Proc { name: comm, exe, migration_enabled: true, pages: ProcPages { pid, ..Default::default() }, ..Default::default() },
+                        Proc {
+                            name: comm,
+                            exe,
+                            migration_enabled: true,
+                            pages: ProcPages {
+                                pid,
+                                ..Default::default()
+                            },
+                            ..Default::default()
+                        },
                     );
                     changed = true;
                 }
                 Some(p) if p.exe != exe && !exe.is_empty() && !p.exe.is_empty() => {
-                    self.log.info(format!("pid {pid} exec'd ({} -> {exe}); its old pages are forgotten", p.exe));
+                    self.log.info(format!(
+                        "pid {pid} exec'd ({} -> {exe}); its old pages are forgotten",
+                        p.exe
+                    ));
                     p.exe = exe;
                     p.name = comm;
                     // every page is re-learned by the next scan
@@ -275,7 +313,11 @@ impl Linux {
                     p.pages.soft_dirty.clear();
                     for id in ids {
                         if let Some(s) = self.table.slot(id) {
-                            self.tel.freed.push(PageEvent { page: id, pid, tier: s.tier });
+                            self.tel.freed.push(PageEvent {
+                                page: id,
+                                pid,
+                                tier: s.tier,
+                            });
                         }
                         self.table.release(id);
                     }
@@ -284,7 +326,12 @@ impl Linux {
                 Some(_) => {}
             }
         }
-        let gone: Vec<Pid> = self.procs.keys().copied().filter(|p| !want.contains(p)).collect();
+        let gone: Vec<Pid> = self
+            .procs
+            .keys()
+            .copied()
+            .filter(|p| !want.contains(p))
+            .collect();
         for pid in gone {
             self.forget(pid, "exited");
             changed = true;
@@ -295,7 +342,8 @@ impl Linux {
                 Ok(notes) => notes.iter().for_each(|n| self.log.info(n)),
                 Err(e) => {
                     self.metrics.error("telemetry");
-                    self.log.error(format!("telemetry source {}: {e}", self.source.name()));
+                    self.log
+                        .error(format!("telemetry source {}: {e}", self.source.name()));
                 }
             }
         }
@@ -305,18 +353,28 @@ impl Linux {
 
     /// Drop a target: its pages are freed for the policy.
     fn forget(&mut self, pid: Pid, why: &str) {
-        let Some(p) = self.procs.remove(&pid) else { return };
+        let Some(p) = self.procs.remove(&pid) else {
+            return;
+        };
         let n = p.pages.ids.len();
         for id in p.pages.ids {
             if let Some(s) = self.table.slot(id) {
-                self.tel.freed.push(PageEvent { page: id, pid, tier: s.tier });
+                self.tel.freed.push(PageEvent {
+                    page: id,
+                    pid,
+                    tier: s.tier,
+                });
             }
             self.table.release(id);
         }
         self.metrics.target_exits += 1;
         // counters stay (Prometheus counters do not vanish); the page gauges go
         self.metrics.pages.retain(|(p, _), _| *p != pid);
-        self.log.info(format!("pid {pid} ({}) {why}; forgot its {n} pages; still running with {} target(s)", p.name, self.procs.len()));
+        self.log.info(format!(
+            "pid {pid} ({}) {why}; forgot its {n} pages; still running with {} target(s)",
+            p.name,
+            self.procs.len()
+        ));
     }
 
     fn read_nodes(&mut self) -> Result<()> {
@@ -329,14 +387,32 @@ impl Linux {
     }
 
     fn our_pages(&self, tier: TierId) -> u64 {
-        self.procs.values().map(|p| p.pages.ids.iter().filter(|&&id| self.table.slot(id).is_some_and(|s| s.tier == tier)).count() as u64).sum()
+        self.procs
+            .values()
+            .map(|p| {
+                p.pages
+                    .ids
+                    .iter()
+                    .filter(|&&id| self.table.slot(id).is_some_and(|s| s.tier == tier))
+                    .count() as u64
+            })
+            .sum()
     }
 
     fn fill_tiers(&mut self) {
         let mut tiers = Vec::new();
-        for (t, nodes, name) in [(FAST, &self.tiers.fast, "fast"), (SLOW, &self.tiers.slow, "slow")] {
-            let free: u64 = nodes.iter().map(|n| self.node_free.get(n).copied().unwrap_or(0)).sum();
-            let total: u64 = nodes.iter().map(|n| self.node_total.get(n).copied().unwrap_or(0)).sum();
+        for (t, nodes, name) in [
+            (FAST, &self.tiers.fast, "fast"),
+            (SLOW, &self.tiers.slow, "slow"),
+        ] {
+            let free: u64 = nodes
+                .iter()
+                .map(|n| self.node_free.get(n).copied().unwrap_or(0))
+                .sum();
+            let total: u64 = nodes
+                .iter()
+                .map(|n| self.node_total.get(n).copied().unwrap_or(0))
+                .sum();
             let reserve = (total as f64 * self.settings.fast_reserve_pct / 100.0) as u64;
             let used = self.our_pages(t);
             let mut cap = used + free.saturating_sub(reserve);
@@ -384,7 +460,12 @@ impl Linux {
 
     /// Scan one target and turn what changed into page events.
     fn scan_one(&mut self, pid: Pid) {
-        let r = scan::scan(pid as i32, self.settings.batch_pages, &mut self.scratch_addrs, &mut self.scratch_status);
+        let r = scan::scan(
+            pid as i32,
+            self.settings.batch_pages,
+            &mut self.scratch_addrs,
+            &mut self.scratch_status,
+        );
         let present = match r {
             Ok(v) => v,
             Err(ScanError::Gone) => {
@@ -395,25 +476,42 @@ impl Linux {
             }
             Err(ScanError::Failed(e)) => {
                 self.metrics.error("scan");
-                self.log.warn(format!("pid {pid}: scan failed, keeping last interval's view: {e}"));
+                self.log.warn(format!(
+                    "pid {pid}: scan failed, keeping last interval's view: {e}"
+                ));
                 return;
             }
         };
         let gen = self.gen;
-        let mut pages = ProcPages { pid, ..Default::default() };
+        let mut pages = ProcPages {
+            pid,
+            ..Default::default()
+        };
         pages.vpns.reserve(present.len());
         for p in &present {
-            let Some(tier) = self.tiers.tier_of_node(p.node as u32) else { continue };
+            let Some(tier) = self.tiers.tier_of_node(p.node as u32) else {
+                continue;
+            };
             let (id, new) = self.table.intern(pid, p.vpn);
             let slot = self.table.slot_mut(id).expect("an interned page is live");
             let old = slot.tier;
             slot.tier = tier;
             slot.seen = gen;
             if new || old == crate::pages::NO_TIER {
-                self.tel.allocated.push(PageEvent { page: id, pid, tier });
+                self.tel.allocated.push(PageEvent {
+                    page: id,
+                    pid,
+                    tier,
+                });
             } else if old != tier {
                 self.metrics.external_moves += 1;
-                self.tel.migrations.push(MigrationResult { page: id, from: old, to: tier, outcome: MigrationOutcome::Done, remap: false });
+                self.tel.migrations.push(MigrationResult {
+                    page: id,
+                    from: old,
+                    to: tier,
+                    outcome: MigrationOutcome::Done,
+                    remap: false,
+                });
             }
             pages.vpns.push(p.vpn);
             pages.ids.push(id);
@@ -423,7 +521,11 @@ impl Linux {
         for &id in &proc_.pages.ids {
             if let Some(s) = self.table.slot(id) {
                 if s.seen != gen {
-                    self.tel.freed.push(PageEvent { page: id, pid, tier: s.tier });
+                    self.tel.freed.push(PageEvent {
+                        page: id,
+                        pid,
+                        tier: s.tier,
+                    });
                     self.table.release(id);
                 }
             }
@@ -453,7 +555,8 @@ impl Linux {
         }
         let now = Instant::now();
         // no catch-up bursts after a long step
-        self.next_tick = (self.next_tick + self.settings.interval).max(now + self.settings.interval / 2);
+        self.next_tick =
+            (self.next_tick + self.settings.interval).max(now + self.settings.interval / 2);
         Ok(())
     }
 
@@ -465,12 +568,27 @@ impl Linux {
 
     /// The node of a tier that has the most free memory (the destination of moves to it).
     fn dest_node(&self, tier: TierId) -> Option<u32> {
-        let nodes = if tier == FAST { &self.tiers.fast } else { &self.tiers.slow };
-        nodes.iter().copied().max_by_key(|n| (self.node_free.get(n).copied().unwrap_or(0), std::cmp::Reverse(*n)))
+        let nodes = if tier == FAST {
+            &self.tiers.fast
+        } else {
+            &self.tiers.slow
+        };
+        nodes.iter().copied().max_by_key(|n| {
+            (
+                self.node_free.get(n).copied().unwrap_or(0),
+                std::cmp::Reverse(*n),
+            )
+        })
     }
 
     fn result(&mut self, page: PageId, from: TierId, to: TierId, outcome: MigrationOutcome) {
-        self.results.push(MigrationResult { page, from, to, outcome, remap: false });
+        self.results.push(MigrationResult {
+            page,
+            from,
+            to,
+            outcome,
+            remap: false,
+        });
     }
 
     /// Move one batch of one target's pages to `node`; record each page's outcome.
@@ -485,7 +603,13 @@ impl Linux {
         self.scratch_status.clear();
         self.scratch_status.resize(batch.len(), 0);
         let t0 = Instant::now();
-        let r = mech::move_pages(pid as i32, &self.scratch_addrs, Some(&self.scratch_nodes), &mut self.scratch_status, mech::MPOL_MF_MOVE);
+        let r = mech::move_pages(
+            pid as i32,
+            &self.scratch_addrs,
+            Some(&self.scratch_nodes),
+            &mut self.scratch_status,
+            mech::MPOL_MF_MOVE,
+        );
         self.metrics.migrate_seconds_sum += t0.elapsed().as_secs_f64();
         let from = if to == FAST { SLOW } else { FAST };
         match r {
@@ -496,10 +620,16 @@ impl Linux {
                     if let Some(p) = self.procs.get_mut(&pid) {
                         p.gone = true;
                     }
-                    self.log.info(format!("pid {pid} exited mid-batch (ESRCH): {} moves dropped", batch.len()));
+                    self.log.info(format!(
+                        "pid {pid} exited mid-batch (ESRCH): {} moves dropped",
+                        batch.len()
+                    ));
                     MigrationOutcome::NoPage
                 } else {
-                    self.log.warn(format!("pid {pid}: move_pages of {} pages failed: {kind} ({e})", batch.len()));
+                    self.log.warn(format!(
+                        "pid {pid}: move_pages of {} pages failed: {kind} ({e})",
+                        batch.len()
+                    ));
                     MigrationOutcome::Refused
                 };
                 for &id in batch {
@@ -541,7 +671,11 @@ impl Linux {
                         p.demotions += moved;
                     }
                 }
-                let m = if to == FAST { &mut self.metrics.promotions } else { &mut self.metrics.demotions };
+                let m = if to == FAST {
+                    &mut self.metrics.promotions
+                } else {
+                    &mut self.metrics.demotions
+                };
                 *m.entry(pid).or_default() += moved;
                 if let Some(n) = self.node_free.get_mut(&node) {
                     *n = n.saturating_sub(moved);
@@ -593,7 +727,12 @@ impl Linux {
             }
             if to == FAST {
                 if let Some(cap) = p.fast_cap {
-                    let fast = p.pages.ids.iter().filter(|&&id| self.table.slot(id).is_some_and(|x| x.tier == FAST)).count() as u64;
+                    let fast = p
+                        .pages
+                        .ids
+                        .iter()
+                        .filter(|&&id| self.table.slot(id).is_some_and(|x| x.tier == FAST))
+                        .count() as u64;
                     let c = promos_per_pid.entry(s.pid).or_default();
                     if fast + *c >= cap {
                         self.result(page, s.tier, to, MigrationOutcome::Refused);
@@ -623,17 +762,25 @@ impl Linux {
             for ((k, _), pages) in groups {
                 for id in pages {
                     let to = u8::MAX - k;
-                    self.result(id, if to == FAST { SLOW } else { FAST }, to, MigrationOutcome::Refused);
+                    self.result(
+                        id,
+                        if to == FAST { SLOW } else { FAST },
+                        to,
+                        MigrationOutcome::Refused,
+                    );
                 }
             }
             return;
         }
         let mut allowed = self.bucket.take(total);
-        let (mut promoted, mut demoted, mut limited, mut stopped) = (0usize, 0usize, 0usize, 0usize);
+        let (mut promoted, mut demoted, mut limited, mut stopped) =
+            (0usize, 0usize, 0usize, 0usize);
         for ((k, pid), pages) in groups {
             let to = u8::MAX - k;
             let from = if to == FAST { SLOW } else { FAST };
-            let Some(node) = self.dest_node(to) else { continue };
+            let Some(node) = self.dest_node(to) else {
+                continue;
+            };
             let n = pages.len().min(allowed);
             allowed -= n;
             for &id in &pages[n..] {
@@ -664,12 +811,17 @@ impl Linux {
         }
         self.metrics.rate_limited += limited as u64;
         if limited > 0 {
-            self.log.info(format!("rate limit ({} MiB/s): {limited} migrations deferred", self.settings.migrate_mib_s));
+            self.log.info(format!(
+                "rate limit ({} MiB/s): {limited} migrations deferred",
+                self.settings.migrate_mib_s
+            ));
         }
         if stopped > 0 {
-            self.log.info(format!("stopping: {stopped} migrations not started"));
+            self.log
+                .info(format!("stopping: {stopped} migrations not started"));
         }
-        self.log.debug(format!("asked: promote {promoted}, demote {demoted}"));
+        self.log
+            .debug(format!("asked: promote {promoted}, demote {demoted}"));
     }
 
     pub fn stop_source(&mut self) {
@@ -681,7 +833,12 @@ impl Linux {
         self.tel
             .tiers
             .iter()
-            .map(|t| format!("{}: {} pages of targets, capacity {}", t.name, t.used_pages, t.capacity_pages))
+            .map(|t| {
+                format!(
+                    "{}: {} pages of targets, capacity {}",
+                    t.name, t.used_pages, t.capacity_pages
+                )
+            })
             .collect::<Vec<_>>()
             .join("; ")
     }
@@ -723,7 +880,12 @@ impl Backend for Linux {
         for pid in self.pids() {
             self.scan_one(pid);
         }
-        let gone: Vec<Pid> = self.procs.iter().filter(|(_, p)| p.gone).map(|(&k, _)| k).collect();
+        let gone: Vec<Pid> = self
+            .procs
+            .iter()
+            .filter(|(_, p)| p.gone)
+            .map(|(&k, _)| k)
+            .collect();
         for pid in &gone {
             self.forget(*pid, "exited");
         }
@@ -737,16 +899,27 @@ impl Backend for Linux {
         let now_ns = self.start.elapsed().as_nanos() as u64;
         let procs: Vec<ProcPages> = self.procs.values().map(|p| p.pages.clone()).collect();
         let mut samples = std::mem::take(&mut self.tel.samples);
-        let mut ctx = Ctx { table: &mut self.table, procs: &procs, now_ns, cpu_ghz: self.tel.cpu_ghz, samples: &mut samples };
+        let mut ctx = Ctx {
+            table: &mut self.table,
+            procs: &procs,
+            now_ns,
+            cpu_ghz: self.tel.cpu_ghz,
+            samples: &mut samples,
+        };
         match self.source.collect(&mut ctx) {
             Ok(st) => {
                 if st.lost > 0 {
-                    self.log.warn(format!("{}: the kernel dropped {} records", self.source.name(), st.lost));
+                    self.log.warn(format!(
+                        "{}: the kernel dropped {} records",
+                        self.source.name(),
+                        st.lost
+                    ));
                 }
             }
             Err(e) => {
                 self.metrics.error("telemetry");
-                self.log.warn(format!("telemetry source {}: {e}", self.source.name()));
+                self.log
+                    .warn(format!("telemetry source {}: {e}", self.source.name()));
             }
         }
         self.tel.samples = samples;
@@ -761,7 +934,8 @@ impl Backend for Linux {
         self.tel.epoch_ns = dt.as_nanos() as u64;
         self.tel.now_ns = now_ns;
         self.metrics.samples_total += self.tel.samples.len() as u64;
-        self.metrics.samples_per_second = self.tel.samples.len() as f64 / dt.as_secs_f64().max(1e-9);
+        self.metrics.samples_per_second =
+            self.tel.samples.len() as f64 / dt.as_secs_f64().max(1e-9);
         self.metrics.intervals += 1;
         self.metrics.observe_seconds_sum += t0.elapsed().as_secs_f64();
         Ok(())

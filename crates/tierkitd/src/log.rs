@@ -61,14 +61,19 @@ pub fn rfc3339(t: SystemTime) -> String {
 
 impl Logger {
     pub fn new(format: Format) -> Logger {
-        Logger { format, min: Level::Info }
+        Logger {
+            format,
+            min: Level::Info,
+        }
     }
 
     pub fn line(&self, level: Level, msg: &str) -> String {
         let ts = rfc3339(SystemTime::now());
         match self.format {
             Format::Text => format!("{ts} {:<5} {msg}", level.as_str().to_uppercase()),
-            Format::Json => serde_json::json!({"ts": ts, "level": level.as_str(), "msg": msg}).to_string(),
+            Format::Json => {
+                serde_json::json!({"ts": ts, "level": level.as_str(), "msg": msg}).to_string()
+            }
         }
     }
 
@@ -105,7 +110,10 @@ mod tests {
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
         let t = UNIX_EPOCH + Duration::from_millis(1_747_735_200_123); // 2025-05-20T10:00:00.123Z
         assert_eq!(rfc3339(t), "2025-05-20T10:00:00.123Z");
-        assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00.000Z");
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00.000Z"
+        );
         let j = Logger::new(Format::Json).line(Level::Warn, "a \"quoted\" msg");
         let v: serde_json::Value = serde_json::from_str(&j).unwrap();
         assert_eq!(v["level"], "warn");

@@ -5,7 +5,9 @@
 use std::io;
 
 #[cfg(not(target_pointer_width = "64"))]
-compile_error!("tierkitd passes u64 addresses as pointer arrays to move_pages; it needs a 64-bit target");
+compile_error!(
+    "tierkitd passes u64 addresses as pointer arrays to move_pages; it needs a 64-bit target"
+);
 
 pub const PAGE_SIZE: u64 = 4096;
 pub const MPOL_DEFAULT: i32 = 0;
@@ -158,8 +160,16 @@ pub fn mbind(addr: u64, len: u64, mode: i32, nodes: &[u32], flags: u32) -> io::R
             addr as libc::c_ulong,
             len as libc::c_ulong,
             mode as libc::c_ulong,
-            if nodes.is_empty() { std::ptr::null() } else { mask.as_ptr() },
-            if nodes.is_empty() { 0 } else { MAXNODE as libc::c_ulong + 1 },
+            if nodes.is_empty() {
+                std::ptr::null()
+            } else {
+                mask.as_ptr()
+            },
+            if nodes.is_empty() {
+                0
+            } else {
+                MAXNODE as libc::c_ulong + 1
+            },
             flags as libc::c_ulong,
         )
     };
@@ -179,8 +189,16 @@ pub fn set_mempolicy(mode: i32, nodes: &[u32]) -> io::Result<()> {
         libc::syscall(
             libc::SYS_set_mempolicy,
             mode as libc::c_long,
-            if nodes.is_empty() { std::ptr::null() } else { mask.as_ptr() },
-            if nodes.is_empty() { 0 } else { MAXNODE as libc::c_ulong + 1 },
+            if nodes.is_empty() {
+                std::ptr::null()
+            } else {
+                mask.as_ptr()
+            },
+            if nodes.is_empty() {
+                0
+            } else {
+                MAXNODE as libc::c_ulong + 1
+            },
         )
     };
     if r < 0 {
@@ -260,7 +278,10 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsysca
         assert_eq!(v[2].path, "");
         assert_eq!(v[2].pages(), 1024);
         let managed: Vec<_> = v.iter().filter(|m| m.managed()).map(|m| m.start).collect();
-        assert_eq!(managed, vec![0x55d0c8c21000, 0x7f0a1c000000, 0x7ffc1e2a0000]);
+        assert_eq!(
+            managed,
+            vec![0x55d0c8c21000, 0x7f0a1c000000, 0x7ffc1e2a0000]
+        );
         let e = parse_maps("zzz-1 rw-p 0 0:0 0\n").unwrap_err();
         assert!(e.starts_with("line 1"), "{e}");
     }

@@ -39,7 +39,9 @@ pub struct Metrics {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 impl Metrics {
@@ -50,23 +52,56 @@ impl Metrics {
     pub fn render(&self) -> String {
         let mut o = String::new();
         let head = |o: &mut String, name: &str, kind: &str, help: &str| {
-            let _ = writeln!(o, "# HELP tierkitd_{name} {help}\n# TYPE tierkitd_{name} {kind}");
+            let _ = writeln!(
+                o,
+                "# HELP tierkitd_{name} {help}\n# TYPE tierkitd_{name} {kind}"
+            );
         };
-        head(&mut o, "info", "gauge", "Constant 1, labelled with the policy and telemetry source.");
-        let _ = writeln!(o, "tierkitd_info{{policy=\"{}\",source=\"{}\"}} 1", esc(&self.policy), self.source);
-        head(&mut o, "promotions_total", "counter", "Pages moved to the fast tier, per target.");
+        head(
+            &mut o,
+            "info",
+            "gauge",
+            "Constant 1, labelled with the policy and telemetry source.",
+        );
+        let _ = writeln!(
+            o,
+            "tierkitd_info{{policy=\"{}\",source=\"{}\"}} 1",
+            esc(&self.policy),
+            self.source
+        );
+        head(
+            &mut o,
+            "promotions_total",
+            "counter",
+            "Pages moved to the fast tier, per target.",
+        );
         for (pid, n) in &self.promotions {
             let _ = writeln!(o, "tierkitd_promotions_total{{pid=\"{pid}\"}} {n}");
         }
-        head(&mut o, "demotions_total", "counter", "Pages moved to the slow tier, per target.");
+        head(
+            &mut o,
+            "demotions_total",
+            "counter",
+            "Pages moved to the slow tier, per target.",
+        );
         for (pid, n) in &self.demotions {
             let _ = writeln!(o, "tierkitd_demotions_total{{pid=\"{pid}\"}} {n}");
         }
-        head(&mut o, "pages", "gauge", "Resident managed pages per target and tier at the last scan.");
+        head(
+            &mut o,
+            "pages",
+            "gauge",
+            "Resident managed pages per target and tier at the last scan.",
+        );
         for ((pid, tier), n) in &self.pages {
             let _ = writeln!(o, "tierkitd_pages{{pid=\"{pid}\",tier=\"{tier}\"}} {n}");
         }
-        head(&mut o, "errors_total", "counter", "Errors by kind (per-page move_pages errnos, scan and telemetry failures).");
+        head(
+            &mut o,
+            "errors_total",
+            "counter",
+            "Errors by kind (per-page move_pages errnos, scan and telemetry failures).",
+        );
         for (k, n) in &self.errors {
             let _ = writeln!(o, "tierkitd_errors_total{{kind=\"{}\"}} {n}", esc(k));
         }
@@ -106,7 +141,10 @@ pub fn serve(addr: SocketAddr, text: Arc<Mutex<String>>) -> Result<SocketAddr> {
         field: "--metrics-addr".into(),
         why: format!("cannot listen on {addr}: {e}"),
     })?;
-    let bound = l.local_addr().map_err(|e| Error::Config { field: "--metrics-addr".into(), why: e.to_string() })?;
+    let bound = l.local_addr().map_err(|e| Error::Config {
+        field: "--metrics-addr".into(),
+        why: e.to_string(),
+    })?;
     std::thread::Builder::new()
         .name("metrics".into())
         .spawn(move || {
@@ -139,13 +177,20 @@ mod tests {
 
     #[test]
     fn renders_and_serves() {
-        let mut m = Metrics { policy: "hemem".into(), source: "damon", ..Default::default() };
+        let mut m = Metrics {
+            policy: "hemem".into(),
+            source: "damon",
+            ..Default::default()
+        };
         m.promotions.insert(42, 7);
         m.pages.insert((42, "fast"), 10);
         m.error("EBUSY");
         m.error("EBUSY");
         let t = m.render();
-        assert!(t.contains("tierkitd_promotions_total{pid=\"42\"} 7\n"), "{t}");
+        assert!(
+            t.contains("tierkitd_promotions_total{pid=\"42\"} 7\n"),
+            "{t}"
+        );
         assert!(t.contains("tierkitd_pages{pid=\"42\",tier=\"fast\"} 10\n"));
         assert!(t.contains("tierkitd_errors_total{kind=\"EBUSY\"} 2\n"));
         assert!(t.contains("# TYPE tierkitd_samples_total counter\n"));
@@ -157,12 +202,21 @@ mod tests {
         let shared = Arc::new(Mutex::new(t.clone()));
         let addr = serve("127.0.0.1:0".parse().unwrap(), shared).unwrap();
         let mut s = TcpStream::connect(addr).unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
         let mut resp = String::new();
         s.read_to_string(&mut resp).unwrap();
         assert!(resp.starts_with("HTTP/1.1 200 OK"), "{resp}");
         assert!(resp.ends_with(&t));
-        let e = serve("0.0.0.0:0".parse().unwrap(), Arc::new(Mutex::new(String::new()))).unwrap_err();
-        assert!(e.to_string().starts_with("--metrics-addr: 0.0.0.0:0 is not a loopback"), "{e}");
+        let e = serve(
+            "0.0.0.0:0".parse().unwrap(),
+            Arc::new(Mutex::new(String::new())),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--metrics-addr: 0.0.0.0:0 is not a loopback"),
+            "{e}"
+        );
     }
 }

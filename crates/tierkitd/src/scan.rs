@@ -26,7 +26,10 @@ pub fn pagemap_entries(pid: i32, vpn: u64, count: u64) -> io::Result<Vec<u64>> {
         let n = CHUNK.min(count - done);
         let b = &mut buf[..(n * 8) as usize];
         f.read_exact_at(b, (vpn + done) * 8)?;
-        out.extend(b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())));
+        out.extend(
+            b.chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap())),
+        );
         done += n;
     }
     Ok(out)
@@ -61,9 +64,16 @@ fn classify(what: &str, e: io::Error) -> ScanError {
 
 /// Scan one target: the present pages of its managed VMAs with their nodes, in address order.
 /// `status` and `addrs` are scratch buffers kept by the caller between intervals.
-pub fn scan(pid: i32, batch: usize, addrs: &mut Vec<u64>, status: &mut Vec<i32>) -> Result<Vec<Present>, ScanError> {
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|e| classify("maps", e))?;
-    let vmas: Vec<Vma> = mech::parse_maps(&maps).map_err(|e| ScanError::Failed(format!("/proc/{pid}/maps: {e}")))?;
+pub fn scan(
+    pid: i32,
+    batch: usize,
+    addrs: &mut Vec<u64>,
+    status: &mut Vec<i32>,
+) -> Result<Vec<Present>, ScanError> {
+    let maps =
+        std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|e| classify("maps", e))?;
+    let vmas: Vec<Vma> =
+        mech::parse_maps(&maps).map_err(|e| ScanError::Failed(format!("/proc/{pid}/maps: {e}")))?;
     let mut present = Vec::new();
     for v in vmas.iter().filter(|v| v.managed()) {
         let first = v.start / PAGE_SIZE;
@@ -83,7 +93,8 @@ pub fn scan(pid: i32, batch: usize, addrs: &mut Vec<u64>, status: &mut Vec<i32>)
         addrs.extend(chunk.iter().map(|p| p.vpn * PAGE_SIZE));
         status.clear();
         status.resize(chunk.len(), 0);
-        mech::move_pages(pid, addrs, None, status, 0).map_err(|e| classify("move_pages query", e))?;
+        mech::move_pages(pid, addrs, None, status, 0)
+            .map_err(|e| classify("move_pages query", e))?;
         for (p, &s) in chunk.iter_mut().zip(status.iter()) {
             p.node = s;
         }
@@ -114,11 +125,17 @@ mod tests {
         let mut a = Vec::new();
         let mut s = Vec::new();
         let pages = scan(pid, 16, &mut a, &mut s).unwrap();
-        let ours: Vec<_> = pages.iter().filter(|p| p.vpn >= start && p.vpn < start + n as u64 - 1).collect();
+        let ours: Vec<_> = pages
+            .iter()
+            .filter(|p| p.vpn >= start && p.vpn < start + n as u64 - 1)
+            .collect();
         assert_eq!(ours.len(), n - 1);
         assert!(ours.iter().all(|p| p.node >= 0));
         assert!(pages.windows(2).all(|w| w[0].vpn < w[1].vpn));
         std::hint::black_box(&v);
-        assert!(matches!(scan(i32::MAX - 3, 16, &mut a, &mut s), Err(ScanError::Gone)));
+        assert!(matches!(
+            scan(i32::MAX - 3, 16, &mut a, &mut s),
+            Err(ScanError::Gone)
+        ));
     }
 }

@@ -30,8 +30,22 @@ fn filter_name(f: SampleFilter) -> &'static str {
 }
 
 /// Pick the telemetry for a policy's needs. `Err(Unsupported)` names what is missing.
-pub fn choose(policy: &str, needs: &TelemetryNeeds, pref: SourcePref, damon_attrs: Attrs, samples_per_page: f64) -> Result<Choice> {
-    choose_at(policy, needs, pref, damon_attrs, samples_per_page, Path::new(EVENT_SOURCES), Path::new(damon::ADMIN))
+pub fn choose(
+    policy: &str,
+    needs: &TelemetryNeeds,
+    pref: SourcePref,
+    damon_attrs: Attrs,
+    samples_per_page: f64,
+) -> Result<Choice> {
+    choose_at(
+        policy,
+        needs,
+        pref,
+        damon_attrs,
+        samples_per_page,
+        Path::new(EVENT_SOURCES),
+        Path::new(damon::ADMIN),
+    )
 }
 
 pub fn choose_at(
@@ -43,7 +57,10 @@ pub fn choose_at(
     pmu_root: &Path,
     damon_root: &Path,
 ) -> Result<Choice> {
-    let unsupported = |why: String| Error::Unsupported { policy: policy.into(), why };
+    let unsupported = |why: String| Error::Unsupported {
+        policy: policy.into(),
+        why,
+    };
     let mut report = Vec::new();
     if needs.hint_faults {
         return Err(unsupported(
@@ -75,10 +92,18 @@ pub fn choose_at(
         }
     }
     let Some((period, filter)) = needs.sampling else {
-        report.push(format!("telemetry: `{policy}` samples nothing; no source needed"));
-        return Ok(Choice { source: Box::new(NoSource), report });
+        report.push(format!(
+            "telemetry: `{policy}` samples nothing; no source needed"
+        ));
+        return Ok(Choice {
+            source: Box::new(NoSource),
+            report,
+        });
     };
-    let want = format!("`{policy}` wants PEBS samples of {} every {period}", filter_name(filter));
+    let want = format!(
+        "`{policy}` wants PEBS samples of {} every {period}",
+        filter_name(filter)
+    );
     let mut why_not = Vec::new();
     if pref != SourcePref::Auto {
         why_not.push(format!("source = {pref:?} set in the config"));
@@ -86,8 +111,13 @@ pub fn choose_at(
     if matches!(pref, SourcePref::Auto | SourcePref::Pebs) {
         match pebs_probe(period) {
             Ok(p) => {
-                report.push(format!("telemetry: {want}: served by PEBS (perf_event_open)"));
-                return Ok(Choice { source: Box::new(p), report });
+                report.push(format!(
+                    "telemetry: {want}: served by PEBS (perf_event_open)"
+                ));
+                return Ok(Choice {
+                    source: Box::new(p),
+                    report,
+                });
             }
             Err(e) => why_not.push(format!("PEBS: {e}")),
         }
@@ -100,7 +130,10 @@ pub fn choose_at(
                      pseudo-samples per page ({samples_per_page} per interval at the maximum), all counted as loads",
                     why_not.join("; ")
                 ));
-                return Ok(Choice { source: Box::new(Damon::new(damon_root, damon_attrs)), report });
+                return Ok(Choice {
+                    source: Box::new(Damon::new(damon_root, damon_attrs)),
+                    report,
+                });
             }
             Err(e) => why_not.push(format!("DAMON: {e}")),
         }
@@ -113,12 +146,18 @@ pub fn choose_at(
                      pages only read are invisible to this source",
                     why_not.join("; ")
                 ));
-                return Ok(Choice { source: Box::new(SoftDirty::new(samples_per_page)), report });
+                return Ok(Choice {
+                    source: Box::new(SoftDirty::new(samples_per_page)),
+                    report,
+                });
             }
             Err(e) => why_not.push(format!("soft-dirty: {e}")),
         }
     }
-    Err(unsupported(format!("it needs access samples and no source is available: {}", why_not.join("; "))))
+    Err(unsupported(format!(
+        "it needs access samples and no source is available: {}",
+        why_not.join("; ")
+    )))
 }
 
 fn probe_cycles() -> std::result::Result<(), String> {
@@ -130,7 +169,16 @@ fn probe_cycles() -> std::result::Result<(), String> {
         ..Default::default()
     };
     // SAFETY: perf_event_open reads attr.size bytes from a live #[repr(C)] struct of that size.
-    let fd = unsafe { libc::syscall(libc::SYS_perf_event_open, &attr as *const _, 0 as libc::c_long, -1 as libc::c_long, -1 as libc::c_long, 0 as libc::c_ulong) };
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const _,
+            0 as libc::c_long,
+            -1 as libc::c_long,
+            -1 as libc::c_long,
+            0 as libc::c_ulong,
+        )
+    };
     if fd < 0 {
         return Err(std::io::Error::last_os_error().to_string());
     }
@@ -143,7 +191,11 @@ fn probe_cycles() -> std::result::Result<(), String> {
 fn cap_eff() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("CapEff:")).and_then(|l| u64::from_str_radix(l[7..].trim(), 16).ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("CapEff:"))
+                .and_then(|l| u64::from_str_radix(l[7..].trim(), 16).ok())
+        })
         .unwrap_or(0)
 }
 
@@ -171,13 +223,21 @@ pub fn check_access(pids: &[Pid]) -> Result<Vec<String>> {
     for &pid in pids {
         let mut st = [0i32; 0];
         match mech::move_pages(pid as i32, &[], None, &mut st, 0) {
-            Ok(_) => notes.push(format!("pid {pid}: move_pages permitted (target uid {}, ours {me})", uid_of(pid).map_or("?".into(), |u| u.to_string()))),
-            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => problems.push(format!("--pid {pid}: no such process")),
+            Ok(_) => notes.push(format!(
+                "pid {pid}: move_pages permitted (target uid {}, ours {me})",
+                uid_of(pid).map_or("?".into(), |u| u.to_string())
+            )),
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
+                problems.push(format!("--pid {pid}: no such process"))
+            }
             Err(e) => {
                 let uid = uid_of(pid);
                 let mut missing = Vec::new();
                 if uid != Some(me) {
-                    missing.push(format!("tierkitd runs as uid {me}, the target as uid {}", uid.map_or("?".into(), |u| u.to_string())));
+                    missing.push(format!(
+                        "tierkitd runs as uid {me}, the target as uid {}",
+                        uid.map_or("?".into(), |u| u.to_string())
+                    ));
                 }
                 if caps & CAP_SYS_PTRACE == 0 {
                     missing.push("CAP_SYS_PTRACE is not in tierkitd's effective set".into());
@@ -204,14 +264,25 @@ mod tests {
     use super::*;
 
     fn needs(sampling: Option<(u64, SampleFilter)>) -> TelemetryNeeds {
-        TelemetryNeeds { sampling, ..TelemetryNeeds::default() }
+        TelemetryNeeds {
+            sampling,
+            ..TelemetryNeeds::default()
+        }
     }
 
     #[test]
     fn hint_fault_policies_are_refused_with_the_reason() {
         let tpp = tierkit_policies::build("tpp").unwrap();
-        let e = choose("tpp", &tpp.needs(), SourcePref::Auto, Attrs::default(), 1.0).err().unwrap().to_string();
-        assert!(e.starts_with("policy `tpp` cannot run on this host: it needs per-page NUMA hint faults"), "{e}");
+        let e = choose("tpp", &tpp.needs(), SourcePref::Auto, Attrs::default(), 1.0)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "policy `tpp` cannot run on this host: it needs per-page NUMA hint faults"
+            ),
+            "{e}"
+        );
         assert!(e.contains("numa_balancing"), "{e}");
     }
 
@@ -220,31 +291,81 @@ mod tests {
         let fix = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
         let nothing = fix.join("no-such-dir");
         // no PMU, no DAMON: soft-dirty when the kernel has it, else a refusal naming all three
-        let r = choose_at("hemem", &needs(Some((19997, SampleFilter::AllMisses))), SourcePref::Auto, Attrs::default(), 1.0, &nothing, &nothing);
+        let r = choose_at(
+            "hemem",
+            &needs(Some((19997, SampleFilter::AllMisses))),
+            SourcePref::Auto,
+            Attrs::default(),
+            1.0,
+            &nothing,
+            &nothing,
+        );
         match (r, softdirty::probe()) {
             (Ok(c), Ok(())) => {
                 assert_eq!(c.source.name(), "softdirty");
                 let r = c.report.join("\n");
-                assert!(r.contains("PEBS: no core PMU") && r.contains("DAMON:") && r.contains("falling back to soft-dirty"), "{r}");
+                assert!(
+                    r.contains("PEBS: no core PMU")
+                        && r.contains("DAMON:")
+                        && r.contains("falling back to soft-dirty"),
+                    "{r}"
+                );
             }
             (Err(e), Err(_)) => {
                 let e = e.to_string();
-                assert!(e.contains("PEBS:") && e.contains("DAMON:") && e.contains("soft-dirty:"), "{e}");
+                assert!(
+                    e.contains("PEBS:") && e.contains("DAMON:") && e.contains("soft-dirty:"),
+                    "{e}"
+                );
             }
-            (r, p) => panic!("choice {:?} disagrees with the soft-dirty probe {p:?}", r.map(|c| c.report)),
+            (r, p) => panic!(
+                "choice {:?} disagrees with the soft-dirty probe {p:?}",
+                r.map(|c| c.report)
+            ),
         }
         // forced DAMON without DAMON: refused, naming DAMON
-        let e = choose_at("hemem", &needs(Some((5003, SampleFilter::AllMisses))), SourcePref::Damon, Attrs::default(), 1.0, &nothing, &nothing)
-            .err()
-            .unwrap()
-            .to_string();
+        let e = choose_at(
+            "hemem",
+            &needs(Some((5003, SampleFilter::AllMisses))),
+            SourcePref::Damon,
+            Attrs::default(),
+            1.0,
+            &nothing,
+            &nothing,
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(e.contains("DAMON:") && !e.contains("PEBS:"), "{e}");
         // no sampling: no source
-        let c = choose_at("notier", &needs(None), SourcePref::Auto, Attrs::default(), 1.0, &nothing, &nothing).unwrap();
+        let c = choose_at(
+            "notier",
+            &needs(None),
+            SourcePref::Auto,
+            Attrs::default(),
+            1.0,
+            &nothing,
+            &nothing,
+        )
+        .unwrap();
         assert_eq!(c.source.name(), "none");
         // tier counters with neither CHA nor PEBS: refused naming both
-        let n = TelemetryNeeds { tier_counters: true, ..needs(None) };
-        let e = choose_at("colloid", &n, SourcePref::Auto, Attrs::default(), 1.0, &fix.join("pmu"), &nothing).err().unwrap().to_string();
+        let n = TelemetryNeeds {
+            tier_counters: true,
+            ..needs(None)
+        };
+        let e = choose_at(
+            "colloid",
+            &n,
+            SourcePref::Auto,
+            Attrs::default(),
+            1.0,
+            &fix.join("pmu"),
+            &nothing,
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(e.contains("uncore counters") && e.contains("PEBS"), "{e}");
     }
 
@@ -253,7 +374,9 @@ mod tests {
         let me = std::process::id();
         let notes = check_access(&[me]).unwrap();
         assert!(notes[0].contains("move_pages permitted"));
-        let e = check_access(&[me, i32::MAX as u32 - 7]).unwrap_err().to_string();
+        let e = check_access(&[me, i32::MAX as u32 - 7])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no such process"), "{e}");
     }
 }

@@ -97,7 +97,8 @@ fn parse_node_meminfo(path: &Path, text: &str) -> Result<(u64, u64)> {
     let mut free = None;
     for line in text.lines() {
         let mut w = line.split_whitespace();
-        let (Some("Node"), Some(_), Some(key), Some(val)) = (w.next(), w.next(), w.next(), w.next())
+        let (Some("Node"), Some(_), Some(key), Some(val)) =
+            (w.next(), w.next(), w.next(), w.next())
         else {
             continue;
         };
@@ -131,7 +132,10 @@ fn numbered_dirs(root: &Path, prefix: &str) -> Result<Vec<(u32, PathBuf)>> {
         let e = e.map_err(crate::error::io(root))?;
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
-        if let Some(n) = name.strip_prefix(prefix).and_then(|n| n.parse::<u32>().ok()) {
+        if let Some(n) = name
+            .strip_prefix(prefix)
+            .and_then(|n| n.parse::<u32>().ok())
+        {
             out.push((n, e.path()));
         }
     }
@@ -236,20 +240,33 @@ impl Topology {
             }
             Ok(())
         };
-        let rest = |of: &[u32]| -> Vec<u32> { mem.iter().copied().filter(|n| !of.contains(n)).collect() };
+        let rest =
+            |of: &[u32]| -> Vec<u32> { mem.iter().copied().filter(|n| !of.contains(n)).collect() };
         let (f, s, reason) = match (fast, slow) {
             (Some(f), Some(s)) => {
                 check("--fast-nodes", f)?;
                 check("--slow-nodes", s)?;
-                (f.to_vec(), s.to_vec(), "set by --fast-nodes and --slow-nodes".to_string())
+                (
+                    f.to_vec(),
+                    s.to_vec(),
+                    "set by --fast-nodes and --slow-nodes".to_string(),
+                )
             }
             (Some(f), None) => {
                 check("--fast-nodes", f)?;
-                (f.to_vec(), rest(f), "fast set by --fast-nodes; slow = the other memory nodes".into())
+                (
+                    f.to_vec(),
+                    rest(f),
+                    "fast set by --fast-nodes; slow = the other memory nodes".into(),
+                )
             }
             (None, Some(s)) => {
                 check("--slow-nodes", s)?;
-                (rest(s), s.to_vec(), "slow set by --slow-nodes; fast = the other memory nodes".into())
+                (
+                    rest(s),
+                    s.to_vec(),
+                    "slow set by --slow-nodes; fast = the other memory nodes".into(),
+                )
             }
             (None, None) => {
                 let with_mem: Vec<&MemoryTier> = self
@@ -258,7 +275,12 @@ impl Topology {
                     .filter(|t| t.nodes.iter().any(|n| mem.contains(n)))
                     .collect();
                 if with_mem.len() >= 2 {
-                    let f: Vec<u32> = with_mem[0].nodes.iter().copied().filter(|n| mem.contains(n)).collect();
+                    let f: Vec<u32> = with_mem[0]
+                        .nodes
+                        .iter()
+                        .copied()
+                        .filter(|n| mem.contains(n))
+                        .collect();
                     let s = rest(&f);
                     let reason = format!(
                         "kernel memory tiers: memory_tier{} is fast, {} slow",
@@ -278,7 +300,11 @@ impl Topology {
                         .map(|n| n.id)
                         .collect();
                     let s = rest(&f);
-                    (f, s, "nodes with CPUs are fast, memory-only nodes slow".into())
+                    (
+                        f,
+                        s,
+                        "nodes with CPUs are fast, memory-only nodes slow".into(),
+                    )
                 }
             }
         };
@@ -322,12 +348,20 @@ impl Topology {
                     fmt_list(&n.cpus),
                     n.mem_total_kb / 1024,
                     n.mem_free_kb / 1024,
-                    n.distance.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(" ")
+                    n.distance
+                        .iter()
+                        .map(|d| d.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" ")
                 )
             })
             .collect();
         for t in &self.tiers {
-            v.push(format!("memory_tier{}: nodes [{}]", t.id, fmt_list(&t.nodes)));
+            v.push(format!(
+                "memory_tier{}: nodes [{}]",
+                t.id,
+                fmt_list(&t.nodes)
+            ));
         }
         v
     }
@@ -357,13 +391,18 @@ mod tests {
     use super::*;
 
     fn fixture(name: &str) -> (PathBuf, PathBuf) {
-        let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs").join(name);
+        let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/sysfs")
+            .join(name);
         (d.join("node"), d.join("memory_tiering"))
     }
 
     #[test]
     fn lists_parse_and_format() {
-        assert_eq!(parse_list("0-3,8,10-11\n").unwrap(), vec![0, 1, 2, 3, 8, 10, 11]);
+        assert_eq!(
+            parse_list("0-3,8,10-11\n").unwrap(),
+            vec![0, 1, 2, 3, 8, 10, 11]
+        );
         assert_eq!(parse_list("").unwrap(), Vec::<u32>::new());
         assert_eq!(parse_list("2,1,1").unwrap(), vec![1, 2]);
         assert!(parse_list("3-1").unwrap_err().contains("backwards"));
@@ -380,7 +419,10 @@ mod tests {
         assert!(topo.nodes[1].cpus.is_empty());
         assert_eq!(topo.nodes[1].mem_total_kb, 1048576);
         assert_eq!(topo.nodes[0].distance, vec![10, 20]);
-        assert_eq!(topo.tiers.iter().map(|t| t.id).collect::<Vec<_>>(), vec![4, 22]);
+        assert_eq!(
+            topo.tiers.iter().map(|t| t.id).collect::<Vec<_>>(),
+            vec![4, 22]
+        );
         let m = topo.choose(None, None).unwrap();
         assert_eq!((m.fast.clone(), m.slow.clone()), (vec![0], vec![1]));
         assert!(m.reason.contains("memory_tier4 is fast"), "{}", m.reason);
@@ -402,7 +444,10 @@ mod tests {
         let (n, t) = fixture("two-socket");
         let topo = Topology::read(&n, &t).unwrap();
         let e = topo.choose(None, None).unwrap_err().to_string();
-        assert!(e.contains("no slow node") && e.contains("--slow-nodes"), "{e}");
+        assert!(
+            e.contains("no slow node") && e.contains("--slow-nodes"),
+            "{e}"
+        );
         let m = topo.choose(None, Some(&[1])).unwrap();
         assert_eq!((m.fast, m.slow), (vec![0], vec![1]));
         let e = topo.choose(Some(&[0]), Some(&[0])).unwrap_err().to_string();

@@ -81,7 +81,11 @@ pub fn read_tried_regions(dir: &Path) -> Result<Vec<Region>> {
     let rd = std::fs::read_dir(dir).map_err(io(dir))?;
     for e in rd {
         let e = e.map_err(io(dir))?;
-        if !e.file_name().to_str().is_some_and(|n| n.parse::<u32>().is_ok()) {
+        let numbered = e
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.parse::<u32>().is_ok());
+        if !numbered {
             continue;
         }
         let d = e.path();
@@ -108,13 +112,22 @@ pub fn read_tried_regions(dir: &Path) -> Result<Vec<Region>> {
 pub fn probe(root: &Path) -> std::result::Result<(), String> {
     let n = root.join("kdamonds/nr_kdamonds");
     if !n.exists() {
-        return Err(format!("{} does not exist (kernel without CONFIG_DAMON_SYSFS)", n.display()));
+        return Err(format!(
+            "{} does not exist (kernel without CONFIG_DAMON_SYSFS)",
+            n.display()
+        ));
     }
     let count = read_u64(&n).map_err(|e| e.to_string())?;
     for i in 0..count {
         let st = root.join(format!("kdamonds/{i}/state"));
-        if read_to_string(&st).map(|s| s.trim() == "on").unwrap_or(false) {
-            return Err(format!("kdamond {i} is running ({}): DAMON is in use by someone else", st.display()));
+        if read_to_string(&st)
+            .map(|s| s.trim() == "on")
+            .unwrap_or(false)
+        {
+            return Err(format!(
+                "kdamond {i} is running ({}): DAMON is in use by someone else",
+                st.display()
+            ));
         }
     }
     let meta = std::fs::metadata(&n).map_err(|e| format!("{}: {e}", n.display()))?;
@@ -189,7 +202,10 @@ impl Damon {
 
     fn off_all(&mut self) {
         for i in 0..self.pids.len() {
-            if read_to_string(self.state(i)).map(|s| s.trim() == "on").unwrap_or(false) {
+            if read_to_string(self.state(i))
+                .map(|s| s.trim() == "on")
+                .unwrap_or(false)
+            {
                 let _ = write(&self.state(i), "off");
             }
         }
@@ -218,7 +234,9 @@ impl Source for Damon {
             match write(&self.state(i), "on") {
                 Ok(()) => self.running[i] = true,
                 // the process may have exited between listing and starting
-                Err(e) => notes.push(format!("damon: kdamond {i} for pid {pid} did not start: {e}")),
+                Err(e) => notes.push(format!(
+                    "damon: kdamond {i} for pid {pid} did not start: {e}"
+                )),
             }
         }
         notes.push(format!(
@@ -240,7 +258,10 @@ impl Source for Damon {
                 continue;
             }
             let state = self.state(i);
-            if read_to_string(&state).map(|s| s.trim() != "on").unwrap_or(true) {
+            if read_to_string(&state)
+                .map(|s| s.trim() != "on")
+                .unwrap_or(true)
+            {
                 // DAMON stops a kdamond whose targets have all exited
                 self.running[i] = false;
                 continue;
@@ -248,7 +269,10 @@ impl Source for Damon {
             if let Err(e) = write(&state, "update_schemes_tried_regions") {
                 // raced with the target's exit: the kdamond is gone
                 self.running[i] = false;
-                if read_to_string(&state).map(|s| s.trim() == "on").unwrap_or(false) {
+                if read_to_string(&state)
+                    .map(|s| s.trim() == "on")
+                    .unwrap_or(false)
+                {
                     return Err(e);
                 }
                 continue;
@@ -262,7 +286,10 @@ impl Source for Damon {
             };
             for r in &regions {
                 st.observed += 1;
-                let idx = pp.range(r.start / crate::mech::PAGE_SIZE, r.end.div_ceil(crate::mech::PAGE_SIZE));
+                let idx = pp.range(
+                    r.start / crate::mech::PAGE_SIZE,
+                    r.end.div_ceil(crate::mech::PAGE_SIZE),
+                );
                 if idx.is_empty() {
                     st.unmatched += 1;
                     continue;
@@ -288,7 +315,10 @@ impl Source for Damon {
     fn set_sampling(&mut self, period: u64, filter: SampleFilter) -> Option<String> {
         self.filter = filter;
         (period > 0).then(|| {
-            format!("damon: sampling period {period} has no DAMON equivalent; keeping sample {} us", self.attrs.sample_us)
+            format!(
+                "damon: sampling period {period} has no DAMON equivalent; keeping sample {} us",
+                self.attrs.sample_us
+            )
         })
     }
 
@@ -324,12 +354,29 @@ mod tests {
         assert_eq!(
             r,
             vec![
-                Region { start: 0x7f0000000000, end: 0x7f0000100000, nr_accesses: 20, age: 7 },
-                Region { start: 0x7f0000100000, end: 0x7f0000400000, nr_accesses: 0, age: 31 },
-                Region { start: 0x7f0000400000, end: 0x7f0000500000, nr_accesses: 5, age: 2 },
+                Region {
+                    start: 0x7f0000000000,
+                    end: 0x7f0000100000,
+                    nr_accesses: 20,
+                    age: 7
+                },
+                Region {
+                    start: 0x7f0000100000,
+                    end: 0x7f0000400000,
+                    nr_accesses: 0,
+                    age: 31
+                },
+                Region {
+                    start: 0x7f0000400000,
+                    end: 0x7f0000500000,
+                    nr_accesses: 5,
+                    age: 2
+                },
             ]
         );
-        let e = read_tried_regions(&fixture().join("bad_regions")).unwrap_err().to_string();
+        let e = read_tried_regions(&fixture().join("bad_regions"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("nr_accesses") && e.contains("lots"), "{e}");
     }
 
@@ -344,7 +391,11 @@ mod tests {
     fn fake_admin(root: &Path, kdamonds: usize, regions: &[Region]) {
         for i in 0..kdamonds {
             let c = root.join(format!("kdamonds/{i}/contexts/0"));
-            for d in ["monitoring_attrs/intervals", "monitoring_attrs/nr_regions", "targets/0"] {
+            for d in [
+                "monitoring_attrs/intervals",
+                "monitoring_attrs/nr_regions",
+                "targets/0",
+            ] {
                 std::fs::create_dir_all(c.join(d)).unwrap();
             }
             for d in ["sz", "nr_accesses", "age"] {
@@ -356,7 +407,12 @@ mod tests {
             for (j, r) in regions.iter().enumerate() {
                 let d = tr.join(j.to_string());
                 std::fs::create_dir_all(&d).unwrap();
-                for (f, v) in [("start", r.start), ("end", r.end), ("nr_accesses", r.nr_accesses as u64), ("age", r.age as u64)] {
+                for (f, v) in [
+                    ("start", r.start),
+                    ("end", r.end),
+                    ("nr_accesses", r.nr_accesses as u64),
+                    ("age", r.age as u64),
+                ] {
                     std::fs::write(d.join(f), format!("{v}\n")).unwrap();
                 }
             }
@@ -370,9 +426,24 @@ mod tests {
         let root = tmpdir("damon");
         let page = crate::mech::PAGE_SIZE;
         let regions = [
-            Region { start: 0x10000 * page, end: 0x10004 * page, nr_accesses: 20, age: 1 },
-            Region { start: 0x10004 * page, end: 0x10008 * page, nr_accesses: 0, age: 9 },
-            Region { start: 0x20000 * page, end: 0x20001 * page, nr_accesses: 10, age: 1 },
+            Region {
+                start: 0x10000 * page,
+                end: 0x10004 * page,
+                nr_accesses: 20,
+                age: 1,
+            },
+            Region {
+                start: 0x10004 * page,
+                end: 0x10008 * page,
+                nr_accesses: 0,
+                age: 9,
+            },
+            Region {
+                start: 0x20000 * page,
+                end: 0x20001 * page,
+                nr_accesses: 10,
+                age: 1,
+            },
         ];
         fake_admin(&root, 1, &regions);
         let mut d = Damon::new(&root, Attrs::default());
@@ -388,7 +459,10 @@ mod tests {
         std::fs::write(root.join("kdamonds/0/state"), "on\n").unwrap();
 
         let mut t = PageTable::default();
-        let mut pp = ProcPages { pid: 42, ..Default::default() };
+        let mut pp = ProcPages {
+            pid: 42,
+            ..Default::default()
+        };
         for v in 0x10000..0x10008u64 {
             let (id, _) = t.intern(42, v);
             t.slot_mut(id).unwrap().tier = 1;
@@ -400,7 +474,13 @@ mod tests {
         let mut samples = Vec::new();
         for _ in 0..2 {
             std::fs::write(root.join("kdamonds/0/state"), "on\n").unwrap();
-            let mut ctx = Ctx { table: &mut t, procs: &procs, now_ns: 1, cpu_ghz: 1.0, samples: &mut samples };
+            let mut ctx = Ctx {
+                table: &mut t,
+                procs: &procs,
+                now_ns: 1,
+                cpu_ghz: 1.0,
+                samples: &mut samples,
+            };
             let st = d.collect(&mut ctx).unwrap();
             assert_eq!((st.observed, st.unmatched), (3, 1));
         }
@@ -411,10 +491,19 @@ mod tests {
         assert!(!t.slot(PageId(5)).unwrap().accessed);
         // a kdamond that stopped (its target exited) is skipped, not an error
         std::fs::write(root.join("kdamonds/0/state"), "off\n").unwrap();
-        let mut ctx = Ctx { table: &mut t, procs: &procs, now_ns: 2, cpu_ghz: 1.0, samples: &mut samples };
+        let mut ctx = Ctx {
+            table: &mut t,
+            procs: &procs,
+            now_ns: 2,
+            cpu_ghz: 1.0,
+            samples: &mut samples,
+        };
         assert_eq!(d.collect(&mut ctx).unwrap(), Stats::default());
         d.stop();
-        assert_eq!(std::fs::read_to_string(root.join("kdamonds/nr_kdamonds")).unwrap(), "0");
+        assert_eq!(
+            std::fs::read_to_string(root.join("kdamonds/nr_kdamonds")).unwrap(),
+            "0"
+        );
         let _ = std::fs::remove_dir_all(&root);
     }
 

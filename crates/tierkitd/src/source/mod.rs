@@ -161,19 +161,78 @@ mod tests {
         let mut out = Vec::new();
         let mut na = 0;
         for _ in 0..10 {
-            na += c.give(&mut t, a, 1, 0.25, false, 5, SampleFilter::AllMisses, &mut out);
+            na += c.give(
+                &mut t,
+                a,
+                1,
+                0.25,
+                false,
+                5,
+                SampleFilter::AllMisses,
+                &mut out,
+            );
         }
         assert_eq!(na, 2); // 10 x 0.25 = 2.5: two samples, half a credit left
         assert!((t.slot(a).unwrap().credit - 0.5).abs() < 1e-6);
-        assert_eq!(c.give(&mut t, a, 1, 100.0, true, 5, SampleFilter::AllMisses, &mut out), 8);
+        assert_eq!(
+            c.give(
+                &mut t,
+                a,
+                1,
+                100.0,
+                true,
+                5,
+                SampleFilter::AllMisses,
+                &mut out
+            ),
+            8
+        );
         // fast pages give no samples under SlowLoads but are still marked accessed
-        assert_eq!(c.give(&mut t, b, 1, 3.0, false, 5, SampleFilter::SlowLoads, &mut out), 0);
+        assert_eq!(
+            c.give(
+                &mut t,
+                b,
+                1,
+                3.0,
+                false,
+                5,
+                SampleFilter::SlowLoads,
+                &mut out
+            ),
+            0
+        );
         assert!(t.slot(b).unwrap().accessed);
         assert_eq!(out.len(), 10);
-        assert!(out[..2].iter().all(|s| s.page == a && s.tier == 1 && !s.is_store));
+        assert!(out[..2]
+            .iter()
+            .all(|s| s.page == a && s.tier == 1 && !s.is_store));
         // nothing for an unknown page or zero intensity
-        assert_eq!(c.give(&mut t, PageId(99), 1, 5.0, false, 5, SampleFilter::AllMisses, &mut out), 0);
-        assert_eq!(c.give(&mut t, b, 1, 0.0, false, 5, SampleFilter::AllMisses, &mut out), 0);
+        assert_eq!(
+            c.give(
+                &mut t,
+                PageId(99),
+                1,
+                5.0,
+                false,
+                5,
+                SampleFilter::AllMisses,
+                &mut out
+            ),
+            0
+        );
+        assert_eq!(
+            c.give(
+                &mut t,
+                b,
+                1,
+                0.0,
+                false,
+                5,
+                SampleFilter::AllMisses,
+                &mut out
+            ),
+            0
+        );
     }
 
     #[test]

@@ -36,8 +36,12 @@ pub const PERF_SAMPLE_CPU: u64 = 1 << 7;
 pub const PERF_SAMPLE_PERIOD: u64 = 1 << 8;
 pub const PERF_SAMPLE_WEIGHT: u64 = 1 << 14;
 pub const PERF_SAMPLE_DATA_SRC: u64 = 1 << 15;
-pub const SAMPLE_TYPE: u64 =
-    PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR | PERF_SAMPLE_WEIGHT | PERF_SAMPLE_DATA_SRC;
+pub const SAMPLE_TYPE: u64 = PERF_SAMPLE_IP
+    | PERF_SAMPLE_TID
+    | PERF_SAMPLE_TIME
+    | PERF_SAMPLE_ADDR
+    | PERF_SAMPLE_WEIGHT
+    | PERF_SAMPLE_DATA_SRC;
 /// perf_event_open flag: close the fd on exec.
 pub const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 pub const PERF_RECORD_LOST: u32 = 2;
@@ -67,13 +71,18 @@ impl RawSample {
 /// Decode one `PERF_RECORD_SAMPLE` body for `sample_type`. Only the fields tierkitd asks for (and
 /// the fixed-size ones before WEIGHT) are supported; anything else is an error, not a misparse.
 pub fn parse_sample(body: &[u8], sample_type: u64) -> std::result::Result<RawSample, String> {
-    let unsupported = sample_type & !(SAMPLE_TYPE | PERF_SAMPLE_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD);
+    let unsupported =
+        sample_type & !(SAMPLE_TYPE | PERF_SAMPLE_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD);
     if unsupported != 0 {
-        return Err(format!("sample_type bits {unsupported:#x} are not supported"));
+        return Err(format!(
+            "sample_type bits {unsupported:#x} are not supported"
+        ));
     }
     let mut off = 0usize;
     let u64_at = |off: &mut usize| -> std::result::Result<u64, String> {
-        let b = body.get(*off..*off + 8).ok_or_else(|| format!("sample record truncated at byte {}", *off))?;
+        let b = body
+            .get(*off..*off + 8)
+            .ok_or_else(|| format!("sample record truncated at byte {}", *off))?;
         *off += 8;
         Ok(u64::from_le_bytes(b.try_into().unwrap()))
     };
@@ -126,7 +135,9 @@ pub fn parse_ring(
         return Err(format!("ring data size {size} is not a power of two"));
     }
     if head.wrapping_sub(tail) > size {
-        return Err(format!("ring overrun: head {head} is more than {size} bytes past tail {tail}"));
+        return Err(format!(
+            "ring overrun: head {head} is more than {size} bytes past tail {tail}"
+        ));
     }
     let mut rec = Vec::new();
     while head.wrapping_sub(tail) >= 8 {
@@ -157,10 +168,15 @@ pub fn parse_ring(
 
 /// Mean load latency in cycles per tier from sample weights (the Colloid fallback when the
 /// uncore counters are missing), from (sample, its page's tier) pairs.
-pub fn weight_latency<'a>(samples: impl IntoIterator<Item = (&'a RawSample, Option<u8>)>) -> [Option<f64>; 2] {
+pub fn weight_latency<'a>(
+    samples: impl IntoIterator<Item = (&'a RawSample, Option<u8>)>,
+) -> [Option<f64>; 2] {
     let mut sum = [0f64; 2];
     let mut n = [0u64; 2];
-    for (s, tier) in samples.into_iter().filter(|(s, _)| !s.is_store() && s.weight > 0) {
+    for (s, tier) in samples
+        .into_iter()
+        .filter(|(s, _)| !s.is_store() && s.weight > 0)
+    {
         if let Some(t) = tier.filter(|t| *t < 2) {
             sum[t as usize] += s.weight as f64;
             n[t as usize] += 1;
@@ -204,15 +220,19 @@ pub const ATTR_PRECISE_IP_2: u64 = 2 << 15;
 /// config/config1/config2 with the PMU's `format/` files (`config:0-7`, `config1:0-15`, ...).
 pub fn encode_event(pmu_dir: &Path, spec: &str) -> Result<(u32, [u64; 3])> {
     let type_path = pmu_dir.join("type");
-    let ty: u32 = read_to_string(&type_path)?.trim().parse().map_err(|_| Error::Parse {
-        path: type_path.clone(),
-        what: "a PMU type number",
-        got: String::new(),
-    })?;
+    let ty: u32 = read_to_string(&type_path)?
+        .trim()
+        .parse()
+        .map_err(|_| Error::Parse {
+            path: type_path.clone(),
+            what: "a PMU type number",
+            got: String::new(),
+        })?;
     let mut cfg = [0u64; 3];
     for term in spec.trim().split(',').filter(|t| !t.is_empty()) {
         let (name, val) = term.split_once('=').unwrap_or((term, "1"));
-        let v = parse_num(val).ok_or_else(|| Error::Telemetry(format!("event `{spec}`: bad value in `{term}`")))?;
+        let v = parse_num(val)
+            .ok_or_else(|| Error::Telemetry(format!("event `{spec}`: bad value in `{term}`")))?;
         let fpath = pmu_dir.join("format").join(name.trim());
         let fmt = read_to_string(&fpath)?;
         let (field, bits) = fmt.trim().split_once(':').ok_or_else(|| Error::Parse {
@@ -224,7 +244,13 @@ pub fn encode_event(pmu_dir: &Path, spec: &str) -> Result<(u32, [u64; 3])> {
             "config" => 0,
             "config1" => 1,
             "config2" => 2,
-            _ => return Err(Error::Parse { path: fpath, what: "a config field", got: field.into() }),
+            _ => {
+                return Err(Error::Parse {
+                    path: fpath,
+                    what: "a config field",
+                    got: field.into(),
+                })
+            }
         };
         // a field may be split: "config:0-7,21"
         let mut shift_in = 0u32;
@@ -234,10 +260,18 @@ pub fn encode_event(pmu_dir: &Path, spec: &str) -> Result<(u32, [u64; 3])> {
                 None => (part.parse::<u32>(), part.parse::<u32>()),
             };
             let (Ok(lo), Ok(hi)) = (lo, hi) else {
-                return Err(Error::Parse { path: fpath, what: "a bit range", got: part.into() });
+                return Err(Error::Parse {
+                    path: fpath,
+                    what: "a bit range",
+                    got: part.into(),
+                });
             };
             let width = hi - lo + 1;
-            let mask = if width >= 64 { u64::MAX } else { (1u64 << width) - 1 };
+            let mask = if width >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << width) - 1
+            };
             cfg[idx] |= ((v >> shift_in) & mask) << lo;
             shift_in += width;
         }
@@ -258,7 +292,9 @@ pub fn find_pmu(root: &Path) -> std::result::Result<(PathBuf, String, Option<Str
     for name in ["cpu", "cpu_core"] {
         let d = root.join(name);
         if let Ok(l) = read_to_string(d.join("events/mem-loads")) {
-            let s = read_to_string(d.join("events/mem-stores")).ok().map(|s| s.trim().to_string());
+            let s = read_to_string(d.join("events/mem-stores"))
+                .ok()
+                .map(|s| s.trim().to_string());
             return Ok((d, l.trim().to_string(), s));
         }
     }
@@ -309,7 +345,14 @@ impl Ring {
         // SAFETY: mapping a perf event fd read-write with the documented size (1 + 2^n pages);
         // the result is checked against MAP_FAILED.
         let base = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
         };
         if base == libc::MAP_FAILED {
             let e = std::io::Error::last_os_error();
@@ -317,10 +360,20 @@ impl Ring {
             unsafe { libc::close(fd) };
             return Err(e);
         }
-        Ok(Ring { fd, base: base as *mut u8, len, data_off: 4096, data_len: RING_DATA_PAGES * 4096 })
+        Ok(Ring {
+            fd,
+            base: base as *mut u8,
+            len,
+            data_off: 4096,
+            data_len: RING_DATA_PAGES * 4096,
+        })
     }
 
-    fn drain(&mut self, out: &mut Vec<RawSample>, lost: &mut u64) -> std::result::Result<(), String> {
+    fn drain(
+        &mut self,
+        out: &mut Vec<RawSample>,
+        lost: &mut u64,
+    ) -> std::result::Result<(), String> {
         // SAFETY: the first page of the mapping is the kernel's perf_event_mmap_page; data_head
         // (offset 1024) is read volatile and followed by an acquire fence, as the man page asks,
         // and data_tail (1032) is written after we are done with the data (release fence). The
@@ -333,7 +386,10 @@ impl Ring {
             let new_tail = parse_ring(data, tail, head, SAMPLE_TYPE, out, lost);
             fence(Ordering::Release);
             // on a parse error skip everything: the next records start at head
-            std::ptr::write_volatile(self.base.add(1032) as *mut u64, *new_tail.as_ref().unwrap_or(&head));
+            std::ptr::write_volatile(
+                self.base.add(1032) as *mut u64,
+                *new_tail.as_ref().unwrap_or(&head),
+            );
             new_tail.map(|_| ())
         }
     }
@@ -387,7 +443,12 @@ impl Pebs {
                 // SAFETY: closing the fd just opened.
                 unsafe { libc::close(fd) };
             })
-            .map_err(|e| format!("perf_event_open({}) failed: {e} (see /proc/sys/kernel/perf_event_paranoid)", p.loads))?;
+            .map_err(|e| {
+                format!(
+                    "perf_event_open({}) failed: {e} (see /proc/sys/kernel/perf_event_paranoid)",
+                    p.loads
+                )
+            })?;
         Ok(p)
     }
 
@@ -422,7 +483,10 @@ impl Source for Pebs {
             }
             // every existing thread (inherit covers the ones created later)
             let tids: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
-                .map(|rd| rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
+                .map(|rd| {
+                    rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                        .collect()
+                })
                 .unwrap_or_default();
             let mut specs = vec![self.loads.clone()];
             if self.filter == SampleFilter::AllMisses {
@@ -438,7 +502,11 @@ impl Source for Pebs {
                 }
             }
         }
-        notes.push(format!("pebs: {} ring(s), period {}", self.rings.len(), self.period));
+        notes.push(format!(
+            "pebs: {} ring(s), period {}",
+            self.rings.len(),
+            self.period
+        ));
         Ok(notes)
     }
 
@@ -446,7 +514,8 @@ impl Source for Pebs {
         let mut st = Stats::default();
         self.raw.clear();
         for (_, r) in &mut self.rings {
-            r.drain(&mut self.raw, &mut st.lost).map_err(Error::Telemetry)?;
+            r.drain(&mut self.raw, &mut st.lost)
+                .map_err(Error::Telemetry)?;
         }
         st.observed = self.raw.len() as u64;
         let mut tiers = Vec::with_capacity(self.raw.len());
@@ -512,7 +581,14 @@ mod tests {
         b.extend(PERF_RECORD_SAMPLE.to_le_bytes());
         b.extend(0u16.to_le_bytes());
         b.extend(((8 + 6 * 8) as u16).to_le_bytes());
-        for v in [s.ip, (s.pid as u64) | ((s.tid as u64) << 32), s.time, s.addr, s.weight, s.data_src] {
+        for v in [
+            s.ip,
+            (s.pid as u64) | ((s.tid as u64) << 32),
+            s.time,
+            s.addr,
+            s.weight,
+            s.data_src,
+        ] {
             b.extend(v.to_le_bytes());
         }
         b
@@ -554,7 +630,11 @@ mod tests {
             addr: 0x7f00_0000_0000 + i * 4096,
             weight: 200 + i,
             // mem_op LOAD or STORE, mem_lvl LOC_RAM|HIT
-            data_src: if i % 3 == 0 { PERF_MEM_OP_STORE } else { PERF_MEM_OP_LOAD } | (0x82 << 5),
+            data_src: if i.is_multiple_of(3) {
+                PERF_MEM_OP_STORE
+            } else {
+                PERF_MEM_OP_LOAD
+            } | (0x82 << 5),
         }
     }
 
@@ -613,7 +693,10 @@ mod tests {
             b.extend(v.to_le_bytes());
         }
         let r = parse_sample(&b, SAMPLE_TYPE | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD).unwrap();
-        assert_eq!((r.ip, r.pid, r.tid, r.time, r.addr, r.weight, r.data_src), (1, 2, 3, 4, 5, 8, 9));
+        assert_eq!(
+            (r.ip, r.pid, r.tid, r.time, r.addr, r.weight, r.data_src),
+            (1, 2, 3, 4, 5, 8, 9)
+        );
     }
 
     #[test]
@@ -621,7 +704,10 @@ mod tests {
         let v: Vec<RawSample> = (0..6).map(s).collect();
         // samples 1, 2, 4, 5 are loads; even addresses' pages in tier 0, odd in tier 1
         let lat = weight_latency(v.iter().map(|x| (x, Some(((x.addr / 4096) % 2) as u8))));
-        assert_eq!(lat, [Some((202.0 + 204.0) / 2.0), Some((201.0 + 205.0) / 2.0)]);
+        assert_eq!(
+            lat,
+            [Some((202.0 + 204.0) / 2.0), Some((201.0 + 205.0) / 2.0)]
+        );
     }
 
     #[test]
@@ -635,7 +721,8 @@ mod tests {
         let (_, cfg) = encode_event(&pmu, stores.as_deref().unwrap()).unwrap();
         assert_eq!(cfg[0], 0x82d0);
         // a split field (uncore umask_ext style): config:8-15,32-55
-        let (_, cfg) = encode_event(&d.join("uncore_cha_0"), "event=0x35,umask=0xc816fe01").unwrap();
+        let (_, cfg) =
+            encode_event(&d.join("uncore_cha_0"), "event=0x35,umask=0xc816fe01").unwrap();
         assert_eq!(cfg[0], 0x35 | (0x01 << 8) | (0xc816fe << 32));
         let e = find_pmu(&d.join("nothing")).unwrap_err();
         assert!(e.contains("mem-loads missing"), "{e}");

@@ -33,7 +33,8 @@ impl SoftDirty {
 
 /// Whether soft-dirty tracking works: clear our own bits, dirty a page, read it back.
 pub fn probe() -> std::result::Result<(), String> {
-    std::fs::write("/proc/self/clear_refs", "4").map_err(|e| format!("/proc/self/clear_refs: {e}"))?;
+    std::fs::write("/proc/self/clear_refs", "4")
+        .map_err(|e| format!("/proc/self/clear_refs: {e}"))?;
     let mut v = vec![0u8; 3 * crate::mech::PAGE_SIZE as usize];
     let addr = (v.as_ptr() as u64).div_ceil(crate::mech::PAGE_SIZE) * crate::mech::PAGE_SIZE;
     let off = (addr - v.as_ptr() as u64) as usize;
@@ -41,10 +42,15 @@ pub fn probe() -> std::result::Result<(), String> {
     std::hint::black_box(&mut v);
     let e = crate::scan::pagemap_entries(0, addr / crate::mech::PAGE_SIZE, 1)
         .map_err(|e| format!("/proc/self/pagemap: {e}"))?;
-    if e.first().is_some_and(|e| e & crate::scan::PM_SOFT_DIRTY != 0) {
+    if e.first()
+        .is_some_and(|e| e & crate::scan::PM_SOFT_DIRTY != 0)
+    {
         Ok(())
     } else {
-        Err("pagemap shows no soft-dirty bit after a write (kernel without CONFIG_MEM_SOFT_DIRTY)".into())
+        Err(
+            "pagemap shows no soft-dirty bit after a write (kernel without CONFIG_MEM_SOFT_DIRTY)"
+                .into(),
+        )
     }
 }
 
@@ -98,7 +104,10 @@ mod tests {
     #[test]
     fn dirty_pages_become_store_samples() {
         let mut t = PageTable::default();
-        let mut pp = ProcPages { pid: 7, ..Default::default() };
+        let mut pp = ProcPages {
+            pid: 7,
+            ..Default::default()
+        };
         for v in 0..4u64 {
             let (id, _) = t.intern(7, v);
             t.slot_mut(id).unwrap().tier = 1;
@@ -109,18 +118,40 @@ mod tests {
         let procs = vec![pp];
         let mut samples = Vec::new();
         let mut s = SoftDirty::new(2.0);
-        let mut ctx = Ctx { table: &mut t, procs: &procs, now_ns: 9, cpu_ghz: 1.0, samples: &mut samples };
+        let mut ctx = Ctx {
+            table: &mut t,
+            procs: &procs,
+            now_ns: 9,
+            cpu_ghz: 1.0,
+            samples: &mut samples,
+        };
         let st = s.collect(&mut ctx).unwrap();
         assert_eq!((st.observed, st.samples), (2, 4));
-        assert!(samples.iter().all(|x| x.is_store && x.page.0 % 2 == 1 && x.time_ns == 9));
+        assert!(samples
+            .iter()
+            .all(|x| x.is_store && x.page.0 % 2 == 1 && x.time_ns == 9));
     }
 
     #[test]
     fn probe_agrees_with_the_kernel_config() {
         // When this kernel's config is readable, the probe must agree with CONFIG_MEM_SOFT_DIRTY.
         let rel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-        let Ok(cfg) = std::fs::read_to_string(format!("/boot/config-{}", rel.trim())) else {
-            eprintln!("no /boot/config for this kernel; probe said {:?}", probe());
+        let cfg = std::fs::read_to_string(format!("/boot/config-{}", rel.trim()))
+            .ok()
+            .or_else(|| {
+                let out = std::process::Command::new("zcat")
+                    .arg("/proc/config.gz")
+                    .output()
+                    .ok()?;
+                out.status
+                    .success()
+                    .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+            });
+        let Some(cfg) = cfg else {
+            eprintln!(
+                "no kernel config readable (/boot/config-*, /proc/config.gz); probe said {:?}",
+                probe()
+            );
             return;
         };
         let enabled = cfg.lines().any(|l| l == "CONFIG_MEM_SOFT_DIRTY=y");

@@ -25,8 +25,14 @@ pub struct ChaEvents {
 impl Default for ChaEvents {
     fn default() -> Self {
         ChaEvents {
-            inserts: ["event=0x35,umask=0xc816fe01".into(), "event=0x35,umask=0xc8177e01".into()],
-            occupancy: ["event=0x36,umask=0xc816fe01".into(), "event=0x36,umask=0xc8177e01".into()],
+            inserts: [
+                "event=0x35,umask=0xc816fe01".into(),
+                "event=0x35,umask=0xc8177e01".into(),
+            ],
+            occupancy: [
+                "event=0x36,umask=0xc816fe01".into(),
+                "event=0x36,umask=0xc8177e01".into(),
+            ],
         }
     }
 }
@@ -36,7 +42,11 @@ pub fn cha_pmus(root: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(root)
         .map(|rd| {
             rd.filter_map(|e| e.ok())
-                .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("uncore_cha_")))
+                .filter(|e| {
+                    e.file_name()
+                        .to_str()
+                        .is_some_and(|n| n.starts_with("uncore_cha_"))
+                })
                 .map(|e| e.path())
                 .collect()
         })
@@ -82,20 +92,30 @@ impl Cha {
     pub fn open(root: &Path, ev: &ChaEvents) -> std::result::Result<Cha, String> {
         let pmus = cha_pmus(root);
         if pmus.is_empty() {
-            return Err(format!("no uncore_cha_* PMU under {} (no uncore PMU exposed)", root.display()));
+            return Err(format!(
+                "no uncore_cha_* PMU under {} (no uncore PMU exposed)",
+                root.display()
+            ));
         }
         let mut counters = Vec::new();
         for tier in 0..2 {
             let mut pair: [Vec<Counter>; 2] = [Vec::new(), Vec::new()];
-            for (k, spec) in [&ev.inserts[tier], &ev.occupancy[tier]].into_iter().enumerate() {
+            for (k, spec) in [&ev.inserts[tier], &ev.occupancy[tier]]
+                .into_iter()
+                .enumerate()
+            {
                 for pmu in &pmus {
-                    let c = open_counter(pmu, spec).map_err(|e| format!("{}: {spec}: {e}", pmu.display()))?;
+                    let c = open_counter(pmu, spec)
+                        .map_err(|e| format!("{}: {spec}: {e}", pmu.display()))?;
                     pair[k].push(c);
                 }
             }
             counters.push(pair);
         }
-        Ok(Cha { counters, boxes: pmus.len() })
+        Ok(Cha {
+            counters,
+            boxes: pmus.len(),
+        })
     }
 
     /// Deltas since the last read, summed over the boxes.
@@ -105,7 +125,9 @@ impl Cha {
             let mut sums = [0u64; 2];
             for (k, list) in pair.iter_mut().enumerate() {
                 for c in list.iter_mut() {
-                    sums[k] += c.read_delta().map_err(|e| Error::Telemetry(format!("uncore read: {e}")))?;
+                    sums[k] += c
+                        .read_delta()
+                        .map_err(|e| Error::Telemetry(format!("uncore read: {e}")))?;
                 }
             }
             out.push(TierCounters {
@@ -146,9 +168,15 @@ fn open_counter(pmu: &Path, spec: &str) -> Result<Counter> {
         )
     };
     if fd < 0 {
-        return Err(Error::Sys { syscall: "perf_event_open", source: std::io::Error::last_os_error() });
+        return Err(Error::Sys {
+            syscall: "perf_event_open",
+            source: std::io::Error::last_os_error(),
+        });
     }
-    Ok(Counter { fd: fd as i32, last: 0 })
+    Ok(Counter {
+        fd: fd as i32,
+        last: 0,
+    })
 }
 
 #[cfg(test)]
@@ -159,10 +187,16 @@ mod tests {
     fn finds_cha_boxes_and_reports_absence() {
         let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pmu");
         assert_eq!(cha_pmus(&d), vec![d.join("uncore_cha_0")]);
-        let e = Cha::open(&d.join("cpu"), &ChaEvents::default()).err().unwrap();
+        let e = Cha::open(&d.join("cpu"), &ChaEvents::default())
+            .err()
+            .unwrap();
         assert!(e.contains("no uncore_cha_*"), "{e}");
         // the default encodings fit the CHA format (split umask field)
-        for spec in ChaEvents::default().inserts.iter().chain(&ChaEvents::default().occupancy) {
+        for spec in ChaEvents::default()
+            .inserts
+            .iter()
+            .chain(&ChaEvents::default().occupancy)
+        {
             encode_event(&d.join("uncore_cha_0"), spec).unwrap();
         }
     }
