@@ -18,10 +18,12 @@
 //! only slow-to-fast moves, N of every 16. A vetoed promotion is reported to the base as refused.
 //!
 //! Beyond the paper (§6.10 names it future work): `auto=true` tunes the thresholds online. AOL =
-//! latency / MLP, and under bandwidth contention the latency inflates AOL although the MLP, the
-//! part that says whether promotions pay, has not changed. Auto mode measures the loaded latency
-//! per request (A2 / A3, Little's law at the core), tracks its minimum (the unloaded latency) and
-//! scales AOL_low and AOL_high by latency / minimum, i.e. it regulates on MLP.
+//! latency / MLP, and under bandwidth contention on the fast tier the latency inflates AOL
+//! although the MLP, the part that says whether promotions pay, has not changed (and promotions
+//! into a contended tier pay least, Colloid §2). Auto mode measures the fast tier's loaded latency
+//! by Little's law on its TOR counters and scales AOL_low and AOL_high by its inflation over the
+//! unloaded latency (the calibrated pointer chase's AOL, i.e. its latency at MLP 1; without a
+//! calibration, the lowest latency seen).
 
 use tierkit_core::params::{ParamDef, ParamKind, Params};
 use tierkit_core::policy::{AccessTracker, Builder};
@@ -130,8 +132,9 @@ fn build(base: Box<dyn Policy>, p: &Params) -> tierkit_core::Result<Box<dyn Poli
         high,
         auto: p.bool("auto"),
         a1: 0.0,
-        a2: 0.0,
         a3: 0.0,
+        tor: (0.0, 0.0),
+        lat_ref: None,
         next: 0.0,
         k: how.denominator(),
         counter: 0,
@@ -161,8 +164,11 @@ pub struct Alto {
     high: f64,
     auto: bool,
     a1: f64,
-    a2: f64,
     a3: f64,
+    /// The fast tier's TOR occupancy and inserts over the interval (auto mode).
+    tor: (f64, f64),
+    /// The fast tier's unloaded latency in cycles, from the calibration (auto mode).
+    lat_ref: Option<f64>,
     next: f64,
     /// Promotions (or marked pages) allowed per `denominator`.
     k: u32,
@@ -180,23 +186,31 @@ impl Alto {
             return false;
         }
         let aol = self.a1 / self.a3;
-        let lat = self.a2 / self.a3;
         self.stats.intervals += 1;
         self.stats.last_aol = aol;
+        // the fast tier's loaded latency over the interval (cycles), Little's law on the TOR
+        let lat = if self.tor.1 > 0.0 {
+            self.tor.0 / self.tor.1
+        } else {
+            0.0
+        };
         self.stats.last_latency = lat;
-        self.lat_min = self.lat_min.min(lat);
-        self.eff = if self.auto && self.lat_min > 0.0 {
-            let f = lat / self.lat_min;
+        if lat > 0.0 {
+            self.lat_min = self.lat_min.min(lat);
+        }
+        let reference = self.lat_ref.unwrap_or(self.lat_min);
+        self.eff = if self.auto && lat > 0.0 && reference.is_finite() && reference > 0.0 {
+            let f = (lat / reference).max(1.0);
             (self.low * f, self.high * f)
         } else {
             (self.low, self.high)
         };
+        self.tor = (0.0, 0.0);
         let k = allowed(aol, self.eff.0, self.eff.1, self.how);
         self.stats.zero_intervals += (k == 0) as u64;
         let changed = k != self.k;
         self.k = k;
         self.a1 = 0.0;
-        self.a2 = 0.0;
         self.a3 = 0.0;
         changed
     }
@@ -254,6 +268,7 @@ impl Policy for Alto {
     fn needs(&self) -> TelemetryNeeds {
         let mut n = self.base.needs();
         n.core_counters = true;
+        n.tier_counters |= self.auto;
         n
     }
 
@@ -270,6 +285,8 @@ impl Policy for Alto {
         if self.high <= self.low {
             self.high = self.low * 2.5;
         }
+        // the pointer chase's AOL is its latency (MLP 1) on the unloaded fast tier
+        self.lat_ref = cal.map(|c| c.aol_high_cycles);
         self.eff = (self.low, self.high);
         let start = out.len();
         self.base.init(tel, mech, out);
@@ -280,8 +297,11 @@ impl Policy for Alto {
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         for c in &tel.cores {
             self.a1 += c.oro_cycles_with_demand_rd;
-            self.a2 += c.oro_demand_rd;
             self.a3 += c.offcore_demand_rd;
+        }
+        if let Some(t) = tel.tier_counters.first() {
+            self.tor.0 += t.tor_occupancy;
+            self.tor.1 += t.tor_inserts;
         }
         let now = tel.now_ns as f64;
         if now + 1e-6 >= self.next {
@@ -306,7 +326,7 @@ impl Policy for Alto {
             ("alto.promotions_vetoed", c.vetoed as f64),
             ("alto.intervals_without_promotion", c.zero_intervals as f64),
             ("alto.last_aol_cycles", c.last_aol),
-            ("alto.last_latency_cycles", c.last_latency),
+            ("alto.last_fast_tier_latency_cycles", c.last_latency),
             ("alto.allowed_per_denominator", self.k as f64),
             ("alto.aol_low_effective", self.eff.0),
             ("alto.aol_high_effective", self.eff.1),
@@ -527,6 +547,7 @@ mod tests {
 
     #[test]
     fn auto_mode_discounts_latency_inflation() {
+        use tierkit_core::telemetry::{Calibration, TierCounters};
         let mut mech = FakeMech::new(vec![Some(SLOW); 200]);
         let p = Params::resolve(
             "alto",
@@ -538,28 +559,48 @@ mod tests {
         )
         .unwrap();
         let mut a = build(Box::new(Promoter), &p).unwrap();
+        // calibrated: AOL_low 40, AOL_high 100 (so the unloaded fast-tier latency is 100 cycles)
+        let cal = Calibration {
+            aol_low_cycles: 40.0,
+            aol_high_cycles: 100.0,
+            k_a: 1.0,
+            k_b: 0.0,
+            stall_k_cycles: vec![],
+        };
+        let epoch = |ms: u64, aol: f64, fast_latency: f64| {
+            let mut t = tel(ms, aol);
+            t.calibration = Some(cal.clone());
+            t.tier_counters = vec![TierCounters {
+                tor_occupancy: fast_latency * 1e5,
+                tor_inserts: 1e5,
+                ..Default::default()
+            }];
+            t
+        };
         let mut out = Vec::new();
-        a.init(&tel(0, 30.0), &mut mech, &mut out);
-        // Interval 1: AOL 30 with latency 60 cycles (A2/A3 = 2*AOL): establishes the minimum.
-        for ms in 1..=101 {
+        a.init(&epoch(0, 70.0, 100.0), &mut mech, &mut out);
+        // Contention triples the fast tier's latency; AOL 70 would allow 3 of 10 with fixed
+        // thresholds, but at the same MLP auto mode sees an AOL far below its scaled AOL_low.
+        for ms in 1..=100 {
             out.clear();
-            a.step(&tel(ms, 30.0), &mut mech, &mut out);
-        }
-        // Interval 2: contention doubles latency and AOL (same MLP): fixed thresholds would
-        // allow promotions at AOL 60 (50-60 band); auto sees the same MLP and still allows none.
-        for ms in 102..=202 {
-            out.clear();
-            a.step(&tel(ms, 60.0), &mut mech, &mut out);
+            a.step(&epoch(ms, 70.0, 300.0), &mut mech, &mut out);
         }
         out.clear();
-        a.step(&tel(203, 60.0), &mut mech, &mut out);
+        a.step(&epoch(101, 70.0, 300.0), &mut mech, &mut out);
         assert_eq!(promotions(&out), 0);
         let s: std::collections::HashMap<_, _> = a.stats().into_iter().collect();
-        // one epoch of the first interval falls into the second: ~2x the 40-cycle threshold
         assert!(
-            (s["alto.aol_low_effective"] - 80.0).abs() < 1.0,
+            (s["alto.aol_low_effective"] - 120.0).abs() < 1e-6,
             "{}",
             s["alto.aol_low_effective"]
         );
+        // Unloaded again: the thresholds return to the calibration and 3 of 10 pass.
+        for ms in 102..=201 {
+            out.clear();
+            a.step(&epoch(ms, 70.0, 100.0), &mut mech, &mut out);
+        }
+        out.clear();
+        a.step(&epoch(202, 70.0, 100.0), &mut mech, &mut out);
+        assert_eq!(promotions(&out), 30);
     }
 }
