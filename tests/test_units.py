@@ -36,22 +36,19 @@ def _describe(params: dict[str, list[dict[str, Any]]]) -> Any:
 
 def test_demo_skips_missing_policies_with_a_note() -> None:
     plan = demo.plan_cases(["notier", "hemem"], _describe({}))
+    # stacks run only when every layer exists
     assert [c.spec for c in plan.cases] == ["notier", "hemem"]
-    skipped = {"tpp", "memtis", "nbt", "nomad", "static"}
-    assert len(plan.notes) == len(skipped)
-    assert all(any(f"`{name}`" in note for note in plan.notes) for name in skipped)
+    assert any("`colloid`" in note for note in plan.notes)
+    assert any("`static`" in note for note in plan.notes)
+    assert not any("`hemem`" in note for note in plan.notes)
+    plan = demo.plan_cases(["hemem", "colloid"], _describe({}))
+    assert [c.spec for c in plan.cases] == ["hemem", "hemem+colloid"]
 
 
 def test_demo_runs_static_at_each_hot_fraction() -> None:
     params = {"static": [{"name": "hot_fraction", "kind": "float", "default": "1", "unit": "", "doc": ""}]}
     plan = demo.plan_cases(["static"], _describe(params))
     assert [c.spec for c in plan.cases] == [f"static:hot_fraction={f:g}" for f in demo.STATIC_HOT_FRACTIONS]
-
-
-def test_demo_falls_back_to_place_for_static() -> None:
-    plan = demo.plan_cases(["notier", "place"], _describe({}))
-    assert [c.spec for c in plan.cases] == ["notier", demo.PLACE_SPEC]
-    assert any("`static`" in note and demo.PLACE_SPEC in note for note in plan.notes)
 
 
 def test_demo_runs_static_once_without_a_fraction_parameter() -> None:

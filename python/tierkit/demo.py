@@ -1,6 +1,6 @@
 """``tierkit demo``: compare placement policies on gups-hotset with and without a memory antagonist.
 
-The demo runs every policy of :data:`BASE_POLICIES` (and ``static`` at the hot fractions of
+The demo runs every policy stack of :data:`BASE_POLICIES` (and ``static`` at the hot fractions of
 :data:`STATIC_HOT_FRACTIONS`) on the built-in ``gups-hotset`` experiment at each antagonist intensity of
 :data:`INTENSITIES`, then writes into the output directory:
 
@@ -33,14 +33,24 @@ if TYPE_CHECKING:
 
 EXPERIMENT = "gups-hotset"
 INTENSITIES: tuple[int, ...] = (0, 3)
-BASE_POLICIES: tuple[str, ...] = ("notier", "hemem", "tpp", "memtis", "nbt", "nomad")
+BASE_POLICIES: tuple[str, ...] = (
+    "notier",
+    "hemem",
+    "hemem+colloid",
+    "memtis",
+    "memtis+colloid",
+    "tpp",
+    "tpp+colloid",
+    "tpp+alto",
+    "nbt",
+    "nbt+alto",
+    "nomad",
+    "soar",
+)
 STATIC_POLICY = "static"
 STATIC_HOT_FRACTIONS: tuple[float, ...] = (0.5, 1.0)
-# Until `static` exists: `place` binds named objects to the fast tier; gups-hotset's hot set is `hot`.
-PLACE_POLICY = "place"
-PLACE_SPEC = "place:objects=hot"
 SEED = 42
-FULL_DURATION_S = 10.0
+FULL_DURATION_S = 30.0
 QUICK_DURATION_S = 1.0
 
 REPORT_FILE = "report.md"
@@ -79,19 +89,15 @@ def plan_cases(available: Sequence[str], describe: Callable[[str], list[dict[str
     """The policies to compare, given the names the core knows; notes say what was skipped and why."""
     plan = Plan()
     for name in BASE_POLICIES:
-        if name in available:
-            plan.cases.append(Case(name, name))
-        else:
-            plan.notes.append(f"policy `{name}` is not built into this version of tierkit; skipped")
-    if STATIC_POLICY not in available:
-        if PLACE_POLICY in available:
-            plan.cases.append(Case("static (place hot)", PLACE_SPEC))
+        missing = [part for part in name.split("+") if part.split(":")[0] not in available]
+        if missing:
             plan.notes.append(
-                f"policy `{STATIC_POLICY}` is not built into this version of tierkit; static placement of "
-                f"the whole hot set ran as `{PLACE_SPEC}` instead, without hot fractions"
+                f"policy `{', '.join(missing)}` is not built into this version of tierkit; skipped"
             )
         else:
-            plan.notes.append(f"policy `{STATIC_POLICY}` is not built into this version of tierkit; skipped")
+            plan.cases.append(Case(name, name))
+    if STATIC_POLICY not in available:
+        plan.notes.append(f"policy `{STATIC_POLICY}` is not built into this version of tierkit; skipped")
         return plan
     param = _hot_fraction_param(describe(STATIC_POLICY))
     if param is None:
