@@ -8,6 +8,15 @@ The library API is small::
     result.summary["throughput_ops_per_s"]      # the JSON summary, as a dict
     result.timeseries                           # a pandas DataFrame, one row per sample
 
+Many runs, papers and traces::
+
+    res = tierkit.sweep("sweep.toml", out="sweep-out", workers=2)   # or dask="tcp://scheduler:8786"
+    res.table                                   # one row per point (also sweep-out/results.parquet)
+    tierkit.report(["sweep-out"])               # report.md, PNGs and a self-contained report.html
+    claims = tierkit.reproduce("colloid", out="repro", quick=True)
+    tierkit.run("trace:examples/traces/pchase.tkt", policy="tpp")  # replay a memory trace
+    tierkit.trace.import_trace("lackey", "prog.lackey", "prog.tkt")
+
 ``tierkit.list_policies()``, ``list_workloads()`` and ``list_platforms()`` return ``(name, description)``
 pairs. Every bad input raises :class:`TierkitError`, whose message is complete and meant for users.
 """
@@ -50,8 +59,11 @@ __all__ = [
     "list_platforms",
     "list_policies",
     "list_workloads",
+    "report",
+    "reproduce",
     "run",
     "soar_profile",
+    "sweep",
 ]
 
 _MAX_SEED = 2**64 - 1
@@ -125,6 +137,12 @@ def _check_experiment(experiment: str | os.PathLike[str]) -> str:
     text = os.fspath(experiment)
     if not isinstance(text, str) or not text.strip():
         raise TierkitError("no experiment given; name a built-in (`tierkit list workloads`) or a TOML file")
+    if text.startswith("trace:"):  # a trace replayed as the workload; the core names a bad file
+        if not Path(text[6:]).is_file():
+            raise TierkitError(
+                f"trace file `{text[6:]}` does not exist (make one with `tierkit trace import`)"
+            )
+        return text
     looks_like_path = isinstance(experiment, os.PathLike) or text.endswith(".toml") or os.sep in text
     if looks_like_path:
         path = Path(text)
@@ -254,3 +272,46 @@ def common_keys() -> list[tuple[str, str]]:
     if not hasattr(core, "common_keys"):
         raise TierkitError("this build of tierkit._core does not list the common keys")
     return [(str(k), str(d)) for k, d in core.common_keys()]
+
+
+def sweep(
+    spec: str | os.PathLike[str] | Mapping[str, Any],
+    out: str | os.PathLike[str] = "sweep-out",
+    workers: int | None = None,
+    dask: str | Any | None = None,
+    progress: bool = False,
+) -> Any:
+    """Run a grid of experiments (a sweep file or a parsed sweep table; see :mod:`tierkit.sweeps`) in
+    ``workers`` local processes, or on a Dask cluster (``dask``: scheduler address or Client). Points done
+    in ``out`` are skipped; a failed point is recorded with its error. Returns a
+    :class:`tierkit.sweeps.SweepResult` whose ``table`` is the results DataFrame."""
+    from tierkit import sweeps as _sweep
+
+    return _sweep.sweep(spec, out=out, workers=workers, dask=dask, progress=progress)
+
+
+def report(dirs: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str] | None = None) -> Path:
+    """Tables and plots of sweep directories side by side: report.md with PNGs and a self-contained
+    report.html (in ``out``, default ``DIR/report``); returns the HTML path."""
+    from tierkit.reports import report as _report
+
+    return _report(list(dirs), out)
+
+
+# Load the subpackage tierkit.reproduce now, so that the function below (not the package) is
+# `tierkit.reproduce`; later imports of the subpackage find it in sys.modules and leave the name alone.
+import tierkit.reproduce as _reproduce_pkg  # noqa: E402
+
+
+def reproduce(
+    paper: str,
+    out: str | os.PathLike[str] | None = None,
+    quick: bool = False,
+    workers: int | None = None,
+    progress: bool = False,
+) -> list[Any]:
+    """Reproduce a paper (``tierkit.reproduce.list_reproductions()``): writes report.md, the figures
+    and claims.json into ``out``; returns the claims (``claim``, ``paper``, ``ours``, ``holds``)."""
+    return _reproduce_pkg.reproduce(
+        paper, out=None if out is None else Path(out), quick=quick, workers=workers, progress=progress
+    )

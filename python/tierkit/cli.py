@@ -13,7 +13,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 PROG = "tierkit"
 EXIT_OK = 0
@@ -314,10 +314,137 @@ def build_parser() -> Parser:
     repro.add_argument(
         "--workers", type=int, metavar="N", help="parallel simulation processes (default: one per core)"
     )
+    _add_trace_sweep_report(sub, formatter)
     return parser
 
 
+def _add_trace_sweep_report(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    trace = sub.add_parser(
+        "trace",
+        help="import, inspect and record memory-access traces (replay: `tierkit run trace:FILE`)",
+        description=textwrap.dedent(
+            """\
+            Memory-access traces in tierkit's binary format (docs/traces.md). Replay one as a workload
+            with `tierkit run trace:FILE` or `workload = "trace"` in an experiment file."""
+        ),
+        formatter_class=formatter,
+    )
+    tsub = trace.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", required=True)
+    imp = tsub.add_parser(
+        "import",
+        help="convert lackey / perf-script / damon text into a binary trace",
+        description=textwrap.dedent(
+            """\
+            Convert a text trace (streamed; INPUT `-` is stdin):
+              lackey       valgrind --tool=lackey --trace-mem=yes --log-file=OUT PROG
+              perf-script  perf mem record PROG; perf script -F time,event,addr,data_src,weight
+              damon        damo record PROG; damo report raw"""
+        ),
+        formatter_class=formatter,
+    )
+    imp.add_argument("format", metavar="FORMAT", choices=["lackey", "perf-script", "damon"])
+    imp.add_argument("input", metavar="INPUT")
+    imp.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the binary trace to write")
+    info = tsub.add_parser("info", help="summarise a binary trace (accesses, pages, span)")
+    info.add_argument("file", metavar="FILE")
+    info.add_argument("--json", action="store_true", help="print the summary as JSON")
+    rec = tsub.add_parser(
+        "record",
+        help="run a program under valgrind lackey and convert its trace on the fly",
+        description="Run CMD under valgrind lackey (thousands of times slower) and write a binary trace.",
+    )
+    rec.add_argument("-o", "--output", default="trace.tkt", metavar="OUTPUT", help="default: trace.tkt")
+    rec.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS")
+
+    sw = sub.add_parser(
+        "sweep",
+        help="run a grid of experiments locally or on a Dask cluster into one Parquet table",
+        description=textwrap.dedent(
+            """\
+            Run every point of SWEEP.toml (experiments x policies x [grid] x [params.POLICY] x seeds)
+            in local processes, or on a Dask distributed cluster with --dask. Writes DIR/results.parquet
+            (one row per point), DIR/points/ and DIR/series/. Re-running skips points already done; a
+            failed point is recorded with its error. See docs/sweeps.md for the file format."""
+        ),
+        formatter_class=formatter,
+    )
+    sw.add_argument("sweep", metavar="SWEEP.toml")
+    sw.add_argument("--workers", type=int, metavar="N", help="local processes (default: one per core)")
+    sw.add_argument("--dask", metavar="ADDRESS", help="Dask scheduler address, e.g. tcp://host:8786")
+    sw.add_argument("--out", type=Path, metavar="DIR", help="output directory (default: sweep-NAME)")
+
+    rep = sub.add_parser(
+        "report",
+        help="tables and plots of sweep directories: Markdown with PNGs and one HTML page",
+        description="Side-by-side tables and plots of one or more `tierkit sweep` output directories.",
+    )
+    rep.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
+    rep.add_argument("--out", type=Path, metavar="OUT", help="where to write (default: FIRST_DIR/report)")
+
+
 # ------------------------------------------------------------------------------------------ commands
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    import json
+
+    from tierkit import trace
+
+    if args.trace_command == "import":
+        st = trace.import_trace(args.format, args.input, args.output)
+        sys.stdout.write(
+            f"{args.output}: {st['accesses']} accesses in {st['records']} records "
+            f"({st['lines']} input lines, {st['skipped']} not accesses)\n"
+        )
+    elif args.trace_command == "info":
+        i = trace.info(args.file)
+        if args.json:
+            sys.stdout.write(json.dumps(i, sort_keys=True) + "\n")
+        else:
+            span = i["max_addr"] - i["min_addr"] + 1 if i["records"] else 0
+            sys.stdout.write(
+                f"{i['path']}: tierkit trace v{i['version']} from {i['source']} "
+                f"({i['unit_bytes']}-byte units, {i['stamp']} stamps)\n"
+                f"  accesses {i['accesses']} ({i['stores']} stores) in {i['records']} records\n"
+                f"  pages {i['pages']} (4 KiB), lines {i['lines']}\n"
+                f"  addresses {i['min_addr']:#x}-{i['max_addr']:#x} ({span / 2**20:.1f} MiB span)\n"
+                f"  stamps {i['first_stamp']}-{i['last_stamp']}\n"
+            )
+    else:
+        cmd = list(args.cmd)
+        if cmd and cmd[0] == "--":
+            cmd = cmd[1:]
+        st = trace.record(cmd, args.output, warn=lambda m: sys.stderr.write(f"{PROG}: warning: {m}\n"))
+        sys.stdout.write(f"{args.output}: {st['accesses']} accesses in {st['records']} records\n")
+    return EXIT_OK
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from tierkit import sweeps
+    from tierkit.progress import stderr_is_terminal
+
+    points = sweeps.load_sweep(args.sweep)
+    if args.workers is not None and args.workers < 1:
+        raise CliError(f"--workers must be at least 1, got {args.workers}")
+    out = args.out or Path(f"sweep-{Path(args.sweep).stem}")
+    _check_out_dir(out)
+    res = sweeps.sweep(points, out=out, workers=args.workers, dask=args.dask, progress=stderr_is_terminal())
+    sys.stdout.write(
+        f"{out / 'results.parquet'}: {len(res.table)} points ({res.ran} run, {res.skipped} already done, "
+        f"{res.failed} failed)\n"
+    )
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from tierkit.reports import report
+
+    for d in args.dirs:
+        if not d.is_dir():
+            raise CliError(f"`{d}` is not a directory (expected a `tierkit sweep` output directory)")
+    path = report(args.dirs, args.out)
+    sys.stdout.write(f"wrote {path.parent / 'report.md'} and {path}\n")
+    return EXIT_OK
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -495,6 +622,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "trace": cmd_trace,
+    "sweep": cmd_sweep,
+    "report": cmd_report,
     "calibrate": cmd_calibrate,
     "soar": cmd_soar,
     "reproduce": cmd_reproduce,

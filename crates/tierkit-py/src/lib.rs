@@ -270,6 +270,75 @@ fn common_keys() -> Vec<(String, String)> {
         .collect()
 }
 
+/// Convert a lackey / perf-script / damon text trace (a path; "-" is stdin) into a binary
+/// trace; returns the import's counts.
+#[pyfunction]
+fn trace_import<'py>(
+    py: Python<'py>,
+    format: &str,
+    input: &str,
+    output: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    use tierkit_sim::trace::import::{import, Format};
+    let fmt = Format::parse(format).ok_or_else(|| {
+        err(format!(
+            "unknown trace format `{format}`; expected one of: {}",
+            Format::NAMES.join(", ")
+        ))
+    })?;
+    let out = std::path::Path::new(output);
+    let st = py
+        .detach(|| {
+            if input == "-" {
+                import(fmt, "<stdin>", std::io::stdin().lock(), out)
+            } else {
+                let f = std::fs::File::open(input)
+                    .map_err(|e| tierkit_sim::trace::TraceError::Io {
+                        path: input.to_string(),
+                        msg: format!("cannot open: {e}"),
+                    })?;
+                import(fmt, input, std::io::BufReader::with_capacity(1 << 20, f), out)
+            }
+        })
+        .map_err(err)?;
+    let d = PyDict::new(py);
+    d.set_item("lines", st.lines)?;
+    d.set_item("skipped", st.skipped)?;
+    d.set_item("records", st.records)?;
+    d.set_item("accesses", st.accesses)?;
+    Ok(d)
+}
+
+/// Summarise a binary trace (reads and validates every record).
+#[pyfunction]
+fn trace_info<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyDict>> {
+    let i = py
+        .detach(|| tierkit_sim::trace::info(std::path::Path::new(path)))
+        .map_err(err)?;
+    let d = PyDict::new(py);
+    d.set_item("path", path)?;
+    d.set_item("version", i.header.version)?;
+    d.set_item("source", i.header.source.name())?;
+    d.set_item(
+        "stamp",
+        match i.header.stamp {
+            tierkit_sim::trace::StampKind::Instructions => "instructions",
+            tierkit_sim::trace::StampKind::Nanoseconds => "ns",
+        },
+    )?;
+    d.set_item("unit_bytes", 1u64 << i.header.unit_shift)?;
+    d.set_item("records", i.records)?;
+    d.set_item("accesses", i.accesses)?;
+    d.set_item("stores", i.stores)?;
+    d.set_item("pages", i.pages)?;
+    d.set_item("lines", i.lines)?;
+    d.set_item("first_stamp", i.first_stamp)?;
+    d.set_item("last_stamp", i.last_stamp)?;
+    d.set_item("min_addr", i.min_addr)?;
+    d.set_item("max_addr", i.max_addr)?;
+    Ok(d)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -285,5 +354,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(soar_profile, m)?)?;
     m.add_function(wrap_pyfunction!(pact_eval, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_import, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     Ok(())
 }
