@@ -706,8 +706,15 @@ impl Pact {
         } else {
             in_top as f64 / self.entries.len() as f64
         };
-        cands.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let n_cands = cands.len() as u64;
+        // highest PAC first; only the first max_promotions (plus huge-page slack) are needed
+        let order = |a: &(f64, PageId), b: &(f64, PageId)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        let keep = (self.max_promotions as usize).max(1);
+        if cands.len() > keep {
+            cands.select_nth_unstable_by(keep - 1, order);
+            cands.truncate(keep);
+        }
+        cands.sort_by(order);
         let (pro0, dem0) = (self.n_promoted, self.n_demoted);
         let mut promoted = 0u64;
         if self.max_promotions > 0 {
