@@ -251,8 +251,9 @@ def build_parser() -> Parser:
             with MLP 1) and an MLP sweep on the platform, first with everything in the fast tier and
             then in the slow tier. Prints and saves: AOL_low / AOL_high (Alto's thresholds: the
             stream's and the chase's AOL on the fast tier) and a, b of the slowdown predictor
-            K = 1 / (a + b / AOL), fitted on K = S / P (Soar/Alto section 3.2). The presets carry
-            these values; alto's aol_low/aol_high default to them."""
+            K = 1 / (a + b / AOL), fitted on K = S / P (Soar/Alto section 3.2), and PACT's per-tier
+            stall k of S = k * LLC-misses / MLP (PACT section 4.2). The presets carry these values;
+            alto's aol_low/aol_high and pact's k default to them."""
         ),
         formatter_class=formatter,
     )
@@ -562,6 +563,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         f"AOL_high {result['aol_high_cycles']:.1f} cycles, "
         f"K = 1 / ({result['k_a']:.4f} + {result['k_b']:.4f} / AOL)\n"
     )
+    if result.get("stall_k_cycles"):
+        ks = ", ".join(f"{k:.1f}" for k in result["stall_k_cycles"])
+        sys.stdout.write(f"  PACT stall k per tier (S = k * LLC-misses / MLP): {ks} cycles\n")
     sys.stdout.write("  mlp  compute_ns   AOL(cycles)      P   slowdown      K\n")
     for p in result["points"]:
         sys.stdout.write(
