@@ -68,6 +68,7 @@ impl Default for Settings {
 
 #[derive(Default)]
 struct Proc {
+    start: u64,
     name: String,
     exe: String,
     pages: ProcPages,
@@ -107,6 +108,8 @@ pub struct Linux {
     tiers: TierMap,
     node_root: PathBuf,
     procs: BTreeMap<Pid, Proc>,
+    /// Given pids whose process exited: never adopted again (the pid may be reused).
+    departed: BTreeSet<Pid>,
     table: PageTable,
     source: Box<dyn Source>,
     tel: Telemetry,
@@ -145,6 +148,14 @@ pub fn alive(pid: Pid) -> bool {
             .is_some_and(|st| st != "Z" && st != "X"),
         Err(_) => false,
     }
+}
+
+/// The process's start time (field 22 of /proc/PID/stat, clock ticks since boot): tells a process
+/// from a later one that reuses its pid.
+pub fn start_time(pid: Pid) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = s.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 fn threads_of(pid: Pid) -> u32 {
@@ -212,6 +223,7 @@ impl Linux {
             tiers,
             node_root,
             procs: BTreeMap::new(),
+            departed: BTreeSet::new(),
             table: PageTable::default(),
             source,
             tel: Telemetry::default(),
@@ -256,7 +268,11 @@ impl Linux {
 
     fn wanted_pids(&self) -> Result<Vec<Pid>> {
         match &self.targets {
-            Targets::Pids(v) => Ok(v.iter().copied().filter(|&p| alive(p)).collect()),
+            Targets::Pids(v) => Ok(v
+                .iter()
+                .copied()
+                .filter(|p| !self.departed.contains(p) && alive(*p))
+                .collect()),
             Targets::Cgroup(dir) => Ok(cgroup_procs(dir)?
                 .into_iter()
                 .filter(|&p| alive(p))
@@ -277,6 +293,14 @@ impl Linux {
         };
         let mut changed = first;
         for &pid in &want {
+            let start = start_time(pid).unwrap_or(0);
+            if self.procs.get(&pid).is_some_and(|p| p.start != start) {
+                self.forget(pid, "exited (its pid now names another process)");
+                changed = true;
+                if matches!(self.targets, Targets::Pids(_)) {
+                    continue;
+                }
+            }
             let comm = read_comm(pid).unwrap_or_default();
             let exe = exe_of(pid);
             match self.procs.get_mut(&pid) {
@@ -288,6 +312,7 @@ impl Linux {
                     self.procs.insert(
                         pid,
                         Proc {
+                            start,
                             name: comm,
                             exe,
                             migration_enabled: true,
@@ -356,6 +381,9 @@ impl Linux {
         let Some(p) = self.procs.remove(&pid) else {
             return;
         };
+        if matches!(self.targets, Targets::Pids(_)) {
+            self.departed.insert(pid);
+        }
         let n = p.pages.ids.len();
         for id in p.pages.ids {
             if let Some(s) = self.table.slot(id) {
@@ -779,6 +807,9 @@ impl Linux {
             let to = u8::MAX - k;
             let from = if to == FAST { SLOW } else { FAST };
             let Some(node) = self.dest_node(to) else {
+                for &id in &pages {
+                    self.result(id, from, to, MigrationOutcome::Refused);
+                }
                 continue;
             };
             let n = pages.len().min(allowed);
@@ -996,5 +1027,132 @@ impl Backend for Linux {
             self.apply_migrations(moves);
         }
         self.last_apply = t0.elapsed();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::{Format, Level};
+    use tierkit_core::MigrateMode;
+
+    static STOP: AtomicBool = AtomicBool::new(false);
+
+    fn backend(targets: Targets, dry_run: bool) -> Linux {
+        let settings = Settings {
+            interval: Duration::from_millis(20),
+            dry_run,
+            ..Settings::default()
+        };
+        let tiers = TierMap {
+            fast: vec![0],
+            slow: vec![],
+            reason: "test".into(),
+        };
+        Linux::new(
+            targets,
+            tiers,
+            topology::NODE_ROOT.into(),
+            settings,
+            Box::new(crate::source::NoSource),
+            &STOP,
+            Logger {
+                format: Format::Text,
+                min: Level::Error,
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn follows_a_target_until_it_exits_and_never_readopts_its_pid() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut lx = backend(Targets::Pids(vec![pid]), false);
+        assert_eq!(lx.pids(), vec![pid]);
+        lx.observe().unwrap();
+        let tel = lx.take_telemetry();
+        assert!(!tel.allocated.is_empty(), "the child's pages are reported");
+        assert!(tel.allocated.iter().all(|e| e.pid == pid && e.tier == FAST));
+        let page = tel.allocated[0].page;
+        assert_eq!(tel.processes.len(), 1);
+        assert_eq!(tel.processes[0].rss_pages[0], tel.allocated.len() as u64);
+        assert_eq!(tel.tiers[0].used_pages, tel.allocated.len() as u64);
+        let n = tel.allocated.len();
+        lx.restore_telemetry(tel);
+        assert_eq!(lx.tier_of(page), Some(FAST));
+        // a move to a tier with no node is refused, and reported at the next interval
+        let mut acts = vec![Action::Migrate {
+            page,
+            to: SLOW,
+            mode: MigrateMode::Async,
+            keep_shadow: false,
+        }];
+        lx.apply(&mut acts);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        lx.observe().unwrap();
+        let tel = lx.take_telemetry();
+        assert_eq!(tel.migrations.len(), 1);
+        assert_eq!(tel.migrations[0].outcome, MigrationOutcome::Refused);
+        assert_eq!(
+            tel.freed.len(),
+            n,
+            "every page of the exited target is freed"
+        );
+        assert!(tel.processes.is_empty());
+        lx.restore_telemetry(tel);
+        assert_eq!(lx.metrics.target_exits, 1);
+        assert!(lx.departed.contains(&pid));
+        assert_eq!(lx.tier_of(page), None);
+        // its ids are reused only after the epoch that reported them freed
+        lx.observe().unwrap();
+        assert!(lx.pids().is_empty());
+    }
+
+    #[test]
+    fn dry_run_moves_nothing_and_answers_refused() {
+        let me = std::process::id();
+        let mut lx = backend(Targets::Pids(vec![me]), true);
+        lx.observe().unwrap();
+        let tel = lx.take_telemetry();
+        let pages: Vec<PageId> = tel.allocated.iter().take(3).map(|e| e.page).collect();
+        lx.restore_telemetry(tel);
+        let mut acts: Vec<Action> = pages
+            .iter()
+            .map(|&page| Action::Migrate {
+                page,
+                to: SLOW,
+                mode: MigrateMode::Async,
+                keep_shadow: false,
+            })
+            .chain([Action::Refuse {
+                page: pages[0],
+                to: SLOW,
+            }])
+            .collect();
+        lx.apply(&mut acts);
+        assert!(acts.is_empty());
+        assert_eq!(lx.metrics.dry_run_skipped, 3);
+        assert_eq!(lx.metrics.pages_migrated, 0);
+        lx.observe().unwrap();
+        let tel = lx.take_telemetry();
+        assert_eq!(tel.migrations.len(), 4);
+        assert!(tel
+            .migrations
+            .iter()
+            .all(|m| m.outcome == MigrationOutcome::Refused));
+        lx.restore_telemetry(tel);
+    }
+
+    #[test]
+    fn start_time_tells_processes_apart() {
+        let me = std::process::id();
+        assert!(start_time(me).is_some());
+        assert!(alive(me));
+        assert!(!alive(u32::MAX - 5));
     }
 }
