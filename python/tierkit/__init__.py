@@ -64,6 +64,7 @@ __all__ = [
     "run",
     "soar_profile",
     "sweep",
+    "trace",
 ]
 
 _MAX_SEED = 2**64 - 1
@@ -301,6 +302,7 @@ def report(dirs: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str] |
 # Load the subpackage tierkit.reproduce now, so that the function below (not the package) is
 # `tierkit.reproduce`; later imports of the subpackage find it in sys.modules and leave the name alone.
 import tierkit.reproduce as _reproduce_pkg  # noqa: E402
+from tierkit import trace  # noqa: E402  (tierkit.trace.import_trace / info / record)
 
 
 def reproduce(

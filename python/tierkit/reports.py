@@ -110,7 +110,7 @@ def report(dirs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str] |
         f"{len(ok)} ok, {len(table) - len(ok)} failed. Values are means over seeds."
     )
     setting = _setting_column(table)
-    index = ["sweep", "policy"] if table["sweep"].nunique() > 1 else ["policy"]
+    index = [c for c in ("sweep", "experiment") if c != setting and table[c].nunique() > 1] + ["policy"]
 
     def pivot(metric: str) -> Any:
         if metric not in ok.columns or ok.empty:
@@ -141,7 +141,7 @@ def report(dirs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str] |
             doc.image(png, f"{title} per policy and {setting}")
 
     # Latencies over time: the first seed's run of each policy (and setting).
-    first = ok.sort_values("seed").groupby([*index, setting], sort=True).head(1)
+    first = ok.sort_values("seed", kind="stable").groupby([*index, setting], sort=True).head(1)
     series = []
     for _, row in first.iterrows():
         f = Path(row["_dir"]) / "series" / f"{row['point_id']}.parquet"
