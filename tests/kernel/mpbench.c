@@ -2,7 +2,10 @@
  * with: MIB of 4 KiB pages first placed on FROM, moved to TO in batches of BATCH pages by a
  * process moving another process's pages (as tierkitd does) - here a forked child's.
  * Build: gcc -O2 -static -o mpbench mpbench.c
- * Usage: mpbench MIB BATCH FROM TO  ->  MPBENCH pages=.. seconds=.. pages_per_s=.. failed=..
+ * Usage: mpbench MIB BATCH FROM TO [active]  ->  MPBENCH pages=.. seconds=.. pages_per_s=.. failed=..
+ * With "active" the target keeps writing its pages at nice 19 while they move, as the workload
+ * does in the tierkitd run it is compared with (moving pages a process is using costs the kernel
+ * more: TLB shootdowns, busy pages).
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -24,7 +27,7 @@ int main(int argc, char **argv)
     if (argc < 5) { fprintf(stderr, "usage: %s MIB BATCH FROM TO\n", argv[0]); return 2; }
     size_t len = strtoul(argv[1], 0, 0) << 20, n = len / PAGE;
     long batch = atol(argv[2]);
-    int from = atoi(argv[3]), to = atoi(argv[4]);
+    int from = atoi(argv[3]), to = atoi(argv[4]), active = argc > 5 && !strcmp(argv[5], "active");
     char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) { perror("mmap"); return 2; }
     madvise(p, len, MADV_NOHUGEPAGE);
@@ -36,7 +39,9 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < len; i += PAGE) p[i] = 1;
         syscall(SYS_mbind, p, len, 0, NULL, 0, 0);
         if (write(pfd[1], "x", 1) != 1) _exit(2);
-        pause(); _exit(0);
+        if (!active) { pause(); _exit(0); }
+        if (nice(19) == -1) _exit(2);
+        for (;;) for (size_t i = 0; i < len; i += PAGE) p[i]++;
     }
     char c; if (read(pfd[0], &c, 1) != 1) return 2;
     void **pages = malloc(n * sizeof *pages);
@@ -51,7 +56,7 @@ int main(int argc, char **argv)
         else for (size_t j = 0; j < k; j++) failed += st[i + j] != to;
     }
     double dt = now() - t0;
-    printf("MPBENCH pages=%zu batch=%ld seconds=%.4f pages_per_s=%.0f failed=%ld\n", n, batch, dt, n / dt, failed);
+    printf("MPBENCH pages=%zu batch=%ld target=%s seconds=%.4f pages_per_s=%.0f failed=%ld\n", n, batch, active ? "active" : "idle", dt, n / dt, failed);
     kill(child, SIGKILL); waitpid(child, NULL, 0);
     return failed ? 1 : 0;
 }

@@ -727,7 +727,7 @@ impl Linux {
         // validate, then demotions first so they make room for the promotions
         let mut groups: BTreeMap<(u8, Pid), Vec<PageId>> = BTreeMap::new();
         let mut promos_per_pid: BTreeMap<Pid, u64> = BTreeMap::new();
-        let mut seen = BTreeSet::new();
+        let mut seen = rustc_hash::FxHashSet::default();
         for (page, to) in moves {
             let Some(s) = self.table.slot(page).copied() else {
                 self.result(page, to, to, MigrationOutcome::NoPage);
