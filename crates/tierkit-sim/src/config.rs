@@ -44,7 +44,10 @@ pub const COMMON_KEYS: &[(&str, &str)] = &[
     ),
     ("seed", "random seed; the same seed gives the same result"),
     ("epoch_ms", "simulation epoch in ms (default 1)"),
-    ("counter_noise", "relative std. deviation of seeded noise on the uncore counters (default 0)"),
+    (
+        "counter_noise",
+        "relative std. deviation of seeded noise on the uncore counters (default 0)",
+    ),
     (
         "report_interval_ms",
         "time-series resolution in ms (default 100)",
@@ -1044,7 +1047,7 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
             }],
             threads: vec![ThreadSpec {
                 count: 1,
-                work_ops: (loops > 0).then(|| total * loops as f64),
+                work_ops: (loops > 0).then_some(total * loops as f64),
                 phases,
             }],
         });

@@ -439,7 +439,6 @@ fn damon<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>) -> Ou
             return Err(perr(&l.path, l.no, format!("empty region {a:x}-{b:x}")).into());
         }
         let nr: u64 = nr
-            .trim()
             .split_whitespace()
             .next()
             .unwrap_or("")

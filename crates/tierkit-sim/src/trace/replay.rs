@@ -241,7 +241,8 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
     let window_acc = o.window_accesses.unwrap_or((h.accesses / 32).max(1)).max(1);
     let mut mlp = StrideMlp::default();
     // (page ids with counts, misses, mlp, compute_ns, read_frac) per window
-    let mut raw: Vec<(Vec<(u32, f64)>, f64, f64, f64, f64)> = Vec::new();
+    type RawWindow = (Vec<(u32, f64)>, f64, f64, f64, f64);
+    let mut raw: Vec<RawWindow> = Vec::new();
     let mut ids = PageIds::new();
     let mut cur = Open {
         counts: Vec::new(),
