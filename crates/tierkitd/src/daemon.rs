@@ -119,6 +119,7 @@ pub fn run(cfg: Config) -> Result<()> {
         log,
     )?;
     lx.metrics.policy = policy.name();
+    lx.set_cha(choice.cha);
     let mut actions = Vec::new();
     backend::init(policy.as_mut(), &mut lx, &mut actions);
     log.info(format!(

@@ -112,6 +112,7 @@ pub struct Linux {
     departed: BTreeSet<Pid>,
     table: PageTable,
     source: Box<dyn Source>,
+    cha: Option<crate::source::uncore::Cha>,
     tel: Telemetry,
     results: Vec<MigrationResult>,
     gen: u32,
@@ -226,6 +227,7 @@ impl Linux {
             departed: BTreeSet::new(),
             table: PageTable::default(),
             source,
+            cha: None,
             tel: Telemetry::default(),
             results: Vec::new(),
             gen: 0,
@@ -252,6 +254,11 @@ impl Linux {
         l.fill_processes();
         l.next_tick = now + l.settings.interval;
         Ok(l)
+    }
+
+    /// Read per-tier uncore counters every interval.
+    pub fn set_cha(&mut self, cha: Option<crate::source::uncore::Cha>) {
+        self.cha = cha;
     }
 
     pub fn source_name(&self) -> &'static str {
@@ -954,6 +961,15 @@ impl Backend for Linux {
             }
         }
         self.tel.samples = samples;
+        self.tel.tier_counters = match self.cha.as_mut().map(|c| c.read()) {
+            Some(Ok(v)) => v,
+            Some(Err(e)) => {
+                self.metrics.error("uncore");
+                self.log.warn(format!("uncore counters: {e}"));
+                Vec::new()
+            }
+            None => self.source.tier_counters().unwrap_or_default(),
+        };
         if let Err(e) = self.read_nodes() {
             self.metrics.error("meminfo");
             self.log.warn(format!("node memory: {e}"));

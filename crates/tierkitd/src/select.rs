@@ -18,6 +18,8 @@ pub const EVENT_SOURCES: &str = "/sys/bus/event_source/devices";
 /// The chosen source and the lines that explain the choice.
 pub struct Choice {
     pub source: Box<dyn Source>,
+    /// Uncore CHA counters, when the policy reads tier counters and the host has them.
+    pub cha: Option<uncore::Cha>,
     pub report: Vec<String>,
 }
 
@@ -78,11 +80,19 @@ pub fn choose_at(
         return Err(unsupported(why));
     }
     let pebs_probe = |period: u64| Pebs::probe(pmu_root, period);
+    let mut cha = None;
+    let mut pebs_for_counters = None;
     if needs.tier_counters {
         match uncore::Cha::open(pmu_root, &uncore::ChaEvents::default()) {
-            Ok(c) => report.push(format!("tier counters: uncore CHA TOR occupancy/inserts over {} boxes", c.boxes)),
+            Ok(c) => {
+                report.push(format!("tier counters: uncore CHA TOR occupancy/inserts over {} boxes", c.boxes));
+                cha = Some(c);
+            }
             Err(cha) => match pebs_probe(needs.sampling.map_or(19997, |s| s.0)) {
-                Ok(_) => report.push(format!("tier counters: no CHA counters ({cha}); falling back to per-tier latency from PEBS sample weights")),
+                Ok(p) => {
+                    report.push(format!("tier counters: no CHA counters ({cha}); falling back to per-tier latency from PEBS sample weights"));
+                    pebs_for_counters = Some(p);
+                }
                 Err(pebs) => {
                     return Err(unsupported(format!(
                         "it needs per-tier uncore counters: {cha}; and the fallback, per-tier latency from PEBS weights, needs PEBS: {pebs}"
@@ -92,14 +102,28 @@ pub fn choose_at(
         }
     }
     let Some((period, filter)) = needs.sampling else {
+        if let Some(p) = pebs_for_counters {
+            report.push(format!("telemetry: `{policy}` samples nothing itself; PEBS load samples feed its tier latencies"));
+            return Ok(Choice {
+                source: Box::new(p),
+                cha,
+                report,
+            });
+        }
         report.push(format!(
             "telemetry: `{policy}` samples nothing; no source needed"
         ));
         return Ok(Choice {
             source: Box::new(NoSource),
+            cha,
             report,
         });
     };
+    if pebs_for_counters.is_some() && !matches!(pref, SourcePref::Auto | SourcePref::Pebs) {
+        return Err(unsupported(
+            "its tier counters fall back to PEBS sample weights, which needs `source = \"pebs\"` (or auto)".into(),
+        ));
+    }
     let want = format!(
         "`{policy}` wants PEBS samples of {} every {period}",
         filter_name(filter)
@@ -116,6 +140,7 @@ pub fn choose_at(
                 ));
                 return Ok(Choice {
                     source: Box::new(p),
+                    cha,
                     report,
                 });
             }
@@ -132,6 +157,7 @@ pub fn choose_at(
                 ));
                 return Ok(Choice {
                     source: Box::new(Damon::new(damon_root, damon_attrs)),
+                    cha,
                     report,
                 });
             }
@@ -148,6 +174,7 @@ pub fn choose_at(
                 ));
                 return Ok(Choice {
                     source: Box::new(SoftDirty::new(samples_per_page)),
+                    cha,
                     report,
                 });
             }
@@ -367,6 +394,28 @@ mod tests {
         .unwrap()
         .to_string();
         assert!(e.contains("uncore counters") && e.contains("PEBS"), "{e}");
+    }
+
+    #[test]
+    fn colloid_without_counters_or_pebs_is_refused() {
+        let p = tierkit_policies::build("hemem+colloid").unwrap();
+        let nothing = Path::new("/nonexistent");
+        let e = choose_at(
+            "hemem+colloid",
+            &p.needs(),
+            SourcePref::Auto,
+            Attrs::default(),
+            1.0,
+            nothing,
+            nothing,
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            e.contains("per-tier uncore counters") && e.contains("PEBS weights, needs PEBS"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -75,6 +75,10 @@ pub trait Source: Send {
     fn set_sampling(&mut self, _period: u64, _filter: SampleFilter) -> Option<String> {
         None
     }
+    /// Per-tier counters this source can estimate (PEBS: from sample weights), fast tier first.
+    fn tier_counters(&self) -> Option<Vec<tierkit_core::TierCounters>> {
+        None
+    }
     /// Whether the backend must clear soft-dirty bits after each scan.
     fn wants_soft_dirty(&self) -> bool {
         false

@@ -421,6 +421,8 @@ pub struct Pebs {
     raw: Vec<RawSample>,
     /// Per-tier mean load latency (cycles) of the last interval, from sample weights.
     pub latency_cycles: [Option<f64>; 2],
+    /// Load samples with a weight per tier in the last interval.
+    pub weighted_loads: [u64; 2],
 }
 
 impl Pebs {
@@ -436,6 +438,7 @@ impl Pebs {
             rings: Vec::new(),
             raw: Vec::new(),
             latency_cycles: [None, None],
+            weighted_loads: [0, 0],
         };
         let attr = p.attr(&p.loads).map_err(|e| e.to_string())?;
         perf_event_open(&attr, 0)
@@ -551,8 +554,35 @@ impl Source for Pebs {
             });
             st.samples += 1;
         }
+        self.weighted_loads = [0, 0];
+        for (s, t) in self.raw.iter().zip(&tiers) {
+            if let Some(t) = t.filter(|t| *t < 2) {
+                if !s.is_store() && s.weight > 0 {
+                    self.weighted_loads[t as usize] += 1;
+                }
+            }
+        }
         self.latency_cycles = weight_latency(self.raw.iter().zip(tiers));
         Ok(st)
+    }
+
+    /// Little's law from the samples: each load sample stands for `period` misses, so a tier's
+    /// inserts are samples x period and its occupancy inserts x mean latency (cycles); the
+    /// telemetry's `tier_latency_ns` then gives the mean sampled latency.
+    fn tier_counters(&self) -> Option<Vec<tierkit_core::TierCounters>> {
+        Some(
+            (0..2)
+                .map(|t| {
+                    let inserts = self.weighted_loads[t] as f64 * self.period as f64;
+                    tierkit_core::TierCounters {
+                        llc_misses: inserts,
+                        tor_inserts: inserts,
+                        tor_occupancy: inserts * self.latency_cycles[t].unwrap_or(0.0),
+                        ..Default::default()
+                    }
+                })
+                .collect(),
+        )
     }
 
     fn set_sampling(&mut self, period: u64, filter: SampleFilter) -> Option<String> {
@@ -708,6 +738,29 @@ mod tests {
             lat,
             [Some((202.0 + 204.0) / 2.0), Some((201.0 + 205.0) / 2.0)]
         );
+    }
+
+    #[test]
+    fn weights_become_tier_counters_by_littles_law() {
+        let p = Pebs {
+            pmu: PathBuf::new(),
+            loads: String::new(),
+            stores: None,
+            period: 100,
+            filter: SampleFilter::AllMisses,
+            rings: Vec::new(),
+            raw: Vec::new(),
+            latency_cycles: [Some(200.0), Some(500.0)],
+            weighted_loads: [3, 1],
+        };
+        let tel = tierkit_core::Telemetry {
+            cpu_ghz: 2.0,
+            tier_counters: p.tier_counters().unwrap(),
+            ..Default::default()
+        };
+        assert_eq!(tel.tier_counters[0].tor_inserts, 300.0);
+        assert_eq!(tel.tier_latency_ns(0), Some(100.0));
+        assert_eq!(tel.tier_latency_ns(1), Some(250.0));
     }
 
     #[test]
