@@ -21,7 +21,12 @@ use crate::topology::parse_list;
 /// (PEBS samples, DAMON, or soft-dirty bits, best available), runs the policy every interval and
 /// moves pages between the fast and slow NUMA nodes with move_pages(2).
 #[derive(Parser, Debug, Default)]
-#[command(name = "tierkitd", version, after_help = AFTER_HELP)]
+#[command(
+    name = "tierkitd",
+    version,
+    after_help = AFTER_HELP,
+    override_usage = "tierkitd (--pid PID... | --cgroup PATH) --policy SPEC [--config FILE] [--fast-nodes LIST] [--slow-nodes LIST]\n                [--fast-limit BYTES] [--dry-run] [--metrics-addr 127.0.0.1:PORT] [--log-format text|json]\n       (targets and policy may also come from the config file)"
+)]
 pub struct Cli {
     /// Target process IDs (several after one --pid, or --pid repeated). Only these are touched.
     #[arg(long, value_name = "PID", num_args = 1.., conflicts_with = "cgroup")]
