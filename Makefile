@@ -15,6 +15,7 @@ $(BIN)/python:
 
 install: $(BIN)/python
 	$(BIN)/python -m pip install -e '.[dev]'
+	@command -v valgrind >/dev/null 2>&1 || echo "note: valgrind is not installed; \`tierkit trace record\` needs it (apt-get install valgrind)"
 
 demo: install
 	$(BIN)/tierkit demo
