@@ -24,7 +24,9 @@ pub mod soar;
 pub mod static_;
 #[cfg(test)]
 mod testbed;
+pub mod toggle;
 pub mod tpp;
+pub mod vulcan;
 
 /// Every policy and layer, in the order `tierkit list policies` shows them.
 pub static REGISTRY: &[&PolicyInfo] = &[
@@ -38,6 +40,8 @@ pub static REGISTRY: &[&PolicyInfo] = &[
     &nomad::INFO,
     &colloid::INFO,
     &alto::INFO,
+    &toggle::INFO,
+    &vulcan::INFO,
     &pact::INFO,
     &soar::INFO,
 ];

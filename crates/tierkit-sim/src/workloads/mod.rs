@@ -10,10 +10,13 @@ pub mod graph_kron;
 pub mod graph_like;
 pub mod graph_objects;
 pub mod gups_hotset;
+pub mod lc_be_mix;
 pub mod masim_colocate;
 pub mod masim_phases;
+pub mod mig_friendliness;
 pub mod multi_tenant;
 pub mod seq_pc;
+pub mod toggle_phases;
 pub mod zipf_kv;
 
 /// Defaults of the common keys for a built-in.
@@ -59,6 +62,9 @@ pub static REGISTRY: &[&WorkloadInfo] = &[
     &graph_like::INFO,
     &graph_objects::INFO,
     &multi_tenant::INFO,
+    &lc_be_mix::INFO,
+    &toggle_phases::INFO,
+    &mig_friendliness::INFO,
     &graph_kron::INFO,
     &masim_colocate::INFO,
 ];

@@ -1,0 +1,128 @@
+//! The migration-toggling microbenchmark (seeds/004 §5.2, Fig. 7): an RSS five times the fast
+//! tier; phase 1 hammers a randomly selected 3/8 of it (30 of 80 GB), phase 2 widens the range
+//! to 3/4 (60 GB, a superset of the first region) with another access pattern, phase 3 returns
+//! to the first region. The paper runs 5 minutes per phase on 80 GB with 16 GB of DRAM; here the
+//! sizes are scaled down (4 GiB RSS, fast tier 1:4) and the ratios kept.
+
+use tierkit_core::params::{ParamDef, ParamKind, Params};
+use tierkit_core::telemetry::QosClass;
+
+use super::{gib, Defaults, WorkloadInfo};
+use crate::spec::*;
+
+const P: &[ParamDef] = &[
+    ParamDef {
+        name: "rss_gb",
+        kind: ParamKind::Float {
+            min: 0.01,
+            max: 1e5,
+        },
+        default: "4",
+        unit: "GiB",
+        doc: "resident set (the paper's 80 GB, scaled)",
+    },
+    ParamDef {
+        name: "hot_frac",
+        kind: ParamKind::Float {
+            min: 0.01,
+            max: 1.0,
+        },
+        default: "0.375",
+        unit: "",
+        doc: "phase 1 and 3 region as a fraction of the RSS (30 of 80 GB)",
+    },
+    ParamDef {
+        name: "wide_frac",
+        kind: ParamKind::Float {
+            min: 0.01,
+            max: 1.0,
+        },
+        default: "0.75",
+        unit: "",
+        doc: "phase 2 region, a superset of the first (60 of 80 GB)",
+    },
+    ParamDef {
+        name: "phase_s",
+        kind: ParamKind::Float {
+            min: 0.01,
+            max: 1e5,
+        },
+        default: "60",
+        unit: "s",
+        doc: "length of each phase (the paper's 5 min, scaled)",
+    },
+    ParamDef {
+        name: "threads",
+        kind: ParamKind::Int { min: 1, max: 1024 },
+        default: "8",
+        unit: "threads",
+        doc: "threads",
+    },
+];
+
+pub const INFO: WorkloadInfo = WorkloadInfo {
+    name: "toggle-phases",
+    description:
+        "random hot region > fast tier, widened with another pattern, then back (3 phases)",
+    source: "migration toggling (seeds/004) §5.2, Fig. 7",
+    params: P,
+    defaults: || Defaults {
+        platform: "spr-cxl",
+        duration_s: 180.0,
+        fast: FastSize::Ratio(1.0, 4.0),
+        page_bytes: 4096,
+    },
+    build,
+};
+
+fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<AntagonistSpec>), String> {
+    let (hot, wide) = (p.float("hot_frac"), p.float("wide_frac"));
+    if wide < hot {
+        return Err(format!(
+            "wide_frac ({wide}) must be at least hot_frac ({hot}): phase 2 widens the region"
+        ));
+    }
+    let dur = p.float("phase_s");
+    // The same scatter seed gives nested random subsets (a prefix of one shuffle).
+    let area = |len_frac| AccessSpec {
+        object: "rss".into(),
+        weight: 1.0,
+        pattern: Pattern::Uniform,
+        start_frac: 0.0,
+        len_frac,
+        scatter_seed: Some(0x7067),
+    };
+    let phase = |len_frac, mlp, compute_ns, read_frac, duration_s| PhaseSpec {
+        duration_s,
+        mlp,
+        compute_ns,
+        read_frac,
+        misses_per_op: 1.0,
+        access: vec![area(len_frac)],
+    };
+    let phases = vec![
+        phase(hot, 8.0, 4.0, 0.8, Some(dur)),
+        // phase 2: wider, and another pattern (dependent, lower-MLP, read-only walk)
+        phase(wide, 2.0, 10.0, 1.0, Some(dur)),
+        phase(hot, 8.0, 4.0, 0.8, None),
+    ];
+    Ok((
+        vec![ProcessSpec {
+            name: "micro".into(),
+            class: QosClass::BestEffort,
+            start_s: 0.0,
+            objects: vec![ObjectSpec {
+                name: "rss".into(),
+                bytes: gib(p.float("rss_gb")),
+                alloc_s: 0.0,
+                free_s: None,
+            }],
+            threads: vec![ThreadSpec {
+                count: p.int("threads") as u32,
+                work_ops: None,
+                phases,
+            }],
+        }],
+        Vec::new(),
+    ))
+}
