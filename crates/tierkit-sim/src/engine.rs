@@ -247,6 +247,8 @@ fn run_pass(
         ..Default::default()
     };
     let mut last_ops = vec![0.0; np];
+    // Per process at the last report: promotions, fast-tier misses, all misses.
+    let mut rep_last = vec![(0u64, 0.0f64, 0.0f64); np];
     let mut epoch = 0u64;
     let progress_every = (dur_ns / m.epoch_ns / 200.0).ceil().max(1.0) as u64;
     while m.now_ns < dur_ns - 1e-6 {
@@ -349,6 +351,30 @@ fn run_pass(
                     s.push(
                         &format!("throughput_ops_per_s.{}", p.name),
                         acc.ops[i] / span_s,
+                    );
+                    // Per tenant (Vulcan Fig. 9, toggling Fig. 7): fast-tier pages, RSS, the
+                    // interval's fast-tier hit ratio and promotions, whether migration is on.
+                    let all: f64 = p.misses.iter().sum();
+                    let (lp, lf, la) = rep_last[i];
+                    let hit = if all - la > 0.0 {
+                        (p.misses[0] - lf) / (all - la)
+                    } else {
+                        f64::NAN
+                    };
+                    rep_last[i] = (p.promotions, p.misses[0], all);
+                    s.push(&format!("fast_pages.{}", p.name), p.resident[0] as f64);
+                    s.push(
+                        &format!("rss_pages.{}", p.name),
+                        p.resident.iter().sum::<u64>() as f64,
+                    );
+                    s.push(&format!("fast_hit_ratio.{}", p.name), hit);
+                    s.push(
+                        &format!("promotions.{}", p.name),
+                        (p.promotions - lp) as f64,
+                    );
+                    s.push(
+                        &format!("migration_enabled.{}", p.name),
+                        if p.migration_enabled { 1.0 } else { 0.0 },
                     );
                 }
             }
