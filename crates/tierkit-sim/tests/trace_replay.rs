@@ -17,7 +17,7 @@ fn experiment(extra: &str) -> tierkit_sim::Experiment {
     // The programs' arrays (512 KiB list, 2 MiB array) are scaled down with the LLC model:
     // a 256 KiB LLC keeps them memory-bound, as the full-size programs are on a 22-105 MiB LLC.
     let text = format!(
-        "workload = \"trace\"\ntrace = [{:?}, {:?}]\nplatform = \"skx-cxl-emu\"\nllc_mb = 0.25\nfast_tier_gb = 1\n{extra}",
+        "workload = \"trace\"\ntrace = [{:?}, {:?}]\nplatform = \"skx-cxl-emu\"\nllc_mb = 0.25\n{extra}",
         d.join("pchase.tkt").display().to_string(),
         d.join("stream.tkt").display().to_string(),
     );
@@ -32,7 +32,7 @@ fn mean_mlp(r: &tierkit_sim::trace::replay::Replay) -> f64 {
 
 #[test]
 fn estimated_mlp_pointer_chase_near_one_stream_high() {
-    let e = experiment("duration_s = 0.2\n");
+    let e = experiment("duration_s = 0.2\nfast_tier_gb = 1\n");
     let pc = mean_mlp(&e.replays[0].replay);
     let st = mean_mlp(&e.replays[1].replay);
     assert!(pc < 1.5, "pointer chase MLP {pc}");
@@ -41,7 +41,7 @@ fn estimated_mlp_pointer_chase_near_one_stream_high() {
 
 #[test]
 fn pointer_chased_pages_stall_more_although_streamed_pages_are_hotter() {
-    let e = experiment("duration_s = 0.2\n");
+    let e = experiment("duration_s = 0.2\nfast_tier_gb = 1\n");
     let mut m = Machine::new(&e, false).unwrap();
     // Totals over the run: per page, accesses (misses) and stall (ground truth).
     let n = m.total_pages();
@@ -98,7 +98,7 @@ fn pointer_chased_pages_stall_more_although_streamed_pages_are_hotter() {
 
 #[test]
 fn a_trace_replays_to_the_end_once_and_loops_by_default() {
-    let e = experiment("loops = 1\nduration_s = 5\n");
+    let e = experiment("loops = 1\nduration_s = 5\nfast_tier_gb = 1\n");
     let mut m = Machine::new(&e, false).unwrap();
     for _ in 0..5000 {
         if m.all_exited() {
@@ -139,5 +139,62 @@ fn bad_trace_files_are_clear_errors() {
     assert!(
         e.contains("/nonexistent.tkt") && e.contains("cannot open"),
         "{e}"
+    );
+}
+
+/// The programs' data pages: those with most of their process's samples.
+fn data(v: Vec<&tierkit_sim::pact_eval::PageTruth>) -> Vec<&tierkit_sim::pact_eval::PageTruth> {
+    let max = v.iter().map(|p| p.samples).max().unwrap_or(0);
+    v.into_iter()
+        .filter(|p| p.samples as f64 > 0.2 * max as f64)
+        .collect()
+}
+
+/// PACT (pact.rs) on both traces with most pages in the slow tier: does its per-page attributed
+/// stall (PAC) rank the chased pages first, as the ground truth does? Not yet: measured here, the
+/// chased data pages get 0.85x the streamed pages' samples and 8x their true slow-tier stall, but
+/// 0.85x their PAC. PACT attributes a window's stall with the slow tier's MLP from uncore counters,
+/// which both programs share, so its PAC follows the sample counts. Run with `--ignored`.
+#[test]
+#[ignore = "known gap: PACT's PAC does not separate two programs' MLPs on one tier (see the doc)"]
+fn pact_ranks_the_chased_pages_above_the_streamed_ones_too() {
+    let e = experiment("duration_s = 1.0\nfast_ratio = \"1:4\"\n");
+    let n0 = e.replays[0].replay.page_numbers.len() as u64;
+    let ev = tierkit_sim::pact_eval::run(&e, "pact", 20.0).unwrap();
+    let (mut pc, mut st) = (Vec::new(), Vec::new());
+    for p in &ev.pages {
+        if p.page.0 < n0 {
+            pc.push(p)
+        } else {
+            st.push(p)
+        }
+    }
+    let (pc, st) = (data(pc), data(st));
+    let mean = |v: &[&tierkit_sim::pact_eval::PageTruth],
+                f: fn(&tierkit_sim::pact_eval::PageTruth) -> f64| {
+        v.iter().map(|p| f(p)).sum::<f64>() / v.len() as f64
+    };
+    let (s_pc, s_st) = (
+        mean(&pc, |p| p.samples as f64),
+        mean(&st, |p| p.samples as f64),
+    );
+    let (a_pc, a_st) = (mean(&pc, |p| p.pac), mean(&st, |p| p.pac));
+    let (t_pc, t_st) = (
+        mean(&pc, |p| p.true_stall_ns),
+        mean(&st, |p| p.true_stall_ns),
+    );
+    eprintln!(
+        "{} chased, {} streamed pages; samples {s_pc:.1} vs {s_st:.1}; PAC {a_pc:.3e} vs {a_st:.3e}; true stall {t_pc:.3e} vs {t_st:.3e}",
+        pc.len(),
+        st.len()
+    );
+    assert!(
+        s_pc < s_st,
+        "chased pages get fewer samples: {s_pc} vs {s_st}"
+    );
+    assert!(t_pc > t_st, "ground truth: {t_pc} vs {t_st}");
+    assert!(
+        a_pc > 2.0 * a_st,
+        "PAC ranks the chased pages first: {a_pc} vs {a_st}"
     );
 }
