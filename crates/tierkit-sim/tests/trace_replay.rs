@@ -153,8 +153,9 @@ fn data(v: Vec<&tierkit_sim::pact_eval::PageTruth>) -> Vec<&tierkit_sim::pact_ev
 /// PACT (pact.rs) on both traces with most pages in the slow tier: does its per-page attributed
 /// stall (PAC) rank the chased pages first, as the ground truth does? Not yet: measured here, the
 /// chased data pages get 0.85x the streamed pages' samples and 8x their true slow-tier stall, but
-/// 0.85x their PAC. PACT attributes a window's stall with the slow tier's MLP from uncore counters,
-/// which both programs share, so its PAC follows the sample counts. Run with `--ignored`.
+/// 0.85x their PAC. The likely cause (not yet verified): PACT attributes a window's stall with the
+/// slow tier's MLP from uncore counters, which both programs share, so its PAC follows the sample
+/// counts. Run with `--ignored`.
 #[test]
 #[ignore = "known gap: PACT's PAC does not separate two programs' MLPs on one tier (see the doc)"]
 fn pact_ranks_the_chased_pages_above_the_streamed_ones_too() {
