@@ -9,6 +9,10 @@
  *                         sweeps=.. corrupt=..
  * SECONDS 0 runs until SIGTERM/SIGINT; SIGUSR1 prints a report and keeps running.
  * WORKLOAD_NICE=N in the environment lowers its priority (busybox has no `nice` applet).
+ * WORKLOAD_FORK=1 forks a child after placing the pages: it sleeps holding copy-on-write shares
+ * of every page until the workload ends (pages mapped by two processes cannot be moved by
+ * move_pages without MPOL_MF_MOVE_ALL: -EACCES), then exits with it.
+ * WORKLOAD_READONLY=1 makes the sweep read only (a write would break the sharing: copy-on-write).
  * Exit 0 when the data survived every migration intact, 1 otherwise, 2 on setup errors.
  */
 #define _GNU_SOURCE
@@ -73,14 +77,19 @@ int main(int argc, char **argv)
     if (getenv("WORKLOAD_NICE") && nice(atoi(getenv("WORKLOAD_NICE"))) == -1) perror("nice");
     signal(SIGTERM, on_stop); signal(SIGINT, on_stop); signal(SIGUSR1, on_usr1);
     char *h = hot ? region(hot, hn) : NULL, *c = cold ? region(cold, cn) : NULL;
-    printf("WORKLOAD_START pid=%d hot_pages=%zu cold_pages=%zu hot_node=%d cold_node=%d\n", getpid(), hot / PAGE, cold / PAGE, hn, cn);
+    pid_t child = 0;
+    if (getenv("WORKLOAD_FORK") && (child = fork()) == 0) { for (;;) pause(); }
+    printf("WORKLOAD_START child=%d pid=%d hot_pages=%zu cold_pages=%zu hot_node=%d cold_node=%d\n", (int)child, getpid(), hot / PAGE, cold / PAGE, hn, cn);
     fflush(stdout);
     double t0 = now();
     unsigned long sweeps = 0;
+    int ro = getenv("WORKLOAD_READONLY") != NULL;
+    volatile uint64_t sink = 0;
     for (;;) {
         /* one sweep: read-modify-write the pattern word of every hot page and one more line */
         for (size_t i = 0; i < hot; i += PAGE) {
             uint64_t *w = (uint64_t *)(h + i);
+            if (ro) { sink += *w + w[64]; continue; }
             *w = (*w & 0xffff000000000000ull) | ((*w + 1) & 0x0000ffffffffffffull);
             w[64] += 1;
         }
@@ -99,6 +108,7 @@ int main(int argc, char **argv)
     if (hot) count(h, hot, &a, &b, &o);
     if (cold) count(c, cold, &x, &y, &o);
     long bad = (hot ? corrupt(h, hot) : 0) + (cold ? corrupt(c, cold) : 0);
+    if (child > 0) kill(child, SIGKILL);
     printf("WORKLOAD_RESULT pid=%d hot_node0=%ld hot_node1=%ld cold_node0=%ld cold_node1=%ld other=%ld sweeps=%lu corrupt=%ld\n",
            getpid(), a, b, x, y, o, sweeps, bad);
     fflush(stdout);

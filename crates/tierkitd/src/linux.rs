@@ -130,6 +130,7 @@ pub struct Linux {
     scratch_status: Vec<i32>,
     scratch_nodes: Vec<i32>,
     noted: BTreeSet<&'static str>,
+    last_warn: BTreeMap<Pid, (String, Instant)>,
     /// Time spent in apply() during the last decide (to separate the policy's own time).
     pub last_apply: Duration,
 }
@@ -243,6 +244,7 @@ impl Linux {
             scratch_status: Vec::new(),
             scratch_nodes: Vec::new(),
             noted: BTreeSet::new(),
+            last_warn: BTreeMap::new(),
             last_apply: Duration::ZERO,
         };
         l.metrics.source = l.source.name();
@@ -718,13 +720,33 @@ impl Linux {
                 if !errs.is_empty() {
                     let full = errs.contains_key("ENOMEM");
                     let list: Vec<String> = errs.iter().map(|(k, v)| format!("{k} x{v}")).collect();
-                    self.log.warn(format!(
-                        "pid {pid}: {} of {} pages not moved to node {node}: {}{}",
+                    // the same kinds again for the same target within a minute: debug, not warn
+                    let kinds: String = errs.keys().cloned().collect::<Vec<_>>().join(",");
+                    let now = Instant::now();
+                    let repeat = self.last_warn.get(&pid).is_some_and(|(k, t)| {
+                        *k == kinds && now.duration_since(*t) < Duration::from_secs(60)
+                    });
+                    if !repeat {
+                        self.last_warn.insert(pid, (kinds, now));
+                    }
+                    let level = if repeat {
+                        crate::log::Level::Debug
+                    } else {
+                        crate::log::Level::Warn
+                    };
+                    let tail = if repeat {
+                        ""
+                    } else {
+                        " (repeats within a minute are logged at debug level; tierkitd_errors_total counts them all)"
+                    };
+                    let full = if full { " (destination tier full)" } else { "" };
+                    let msg = format!(
+                        "pid {pid}: {} of {} pages not moved to node {node}: {}{full}{tail}",
                         batch.len() as u64 - moved,
                         batch.len(),
                         list.join(", "),
-                        if full { " (destination tier full)" } else { "" }
-                    ));
+                    );
+                    self.log.log(level, msg);
                 }
             }
         }

@@ -99,6 +99,29 @@ t_kill() {
   rmdir /sys/fs/cgroup/tk 2>/dev/null
 }
 
+# 3b. a target that forks: its pages are shared with the child (copy-on-write), so
+#     move_pages refuses them (EACCES without MPOL_MF_MOVE_ALL); logged, counted and survived
+t_fork() {
+  conf /tmp/fork.toml 'source = "damon"' 'interval-ms = 300' 'status-every-s = 3'
+  WORKLOAD_FORK=1 WORKLOAD_READONLY=1 /bin/workload 8 24 12 1 1 > /tmp/w11.out &
+  W=$!
+  wait_for /tmp/w11.out WORKLOAD_START 20 || { fail fork "workload did not start"; return; }
+  /bin/tierkitd --pid $W --policy hemem --config /tmp/fork.toml --metrics-addr 127.0.0.1:$((PORT + 1)) 2> /tmp/d11.log &
+  D=$!
+  wait $W
+  wget -q -O /tmp/m11.txt http://127.0.0.1:$((PORT + 1))/metrics || : > /tmp/m11.txt
+  alive=0; kill -0 $D 2>/dev/null && alive=1
+  kill -TERM $D; wait $D; drc=$?
+  r=$(grep WORKLOAD_RESULT /tmp/w11.out); h1=$(kv hot_node1 "$r"); bad=$(kv corrupt "$r")
+  eacces=$(sed -n 's/^tierkitd_errors_total{kind="EACCES"} //p' /tmp/m11.txt)
+  d="hot_still_on_node1=$h1/2048 eacces=${eacces:-0} alive=$alive corrupt=$bad daemon_rc=$drc"
+  if [ "${eacces:-0}" -gt 0 ] && grep -q 'EACCES' /tmp/d11.log && [ "$h1" = 2048 ] && [ $alive = 1 ] && [ "$bad" = 0 ] && [ $drc = 0 ]; then
+    pass fork "$d"
+  else
+    fail fork "$d"; show /tmp/d11.log
+  fi
+}
+
 # 4. --dry-run moves nothing and says what it would do
 t_dryrun() {
   conf /tmp/dry.toml 'source = "damon"' 'interval-ms = 300'
@@ -225,7 +248,7 @@ t_bench() {
   if [ "${rate:-0}" -gt 0 ] && [ "${r1:-0}" -gt 0 ] && [ "${r2:-0}" -gt 0 ]; then pass bench "raw_active=$r1,$r2 raw_idle=$r3 tierkitd=$rate pages/s"; else fail bench "rate=$rate raw=$r1,$r2"; show /tmp/d9.log; fi
 }
 
-ALL="cli damon limit kill dryrun softdirty shim nb2 bench"
+ALL="cli damon limit kill fork dryrun softdirty shim nb2 bench"
 [ $# -gt 0 ] || set -- $ALL
 for t in "$@"; do
   echo "TKTEST_BEGIN $t uptime=$(cut -d' ' -f1 /proc/uptime)"
