@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 
-@pytest.mark.parametrize("paper", ["colloid", "soar-alto", "pact"])
+@pytest.mark.parametrize("paper", ["colloid", "soar-alto", "pact", "vulcan", "toggle"])
 def test_quick_reproduction_writes_report_figures_and_claims(paper: str, tmp_path: Path) -> None:
     out = tmp_path / paper
     proc = subprocess.run(

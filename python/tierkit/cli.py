@@ -305,11 +305,11 @@ def build_parser() -> Parser:
             and rough sizes; `holds` is computed from the runs.
 
             Reproductions: colloid (Colloid, SOSP'24), soar-alto (Soar and Alto, OSDI'25),
-            pact (PACT, ASPLOS'26)."""
+            pact (PACT, ASPLOS'26), vulcan (Vulcan), toggle (migration toggling)."""
         ),
         formatter_class=formatter,
     )
-    repro.add_argument("paper", metavar="PAPER", help="which paper: colloid, soar-alto, pact")
+    repro.add_argument("paper", metavar="PAPER", help="which paper: colloid, soar-alto, pact, vulcan, toggle")
     repro.add_argument("--out", type=Path, metavar="DIR", help="output directory (default: reproduce-PAPER)")
     repro.add_argument("--quick", action="store_true", help="CI-sized runs (smaller, shorter)")
     repro.add_argument(

@@ -23,6 +23,8 @@ REPRODUCTIONS: dict[str, str] = {
     "colloid": "colloid",
     "soar-alto": "soar_alto",
     "pact": "pact",
+    "vulcan": "vulcan",
+    "toggle": "toggle",
 }
 
 

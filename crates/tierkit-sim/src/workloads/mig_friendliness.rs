@@ -41,7 +41,7 @@ const P: &[ParamDef] = &[
         },
         default: "0.0625",
         unit: "",
-        doc: "GiB per paper GB (set `fast` to 32 x scale GiB to keep the paper's DRAM)",
+        doc: "GiB per paper GB (set fast_tier_gb to 32 x scale to keep the paper's DRAM)",
     },
 ];
 
