@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -193,5 +194,9 @@ def test_api_exposes_run_sweep_reproduce_and_list_policies() -> None:
 
     assert "colloid" in [name for name, _ in list_reproductions()]
     assert callable(tierkit.reproduce)  # and the name is still the function
+    # `import tierkit` stays light: the reproduce package (and pandas) load on first use.
+    code = "import sys, tierkit; print('pandas' in sys.modules, callable(tierkit.reproduce))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True"]
     with pytest.raises(tierkit.TierkitError, match="unknown reproduction"):
         tierkit.reproduce("no-such-paper")

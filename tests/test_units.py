@@ -69,7 +69,18 @@ def test_parser_knows_every_command() -> None:
     assert args.overrides == ["a=1", "b=2"]
     assert args.seed == 3
     assert args.json
-    assert set(cli.COMMANDS) == {"run", "list", "describe", "demo", "calibrate", "reproduce", "soar"}
+    assert set(cli.COMMANDS) == {
+        "run",
+        "list",
+        "describe",
+        "demo",
+        "calibrate",
+        "reproduce",
+        "soar",
+        "trace",
+        "sweep",
+        "report",
+    }
 
 
 def test_missing_extension_is_one_error_line() -> None:

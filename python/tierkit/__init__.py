@@ -299,9 +299,26 @@ def report(dirs: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str] |
     return _report(list(dirs), out)
 
 
-# Load the subpackage tierkit.reproduce now, so that the function below (not the package) is
-# `tierkit.reproduce`; later imports of the subpackage find it in sys.modules and leave the name alone.
-import tierkit.reproduce as _reproduce_pkg  # noqa: E402
+def _lazy_module(name: str) -> Any:
+    """Register ``name`` in sys.modules without running it yet (it runs on first attribute access)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ImportError(name)
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
+
+
+# Register the subpackage tierkit.reproduce now (lazily: pandas loads only when it is used), so that
+# the function below, not the package, is `tierkit.reproduce`: later imports of the subpackage find it
+# in sys.modules and leave the name alone.
+_reproduce_pkg = _lazy_module("tierkit.reproduce")
 from tierkit import trace  # noqa: E402  (tierkit.trace.import_trace / info / record)
 
 

@@ -137,7 +137,8 @@ def expand(spec: Mapping[str, Any], where: str = "sweep", base_dir: Path | None 
         prefix, path = ("trace:", exp[6:]) if exp.startswith("trace:") else ("", exp)
         looks_like_file = prefix or path.endswith(".toml")
         if looks_like_file and not Path(path).is_absolute() and (base_dir / path).exists():
-            return prefix + str(base_dir / path)
+            # Absolute, so that Dask workers with another working directory find it too.
+            return prefix + str((base_dir / path).resolve())
         return exp
 
     points: list[Point] = []
