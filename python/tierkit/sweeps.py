@@ -367,6 +367,7 @@ class _Progress:
 
     def __enter__(self) -> _Progress:
         if self.enabled:
+            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
             self._bar = Progress(
@@ -374,6 +375,7 @@ class _Progress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeRemainingColumn(),
+                console=Console(stderr=True),
                 transient=False,
             )
             self._bar.__enter__()
