@@ -216,7 +216,10 @@ t_nb2() {
 #    (64 MiB on node 1 that its process keeps writing at nice 19), side by side in one boot;
 #    then tierkitd's and kdamond's CPU time per second of monitoring at the defaults
 t_bench() {
-  raw1=$(/bin/mpbench 64 4096 1 0 active); echo "$raw1"
+  # raw batched move_pages, three times before and three times after the daemon's run: the
+  # emulated guest's speed drifts with the host's load, so the median of the six is the baseline
+  rawrun() { for i in 1 2 3; do r=$(/bin/mpbench 64 4096 1 0 active); echo "$r" >&2; kv pages_per_s "$r"; done; }
+  before=$(rawrun)
   # 4 pseudo-samples per page per interval at the maximum: every page of the uniformly hot 64 MiB
   # becomes hot for HeMem within an interval or two, so the whole region moves during the run
   conf /tmp/bench.toml 'source = "damon"' 'interval-ms = 300' 'migrate-mib-s = 0' 'samples-per-page = 4'
@@ -226,14 +229,15 @@ t_bench() {
   /bin/tierkitd --pid $W --policy hemem --config /tmp/bench.toml 2> /tmp/d9.log &
   D=$!
   wait $W; kill -TERM $D; wait $D
-  raw2=$(/bin/mpbench 64 4096 1 0 active); echo "$raw2"
+  after=$(rawrun)
   raw3=$(/bin/mpbench 64 4096 1 0); echo "$raw3"
+  med=$(printf '%s\n' $before $after | sort -n | sed -n '3p;4p' | awk '{s+=$1} END{printf "%d", s/2}')
   line=$(grep 'stopped by signal' /tmp/d9.log)
   echo "TKBENCH daemon_line=\"$line\""
   rate=$(echo "$line" | sed -n 's/.*s of migration passes (\([0-9]*\) pages\/s.*/\1/p')
-  r1=$(kv pages_per_s "$raw1"); r2=$(kv pages_per_s "$raw2"); r3=$(kv pages_per_s "$raw3")
+  r1=$(echo $before | tr ' ' ','); r2=$(echo $after | tr ' ' ','); r3=$(kv pages_per_s "$raw3")
   passes=$(grep -c 'interval [0-9]*: promoted' /tmp/d9.log)
-  echo "TKBENCH raw_active_pages_per_s=$r1,$r2 raw_idle_pages_per_s=$r3 tierkitd_pages_per_s=${rate:-0} passes=$passes"
+  echo "TKBENCH raw_active_pages_per_s_before=$r1 after=$r2 median=$med raw_idle_pages_per_s=$r3 tierkitd_pages_per_s=${rate:-0} passes=$passes"
   # CPU per second of monitoring at the defaults (interval 500 ms, DAMON defaults)
   /bin/workload 16 48 0 1 1 > /tmp/w10.out &
   W=$!
@@ -248,7 +252,7 @@ t_bench() {
   kill -TERM $D; wait $D; kill -TERM $W; wait $W
   echo "TKBENCH cpu_ticks_daemon=$((b - a)) cpu_ticks_kdamond=$((kb - ka)) wall=$t0..$t1 hz=100"
   promoted=$(echo "$line" | sed -n 's/.*promoted \([0-9]*\),.*/\1/p')
-  if [ "${rate:-0}" -gt 0 ] && [ "${r1:-0}" -gt 0 ] && [ "${r2:-0}" -gt 0 ] && pct_ge "${promoted:-0}" 16384 90; then pass bench "raw_active=$r1,$r2 raw_idle=$r3 tierkitd=$rate pages/s promoted=$promoted"; else fail bench "rate=$rate raw=$r1,$r2 promoted=$promoted"; show /tmp/d9.log; fi
+  if [ "${rate:-0}" -gt 0 ] && [ "${med:-0}" -gt 0 ] && pct_ge "${promoted:-0}" 16384 90; then pass bench "raw_active_median=$med tierkitd=$rate pages/s ($((rate * 100 / med))%) promoted=$promoted"; else fail bench "rate=$rate raw_median=$med promoted=$promoted"; show /tmp/d9.log; fi
 }
 
 ALL="cli damon limit kill fork dryrun softdirty shim nb2 bench"
