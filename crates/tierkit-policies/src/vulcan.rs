@@ -687,7 +687,7 @@ impl Policy for Vulcan {
                 }
             }
             // Cooling: halve every page's heat every `cooling_quanta` quanta.
-            if self.stats.quanta % self.cooling_quanta == 0 {
+            if self.stats.quanta.is_multiple_of(self.cooling_quanta) {
                 for i in 0..self.pages.len() as u64 {
                     let r = self.pages.get_mut(PageId(i));
                     r.heat *= 0.5;
