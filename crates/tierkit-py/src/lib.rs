@@ -292,12 +292,17 @@ fn trace_import<'py>(
             if input == "-" {
                 import(fmt, "<stdin>", std::io::stdin().lock(), out)
             } else {
-                let f = std::fs::File::open(input)
-                    .map_err(|e| tierkit_sim::trace::TraceError::Io {
+                let f =
+                    std::fs::File::open(input).map_err(|e| tierkit_sim::trace::TraceError::Io {
                         path: input.to_string(),
                         msg: format!("cannot open: {e}"),
                     })?;
-                import(fmt, input, std::io::BufReader::with_capacity(1 << 20, f), out)
+                import(
+                    fmt,
+                    input,
+                    std::io::BufReader::with_capacity(1 << 20, f),
+                    out,
+                )
             }
         })
         .map_err(err)?;

@@ -39,12 +39,16 @@ fn main() {
 fn bench(millions: u64, pages: u64) {
     let path = std::env::temp_dir().join(format!("tk-bench-{}.tkt", std::process::id()));
     let n = millions * 1_000_000;
-    let mut w = Writer::create(&path, Header::new(6, StampKind::Instructions, Source::Lackey))
-        .expect("create");
+    let mut w = Writer::create(
+        &path,
+        Header::new(6, StampKind::Instructions, Source::Lackey),
+    )
+    .expect("create");
     // Random lines over `pages` 4 KiB pages (default 4 GiB: nearly every access misses a 48 MiB LLC).
     let mut rng = tierkit_core::rng::Rng::new(1);
     for i in 0..n {
-        w.push(i * 3, rng.below(pages * 64), 1, Op::Load).expect("write");
+        w.push(i * 3, rng.below(pages * 64), 1, Op::Load)
+            .expect("write");
     }
     w.finish(n * 3).expect("finish");
     let bytes = std::fs::metadata(&path).expect("meta").len();
