@@ -832,7 +832,7 @@ impl Linux {
         let mut allowed = self.bucket.take(total);
         let (mut promoted, mut demoted, mut limited, mut stopped) =
             (0usize, 0usize, 0usize, 0usize);
-        for ((k, pid), pages) in groups {
+        for ((k, pid), mut pages) in groups {
             let to = u8::MAX - k;
             let from = if to == FAST { SLOW } else { FAST };
             let Some(node) = self.dest_node(to) else {
@@ -847,6 +847,10 @@ impl Linux {
                 self.result(id, from, to, MigrationOutcome::Refused);
             }
             limited += pages.len() - n;
+            // the rate limit cut the policy's order; what is allowed moves in address order: the
+            // kernel walks each page's VMA and page table, and neighbours share them
+            let table = &self.table;
+            pages[..n].sort_by_key(|&id| table.slot(id).map_or(u64::MAX, |s| s.vpn));
             for chunk in pages[..n].chunks(self.settings.batch_pages.max(1)) {
                 if self.stop.load(Ordering::Relaxed) {
                     stopped += chunk.len();
