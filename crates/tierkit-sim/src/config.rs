@@ -947,7 +947,7 @@ fn validate(ctx: &Ctx, e: &Experiment) -> Result<()> {
 /// Keys of `workload = "trace"` (docs/traces.md).
 pub const TRACE_KEYS: &[(&str, &str)] = &[
     ("trace", "trace file(s) from `tierkit trace import`: one process each"),
-    ("mlp", "MLP of every window (default: estimated from the trace's misses)"),
+    ("mlp", "MLP of every window, or a list with one per trace (default: estimated from the misses)"),
     ("compute_ns", "compute per miss, ns (default: from instruction stamps at base_cpi; 10 for time-stamped traces)"),
     ("base_cpi", "cycles per instruction between misses for instruction-stamped traces (default 0.5)"),
     ("llc_mb", "LLC size of the cache model for lackey traces, MiB (default: the platform's)"),
@@ -989,7 +989,31 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
             ))
         }
     };
-    let mlp = r.f64_opt("mlp", 1.0, 64.0)?;
+    // One MLP for every trace, or one per trace (per process); absent: estimated.
+    let mlps: Vec<Option<f64>> = match r.raw("mlp") {
+        Some(Value::Array(a)) => {
+            if a.len() != files.len() {
+                return Err(ctx.err(
+                    "mlp",
+                    format!(
+                        "a list of {} MLPs for {} traces; give one per trace or a single number",
+                        a.len(),
+                        files.len()
+                    ),
+                ));
+            }
+            a.iter()
+                .map(|v| match v {
+                    Value::Integer(i) if (1..=64).contains(i) => Ok(Some(*i as f64)),
+                    Value::Float(f) if (1.0..=64.0).contains(f) => Ok(Some(*f)),
+                    other => {
+                        Err(ctx.err("mlp", format!("expected numbers in [1, 64], got {other}")))
+                    }
+                })
+                .collect::<Result<_>>()?
+        }
+        _ => vec![r.f64_opt("mlp", 1.0, 64.0)?; files.len()],
+    };
     let compute_ns = r.f64_opt("compute_ns", 0.0, 1e6)?;
     let base_cpi = r.f64_or("base_cpi", 0.01, 100.0, 0.5)?;
     let llc_mb = r.f64_or("llc_mb", 0.0625, 1e5, exp.platform.llc_mb)?;
@@ -1002,8 +1026,8 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
     let base = Path::new(ctx.file)
         .parent()
         .filter(|_| Path::new(ctx.file).is_file());
-    let opts = ReplayOpts {
-        mlp,
+    let mut opts = ReplayOpts {
+        mlp: None,
         max_mlp: exp.platform.max_mlp,
         llc: Some((llc_mb, exp.platform.llc_ways)),
         base_cpi,
@@ -1018,6 +1042,7 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
             Some(b) if Path::new(f).is_relative() => b.join(f),
             _ => Path::new(f).to_path_buf(),
         };
+        opts.mlp = mlps[i];
         let replay = build(&p, &opts).map_err(|e| ctx.err("trace", e.to_string()))?;
         let name = p
             .file_stem()

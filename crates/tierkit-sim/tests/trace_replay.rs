@@ -199,3 +199,26 @@ fn pact_ranks_the_chased_pages_above_the_streamed_ones_too() {
         "PAC ranks the chased pages first: {a_pc} vs {a_st}"
     );
 }
+
+#[test]
+fn mlp_given_per_trace_replaces_the_estimate() {
+    let e = experiment("duration_s = 0.2\nfast_tier_gb = 1\nmlp = [2, 6.5]\n");
+    assert!(e.replays[0].replay.windows.iter().all(|w| w.mlp == 2.0));
+    assert!(e.replays[1].replay.windows.iter().all(|w| w.mlp == 6.5));
+    let e = experiment("duration_s = 0.2\nfast_tier_gb = 1\nmlp = 3\n");
+    assert!(e
+        .replays
+        .iter()
+        .all(|r| r.replay.windows.iter().all(|w| w.mlp == 3.0)));
+    let d = traces();
+    let bad = format!(
+        "workload = \"trace\"\ntrace = [{:?}, {:?}]\nmlp = [2]\n",
+        d.join("pchase.tkt").display().to_string(),
+        d.join("stream.tkt").display().to_string()
+    );
+    let err = load_str("x.toml", &bad, &[], None).unwrap_err().to_string();
+    assert!(
+        err.contains("x.toml: `mlp`") && err.contains("one per trace"),
+        "{err}"
+    );
+}
