@@ -40,9 +40,9 @@ pub static REGISTRY: &[&PolicyInfo] = &[
     &nomad::INFO,
     &colloid::INFO,
     &alto::INFO,
+    &pact::INFO,
     &toggle::INFO,
     &vulcan::INFO,
-    &pact::INFO,
     &soar::INFO,
 ];
 

@@ -32,7 +32,17 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_DEMOTE_SCALE,
     P_WSF,
     P_KSWAPD_SCAN,
+    tierkit_core::ParamDef {
+        name: "lru",
+        kind: tierkit_core::ParamKind::Choice(&["hinted", "pagevec"]),
+        default: "hinted",
+        unit: "",
+        doc: "how a hint fault on an inactive page makes it a candidate: `hinted` at once (the migration-toggling paper's modified second-chance LRU, PageHinted, §4.5: TPP-mod), `pagevec` after the faulting CPU's pagevec of 15 pages fills (upstream mark_page_accessed)",
+    },
 ];
+
+/// Pages a per-CPU pagevec batches before moving them to the active list (toggling §4.5).
+const PAGEVEC: usize = 15;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "tpp",
@@ -51,6 +61,10 @@ pub struct Tpp {
     scan_size_mb: u64,
     demote_scale_factor: u64,
     t: Tiering,
+    /// `lru=pagevec`: per faulting thread, pages waiting to be activated.
+    pagevec: Option<std::collections::BTreeMap<(u32, u32), Vec<tierkit_core::PageId>>>,
+    /// Hint faults on pages still waiting in a pagevec (the excessive fault handling §4.5 removes).
+    wasted_faults: u64,
 }
 
 impl Tpp {
@@ -62,6 +76,8 @@ impl Tpp {
             scan_size_mb: p.u64("scan_size_mb"),
             demote_scale_factor: p.u64("demote_scale_factor"),
             t: Tiering::new(p.u64("watermark_scale_factor"), p.u64("kswapd_scan_per_ms")),
+            pagevec: (p.str("lru") == "pagevec").then(Default::default),
+            wasted_faults: 0,
         }
     }
 
@@ -100,8 +116,29 @@ impl Policy for Tpp {
             }
             if !self.t.lru.is_active(f.page) {
                 // First fault: mark_page_accessed, no migration.
-                self.t.lru.activate(f.page);
-                self.t.counts.activations += 1;
+                match &mut self.pagevec {
+                    // PageHinted: the page is a candidate at once (TPP-mod).
+                    None => {
+                        self.t.lru.activate(f.page);
+                        self.t.counts.activations += 1;
+                    }
+                    // Upstream: it waits in the faulting CPU's pagevec until 15 pages gather.
+                    Some(vecs) => {
+                        let pv = vecs.entry((f.pid, f.tid)).or_default();
+                        if pv.contains(&f.page) {
+                            self.wasted_faults += 1;
+                        } else {
+                            pv.push(f.page);
+                        }
+                        if pv.len() >= PAGEVEC {
+                            for p in pv.drain(..) {
+                                if self.t.lru.activate(p) {
+                                    self.t.counts.activations += 1;
+                                }
+                            }
+                        }
+                    }
+                }
                 continue;
             }
             if self.delegated {
@@ -135,6 +172,7 @@ impl Policy for Tpp {
         let mut v = Vec::new();
         self.t.stats(&mut v);
         v.push(("wmark_demote_pages".into(), self.demote_wmark() as f64));
+        v.push(("wasted_hint_faults".into(), self.wasted_faults as f64));
         v
     }
 }
@@ -227,6 +265,57 @@ pub(crate) mod tests {
         );
         assert!(p.needs().hint_faults);
         assert_eq!(p.name(), "tpp");
+    }
+
+    #[test]
+    fn pagevec_mode_delays_candidates_until_15_pages_gather_and_hinted_does_not() {
+        // lru=pagevec (upstream): a hint fault queues the page in the faulting CPU's pagevec;
+        // a second fault before 15 pages gather is wasted; then all 15 become candidates.
+        let mut p =
+            Tpp::new(&Params::resolve("tpp", PARAMS, &[("lru".into(), "pagevec".into())]).unwrap());
+        let mut mech = FakeMech::new(vec![Some(SLOW); 32]);
+        let mut out = Vec::new();
+        let mut t = tel(1, 100_000, 0);
+        t.allocated = alloc(0..32, SLOW);
+        t.hint_faults = (0..14).map(|i| fault(i, SLOW, 5)).collect();
+        p.step(&t, &mut mech, &mut out);
+        assert!(
+            (0..14).all(|i| !p.t.lru.is_active(PageId(i))),
+            "still waiting in the pagevec"
+        );
+        let mut t = tel(2, 100_000, 0);
+        t.hint_faults = vec![fault(3, SLOW, 5)];
+        p.step(&t, &mut mech, &mut out);
+        assert!(
+            migrations(&out).is_empty(),
+            "a fault on a page in the pagevec does not promote"
+        );
+        assert_eq!(
+            p.stats()
+                .iter()
+                .find(|s| s.0 == "wasted_hint_faults")
+                .map(|s| s.1),
+            Some(1.0)
+        );
+        let mut t = tel(3, 100_000, 0);
+        t.hint_faults = vec![fault(14, SLOW, 5)];
+        p.step(&t, &mut mech, &mut out);
+        assert!(
+            (0..15).all(|i| p.t.lru.is_active(PageId(i))),
+            "the full pagevec is activated"
+        );
+        let mut t = tel(4, 100_000, 0);
+        t.hint_faults = vec![fault(3, SLOW, 5)];
+        p.step(&t, &mut mech, &mut out);
+        assert_eq!(migrations(&out).len(), 1, "now the next fault promotes");
+        // lru=hinted (PageHinted, the default): the first fault makes the page a candidate.
+        let mut h = tpp();
+        let mut t = tel(1, 100_000, 0);
+        t.allocated = alloc(0..32, SLOW);
+        t.hint_faults = vec![fault(3, SLOW, 5)];
+        let mut out = Vec::new();
+        h.step(&t, &mut mech, &mut out);
+        assert!(h.t.lru.is_active(PageId(3)));
     }
 
     #[test]
