@@ -253,7 +253,14 @@ fn soar_fig1c_pointer_chase_in_fast_beats_stream_in_fast() {
 
 #[test]
 fn counter_noise_is_seeded_and_perturbs_the_uncore_counters() {
-    let sets = |noise: &str| -> Vec<String> { vec!["duration_s=0.01".into(), "working_set_gb=1".into(), "hot_set_gb=0.3".into(), format!("counter_noise={noise}")] };
+    let sets = |noise: &str| -> Vec<String> {
+        vec![
+            "duration_s=0.01".into(),
+            "working_set_gb=1".into(),
+            "hot_set_gb=0.3".into(),
+            format!("counter_noise={noise}"),
+        ]
+    };
     let lat = |noise: &str, seed: u64| {
         let m = stepped(&load("gups-hotset", &sets(noise), Some(seed)).unwrap(), 3);
         (m.tel.tier_latency_ns(0).unwrap(), m.lat[0])
@@ -261,7 +268,10 @@ fn counter_noise_is_seeded_and_perturbs_the_uncore_counters() {
     let (clean, model) = lat("0", 1);
     assert!((clean - model).abs() < 1e-6 * model);
     let (noisy, model) = lat("0.2", 1);
-    assert!((noisy - model).abs() > 1e-3 * model, "noise perturbs occupancy: {noisy} vs {model}");
+    assert!(
+        (noisy - model).abs() > 1e-3 * model,
+        "noise perturbs occupancy: {noisy} vs {model}"
+    );
     assert_eq!(lat("0.2", 1), lat("0.2", 1), "same seed, same noise");
     assert_ne!(lat("0.2", 1).0, lat("0.2", 2).0);
 }
