@@ -415,7 +415,7 @@ def plot_slowdown(done: Sequence[Outcome], cases: Sequence[Case], path: Path) ->
             values.append(float(value) if isinstance(value, int | float) else float("nan"))
         xs = [i + (k - (len(INTENSITIES) - 1) / 2) * width for i in range(len(labels))]
         ax.bar(xs, values, width=width, label=f"antagonist {intensity}")
-    ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
+    ax.set_xticks(range(len(labels)), labels, rotation=40, ha="right", rotation_mode="anchor")
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
