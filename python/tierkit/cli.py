@@ -293,6 +293,19 @@ def build_parser() -> Parser:
         "--out", type=Path, metavar="FILE", help="where to write the table as CSV (default: soar-profile.csv)"
     )
     prof.add_argument("--json", action="store_true", help="print the table as a JSON list of rows on stdout")
+    objs = soar_sub.add_parser(
+        "objects",
+        help="read the allocation shim's profile log (shim/, LD_PRELOAD) into Soar's object flow",
+        description=(
+            "Read a TKSHIM01 profile log written by the allocation shim (shim/README.md) and print Soar's "
+            "object flow per allocation site: allocations, bytes, peak live bytes, first allocation and mean "
+            "lifetime (Soar/Alto section 4.1.1)."
+        ),
+        formatter_class=formatter,
+    )
+    objs.add_argument("log", metavar="LOG", type=Path, help="the shim's profile log (TKSHIM01)")
+    objs.add_argument("--out", type=Path, metavar="FILE", help="also write the table as CSV")
+    objs.add_argument("--json", action="store_true", help="print the table as a JSON list of rows on stdout")
 
     repro = sub.add_parser(
         "reproduce",
@@ -581,8 +594,19 @@ def cmd_soar(args: argparse.Namespace) -> int:
 
     import tierkit
 
+    if args.soar_command == "objects":
+        from tierkit.shimlog import read_objects, sites
+
+        table = sites(read_objects(args.log))
+        if args.out is not None:
+            table.to_csv(args.out, index=False)
+        if args.json:
+            sys.stdout.write(json.dumps(table.to_dict(orient="records")) + "\n")
+        else:
+            sys.stdout.write(table.to_string(index=False) + "\n")
+        return EXIT_OK
     if args.soar_command != "profile":
-        raise CliError("choose an action: `tierkit soar profile EXPERIMENT`")
+        raise CliError("choose an action: `tierkit soar profile EXPERIMENT` or `tierkit soar objects LOG`")
     table = tierkit.soar_profile(args.experiment, args.overrides, args.seed)
     out = args.out or Path("soar-profile.csv")
     if out.parent and not out.parent.exists():
