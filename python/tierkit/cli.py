@@ -270,14 +270,17 @@ def build_parser() -> Parser:
 
     soar = sub.add_parser(
         "soar",
-        help="Soar's object profiling: `tierkit soar profile EXPERIMENT` writes the ranking table",
+        help="Soar's object profiling: `soar profile EXPERIMENT` (simulated), `soar objects LOG` (shim)",
         description=textwrap.dedent(
             """\
             `tierkit soar profile EXPERIMENT` runs Soar's profiling pass (Soar/Alto section 4.1: every
             page in the fast tier, PEBS-like sampling at period 3001, the AOL predictor per second) and
             writes the object ranking table (Table 2's columns): object, size, lifetime, accesses, score,
             unit score, and the ranks by first touch, by frequency and by Soar. The `soar` policy runs
-            the same pass by itself before placing objects."""
+            the same pass by itself before placing objects.
+
+            `tierkit soar objects LOG` reads the profile log the allocation shim (shim/, LD_PRELOAD)
+            writes on a real host and prints the object flow per allocation site."""
         ),
         formatter_class=formatter,
     )
