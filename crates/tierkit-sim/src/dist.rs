@@ -31,6 +31,10 @@ pub struct Region {
     /// Normalized weight (the weights of a distribution sum to 1).
     pub w: f64,
     pub kind: RegionKind,
+    /// Share of the region's misses that a hardware prefetcher already has in flight when the
+    /// demand load arrives (1 for a sequential stream, 0 for random or dependent loads). Only
+    /// the latency a sample reports depends on it: such a load waits for the rest of the prefetch.
+    pub prefetched: f64,
 }
 
 impl Region {
@@ -40,6 +44,7 @@ impl Region {
             len,
             w,
             kind: RegionKind::Range,
+            prefetched: 0.0,
         }
     }
 
@@ -63,6 +68,7 @@ impl Region {
             len,
             w,
             kind: RegionKind::Subset { pages: all, member },
+            prefetched: 0.0,
         }
     }
 
@@ -83,6 +89,7 @@ impl Region {
                 perm,
                 inv,
             },
+            prefetched: 0.0,
         }
     }
 
@@ -100,6 +107,7 @@ impl Region {
                 offs,
                 prob,
             },
+            prefetched: 0.0,
         }
     }
 
@@ -218,12 +226,18 @@ impl Dist {
 
     #[inline]
     pub fn sample(&self, rng: &mut Rng) -> u32 {
+        self.sample_region(rng).0
+    }
+
+    /// A page and the index of the region it was drawn from.
+    #[inline]
+    pub fn sample_region(&self, rng: &mut Rng) -> (u32, usize) {
         let r = if self.regions.len() == 1 {
             0
         } else {
             self.alias.sample(rng)
         };
-        self.regions[r].sample(rng)
+        (self.regions[r].sample(rng), r)
     }
 
     /// Recompute the per-tier mass from the page table (`tier_of` gives None if unallocated).

@@ -592,7 +592,10 @@ impl Machine {
             // A trace window: its measured page frequencies over the trace's object.
             let w = &rs.replay.windows[phase];
             let first = self.procs[pi].objects[0].first;
-            let r = Region::empirical(first, w.pages.clone(), &w.counts, 1.0);
+            let mut r = Region::empirical(first, w.pages.clone(), &w.counts, 1.0);
+            // The window's MLP estimate comes from stride continuation (docs/traces.md): read it
+            // back as the share of misses a prefetcher covers.
+            r.prefetched = (1.0 - 1.0 / w.mlp.max(1.0)).clamp(0.0, 1.0);
             let d = Dist::new(pi, vec![r], self.ntiers, w.read_frac);
             self.dists.push(d);
             let id = self.dists.len() - 1;
@@ -620,11 +623,14 @@ impl Machine {
                 ^ ((group as u64) << 24)
                 ^ ((phase as u64) << 8)
                 ^ ai as u64;
-            let r = match (a.scatter_seed, a.pattern) {
+            let mut r = match (a.scatter_seed, a.pattern) {
                 (Some(s), _) => Region::subset(first, pages, len, a.weight, s),
                 (None, Pattern::Zipf { s }) => Region::zipf(start, len, s, a.weight, seed),
                 (None, _) => Region::range(start, len, a.weight),
             };
+            if a.pattern == Pattern::Sequential {
+                r.prefetched = 1.0;
+            }
             regions.push(r);
         }
         let d = Dist::new(pi, regions, self.ntiers, spec.read_frac);
@@ -1112,6 +1118,7 @@ impl Machine {
                 ],
             };
             let tid = th.tid;
+            let th_m = th.m.max(1.0);
             let mut n_total = 0u64;
             for (lambda, slow_only, is_store) in kinds {
                 let n = self.rng_sample.poisson(lambda);
@@ -1119,15 +1126,26 @@ impl Machine {
                     let dist = &self.dists[d];
                     let mut page = None;
                     for _ in 0..64 {
-                        let p = dist.sample(&mut self.rng_sample);
+                        let (p, r) = dist.sample_region(&mut self.rng_sample);
                         let t = self.page_tier[p as usize];
                         if t != NONE && (!slow_only || t != 0) {
-                            page = Some((p, t));
+                            page = Some((p, t, dist.regions[r].prefetched));
                             break;
                         }
                     }
-                    let Some((p, t)) = page else { continue };
-                    let lat = self.lat[t as usize] * (0.75 + 0.5 * self.rng_sample.f64());
+                    let Some((p, t, prefetched)) = page else {
+                        continue;
+                    };
+                    // The latency a load-latency sample reports: a dependent or random miss waits
+                    // the tier's whole loaded latency; a load whose line a prefetcher already has
+                    // in flight (a stream running m lines ahead) waits for the rest, ~L/m.
+                    let full = self.lat[t as usize];
+                    let covered = prefetched > 0.0 && self.rng_sample.chance(prefetched);
+                    let lat = if covered {
+                        full / th_m * (0.5 + self.rng_sample.f64())
+                    } else {
+                        full * (0.75 + 0.5 * self.rng_sample.f64())
+                    };
                     let time = t0 + self.rng_sample.f64() * e;
                     self.tel.samples.push(Sample {
                         page: PageId(p as u64),
