@@ -15,7 +15,6 @@
 
 use tierkit_core::params::{ParamDef, ParamKind, Params};
 use tierkit_core::policy::{AccessTracker, Builder};
-use tierkit_core::telemetry::MigrationOutcome;
 use tierkit_core::{
     Action, Error, Mechanism, MigrateMode, PageId, Policy, PolicyInfo, ScanTiers, Telemetry,
     TelemetryNeeds, FAST, SLOW,
@@ -245,7 +244,6 @@ impl Colloid {
         if self.win.ns + 1e-6 < self.sample_ns {
             return;
         }
-        let ghz = tel.cpu_ghz.max(1e-9);
         for t in 0..2 {
             // average occupancy over the window (requests), and arrival rate (requests / ns);
             // O / R is then a latency in ns.
@@ -254,7 +252,6 @@ impl Colloid {
             self.o[t] = Some(smooth(self.o[t], occ, self.ewma));
             self.r[t] = Some(smooth(self.r[t], rate, self.ewma));
         }
-        let _ = ghz;
         self.win = Window::default();
     }
 
@@ -455,9 +452,6 @@ impl Policy for Colloid {
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         for m in &tel.migrations {
             self.in_flight.remove(&m.page.0);
-            if m.outcome != MigrationOutcome::Done {
-                continue;
-            }
         }
         let start = out.len();
         self.base.step(tel, mech, out);
