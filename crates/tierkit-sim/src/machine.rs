@@ -91,6 +91,34 @@ pub struct ThreadState {
 }
 
 impl ThreadState {
+    /// A thread that has not started yet, with the defaults the machine fills in when it enters
+    /// its first phase; the caller sets what differs (process, group, pinned tier, work).
+    fn idle(start_ns: f64) -> Self {
+        ThreadState {
+            proc_: None,
+            tid: 0,
+            group: 0,
+            phase: 0,
+            phase_end_ns: f64::INFINITY,
+            dist: None,
+            pinned: None,
+            m: 1.0,
+            z: 0.0,
+            read_frac: 1.0,
+            misses_per_op: 1.0,
+            work_left: None,
+            active: false,
+            done: false,
+            start_ns,
+            stop_ns: None,
+            stall_ns: 0.0,
+            x: 0.0,
+            avail: 0.0,
+            finish_ns: None,
+            phase_work_left: None,
+        }
+    }
+
     fn writebacks_per_miss(&self) -> f64 {
         ((1.0 - self.read_frac) / self.read_frac).min(1.0)
     }
@@ -216,24 +244,8 @@ impl Machine {
                         proc_: Some(pi),
                         tid: tids.len() as u32 - 1,
                         group: g,
-                        phase: 0,
-                        phase_end_ns: f64::INFINITY,
-                        dist: None,
-                        pinned: None,
-                        m: 1.0,
-                        z: 0.0,
-                        read_frac: 1.0,
-                        misses_per_op: 1.0,
                         work_left: t.work_ops,
-                        active: false,
-                        done: false,
-                        start_ns: p.start_s * 1e9,
-                        stop_ns: None,
-                        stall_ns: 0.0,
-                        x: 0.0,
-                        avail: 0.0,
-                        finish_ns: None,
-                        phase_work_left: None,
+                        ..ThreadState::idle(p.start_s * 1e9)
                     });
                 }
             }
@@ -268,27 +280,11 @@ impl Machine {
         for a in &exp.antagonists {
             for _ in 0..a.cores {
                 threads.push(ThreadState {
-                    proc_: None,
-                    tid: 0,
-                    group: 0,
-                    phase: 0,
-                    phase_end_ns: f64::INFINITY,
-                    dist: None,
                     pinned: Some(a.tier.min(ntiers - 1)),
                     m: a.mlp,
-                    z: 0.0,
                     read_frac: a.read_frac,
-                    misses_per_op: 1.0,
-                    work_left: None,
-                    active: false,
-                    done: false,
-                    start_ns: a.start_s * 1e9,
                     stop_ns: a.stop_s.map(|s| s * 1e9),
-                    stall_ns: 0.0,
-                    x: 0.0,
-                    avail: 0.0,
-                    finish_ns: None,
-                    phase_work_left: None,
+                    ..ThreadState::idle(a.start_s * 1e9)
                 });
             }
         }
