@@ -413,11 +413,32 @@ fn run_pass(
     })
 }
 
+/// A 128-bit fingerprint of everything an experiment describes: its `Debug` output streamed
+/// through two independently keyed hashers, so no string is built (a trace experiment carries
+/// every replay window's pages).
+fn fingerprint(exp: &Experiment) -> (u64, u64) {
+    use std::fmt::Write;
+    use std::hash::{DefaultHasher, Hasher};
+    struct Sink(DefaultHasher, DefaultHasher);
+    impl Write for Sink {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.write(s.as_bytes());
+            self.1.write(s.as_bytes());
+            Ok(())
+        }
+    }
+    let mut second = DefaultHasher::new();
+    second.write_u64(0x7469_6572_6b69_7431);
+    let mut sink = Sink(DefaultHasher::new(), second);
+    write!(sink, "{exp:?}").expect("hashing never fails");
+    (sink.0.finish(), sink.1.finish())
+}
+
 fn reference(exp: &Experiment, progress: &mut dyn FnMut(f64, f64) -> bool) -> Result<Pass> {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
-    static CACHE: OnceLock<Mutex<HashMap<String, Pass>>> = OnceLock::new();
-    let key = format!("{exp:?}");
+    static CACHE: OnceLock<Mutex<HashMap<(u64, u64), Pass>>> = OnceLock::new();
+    let key = fingerprint(exp);
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     if let Some(p) = cache
         .lock()
