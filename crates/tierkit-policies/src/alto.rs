@@ -371,11 +371,12 @@ mod tests {
         );
     }
 
-    /// A base that promotes every slow-tier page that hint-faults, synchronously.
-    struct Promoter;
+    /// A base that scans the slow tier and promotes every page that hint-faults, synchronously;
+    /// its name picks Alto's regulation (tpp: filter, nbt: scan).
+    struct Promoter(&'static str);
     impl Policy for Promoter {
         fn name(&self) -> String {
-            "tpp".into()
+            self.0.into()
         }
         fn needs(&self) -> TelemetryNeeds {
             TelemetryNeeds {
@@ -457,7 +458,7 @@ mod tests {
     fn below_aol_low_nothing_is_promoted_and_above_aol_high_everything_is() {
         let mut mech = FakeMech::new(vec![Some(SLOW); 200]);
         let mut a = build(
-            Box::new(Promoter),
+            Box::new(Promoter("tpp")),
             &Params::resolve("alto", P, &[("interval_ms".into(), "100".into())]).unwrap(),
         )
         .unwrap();
@@ -497,30 +498,9 @@ mod tests {
 
     #[test]
     fn nbt_is_regulated_by_scanning_fewer_pages() {
-        struct Nbt;
-        impl Policy for Nbt {
-            fn name(&self) -> String {
-                "nbt".into()
-            }
-            fn needs(&self) -> TelemetryNeeds {
-                TelemetryNeeds {
-                    hint_faults: true,
-                    ..Default::default()
-                }
-            }
-            fn init(&mut self, _: &Telemetry, _: &mut dyn Mechanism, out: &mut Vec<Action>) {
-                out.push(Action::SetHintScan {
-                    pid: None,
-                    period_ms: 1000.0,
-                    pages: 1600,
-                    tiers: ScanTiers::SlowOnly,
-                });
-            }
-            fn step(&mut self, _: &Telemetry, _: &mut dyn Mechanism, _: &mut Vec<Action>) {}
-        }
         let mut mech = FakeMech::new(vec![Some(SLOW); 10]);
         let mut a = build(
-            Box::new(Nbt),
+            Box::new(Promoter("nbt")),
             &Params::resolve("alto", P, &[("interval_ms".into(), "100".into())]).unwrap(),
         )
         .unwrap();
@@ -558,7 +538,7 @@ mod tests {
             ],
         )
         .unwrap();
-        let mut a = build(Box::new(Promoter), &p).unwrap();
+        let mut a = build(Box::new(Promoter("tpp")), &p).unwrap();
         // calibrated: AOL_low 40, AOL_high 100 (so the unloaded fast-tier latency is 100 cycles)
         let cal = Calibration {
             aol_low_cycles: 40.0,
