@@ -540,24 +540,10 @@ mod tests {
     use proptest::prelude::*;
 
     fn hemem(args: &[(&str, &str)]) -> HeMem {
-        let raw: Vec<(String, String)> = args
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        HeMem::new(&Params::resolve("hemem", PARAMS, &raw).unwrap())
+        HeMem::new(&crate::testbed::params("hemem", PARAMS, args))
     }
 
-    fn migrations(out: &[Action]) -> Vec<(u64, TierId)> {
-        out.iter()
-            .filter_map(|a| match a {
-                Action::Migrate { page, to, mode, .. } => {
-                    assert_eq!(*mode, MigrateMode::Async);
-                    Some((page.0, *to))
-                }
-                _ => None,
-            })
-            .collect()
-    }
+    use crate::testbed::async_migrations as migrations;
 
     #[test]
     fn starts_sampling_and_names_itself() {

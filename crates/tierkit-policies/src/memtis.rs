@@ -792,24 +792,10 @@ mod tests {
     use proptest::prelude::*;
 
     fn memtis(args: &[(&str, &str)]) -> Memtis {
-        let raw: Vec<(String, String)> = args
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Memtis::new(&Params::resolve("memtis", PARAMS, &raw).unwrap())
+        Memtis::new(&crate::testbed::params("memtis", PARAMS, args))
     }
 
-    fn migrations(out: &[Action]) -> Vec<(u64, TierId)> {
-        out.iter()
-            .filter_map(|a| match a {
-                Action::Migrate { page, to, mode, .. } => {
-                    assert_eq!(*mode, MigrateMode::Async);
-                    Some((page.0, *to))
-                }
-                _ => None,
-            })
-            .collect()
-    }
+    use crate::testbed::async_migrations as migrations;
 
     fn repeat(pages: std::ops::Range<u64>, times: usize) -> Vec<tierkit_core::telemetry::Sample> {
         pages.flat_map(|p| vec![read(p); times]).collect()

@@ -254,3 +254,29 @@ impl Machine {
         all
     }
 }
+
+/// Validated parameters from `(key, value)` pairs, for building a policy under test.
+pub fn params(
+    policy: &str,
+    defs: &[tierkit_core::ParamDef],
+    args: &[(&str, &str)],
+) -> tierkit_core::Params {
+    let raw: Vec<(String, String)> = args
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    tierkit_core::Params::resolve(policy, defs, &raw).unwrap()
+}
+
+/// The (page, destination) of every migration in `out`, checking each is asynchronous.
+pub fn async_migrations(out: &[Action]) -> Vec<(u64, TierId)> {
+    out.iter()
+        .filter_map(|a| match a {
+            Action::Migrate { page, to, mode, .. } => {
+                assert_eq!(*mode, tierkit_core::MigrateMode::Async);
+                Some((page.0, *to))
+            }
+            _ => None,
+        })
+        .collect()
+}
