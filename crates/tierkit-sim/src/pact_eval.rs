@@ -2,6 +2,8 @@
 //! experiment and, every PAC window, integrate each tracked slow-tier page's true stall
 //! (`Machine::true_page_stall_rate`: misses x latency / MLP of the threads touching it). The
 //! policy never sees it; the reproduction compares the policy's PAC and sample counts with it.
+//! A page PACT stops tracking (its process exited, its object was freed) keeps the PAC and
+//! samples it had when last seen, so programs that run one after the other can be compared.
 
 use tierkit_core::backend;
 use tierkit_core::params::{Params, PolicySpec};
@@ -63,6 +65,8 @@ pub fn run(exp: &Experiment, spec: &str, truth_ms: f64) -> Result<PactEval> {
     let every = ((truth_ms / exp.epoch_ms).round() as u64).max(1);
     let dt_ns = every as f64 * m.epoch_ns;
     let mut truth: Vec<f64> = Vec::new();
+    // (PAC, samples) of every page when PACT last tracked it, by page id.
+    let mut last: Vec<Option<(f64, u32)>> = Vec::new();
     let mut epoch = 0u64;
     while m.now_ns < dur_ns - 1e-6 && !m.all_exited() {
         m.step()?;
@@ -72,9 +76,14 @@ pub fn run(exp: &Experiment, spec: &str, truth_ms: f64) -> Result<PactEval> {
         if !epoch.is_multiple_of(every) {
             continue;
         }
-        let tracked: Vec<PageId> = pol.tracked().map(|(p, _)| p).collect();
-        for p in tracked {
+        let tracked: Vec<(PageId, f64, u32)> =
+            pol.tracked().map(|(p, e)| (p, e.pac, e.samples)).collect();
+        for (p, pac, samples) in tracked {
             let i = p.0 as usize;
+            if last.len() <= i {
+                last.resize(i + 1, None);
+            }
+            last[i] = Some((pac, samples));
             if i >= m.page_tier.len() || m.page_tier[i] != SLOW {
                 continue;
             }
@@ -84,13 +93,25 @@ pub fn run(exp: &Experiment, spec: &str, truth_ms: f64) -> Result<PactEval> {
             truth[i] += m.true_page_stall_rate(i as u32) * dt_ns;
         }
     }
-    let pages = pol
-        .tracked()
-        .map(|(p, e)| PageTruth {
-            page: p,
-            pac: e.pac,
-            samples: e.samples,
-            true_stall_ns: truth.get(p.0 as usize).copied().unwrap_or(0.0),
+    // Pages tracked at the end with their final values, then the ones PACT dropped earlier
+    // with the values they had when last seen.
+    for (p, e) in pol.tracked() {
+        let i = p.0 as usize;
+        if last.len() <= i {
+            last.resize(i + 1, None);
+        }
+        last[i] = Some((e.pac, e.samples));
+    }
+    let pages = last
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| {
+            v.map(|(pac, samples)| PageTruth {
+                page: PageId(i as u64),
+                pac,
+                samples,
+                true_stall_ns: truth.get(i).copied().unwrap_or(0.0),
+            })
         })
         .collect();
     use tierkit_core::Policy;
