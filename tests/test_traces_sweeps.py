@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,48 @@ def test_bad_traces_name_the_line_or_byte(tk: Tk, tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "byte 8" in proc.stderr
     assert "version 9" in proc.stderr
+
+
+def damo_records(end_time: str = "200.5 ms") -> list[dict[str, Any]]:
+    """One target's monitoring results as `damo record --output_type json` writes them."""
+    region = {"nr_accesses": {"samples": 4, "percent": 20}, "age": {"usec": None, "aggr_intervals": "2"}}
+    return [
+        {
+            "kdamond_idx": 0,
+            "target_id": 0,
+            "intervals": {"sample_us": "5 ms", "aggr_us": "100 ms"},
+            "snapshots": [
+                {"start_time": "0", "end_time": "100000000", "total_bytes": "8192",
+                 "regions": [{"start": "4,096", "end": "12,288", **region}]},
+                {"start_time": "100000000", "end_time": end_time,
+                 "regions": [{"start": 4096, "end": 8192, **region}]},
+            ],
+        }
+    ]
+
+
+def test_damo_record_files_import_as_damo_writes_them(tk: Tk, tmp_path: Path) -> None:
+    # damon.data in damo's default encoding (json_compressed: zlib over the JSON text)
+    data = tmp_path / "damon.data"
+    data.write_bytes(zlib.compress(json.dumps(damo_records(), indent=4).encode()))
+    out = tmp_path / "d.tkt"
+    proc = tk("trace", "import", "damon", str(data), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    info = tierkit.trace.info(out)
+    assert (info["accesses"], info["pages"], info["source"]) == (12, 2, "damon")
+    plain = tmp_path / "damon.json"
+    plain.write_text(json.dumps(damo_records()))
+    proc = tk("trace", "import", "damon", str(plain), "-o", str(tmp_path / "p.tkt"))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "p.tkt").read_bytes() == out.read_bytes()
+    bad = tmp_path / "bad.data"
+    bad.write_bytes(zlib.compress(json.dumps(damo_records("later")).encode()))
+    proc = tk("trace", "import", "damon", str(bad), "-o", str(tmp_path / "b.tkt"))
+    assert proc.returncode == 2
+    assert "bad.data" in proc.stderr
+    assert "record 0, snapshot 1" in proc.stderr
+    assert "end_time" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")

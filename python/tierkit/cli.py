@@ -349,13 +349,15 @@ def _add_trace_sweep_report(sub: Any, formatter: type[argparse.HelpFormatter]) -
     tsub = trace.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", required=True)
     imp = tsub.add_parser(
         "import",
-        help="convert lackey / perf-script / damon text into a binary trace",
+        help="convert lackey / perf-script / damon input into a binary trace",
         description=textwrap.dedent(
             """\
-            Convert a text trace (streamed; INPUT `-` is stdin):
+            Convert a trace (streamed; INPUT `-` is stdin):
               lackey       valgrind --tool=lackey --trace-mem=yes --log-file=OUT PROG
               perf-script  perf mem record PROG; perf script -F time,event,addr,data_src,weight
-              damon        damo record PROG; damo report raw"""
+              damon        damo record PROG, then its damon.data as it is (zlib-compressed or
+                           plain JSON), or `damo report raw` of it, or `perf script` of
+                           damon:damon_aggregated events (told apart by their first bytes)"""
         ),
         formatter_class=formatter,
     )

@@ -1,4 +1,4 @@
-"""Memory-access traces: import lackey / perf-script / damon text into tierkit's binary format
+"""Memory-access traces: import lackey / perf-script / damon input into tierkit's binary format
 (docs/traces.md), summarise a trace, and record a program under valgrind lackey.
 
 Replay a trace with ``tierkit.run("trace:FILE")`` or ``workload = "trace"`` in an experiment.

@@ -4,6 +4,7 @@
 use std::io::{BufRead, Seek, Write};
 use std::path::Path;
 
+use super::damo;
 use super::{Header, Op, Result, Source, StampKind, TraceError, Writer};
 
 /// Input formats `tierkit trace import` reads.
@@ -13,7 +14,9 @@ pub enum Format {
     Lackey,
     /// `perf script -F time,event,addr,data_src,weight` of `perf mem record`.
     PerfScript,
-    /// `damo report raw` of a `damo record` file.
+    /// DAMON monitoring results: damo's record file itself (`damo record`'s default zlib-compressed
+    /// JSON, or `--output_type json`; damo.rs), `damo report raw` of it, or `perf script` of the
+    /// `damon:damon_aggregated` tracepoint. Told apart by their first bytes.
     Damon,
 }
 
@@ -81,7 +84,7 @@ fn werr(path: &Path, e: std::io::Error) -> TraceError {
 pub fn import(
     format: Format,
     input_name: &str,
-    inp: impl BufRead,
+    mut inp: impl BufRead,
     output: &Path,
 ) -> Result<ImportStats> {
     let header = match format {
@@ -90,20 +93,36 @@ pub fn import(
         Format::Damon => Header::new(12, StampKind::Nanoseconds, Source::Damon),
     };
     let mut w = Writer::create(output, header)?;
-    let mut lines = Lines {
-        inp,
-        path: input_name.to_string(),
-        no: 0,
+    let enc = match format {
+        Format::Damon => {
+            let head = inp
+                .fill_buf()
+                .map_err(|e| perr(input_name, 1, format!("cannot read: {e}")))?;
+            damo::sniff(head)
+        }
+        _ => damo::Encoding::Text,
     };
-    let (stats, last) = match format {
-        Format::Lackey => lackey(&mut lines, &mut w),
-        Format::PerfScript => perf_script(&mut lines, &mut w),
-        Format::Damon => damon(&mut lines, &mut w),
-    }
-    .map_err(|e| match e {
-        Either::Trace(t) => t,
-        Either::Io(e) => werr(output, e),
-    })?;
+    let (stats, last) = if enc != damo::Encoding::Text {
+        damo::read(inp, enc, input_name, &mut w).map_err(|e| match e {
+            Ok(io) => werr(output, io),
+            Err(t) => t,
+        })?
+    } else {
+        let mut lines = Lines {
+            inp,
+            path: input_name.to_string(),
+            no: 0,
+        };
+        match format {
+            Format::Lackey => lackey(&mut lines, &mut w),
+            Format::PerfScript => perf_script(&mut lines, &mut w),
+            Format::Damon => damon(&mut lines, &mut w),
+        }
+        .map_err(|e| match e {
+            Either::Trace(t) => t,
+            Either::Io(e) => werr(output, e),
+        })?
+    };
     let h = w.finish(last).map_err(|e| werr(output, e))?;
     if h.records == 0 {
         return Err(perr(
@@ -116,7 +135,8 @@ pub fn import(
                     Format::Lackey => "`valgrind --tool=lackey --trace-mem=yes`",
                     Format::PerfScript =>
                         "`perf script -F time,event,addr,data_src,weight` (of `perf mem record`)",
-                    Format::Damon => "`damo report raw`",
+                    Format::Damon =>
+                        "a damo record file, `damo report raw` or `perf script` of damon:damon_aggregated",
                 }
             ),
         ));
@@ -336,7 +356,7 @@ fn perf_script<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>)
     Ok((st, last))
 }
 
-fn damon_time_ns(s: &str) -> Option<u64> {
+pub(super) fn damon_time_ns(s: &str) -> Option<u64> {
     // "104.599 ms", "1 m 2.3 s", "0 ns", or a bare number of ns.
     let toks: Vec<&str> = s.split_whitespace().collect();
     if toks.len() == 1 {
@@ -362,10 +382,49 @@ fn damon_time_ns(s: &str) -> Option<u64> {
     (i == toks.len()).then_some(total as u64)
 }
 
+/// `perf script` of `perf record -e damon:damon_aggregated` (damo's `--output_type perf_script`):
+/// `COMM PID [CPU] SECONDS: damon:damon_aggregated: target_id=N nr_regions=N START-END: NR [AGE]`,
+/// addresses in decimal, one line per region, stamped with the event's time. Returns
+/// (time ns, start, end, nr_accesses).
+fn damon_aggregated(t: &str) -> std::result::Result<(u64, u64, u64, u64), String> {
+    let (before, after) = t
+        .split_once("damon:damon_aggregated:")
+        .ok_or("no damon:damon_aggregated event")?;
+    let secs = before
+        .split_whitespace()
+        .last()
+        .and_then(|s| s.strip_suffix(':'))
+        .and_then(|s| s.parse::<f64>().ok())
+        .ok_or("expected the event time (`SECONDS:`) before the event name")?;
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let range = f
+        .iter()
+        .position(|x| x.ends_with(':') && x.contains('-'))
+        .ok_or("expected `START-END: NR_ACCESSES` after the event")?;
+    let (a, b) = f[range]
+        .trim_end_matches(':')
+        .split_once('-')
+        .ok_or("expected `START-END:`")?;
+    let (a, b) = match (a.parse::<u64>(), b.parse::<u64>()) {
+        (Ok(a), Ok(b)) => (a, b),
+        _ => {
+            return Err(format!(
+                "bad region `{}` (expected decimal addresses)",
+                f[range]
+            ))
+        }
+    };
+    let nr = f
+        .get(range + 1)
+        .and_then(|x| x.parse::<u64>().ok())
+        .ok_or("expected NR_ACCESSES after the region")?;
+    Ok(((secs * 1e9) as u64, a, b, nr))
+}
+
 /// `damo report raw`: snapshots of `monitoring_end: TIME` then `START-END( SIZE): NR_ACCESSES`
-/// region lines. Each page of a region with accesses becomes a record with count = the
-/// region's nr_accesses (the sampling intervals in which it was seen accessed), stamped with
-/// the snapshot's end.
+/// region lines, or `perf script` lines of `damon:damon_aggregated` (damon_aggregated above).
+/// Each page of a region with accesses becomes a record with count = the region's nr_accesses
+/// (the sampling intervals in which it was seen accessed), stamped with the snapshot's end.
 fn damon<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>) -> Out {
     let mut st = ImportStats::default();
     let mut now: Option<u64> = None;
@@ -374,8 +433,23 @@ fn damon<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>) -> Ou
     while let Some(line) = l.next(&mut buf)? {
         st.lines += 1;
         let t = line.trim();
-        if t.is_empty() {
+        if t.is_empty() || t.contains("damon:damos_before_apply:") {
             st.skipped += 1;
+            continue;
+        }
+        if t.contains("damon:damon_aggregated:") {
+            let (ns, a, b, nr) = damon_aggregated(t)
+                .map_err(|m| perr(&l.path, l.no, format!("{m}: `{}`", clip(t))))?;
+            if b <= a {
+                return Err(perr(&l.path, l.no, format!("empty region {a:x}-{b:x}")).into());
+            }
+            if nr == 0 {
+                continue;
+            }
+            last = ns.max(last);
+            for page in a >> 12..b.div_ceil(4096) {
+                w.push(last, page, nr, Op::Load)?;
+            }
             continue;
         }
         let is_region = t
@@ -555,6 +629,30 @@ nr_regions: 2
         .unwrap_err()
         .to_string();
         assert!(e.contains("line 2") && e.contains("empty region"), "{e}");
+    }
+
+    #[test]
+    fn damon_aggregated_perf_script_lines_become_page_records() {
+        let text = "\
+ kdamond.0  4452 [000] 82877.315633: damon:damon_aggregated: target_id=18446623435582458880 nr_regions=2 94819803136-94819815424: 5 3
+ kdamond.0  4452 [000] 82877.315633: damon:damon_aggregated: target_id=18446623435582458880 nr_regions=2 140282712608768-140282712612864: 0 9
+ kdamond.0  4452 [000] 82877.415633: damon:damos_before_apply: ctx_idx=0 scheme_idx=0 target_idx=0 nr_regions=1 1-2: 0 1
+ kdamond.0  4452 [000] 82877.415700: damon:damon_aggregated: target_id=18446623435582458880 nr_regions=1 94819803136-94819807232: 2
+";
+        let out = tmp("dp.tkt");
+        let st = import(Format::Damon, "damon.perf.txt", text.as_bytes(), &out).unwrap();
+        assert_eq!((st.records, st.accesses, st.skipped), (4, 17, 1));
+        assert_eq!(info(&out).unwrap().last_stamp, 82_877_415_700_000);
+        let e = import(
+            Format::Damon,
+            "damon.perf.txt",
+            " kdamond.0 1 [0] 1.5: damon:damon_aggregated: target_id=1 nr_regions=1 0x10-0x20: 1\n"
+                .as_bytes(),
+            &tmp("dp2.tkt"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("line 1") && e.contains("decimal"), "{e}");
     }
 
     #[test]

@@ -27,6 +27,7 @@
 //!
 //! A record is a run of `count` accesses to one unit that began at `stamp`.
 
+mod damo;
 pub mod import;
 pub mod replay;
 
