@@ -947,7 +947,7 @@ fn validate(ctx: &Ctx, e: &Experiment) -> Result<()> {
 /// Keys of `workload = "trace"` (docs/traces.md).
 pub const TRACE_KEYS: &[(&str, &str)] = &[
     ("trace", "trace file(s) from `tierkit trace import`: one process each"),
-    ("mlp", "MLP of every window, or a list with one per trace (default: estimated from the misses)"),
+    ("mlp", "MLP of every window, or a list with one entry per trace: a number, or a list with one MLP per window (default: estimated from the misses)"),
     ("compute_ns", "compute per miss, ns (default: from instruction stamps at base_cpi; 10 for time-stamped traces)"),
     ("base_cpi", "cycles per instruction between misses for instruction-stamped traces (default 0.5)"),
     ("llc_mb", "LLC size of the cache model for lackey traces, MiB (default: the platform's)"),
@@ -989,14 +989,21 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
             ))
         }
     };
-    // One MLP for every trace, or one per trace (per process); absent: estimated.
-    let mlps: Vec<Option<f64>> = match r.raw("mlp") {
+    // One MLP for every trace, or one entry per trace (per process): a number for all its
+    // windows, or a list with one per window (its phases); absent: estimated.
+    let num = |v: &Value| match v {
+        Value::Integer(i) if (1..=64).contains(i) => Ok(*i as f64),
+        Value::Float(f) if (1.0..=64.0).contains(f) => Ok(*f),
+        other => Err(ctx.err("mlp", format!("expected numbers in [1, 64], got {other}"))),
+    };
+    let mlps: Vec<Option<Vec<f64>>> = match r.raw("mlp") {
         Some(Value::Array(a)) => {
             if a.len() != files.len() {
                 return Err(ctx.err(
                     "mlp",
                     format!(
-                        "a list of {} MLPs for {} traces; give one per trace or a single number",
+                        "a list of {} entries for {} traces; give one per trace (a number, or a list \
+                         with one MLP per window) or a single number",
                         a.len(),
                         files.len()
                     ),
@@ -1004,15 +1011,14 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
             }
             a.iter()
                 .map(|v| match v {
-                    Value::Integer(i) if (1..=64).contains(i) => Ok(Some(*i as f64)),
-                    Value::Float(f) if (1.0..=64.0).contains(f) => Ok(Some(*f)),
-                    other => {
-                        Err(ctx.err("mlp", format!("expected numbers in [1, 64], got {other}")))
+                    Value::Array(w) if !w.is_empty() => {
+                        w.iter().map(num).collect::<Result<Vec<f64>>>().map(Some)
                     }
+                    other => num(other).map(|x| Some(vec![x])),
                 })
                 .collect::<Result<_>>()?
         }
-        _ => vec![r.f64_opt("mlp", 1.0, 64.0)?; files.len()],
+        _ => vec![r.f64_opt("mlp", 1.0, 64.0)?.map(|x| vec![x]); files.len()],
     };
     let compute_ns = r.f64_opt("compute_ns", 0.0, 1e6)?;
     let base_cpi = r.f64_or("base_cpi", 0.01, 100.0, 0.5)?;
@@ -1042,8 +1048,27 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
             Some(b) if Path::new(f).is_relative() => b.join(f),
             _ => Path::new(f).to_path_buf(),
         };
-        opts.mlp = mlps[i];
-        let replay = build(&p, &opts).map_err(|e| ctx.err("trace", e.to_string()))?;
+        opts.mlp = match mlps[i].as_deref() {
+            Some([one]) => Some(*one),
+            _ => None,
+        };
+        let mut replay = build(&p, &opts).map_err(|e| ctx.err("trace", e.to_string()))?;
+        if let Some(per_window) = mlps[i].as_ref().filter(|m| m.len() > 1) {
+            if per_window.len() != replay.windows.len() {
+                return Err(ctx.err(
+                    "mlp",
+                    format!(
+                        "{} MLPs for trace {f}, which replays as {} windows with these settings \
+                         (window_accesses, min_window_misses, llc_mb); give one per window",
+                        per_window.len(),
+                        replay.windows.len()
+                    ),
+                ));
+            }
+            for (w, &m) in replay.windows.iter_mut().zip(per_window) {
+                w.mlp = m;
+            }
+        }
         let name = p
             .file_stem()
             .map_or_else(|| format!("trace{i}"), |s| s.to_string_lossy().into_owned());

@@ -284,3 +284,34 @@ fn mlp_given_per_trace_replaces_the_estimate() {
         "{err}"
     );
 }
+
+/// Per-phase MLP: an entry of `mlp` may list one MLP per window of its trace (the windows are
+/// the trace's phases); the count must match the windows the trace replays as.
+#[test]
+fn mlp_given_per_window_sets_each_phase() {
+    let n = experiment("duration_s = 0.2\nfast_tier_gb = 1\n").replays[0]
+        .replay
+        .windows
+        .len();
+    assert!(n >= 2, "{n} windows");
+    let per: Vec<String> = (0..n).map(|k| format!("{}", 1 + k % 3)).collect();
+    let e = experiment(&format!(
+        "duration_s = 0.2\nfast_tier_gb = 1\nmlp = [[{}], 6.5]\n",
+        per.join(", ")
+    ));
+    let got: Vec<f64> = e.replays[0].replay.windows.iter().map(|w| w.mlp).collect();
+    let want: Vec<f64> = (0..n).map(|k| (1 + k % 3) as f64).collect();
+    assert_eq!(got, want);
+    assert!(e.replays[1].replay.windows.iter().all(|w| w.mlp == 6.5));
+    let d = traces();
+    let bad = format!(
+        "workload = \"trace\"\ntrace = [{:?}, {:?}]\nmlp = [[1, 2], 3]\nllc_mb = 0.25\n",
+        d.join("pchase.tkt").display().to_string(),
+        d.join("stream.tkt").display().to_string()
+    );
+    let err = load_str("x.toml", &bad, &[], None).unwrap_err().to_string();
+    assert!(
+        err.contains("x.toml: `mlp`") && err.contains(&format!("replays as {n} windows")),
+        "{err}"
+    );
+}
