@@ -175,6 +175,26 @@ def test_local_sweep_records_a_failure_and_resumes(tmp_path: Path) -> None:
     assert (merged["throughput_ops_per_s_x"] == merged["throughput_ops_per_s_y"]).all()
 
 
+def test_sweep_points_follow_the_experiment_files_content_not_their_path(tmp_path: Path) -> None:
+    exp = 'workload = "gups-hotset"\nduration_s = 0.2\nthreads = 2\nworking_set_gb = 1\nhot_set_gb = 0.25\n'
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "exp.toml").write_text(exp)
+        (tmp_path / d / "sweep.toml").write_text(
+            'experiments = ["exp.toml"]\npolicies = ["notier"]\nseeds = 1\n'
+        )
+    out = tmp_path / "out"
+    first = tierkit.sweep(tmp_path / "a" / "sweep.toml", out=out, workers=1)
+    assert (first.ran, first.failed) == (1, 0), first.table
+    # The same files elsewhere: the point is already done.
+    moved = tierkit.sweep(tmp_path / "b" / "sweep.toml", out=out, workers=1)
+    assert (moved.skipped, moved.ran) == (1, 0)
+    # An edited experiment file is a new point.
+    (tmp_path / "b" / "exp.toml").write_text(exp.replace("threads = 2", "threads = 3"))
+    edited = tierkit.sweep(tmp_path / "b" / "sweep.toml", out=out, workers=1)
+    assert (edited.skipped, edited.ran) == (0, 1)
+
+
 def test_sweep_on_a_local_dask_cluster(tmp_path: Path) -> None:
     distributed = pytest.importorskip("dask.distributed")
     with distributed.LocalCluster(

@@ -61,11 +61,28 @@ class Point:
     overrides: tuple[tuple[str, str], ...] = ()
     axes: tuple[tuple[str, str], ...] = field(default=())
     """The grid values that vary (for the table's columns)."""
+    content: str = ""
+    """What the experiment is, for the id: a built-in's name, or a digest of the experiment or
+    trace file's bytes (so a moved sweep still resumes, and an edited file is run again)."""
 
     @property
     def id(self) -> str:
-        key = json.dumps([self.experiment, self.policy, self.seed, sorted(self.overrides)])
+        exp = self.content or self.experiment
+        key = json.dumps([exp, self.policy, self.seed, sorted(self.overrides)])
         return hashlib.sha1(key.encode()).hexdigest()[:16]
+
+
+def _file_digest(path: Path) -> str:
+    """sha256 of a file's bytes, read in 1 MiB blocks; "" when it cannot be read (the run then
+    reports the error)."""
+    h = hashlib.sha256()
+    try:
+        with path.open("rb") as f:
+            while block := f.read(1 << 20):
+                h.update(block)
+    except OSError:
+        return ""
+    return "sha256:" + h.hexdigest()
 
 
 def _value_text(v: object) -> str:
@@ -131,15 +148,23 @@ def expand(spec: Mapping[str, Any], where: str = "sweep", base_dir: Path | None 
         if pol not in policies:
             raise _error(f"{where}: `params.{pol}`: `{pol}` is not in `policies` ({', '.join(policies)})")
 
-    def resolve(exp: str) -> str:
-        if base_dir is None:
-            return exp
+    digests: dict[str, str] = {}
+
+    def resolve(exp: str) -> tuple[str, str]:
+        """(what to run, what the point id is computed from)."""
         prefix, path = ("trace:", exp[6:]) if exp.startswith("trace:") else ("", exp)
         looks_like_file = prefix or path.endswith(".toml")
-        if looks_like_file and not Path(path).is_absolute() and (base_dir / path).exists():
+        if not looks_like_file:
+            return exp, exp
+        file = Path(path)
+        if base_dir is not None and not file.is_absolute() and (base_dir / path).exists():
             # Absolute, so that Dask workers with another working directory find it too.
-            return prefix + str((base_dir / path).resolve())
-        return exp
+            file = (base_dir / path).resolve()
+            exp = prefix + str(file)
+        key = str(file)
+        if key not in digests:
+            digests[key] = _file_digest(file)
+        return exp, prefix + (digests[key] or exp)
 
     points: list[Point] = []
     for exp in experiments:
@@ -156,7 +181,8 @@ def expand(spec: Mapping[str, Any], where: str = "sweep", base_dir: Path | None 
                     for seed in seeds:
                         overrides = tuple(fixed + combo)
                         vary = tuple(combo + pol_vary)
-                        points.append(Point(resolve(exp), pol_spec, seed, overrides, vary))
+                        run_as, content = resolve(exp)
+                        points.append(Point(run_as, pol_spec, seed, overrides, vary, content))
     if not points:
         raise _error(f"{where}: no points; give `experiments`")
     return points
