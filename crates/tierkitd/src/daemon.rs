@@ -130,6 +130,8 @@ pub fn run(cfg: Config) -> Result<()> {
     let mut last_status = Instant::now();
     let mut idle_logged = false;
     let mut last_moves = (0u64, 0u64);
+    // (move_pages calls, seconds in them) at the end of the last pass: a pass's own share
+    let mut last_calls = (0u64, 0f64);
     loop {
         match lx.observe() {
             Ok(()) => {}
@@ -148,12 +150,21 @@ pub fn run(cfg: Config) -> Result<()> {
             promos.saturating_sub(last_moves.0),
             demos.saturating_sub(last_moves.1),
         );
+        let (calls, in_calls) = (
+            lx.metrics.migrate_calls - last_calls.0,
+            lx.metrics.migrate_seconds_sum - last_calls.1,
+        );
         if moved != (0, 0) {
             log.info(format!(
-                "interval {}: promoted {} pages, demoted {}",
-                lx.metrics.intervals, moved.0, moved.1
+                "interval {}: promoted {} pages, demoted {} (pass {:.4} s: {calls} move_pages call(s) {:.4} s)",
+                lx.metrics.intervals,
+                moved.0,
+                moved.1,
+                lx.last_apply.as_secs_f64(),
+                in_calls
             ));
         }
+        last_calls = (lx.metrics.migrate_calls, lx.metrics.migrate_seconds_sum);
         last_moves = (promos, demos);
         if lx.pids().is_empty() {
             if !idle_logged {
@@ -182,14 +193,15 @@ pub fn run(cfg: Config) -> Result<()> {
     lx.stop_source();
     let m = &lx.metrics;
     log.info(format!(
-        "stopped by signal after {} intervals: promoted {}, demoted {}, pages migrated {} in {:.4} s of migration passes ({:.0} pages/s; move_pages itself {:.4} s)",
+        "stopped by signal after {} intervals: promoted {}, demoted {}, pages migrated {} in {:.4} s of migration passes ({:.0} pages/s; move_pages itself {:.4} s in {} calls)",
         m.intervals,
         m.promotions.values().sum::<u64>(),
         m.demotions.values().sum::<u64>(),
         m.pages_migrated,
         m.apply_seconds_sum,
         m.pages_migrated as f64 / m.apply_seconds_sum.max(1e-9),
-        m.migrate_seconds_sum
+        m.migrate_seconds_sum,
+        m.migrate_calls
     ));
     for (k, v) in policy.stats() {
         log.debug(format!("policy stat {k} = {v}"));

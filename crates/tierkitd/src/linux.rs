@@ -628,13 +628,12 @@ impl Linux {
         });
     }
 
-    /// Move one batch of one target's pages to `node`; record each page's outcome.
-    fn move_batch(&mut self, pid: Pid, to: TierId, node: u32, batch: &[PageId]) {
+    /// Move one batch of one target's pages, given as (virtual page number, id), to `node`;
+    /// record each page's outcome.
+    fn move_batch(&mut self, pid: Pid, to: TierId, node: u32, batch: &[(u64, PageId)]) {
         self.scratch_addrs.clear();
-        for &id in batch {
-            let s = self.table.slot(id).expect("batched pages exist");
-            self.scratch_addrs.push(s.vpn * PAGE_SIZE);
-        }
+        self.scratch_addrs
+            .extend(batch.iter().map(|&(vpn, _)| vpn * PAGE_SIZE));
         self.scratch_nodes.clear();
         self.scratch_nodes.resize(batch.len(), node as i32);
         self.scratch_status.clear();
@@ -648,6 +647,7 @@ impl Linux {
             mech::MPOL_MF_MOVE,
         );
         self.metrics.migrate_seconds_sum += t0.elapsed().as_secs_f64();
+        self.metrics.migrate_calls += 1;
         let from = if to == FAST { SLOW } else { FAST };
         match r {
             Err(e) => {
@@ -669,14 +669,14 @@ impl Linux {
                     ));
                     MigrationOutcome::Refused
                 };
-                for &id in batch {
+                for &(_, id) in batch {
                     self.result(id, from, to, outcome);
                 }
             }
             Ok(_) => {
                 let mut errs: BTreeMap<String, u64> = BTreeMap::new();
                 let mut moved = 0u64;
-                for (i, &id) in batch.iter().enumerate() {
+                for (i, &(_, id)) in batch.iter().enumerate() {
                     let st = self.scratch_status[i];
                     let outcome = if st == node as i32 {
                         moved += 1;
@@ -753,10 +753,17 @@ impl Linux {
     }
 
     fn apply_migrations(&mut self, moves: Vec<(PageId, TierId)>) {
-        // validate, then demotions first so they make room for the promotions
-        let mut groups: BTreeMap<(u8, Pid), Vec<PageId>> = BTreeMap::new();
-        let mut promos_per_pid: BTreeMap<Pid, u64> = BTreeMap::new();
-        let mut seen = rustc_hash::FxHashSet::default();
+        // validate, then demotions first so they make room for the promotions. A group is one
+        // (direction, target) with its pages as (virtual page number, id): sorted by address
+        // and batched below without looking the pages up again
+        let mut groups: Vec<((u8, Pid), Vec<(u64, PageId)>)> = Vec::new();
+        let mut last_group = usize::MAX;
+        // per target, looked up once per pass: None when unknown; else whether it may migrate
+        // and how many promotions its fast-tier cap still allows
+        let mut room: BTreeMap<Pid, Option<(bool, Option<u64>)>> = BTreeMap::new();
+        let mut seen =
+            rustc_hash::FxHashSet::with_capacity_and_hasher(moves.len(), Default::default());
+        self.results.reserve(moves.len());
         for (page, to) in moves {
             let Some(s) = self.table.slot(page).copied() else {
                 self.result(page, to, to, MigrationOutcome::NoPage);
@@ -774,34 +781,53 @@ impl Linux {
                 self.result(page, s.tier, to, MigrationOutcome::Refused);
                 continue;
             }
-            let Some(p) = self.procs.get(&s.pid) else {
+            let (procs, table) = (&self.procs, &self.table);
+            let r = room.entry(s.pid).or_insert_with(|| {
+                procs.get(&s.pid).map(|p| {
+                    let left = p.fast_cap.map(|cap| {
+                        let fast = p
+                            .pages
+                            .ids
+                            .iter()
+                            .filter(|&&id| table.slot(id).is_some_and(|x| x.tier == FAST))
+                            .count() as u64;
+                        cap.saturating_sub(fast)
+                    });
+                    (p.migration_enabled && !p.gone, left)
+                })
+            });
+            let Some((ok, left)) = r else {
                 self.result(page, s.tier, to, MigrationOutcome::NoPage);
                 continue;
             };
-            if !p.migration_enabled || p.gone {
+            if !*ok {
                 self.result(page, s.tier, to, MigrationOutcome::Refused);
                 continue;
             }
             if to == FAST {
-                if let Some(cap) = p.fast_cap {
-                    let fast = p
-                        .pages
-                        .ids
-                        .iter()
-                        .filter(|&&id| self.table.slot(id).is_some_and(|x| x.tier == FAST))
-                        .count() as u64;
-                    let c = promos_per_pid.entry(s.pid).or_default();
-                    if fast + *c >= cap {
+                if let Some(left) = left {
+                    if *left == 0 {
                         self.result(page, s.tier, to, MigrationOutcome::Refused);
                         continue;
                     }
-                    *c += 1;
+                    *left -= 1;
                 }
             }
             // key: demotions (to = 1) sort before promotions (to = 0)
-            groups.entry((u8::MAX - to, s.pid)).or_default().push(page);
+            let key = (u8::MAX - to, s.pid);
+            if groups.get(last_group).is_none_or(|g| g.0 != key) {
+                last_group = match groups.iter().position(|g| g.0 == key) {
+                    Some(i) => i,
+                    None => {
+                        groups.push((key, Vec::new()));
+                        groups.len() - 1
+                    }
+                };
+            }
+            groups[last_group].1.push((s.vpn, page));
         }
-        let total: usize = groups.values().map(|v| v.len()).sum();
+        groups.sort_by_key(|g| g.0);
+        let total: usize = groups.iter().map(|g| g.1.len()).sum();
         if total == 0 {
             return;
         }
@@ -817,7 +843,7 @@ impl Linux {
             }
             self.metrics.dry_run_skipped += total as u64;
             for ((k, _), pages) in groups {
-                for id in pages {
+                for (_, id) in pages {
                     let to = u8::MAX - k;
                     self.result(
                         id,
@@ -836,31 +862,30 @@ impl Linux {
             let to = u8::MAX - k;
             let from = if to == FAST { SLOW } else { FAST };
             let Some(node) = self.dest_node(to) else {
-                for &id in &pages {
+                for &(_, id) in &pages {
                     self.result(id, from, to, MigrationOutcome::Refused);
                 }
                 continue;
             };
             let n = pages.len().min(allowed);
             allowed -= n;
-            for &id in &pages[n..] {
+            for &(_, id) in &pages[n..] {
                 self.result(id, from, to, MigrationOutcome::Refused);
             }
             limited += pages.len() - n;
             // the rate limit cut the policy's order; what is allowed moves in address order: the
             // kernel walks each page's VMA and page table, and neighbours share them
-            let table = &self.table;
-            pages[..n].sort_by_key(|&id| table.slot(id).map_or(u64::MAX, |s| s.vpn));
+            pages[..n].sort_unstable_by_key(|&(vpn, _)| vpn);
             for chunk in pages[..n].chunks(self.settings.batch_pages.max(1)) {
                 if self.stop.load(Ordering::Relaxed) {
                     stopped += chunk.len();
-                    for &id in chunk {
+                    for &(_, id) in chunk {
                         self.result(id, from, to, MigrationOutcome::Refused);
                     }
                     continue;
                 }
                 if self.procs.get(&pid).is_none_or(|p| p.gone) {
-                    for &id in chunk {
+                    for &(_, id) in chunk {
                         self.result(id, from, to, MigrationOutcome::NoPage);
                     }
                     continue;
