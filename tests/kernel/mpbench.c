@@ -2,10 +2,13 @@
  * with: MIB of 4 KiB pages first placed on FROM, moved to TO in batches of BATCH pages by a
  * process moving another process's pages (as tierkitd does) - here a forked child's.
  * Build: gcc -O2 -static -o mpbench mpbench.c
- * Usage: mpbench MIB BATCH FROM TO [active]  ->  MPBENCH pages=.. seconds=.. pages_per_s=.. failed=..
+ * Usage: mpbench MIB BATCH FROM TO [active|idle [wait]]  ->  MPBENCH pages=.. seconds=.. pages_per_s=.. failed=..
  * With "active" the target keeps writing its pages at nice 19 while they move, as the workload
  * does in the tierkitd run it is compared with (moving pages a process is using costs the kernel
  * more: TLB shootdowns, busy pages).
+ * With "wait" it prints MPBENCH_READY child=PID once the target's pages are in place and waits for
+ * SIGUSR1 before moving them: time for the test to attach a monitor (tierkitd --dry-run, DAMON)
+ * to the target, so the baseline can be measured under the same monitoring as tierkitd's moves.
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -28,6 +31,9 @@ int main(int argc, char **argv)
     size_t len = strtoul(argv[1], 0, 0) << 20, n = len / PAGE;
     long batch = atol(argv[2]);
     int from = atoi(argv[3]), to = atoi(argv[4]), active = argc > 5 && !strcmp(argv[5], "active");
+    int wait_go = argc > 6 && !strcmp(argv[6], "wait");
+    sigset_t usr1; sigemptyset(&usr1); sigaddset(&usr1, SIGUSR1);
+    if (wait_go) sigprocmask(SIG_BLOCK, &usr1, NULL); /* the child unblocks it; we sigwait */
     char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) { perror("mmap"); return 2; }
     madvise(p, len, MADV_NOHUGEPAGE);
@@ -36,6 +42,7 @@ int main(int argc, char **argv)
     int pfd[2]; if (pipe(pfd)) return 2;
     pid_t child = fork();
     if (child == 0) { /* the target: touch, then wait to be killed */
+        sigprocmask(SIG_UNBLOCK, &usr1, NULL);
         for (size_t i = 0; i < len; i += PAGE) p[i] = 1;
         syscall(SYS_mbind, p, len, 0, NULL, 0, 0);
         if (write(pfd[1], "x", 1) != 1) _exit(2);
@@ -47,6 +54,10 @@ int main(int argc, char **argv)
     void **pages = malloc(n * sizeof *pages);
     int *nodes = malloc(n * sizeof(int)), *st = malloc(n * sizeof(int));
     for (size_t i = 0; i < n; i++) { pages[i] = p + i * PAGE; nodes[i] = to; }
+    if (wait_go) {
+        printf("MPBENCH_READY child=%d\n", (int)child); fflush(stdout);
+        int sig; sigwait(&usr1, &sig);
+    }
     long failed = 0;
     double t0 = now();
     for (size_t i = 0; i < n; i += batch) {
