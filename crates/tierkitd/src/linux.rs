@@ -102,6 +102,9 @@ impl Bucket {
     }
 }
 
+/// A migration group's key: (`u8::MAX` - destination tier, target pid).
+type GroupKey = (u8, Pid);
+
 pub struct Linux {
     settings: Settings,
     targets: Targets,
@@ -756,7 +759,7 @@ impl Linux {
         // validate, then demotions first so they make room for the promotions. A group is one
         // (direction, target) with its pages as (virtual page number, id): sorted by address
         // and batched below without looking the pages up again
-        let mut groups: Vec<((u8, Pid), Vec<(u64, PageId)>)> = Vec::new();
+        let mut groups: Vec<(GroupKey, Vec<(u64, PageId)>)> = Vec::new();
         let mut last_group = usize::MAX;
         // per target, looked up once per pass: None when unknown; else whether it may migrate
         // and how many promotions its fast-tier cap still allows
