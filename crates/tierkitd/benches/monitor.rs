@@ -3,7 +3,9 @@
 //! pseudo-samples and clear_refs when the kernel has soft-dirty, HeMem's step) on a 64 MiB target whose 16 MiB hot part a second
 //! thread keeps writing. The target is this process, so one NUMA node is enough (every page reads
 //! as fast; nothing migrates). Reports the step's CPU time (this thread's, RUSAGE_THREAD) and
-//! what that is per second of monitoring at the default 500 ms interval.
+//! what that is per second of monitoring at the default 500 ms interval, for the default scan
+//! (a page whose frame number is unchanged keeps its node) and, stepped in turn with it, a scan
+//! that asks the kernel for every page's node.
 //!
 //! Run: cargo bench -p tierkitd --bench monitor
 
@@ -47,71 +49,93 @@ fn main() {
             std::thread::sleep(Duration::from_millis(5));
         }
     });
-    let settings = Settings {
-        interval: Duration::from_millis(50),
-        ..Settings::default()
+    // two backends on the same target, stepped in turn so the machine's noise hits both alike:
+    // the default (a page whose frame is unchanged keeps its node) and one that asks the kernel
+    // for every present page's node each interval
+    let make = |reuse: bool| {
+        let settings = Settings {
+            interval: Duration::from_millis(50),
+            scan_reuse_frames: reuse,
+            ..Settings::default()
+        };
+        let tiers = TierMap {
+            fast: vec![0],
+            slow: vec![],
+            reason: "bench".into(),
+        };
+        // soft-dirty when the kernel has it; DAMON is not used here (it may be busy on a shared host)
+        let source: Box<dyn tierkitd::source::Source> = match tierkitd::source::softdirty::probe() {
+            Ok(()) => Box::new(SoftDirty::new(1.0)),
+            Err(e) => {
+                if reuse {
+                    println!("monitor: no soft-dirty ({e}); measuring the scan and the policy step alone");
+                }
+                Box::new(tierkitd::source::NoSource)
+            }
+        };
+        let lx = Linux::new(
+            Targets::Pids(vec![std::process::id()]),
+            tiers,
+            tierkitd::topology::NODE_ROOT.into(),
+            settings,
+            source,
+            &STOP,
+            Logger {
+                format: Format::Text,
+                min: tierkitd::log::Level::Error,
+            },
+        )
+        .expect("backend");
+        (lx, tierkit_policies::build("hemem").unwrap())
     };
-    let tiers = TierMap {
-        fast: vec![0],
-        slow: vec![],
-        reason: "bench".into(),
-    };
-    // soft-dirty when the kernel has it; DAMON is not used here (it may be busy on a shared host)
-    let source: Box<dyn tierkitd::source::Source> = match tierkitd::source::softdirty::probe() {
-        Ok(()) => Box::new(SoftDirty::new(1.0)),
-        Err(e) => {
-            println!("monitor: no soft-dirty ({e}); measuring the scan and the policy step alone");
-            Box::new(tierkitd::source::NoSource)
-        }
-    };
-    let source_name = source.name();
-    let mut lx = Linux::new(
-        Targets::Pids(vec![std::process::id()]),
-        tiers,
-        tierkitd::topology::NODE_ROOT.into(),
-        settings,
-        source,
-        &STOP,
-        Logger {
-            format: Format::Text,
-            min: tierkitd::log::Level::Error,
-        },
-    )
-    .expect("backend");
-    let mut policy = tierkit_policies::build("hemem").unwrap();
+    let mut runs = [make(true), make(false)];
+    let source_name = runs[0].0.source_name();
     let mut actions = Vec::new();
-    backend::init(policy.as_mut(), &mut lx, &mut actions);
-    // warm up: the first scan interns every page
-    for _ in 0..3 {
-        backend::drive(policy.as_mut(), &mut lx, &mut actions).unwrap();
+    for (lx, policy) in runs.iter_mut() {
+        backend::init(policy.as_mut(), lx, &mut actions);
+        // warm up: the first scan interns every page
+        for _ in 0..3 {
+            backend::drive(policy.as_mut(), lx, &mut actions).unwrap();
+        }
     }
     let steps = 40;
-    let mut cpu = Duration::ZERO;
+    let mut cpu = [Duration::ZERO; 2];
     let t0 = Instant::now();
     for _ in 0..steps {
-        let c0 = thread_cpu();
-        backend::drive(policy.as_mut(), &mut lx, &mut actions).unwrap();
-        cpu += thread_cpu() - c0;
+        for (i, (lx, policy)) in runs.iter_mut().enumerate() {
+            let c0 = thread_cpu();
+            backend::drive(policy.as_mut(), lx, &mut actions).unwrap();
+            cpu[i] += thread_cpu() - c0;
+        }
     }
     let wall = t0.elapsed();
     stop.store(true, Ordering::Relaxed);
     writer.join().unwrap();
     std::hint::black_box(&buf);
-    let per = cpu / steps;
-    let m = &lx.metrics;
     println!(
-        "monitor: {MIB} MiB target ({HOT} MiB written), source {source_name}, hemem: {steps} steps in {:.2} s wall",
+        "monitor: {MIB} MiB target ({HOT} MiB written), source {source_name}, hemem: {steps} steps each in {:.2} s wall",
         wall.as_secs_f64()
     );
+    for (i, (lx, _)) in runs.iter().enumerate() {
+        let per = cpu[i] / steps;
+        let m = &lx.metrics;
+        let how = if i == 0 {
+            "unchanged frames keep their node (default)"
+        } else {
+            "every page queried"
+        };
+        println!(
+            "monitor: {how}: CPU per step {:.3} ms (observe {:.3} ms wall per step); pages queried {}, reused {}; at the default 500 ms interval {:.2} ms CPU per second of monitoring ({:.3}% of a CPU)",
+            per.as_secs_f64() * 1e3,
+            m.observe_seconds_sum / m.intervals as f64 * 1e3,
+            m.scan_pages_queried,
+            m.scan_pages_reused,
+            per.as_secs_f64() * 2.0 * 1e3,
+            per.as_secs_f64() * 2.0 * 100.0
+        );
+    }
     println!(
-        "monitor: CPU per step {:.3} ms (observe {:.3} ms wall per step); samples {} total",
-        per.as_secs_f64() * 1e3,
-        m.observe_seconds_sum / m.intervals as f64 * 1e3,
-        m.samples_total
-    );
-    println!(
-        "monitor: at the default 500 ms interval: {:.2} ms CPU per second of monitoring ({:.3}% of a CPU)",
-        per.as_secs_f64() * 2.0 * 1e3,
-        per.as_secs_f64() * 2.0 * 100.0
+        "monitor: ratio of CPU per step, default / every page queried: {:.3}",
+        cpu[0].as_secs_f64() / cpu[1].as_secs_f64()
     );
 }

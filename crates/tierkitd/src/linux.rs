@@ -51,6 +51,10 @@ pub struct Settings {
     pub dry_run: bool,
     pub fast_limit_bytes: Option<u64>,
     pub fast_reserve_pct: f64,
+    /// Keep the node of a page whose frame number is unchanged since the last scan instead of
+    /// asking the kernel again (needs pagemap's frame numbers: CAP_SYS_ADMIN). Off only to
+    /// measure what it saves.
+    pub scan_reuse_frames: bool,
 }
 
 impl Default for Settings {
@@ -62,6 +66,7 @@ impl Default for Settings {
             dry_run: false,
             fast_limit_bytes: None,
             fast_reserve_pct: 2.0,
+            scan_reuse_frames: true,
         }
     }
 }
@@ -72,6 +77,8 @@ struct Proc {
     name: String,
     exe: String,
     pages: ProcPages,
+    /// The last scan's pages with their frames and nodes.
+    known: scan::Known,
     migration_enabled: bool,
     fast_cap: Option<u64>,
     promotions: u64,
@@ -348,6 +355,7 @@ impl Linux {
                     let ids = std::mem::take(&mut p.pages.ids);
                     p.pages.vpns.clear();
                     p.pages.soft_dirty.clear();
+                    p.known = scan::Known::default();
                     for id in ids {
                         if let Some(s) = self.table.slot(id) {
                             self.tel.freed.push(PageEvent {
@@ -500,12 +508,26 @@ impl Linux {
 
     /// Scan one target and turn what changed into page events.
     fn scan_one(&mut self, pid: Pid) {
+        let empty = scan::Known::default();
+        let known = self.procs.get(&pid).map_or(&empty, |p| &p.known);
+        let mut st = scan::ScanStats::default();
         let r = scan::scan(
             pid as i32,
             self.settings.batch_pages,
             &mut self.scratch_addrs,
             &mut self.scratch_status,
+            known,
+            self.settings.scan_reuse_frames,
+            &mut st,
         );
+        self.metrics.scan_pages_queried += st.queried;
+        self.metrics.scan_pages_reused += st.reused;
+        if st.hidden_pfn > 0 && self.settings.scan_reuse_frames {
+            self.note_once(
+                "hiddenpfn",
+                "pagemap hides page frame numbers (no CAP_SYS_ADMIN): every present page's node is asked of the kernel each interval".into(),
+            );
+        }
         let present = match r {
             Ok(v) => v,
             Err(ScanError::Gone) => {
@@ -528,11 +550,28 @@ impl Linux {
             ..Default::default()
         };
         pages.vpns.reserve(present.len());
+        // the last scan's pages, in address order like this one's: a page found again keeps
+        // its id without a lookup in the table's hash map
+        let prev = std::mem::take(&mut self.procs.get_mut(&pid).expect("a known target").pages);
+        let mut k = 0usize;
         for p in &present {
             let Some(tier) = self.tiers.tier_of_node(p.node as u32) else {
                 continue;
             };
-            let (id, new) = self.table.intern(pid, p.vpn);
+            while k < prev.vpns.len() && prev.vpns[k] < p.vpn {
+                k += 1;
+            }
+            let again = (prev.vpns.get(k) == Some(&p.vpn))
+                .then(|| prev.ids[k])
+                .filter(|&id| {
+                    self.table
+                        .slot(id)
+                        .is_some_and(|s| s.pid == pid && s.vpn == p.vpn)
+                });
+            let (id, new) = match again {
+                Some(id) => (id, false),
+                None => self.table.intern(pid, p.vpn),
+            };
             let slot = self.table.slot_mut(id).expect("an interned page is live");
             let old = slot.tier;
             slot.tier = tier;
@@ -558,7 +597,8 @@ impl Linux {
             pages.soft_dirty.push(p.soft_dirty);
         }
         let proc_ = self.procs.get_mut(&pid).expect("scanned a known target");
-        for &id in &proc_.pages.ids {
+        proc_.known = scan::Known::from_present(&present);
+        for &id in &prev.ids {
             if let Some(s) = self.table.slot(id) {
                 if s.seen != gen {
                     self.tel.freed.push(PageEvent {

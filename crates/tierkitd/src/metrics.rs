@@ -32,6 +32,10 @@ pub struct Metrics {
     pub apply_seconds_sum: f64,
     /// `move_pages` calls that migrate (not the scan's queries).
     pub migrate_calls: u64,
+    /// Present pages whose node the scan asked of the kernel.
+    pub scan_pages_queried: u64,
+    /// Present pages whose node the scan knew from an unchanged frame number.
+    pub scan_pages_reused: u64,
     pub pages_migrated: u64,
     pub rate_limited: u64,
     pub external_moves: u64,
@@ -107,7 +111,7 @@ impl Metrics {
         for (k, n) in &self.errors {
             let _ = writeln!(o, "tierkitd_errors_total{{kind=\"{}\"}} {n}", esc(k));
         }
-        let scalars: [(&str, &str, &str, String); 15] = [
+        let scalars: [(&str, &str, &str, String); 17] = [
             ("samples_total", "counter", "Samples (or pseudo-samples) handed to the policy.", self.samples_total.to_string()),
             ("samples_per_second", "gauge", "Samples per second over the last interval.", format!("{:.3}", self.samples_per_second)),
             ("intervals_total", "counter", "Observe-decide-act steps run.", self.intervals.to_string()),
@@ -117,6 +121,8 @@ impl Metrics {
             ("migrate_seconds_sum", "counter", "Time spent in move_pages migrations, total.", format!("{:.6}", self.migrate_seconds_sum)),
             ("apply_seconds_sum", "counter", "Wall time of whole migration passes (validation, batching, move_pages, bookkeeping), total.", format!("{:.6}", self.apply_seconds_sum)),
             ("migrate_calls_total", "counter", "move_pages calls that migrate pages (each moves up to batch-pages pages).", self.migrate_calls.to_string()),
+            ("scan_pages_queried_total", "counter", "Present pages whose node the scan asked of the kernel (move_pages query).", self.scan_pages_queried.to_string()),
+            ("scan_pages_reused_total", "counter", "Present pages whose node the scan kept because their frame number had not changed.", self.scan_pages_reused.to_string()),
             ("pages_migrated_total", "counter", "Pages moved by tierkitd.", self.pages_migrated.to_string()),
             ("rate_limited_total", "counter", "Migrations refused by the rate limit.", self.rate_limited.to_string()),
             ("external_moves_total", "counter", "Pages found on another tier than tierkitd left them (kernel reclaim or balancing).", self.external_moves.to_string()),

@@ -1,6 +1,11 @@
 //! Finding a target's present pages and their nodes each interval: `/proc/PID/maps` for the
 //! managed VMAs, `/proc/PID/pagemap` for which pages are present (bit 63) and soft-dirty
 //! (bit 55), then `move_pages(2)` queries in batches for the node of each present page.
+//!
+//! The queries are the scan's main cost (the kernel walks each page's VMA and page table). When
+//! pagemap shows page frame numbers (bits 0-54; the kernel shows them only to CAP_SYS_ADMIN) a
+//! page whose frame is the one it had at the last scan is still on the node it was on then, so
+//! only new pages and pages whose frame changed (migrated by anyone, or replaced) are queried.
 
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -9,6 +14,8 @@ use crate::mech::{self, Vma, PAGE_SIZE};
 
 pub const PM_PRESENT: u64 = 1 << 63;
 pub const PM_SOFT_DIRTY: u64 = 1 << 55;
+/// The page frame number (0 when the kernel hides it from us).
+pub const PM_PFN: u64 = (1 << 55) - 1;
 const CHUNK: u64 = 1 << 16;
 
 /// Read `count` pagemap entries of `pid` (0: ourselves) from virtual page `vpn`.
@@ -41,6 +48,37 @@ pub struct Present {
     pub vpn: u64,
     pub node: i32,
     pub soft_dirty: bool,
+    /// Its page frame number, 0 when pagemap hides it.
+    pub pfn: u64,
+}
+
+/// What the last scan of a target found, sorted by virtual page: (vpn, frame, node) per page.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Known {
+    pub vpns: Vec<u64>,
+    pub pfns: Vec<u64>,
+    pub nodes: Vec<i32>,
+}
+
+impl Known {
+    pub fn from_present(present: &[Present]) -> Known {
+        Known {
+            vpns: present.iter().map(|p| p.vpn).collect(),
+            pfns: present.iter().map(|p| p.pfn).collect(),
+            nodes: present.iter().map(|p| p.node).collect(),
+        }
+    }
+}
+
+/// How a scan learned its pages' nodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    /// Pages whose node was asked of the kernel (`move_pages` query).
+    pub queried: u64,
+    /// Pages whose frame had not changed since the last scan: node known without asking.
+    pub reused: u64,
+    /// Present pages whose frame pagemap did not show (no CAP_SYS_ADMIN).
+    pub hidden_pfn: u64,
 }
 
 /// Why a scan of one target failed.
@@ -63,40 +101,68 @@ fn classify(what: &str, e: io::Error) -> ScanError {
 }
 
 /// Scan one target: the present pages of its managed VMAs with their nodes, in address order.
-/// `status` and `addrs` are scratch buffers kept by the caller between intervals.
+/// `status` and `addrs` are scratch buffers kept by the caller between intervals. With `known`
+/// (the last scan's pages, and `reuse`), a page whose visible frame number is unchanged keeps its
+/// node without a query.
 pub fn scan(
     pid: i32,
     batch: usize,
     addrs: &mut Vec<u64>,
     status: &mut Vec<i32>,
+    known: &Known,
+    reuse: bool,
+    stats: &mut ScanStats,
 ) -> Result<Vec<Present>, ScanError> {
     let maps =
         std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|e| classify("maps", e))?;
     let vmas: Vec<Vma> =
         mech::parse_maps(&maps).map_err(|e| ScanError::Failed(format!("/proc/{pid}/maps: {e}")))?;
     let mut present = Vec::new();
+    // the VMAs come in address order, so one cursor walks the last scan's pages alongside
+    let mut k = 0usize;
+    let mut ask: Vec<usize> = Vec::new();
     for v in vmas.iter().filter(|v| v.managed()) {
         let first = v.start / PAGE_SIZE;
         let entries = pagemap_entries(pid, first, v.pages()).map_err(|e| classify("pagemap", e))?;
         for (i, e) in entries.iter().enumerate() {
-            if e & PM_PRESENT != 0 {
-                present.push(Present {
-                    vpn: first + i as u64,
-                    node: -1,
-                    soft_dirty: e & PM_SOFT_DIRTY != 0,
-                });
+            if e & PM_PRESENT == 0 {
+                continue;
             }
+            let vpn = first + i as u64;
+            let pfn = e & PM_PFN;
+            let mut node = -1;
+            if pfn == 0 {
+                stats.hidden_pfn += 1;
+            } else if reuse {
+                while k < known.vpns.len() && known.vpns[k] < vpn {
+                    k += 1;
+                }
+                if known.vpns.get(k) == Some(&vpn) && known.pfns[k] == pfn && known.nodes[k] >= 0 {
+                    node = known.nodes[k];
+                }
+            }
+            if node < 0 {
+                ask.push(present.len());
+            }
+            present.push(Present {
+                vpn,
+                node,
+                soft_dirty: e & PM_SOFT_DIRTY != 0,
+                pfn,
+            });
         }
     }
-    for chunk in present.chunks_mut(batch.max(1)) {
+    stats.reused += (present.len() - ask.len()) as u64;
+    stats.queried += ask.len() as u64;
+    for chunk in ask.chunks(batch.max(1)) {
         addrs.clear();
-        addrs.extend(chunk.iter().map(|p| p.vpn * PAGE_SIZE));
+        addrs.extend(chunk.iter().map(|&i| present[i].vpn * PAGE_SIZE));
         status.clear();
         status.resize(chunk.len(), 0);
         mech::move_pages(pid, addrs, None, status, 0)
             .map_err(|e| classify("move_pages query", e))?;
-        for (p, &s) in chunk.iter_mut().zip(status.iter()) {
-            p.node = s;
+        for (&i, &s) in chunk.iter().zip(status.iter()) {
+            present[i].node = s;
         }
     }
     // pages unmapped between the pagemap read and the query read -ENOENT/-EFAULT: drop them
@@ -124,7 +190,9 @@ mod tests {
         let start = v.as_ptr() as u64 / PAGE_SIZE + 1;
         let mut a = Vec::new();
         let mut s = Vec::new();
-        let pages = scan(pid, 16, &mut a, &mut s).unwrap();
+        let mut st = ScanStats::default();
+        let pages = scan(pid, 16, &mut a, &mut s, &Known::default(), true, &mut st).unwrap();
+        assert_eq!(st.queried as usize, pages.len());
         let ours: Vec<_> = pages
             .iter()
             .filter(|p| p.vpn >= start && p.vpn < start + n as u64 - 1)
@@ -134,8 +202,68 @@ mod tests {
         assert!(pages.windows(2).all(|w| w[0].vpn < w[1].vpn));
         std::hint::black_box(&v);
         assert!(matches!(
-            scan(i32::MAX - 3, 16, &mut a, &mut s),
+            scan(
+                i32::MAX - 3,
+                16,
+                &mut a,
+                &mut s,
+                &Known::default(),
+                true,
+                &mut st
+            ),
             Err(ScanError::Gone)
         ));
+    }
+
+    /// A second scan with the first one's pages asks again only for pages whose frame is not
+    /// visible or has changed; the nodes it reports are the same as a full query's.
+    #[test]
+    fn unchanged_frames_are_not_queried_again() {
+        let pid = std::process::id() as i32;
+        let n = 256usize;
+        let mut v = vec![0u8; n * PAGE_SIZE as usize];
+        for i in 0..n {
+            v[i * PAGE_SIZE as usize] = 1;
+        }
+        let (mut a, mut s) = (Vec::new(), Vec::new());
+        let mut st1 = ScanStats::default();
+        let first = scan(pid, 64, &mut a, &mut s, &Known::default(), true, &mut st1).unwrap();
+        let known = Known::from_present(&first);
+        let mut st2 = ScanStats::default();
+        let second = scan(pid, 64, &mut a, &mut s, &known, true, &mut st2).unwrap();
+        let mut full = ScanStats::default();
+        let third = scan(pid, 64, &mut a, &mut s, &known, false, &mut full).unwrap();
+        std::hint::black_box(&v);
+        // same pages, same nodes as a scan that queries everything (a page present in one scan
+        // and gone in the next is the test's own allocator at work: compare the common pages)
+        let node_of = |ps: &[Present]| -> std::collections::BTreeMap<u64, i32> {
+            ps.iter().map(|p| (p.vpn, p.node)).collect()
+        };
+        let (b, c) = (node_of(&second), node_of(&third));
+        assert!(b
+            .iter()
+            .filter(|(k, _)| c.contains_key(k))
+            .all(|(k, n)| c[k] == *n));
+        assert_eq!(full.reused, 0);
+        assert_eq!(full.queried as usize, third.len());
+        if st2.hidden_pfn == 0 {
+            // frames visible (CAP_SYS_ADMIN): the buffer's pages did not move, nothing re-asked
+            let start = v.as_ptr() as u64 / PAGE_SIZE + 1;
+            let ours = |p: &&Present| p.vpn >= start && p.vpn < start + n as u64 - 1;
+            assert_eq!(second.iter().filter(ours).count(), n - 1);
+            assert!(st2.reused >= (n - 1) as u64, "{st2:?}");
+            assert!(st2.queried < st1.queried, "{st1:?} {st2:?}");
+            // a page whose frame changed (migrated or replaced) is asked again
+            let moved = Known {
+                pfns: known.pfns.iter().map(|p| p ^ 1).collect(),
+                ..known.clone()
+            };
+            let mut st4 = ScanStats::default();
+            scan(pid, 64, &mut a, &mut s, &moved, true, &mut st4).unwrap();
+            assert_eq!(st4.reused, 0, "{st4:?}");
+        } else {
+            // frames hidden: every page is asked, as before
+            assert_eq!(st2.reused, 0);
+        }
     }
 }
