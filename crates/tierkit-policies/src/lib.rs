@@ -21,6 +21,7 @@ pub mod pact_bins;
 pub mod pagelist;
 pub mod place;
 pub mod soar;
+pub mod soar_flows;
 pub mod static_;
 #[cfg(test)]
 mod testbed;

@@ -87,6 +87,82 @@ pub fn score(
     }
 }
 
+/// One interval's performance flow (§4.1.1): A1 = OFFCORE_REQUESTS_OUTSTANDING.DEMAND_DATA_RD
+/// (occupancy summed over cycles), A3 = OFFCORE_REQUESTS.DEMAND_DATA_RD, STALLS_L3_MISS, cycles.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Counters {
+    pub a1: f64,
+    pub a3: f64,
+    pub stalls: f64,
+    pub cycles: f64,
+}
+
+/// Algorithm 1 with its parameters and the machine's calibration (AOL bands, L0, predictor).
+#[derive(Clone, Debug)]
+pub struct Algorithm1 {
+    pub r_min: f64,
+    pub r_max: f64,
+    pub hot_factor: f64,
+    /// L0 in cycles (resolved: the calibrated AOL_high when given as 0).
+    pub l0: f64,
+    pub aol_low: f64,
+    pub aol_high: f64,
+    cal: Option<tierkit_core::telemetry::Calibration>,
+}
+
+impl Algorithm1 {
+    /// Without a calibration the AOL bands are the paper's Skylake ones (40-100 cycles) and the
+    /// predicted slowdown is P = s_LLC / c alone.
+    pub fn new(
+        r_min: f64,
+        r_max: f64,
+        hot_factor: f64,
+        l0: f64,
+        cal: Option<&tierkit_core::telemetry::Calibration>,
+    ) -> Algorithm1 {
+        let (aol_low, aol_high) =
+            cal.map_or((40.0, 100.0), |c| (c.aol_low_cycles, c.aol_high_cycles));
+        Algorithm1 {
+            r_min,
+            r_max,
+            hot_factor,
+            l0: if l0 > 0.0 { l0 } else { aol_high },
+            aol_low,
+            aol_high,
+            cal: cal.cloned(),
+        }
+    }
+
+    /// Add one interval's score of each object with samples in it, given as (index, samples),
+    /// to `scores`. With counters: R = samples / all samples, l = A1/A3, p the predicted
+    /// slowdown. Without (a host whose PMU does not count them): p = 1 and no MLP adjustment,
+    /// so the score is the object's share of the interval's samples. An interval whose counters
+    /// saw no offcore reads or no cycles adds nothing.
+    pub fn score_interval(&self, counts: &[(usize, u64)], c: Option<Counters>, scores: &mut [f64]) {
+        let total: u64 = counts.iter().map(|&(_, n)| n).sum();
+        if total == 0 {
+            return;
+        }
+        let (p, l) = match c {
+            Some(c) if c.a3 <= 0.0 || c.cycles <= 0.0 => return,
+            Some(c) => {
+                let l = c.a1 / c.a3;
+                let p = match &self.cal {
+                    Some(cal) => cal.predict_slowdown(c.stalls, c.cycles, l),
+                    None => c.stalls / c.cycles,
+                };
+                (p, l)
+            }
+            None => (1.0, f64::INFINITY),
+        };
+        let f = factor(l, self.aol_low, self.aol_high);
+        for &(i, n) in counts {
+            let r = n as f64 / total as f64;
+            scores[i] += score(r, p, l, f, self.hot_factor, self.r_min, self.r_max, self.l0);
+        }
+    }
+}
+
 /// One object's profile.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ObjectProfile {
@@ -232,29 +308,34 @@ impl SoarProfiler {
         (page < self.objs[i].first_page + self.objs[i].pages).then_some(i)
     }
 
+    fn algorithm1(&self) -> Algorithm1 {
+        Algorithm1::new(
+            self.r_min,
+            self.r_max,
+            self.hot_factor,
+            self.l0,
+            self.cal.as_ref(),
+        )
+    }
+
     fn close_interval(&mut self) {
-        let cal = self.cal.as_ref();
-        let (low, high) = cal.map_or((40.0, 100.0), |c| (c.aol_low_cycles, c.aol_high_cycles));
-        let l0 = if self.l0 > 0.0 { self.l0 } else { high };
+        let alg = self.algorithm1();
+        let mut scores = vec![0.0; self.objs.len()];
         for (&pid, &(a1, a3, stalls, cycles)) in &self.per_pid {
-            let idx: Vec<usize> = (0..self.objs.len())
+            let counts: Vec<(usize, u64)> = (0..self.objs.len())
                 .filter(|&i| self.objs[i].pid == pid && self.counts[i] > 0)
+                .map(|i| (i, self.counts[i]))
                 .collect();
-            let total: u64 = idx.iter().map(|&i| self.counts[i]).sum();
-            if total == 0 || a3 <= 0.0 || cycles <= 0.0 {
-                continue;
-            }
-            let l = a1 / a3;
-            let p = match cal {
-                Some(c) => c.predict_slowdown(stalls, cycles, l),
-                None => stalls / cycles,
+            let c = Counters {
+                a1,
+                a3,
+                stalls,
+                cycles,
             };
-            let f = factor(l, low, high);
-            for i in idx {
-                let r = self.counts[i] as f64 / total as f64;
-                self.objs[i].score +=
-                    score(r, p, l, f, self.hot_factor, self.r_min, self.r_max, l0);
-            }
+            alg.score_interval(&counts, Some(c), &mut scores);
+        }
+        for (o, s) in self.objs.iter_mut().zip(scores) {
+            o.score += s;
         }
         self.counts.iter_mut().for_each(|c| *c = 0);
         self.per_pid.clear();
