@@ -264,94 +264,128 @@ fn past_llc(data_src: &str) -> bool {
     .any(|k| data_src.contains(k))
 }
 
-/// perf script: `comm pid [cpu] SECS.USECS: [period] EVENT: ADDR DATA_SRC |OP ..|LVL ..| WEIGHT`.
-/// The stamp is the sample time in ns; only samples served past the LLC are kept (the others
-/// are counted as skipped).
+/// One `perf mem record` sample as `perf script -F time,event,addr,data_src,weight` prints it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PerfSample {
+    /// Sample time in ns (perf's clock: CLOCK_MONOTONIC when recorded with `-k mono`).
+    pub time_ns: u64,
+    pub addr: u64,
+    /// Served past the LLC (DRAM, PMEM, CXL, a remote node): an LLC miss.
+    pub past_llc: bool,
+    pub store: bool,
+}
+
+/// Parse one line of `perf script` of `perf mem record`:
+/// `comm pid [cpu] SECS.USECS: [period] EVENT: ADDR DATA_SRC |OP ..|LVL ..| WEIGHT`.
+/// Ok(None) for a blank or comment line; Err says what is missing or malformed.
+pub fn perf_mem_sample(line: &str) -> std::result::Result<Option<PerfSample>, String> {
+    let t = line.trim();
+    if t.is_empty() || t.starts_with('#') {
+        return Ok(None);
+    }
+    let (head, ds_text) = match t.find('|') {
+        Some(i) => (&t[..i], &t[i..]),
+        None => (t, ""),
+    };
+    let toks: Vec<&str> = head.split_whitespace().collect();
+    let ti = toks.iter().position(|x| {
+        x.ends_with(':')
+            && x[..x.len() - 1].contains('.')
+            && x[..x.len() - 1]
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '.')
+    });
+    let Some(ti) = ti else {
+        return Err(format!("no timestamp (`SECS.USECS:`) in `{}`; expected `perf script -F time,event,addr,data_src,weight` output", clip(t)));
+    };
+    let time = toks[ti].trim_end_matches(':');
+    let (s, frac) = time.split_once('.').unwrap_or((time, "0"));
+    let secs: u64 = s.parse().map_err(|_| format!("bad time `{time}`"))?;
+    let mut f = frac.to_string();
+    f.truncate(9);
+    while f.len() < 9 {
+        f.push('0');
+    }
+    let ns = secs * 1_000_000_000 + f.parse::<u64>().map_err(|_| format!("bad time `{time}`"))?;
+    let ei = toks[ti + 1..]
+        .iter()
+        .position(|x| x.ends_with(':'))
+        .map(|i| ti + 1 + i)
+        .ok_or_else(|| format!("no `EVENT:` after the time in `{}`", clip(t)))?;
+    let event = toks[ei];
+    let addr_tok = toks.get(ei + 1).ok_or_else(|| {
+        format!(
+            "no data address after `{event}` (record with `perf mem record`, print with -F addr)"
+        )
+    })?;
+    let addr = hex(addr_tok).ok_or_else(|| format!("bad hex data address `{}`", clip(addr_tok)))?;
+    if ds_text.is_empty() {
+        return Err("no data source (`|OP ...|LVL ...|`); print with `perf script -F time,event,addr,data_src,weight`".into());
+    }
+    Ok(Some(PerfSample {
+        time_ns: ns,
+        addr,
+        past_llc: past_llc(ds_text),
+        store: ds_text.contains("OP STORE") || event.contains("store"),
+    }))
+}
+
+/// Read the LLC-miss samples of a `perf script` file of `perf mem record` as (time_ns, address),
+/// streamed; also how many lines were read and how many samples were served before the LLC
+/// (skipped). Errors name the file and line.
+pub fn perf_llc_misses(path: &Path) -> Result<(Vec<(u64, u64)>, ImportStats)> {
+    let name = path.display().to_string();
+    let f = std::fs::File::open(path).map_err(|e| TraceError::Io {
+        path: name.clone(),
+        msg: format!("cannot read: {e}"),
+    })?;
+    let mut l = Lines {
+        inp: std::io::BufReader::new(f),
+        path: name,
+        no: 0,
+    };
+    let mut st = ImportStats::default();
+    let mut out = Vec::new();
+    let mut buf = String::new();
+    while let Some(line) = l.next(&mut buf)? {
+        st.lines += 1;
+        match perf_mem_sample(line).map_err(|m| perr(&l.path, l.no, m))? {
+            Some(s) if s.past_llc && s.addr != 0 => {
+                st.accesses += 1;
+                out.push((s.time_ns, s.addr));
+            }
+            _ => st.skipped += 1,
+        }
+    }
+    if st.accesses == 0 {
+        return Err(perr(
+            &l.path,
+            l.no,
+            "no LLC-miss samples (data source past the LLC) in the file; expected `perf script -F time,event,addr,data_src,weight` of `perf mem record`",
+        ));
+    }
+    Ok((out, st))
+}
+
+/// perf script of `perf mem record` (see [`perf_mem_sample`]). The stamp is the sample time in
+/// ns; only samples served past the LLC are kept (the others are counted as skipped).
 fn perf_script<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>) -> Out {
     let mut st = ImportStats::default();
     let mut last = 0u64;
     let mut buf = String::new();
     while let Some(line) = l.next(&mut buf)? {
         st.lines += 1;
-        let t = line.trim();
-        if t.is_empty() || t.starts_with('#') {
+        let Some(s) = perf_mem_sample(line).map_err(|m| perr(&l.path, l.no, m))? else {
+            st.skipped += 1;
+            continue;
+        };
+        if !s.past_llc || s.addr == 0 {
             st.skipped += 1;
             continue;
         }
-        let (head, ds_text) = match t.find('|') {
-            Some(i) => (&t[..i], &t[i..]),
-            None => (t, ""),
-        };
-        let toks: Vec<&str> = head.split_whitespace().collect();
-        let ti = toks.iter().position(|x| {
-            x.ends_with(':')
-                && x[..x.len() - 1].contains('.')
-                && x[..x.len() - 1]
-                    .chars()
-                    .all(|c| c.is_ascii_digit() || c == '.')
-        });
-        let Some(ti) = ti else {
-            return Err(perr(
-                &l.path,
-                l.no,
-                format!("no timestamp (`SECS.USECS:`) in `{}`; expected `perf script -F time,event,addr,data_src,weight` output", clip(t)),
-            )
-            .into());
-        };
-        let time = toks[ti].trim_end_matches(':');
-        let (s, frac) = time.split_once('.').unwrap_or((time, "0"));
-        let secs: u64 = s
-            .parse()
-            .map_err(|_| perr(&l.path, l.no, format!("bad time `{time}`")))?;
-        let mut f = frac.to_string();
-        f.truncate(9);
-        while f.len() < 9 {
-            f.push('0');
-        }
-        let ns = secs * 1_000_000_000
-            + f.parse::<u64>()
-                .map_err(|_| perr(&l.path, l.no, format!("bad time `{time}`")))?;
-        let ei = toks[ti + 1..]
-            .iter()
-            .position(|x| x.ends_with(':'))
-            .map(|i| ti + 1 + i)
-            .ok_or_else(|| {
-                perr(
-                    &l.path,
-                    l.no,
-                    format!("no `EVENT:` after the time in `{}`", clip(t)),
-                )
-            })?;
-        let event = toks[ei];
-        let addr_tok = toks.get(ei + 1).ok_or_else(|| {
-            perr(&l.path, l.no, format!("no data address after `{event}` (record with `perf mem record`, print with -F addr)"))
-        })?;
-        let addr = hex(addr_tok).ok_or_else(|| {
-            perr(
-                &l.path,
-                l.no,
-                format!("bad hex data address `{}`", clip(addr_tok)),
-            )
-        })?;
-        if ds_text.is_empty() {
-            return Err(perr(
-                &l.path,
-                l.no,
-                "no data source (`|OP ...|LVL ...|`); print with `perf script -F time,event,addr,data_src,weight`",
-            )
-            .into());
-        }
-        if !past_llc(ds_text) || addr == 0 {
-            st.skipped += 1;
-            continue;
-        }
-        let op = if ds_text.contains("OP STORE") || event.contains("store") {
-            Op::Store
-        } else {
-            Op::Load
-        };
-        last = ns.max(last);
-        w.push(last, addr >> 6, 1, op)?;
+        let op = if s.store { Op::Store } else { Op::Load };
+        last = s.time_ns.max(last);
+        w.push(last, s.addr >> 6, 1, op)?;
     }
     Ok((st, last))
 }
