@@ -33,5 +33,16 @@ def pact_eval(
 def soar_profile(
     experiment: str, overrides: list[str] = ..., seed: int | None = ..., params: list[tuple[str, str]] = ...
 ) -> str: ...
+def soar_place(
+    objects: list[tuple[int, int, int, int, int | None]],
+    samples_path: str,
+    intervals: list[tuple[int, tuple[float, float, float, float] | None]],
+    fast_bytes: int,
+    r_min: float = ...,
+    r_max: float = ...,
+    hot_factor: float = ...,
+    l0: float = ...,
+    calibration: tuple[float, float, float, float] | None = ...,
+) -> dict[str, Any]: ...
 def trace_import(format: str, input: str, output: str) -> dict[str, int]: ...
 def trace_info(path: str) -> dict[str, Any]: ...

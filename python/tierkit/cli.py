@@ -135,6 +135,34 @@ def _seed(text: str) -> int:
     return value
 
 
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _bytes(text: str) -> int:
+    """A size in bytes: an integer, optionally with K, M, G or T (binary: 1K = 1024), e.g. 64M."""
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = t[-1:] if t[-1:] in _UNITS and t[-1:] != "" else ""
+    try:
+        value = int(t[: len(t) - len(unit)].replace("_", ""), 10) * _UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"`{text}` is not a size (bytes, or a number with K, M, G or T)"
+        ) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"`{text}` is negative")
+    return value
+
+
+def _node(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"`{text}` is not a NUMA node number") from None
+    if not 0 <= value <= 1023:
+        raise argparse.ArgumentTypeError(f"`{text}` is out of range (0 to 1023)")
+    return value
+
+
 def _experiment_args(p: argparse.ArgumentParser, set_help: str) -> None:
     """EXPERIMENT, --set KEY=VALUE... and --seed N, shared by the commands that run an experiment."""
     p.add_argument("experiment", metavar="EXPERIMENT", help="built-in experiment name or TOML file")
@@ -270,7 +298,7 @@ def build_parser() -> Parser:
 
     soar = sub.add_parser(
         "soar",
-        help="Soar's object profiling: `soar profile EXPERIMENT` (simulated), `soar objects LOG` (shim)",
+        help="Soar: `soar profile EXPERIMENT` (simulated), `soar objects|place LOG` (a real run, shim/)",
         description=textwrap.dedent(
             """\
             `tierkit soar profile EXPERIMENT` runs Soar's profiling pass (Soar/Alto section 4.1: every
@@ -280,7 +308,13 @@ def build_parser() -> Parser:
             the same pass by itself before placing objects.
 
             `tierkit soar objects LOG` reads the profile log the allocation shim (shim/, LD_PRELOAD)
-            writes on a real host and prints the object flow per allocation site."""
+            writes on a real host and prints the object flow per allocation site.
+
+            `tierkit soar place LOG --samples PERF_SCRIPT --fast-bytes SIZE` is Soar on a real host:
+            it joins the shim's profile log with the LLC-miss samples of the same run (and, with
+            --counters, perf stat's per-interval AOL and stall counters), scores every allocation
+            site with Algorithm 1, ranks them by unit score and writes the placement file the
+            shim's place mode reads (TIERKIT_SHIM_MODE=place TIERKIT_SHIM_PLACEMENT=FILE)."""
         ),
         formatter_class=formatter,
     )
@@ -309,6 +343,105 @@ def build_parser() -> Parser:
     objs.add_argument("log", metavar="LOG", type=Path, help="the shim's profile log (TKSHIM01)")
     objs.add_argument("--out", type=Path, metavar="FILE", help="also write the table as CSV")
     objs.add_argument("--json", action="store_true", help="print the table as a JSON list of rows on stdout")
+    pl = soar_sub.add_parser(
+        "place",
+        help="Soar on a real host: shim log + perf samples -> the shim's placement file",
+        description=textwrap.dedent(
+            """\
+            Score the allocation sites of one profiled run with Soar's Algorithm 1 (Soar/Alto OSDI'25
+            section 4.2) and choose the fast tier's sites (section 4.3). The run:
+
+              TIERKIT_SHIM_MODE=profile TIERKIT_SHIM_LOG=prof.bin LD_PRELOAD=libtierkit_shim.so \\
+                perf stat -I 1000 -x, -o stat.csv -e cycles,cycle_activity.stalls_l3_miss,\\
+                  offcore_requests.demand_data_rd,offcore_requests_outstanding.demand_data_rd -- \\
+                perf mem record -k mono -o perf.data -- ./program
+              perf script -i perf.data -F time,event,addr,data_src,weight > samples.txt
+              tierkit soar place prof.bin --samples samples.txt --counters stat.csv --fast-bytes 8G
+
+            Each LLC-miss sample (perf's data source past the LLC) counts for the allocation live at
+            its address at its time. Per interval (perf stat's, or --interval-ms without counters):
+            R = an object's share of the samples, l = AOL = A1/A3, p = the predicted slowdown
+            (P = stalls/cycles, times K(AOL) with --calibration); score += R p x F(l) for a rare
+            object (R < --r-min), R p / --hot-factor for a dominant one (R > --r-max), R p otherwise,
+            the adjustments only while l < L0. Without --counters the score is the share of samples
+            (p = 1, no MLP adjustment), said in a note. A site's unit score is its objects' summed
+            score over their bytes; sites are taken in that order while the peak concurrent size of
+            the chosen sites' allocations fits in --fast-bytes; the first that does not fit and
+            every site below it go to the slow tier, as do sites never sampled.
+
+            perf stat counts from its own start: its first interval is taken to start at the shim
+            log's first record (--start-ns overrides). Writes the placement file (one `SITE fast|slow`
+            line per site, in rank order) and prints the ranking."""
+        ),
+        formatter_class=formatter,
+    )
+    pl.add_argument("log", metavar="LOG", type=Path, help="the shim's profile log (TKSHIM01)")
+    pl.add_argument(
+        "--samples",
+        required=True,
+        type=Path,
+        metavar="PERF_SCRIPT",
+        help="`perf script -F time,event,addr,data_src,weight` of `perf mem record -k mono` of the same run",
+    )
+    pl.add_argument(
+        "--fast-bytes",
+        required=True,
+        type=_bytes,
+        metavar="SIZE",
+        help="room in the fast tier (e.g. 8G, 512M)",
+    )
+    pl.add_argument(
+        "--counters",
+        type=Path,
+        metavar="CSV",
+        help="`perf stat -I MS -x,` output with cycles, cycle_activity.stalls_l3_miss, "
+        "offcore_requests.demand_data_rd, offcore_requests_outstanding.demand_data_rd",
+    )
+    pl.add_argument(
+        "--calibration",
+        type=Path,
+        metavar="JSON",
+        help="the host's AOL_low/AOL_high and predictor K (the JSON `tierkit calibrate` writes); "
+        "default: the paper's Skylake bands 40-100 cycles and p = P",
+    )
+    pl.add_argument(
+        "--interval-ms",
+        type=float,
+        default=1000.0,
+        metavar="MS",
+        help="interval without --counters (default 1000)",
+    )
+    pl.add_argument("--start-ns", type=int, metavar="NS", help="CLOCK_MONOTONIC time perf stat started at")
+    pl.add_argument(
+        "--r-min", type=float, default=0.03, metavar="R", help="R_min of Algorithm 1 (default 0.03)"
+    )
+    pl.add_argument(
+        "--r-max", type=float, default=0.7, metavar="R", help="R_max of Algorithm 1 (default 0.7)"
+    )
+    pl.add_argument(
+        "--hot-factor",
+        type=float,
+        default=8.0,
+        metavar="F",
+        help="divisor of a dominant site's score (default 8)",
+    )
+    pl.add_argument(
+        "--l0",
+        type=float,
+        default=0.0,
+        metavar="CYCLES",
+        help="L0 (default 0: the calibrated AOL_high, 100 cycles)",
+    )
+    pl.add_argument(
+        "--fast-node", type=_node, metavar="N", help="write node:N for fast sites (default: `fast`)"
+    )
+    pl.add_argument(
+        "--slow-node", type=_node, metavar="N", help="write node:N for slow sites (default: `slow`)"
+    )
+    pl.add_argument(
+        "-o", "--out", type=Path, metavar="FILE", help="the placement file (default: soar-placement.txt)"
+    )
+    pl.add_argument("--json", action="store_true", help="print the result as one JSON object on stdout")
 
     repro = sub.add_parser(
         "reproduce",
@@ -610,8 +743,52 @@ def cmd_soar(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(table.to_string(index=False) + "\n")
         return EXIT_OK
+    if args.soar_command == "place":
+        from tierkit.soarplace import place, write_placement
+
+        out = args.out or Path("soar-placement.txt")
+        if out.parent and not out.parent.exists():
+            raise CliError(f"--out `{out}`: directory `{out.parent}` does not exist")
+        if not 0.0 <= args.r_min <= args.r_max <= 1.0:
+            raise CliError(f"need 0 <= --r-min <= --r-max <= 1, got {args.r_min} and {args.r_max}")
+        if args.interval_ms <= 0 or args.hot_factor < 1 or args.l0 < 0:
+            raise CliError("--interval-ms must be > 0, --hot-factor >= 1 and --l0 >= 0")
+        res = place(
+            args.log,
+            args.samples,
+            args.fast_bytes,
+            counters=args.counters,
+            calibration=args.calibration,
+            interval_ms=args.interval_ms,
+            start_ns=args.start_ns,
+            r_min=args.r_min,
+            r_max=args.r_max,
+            hot_factor=args.hot_factor,
+            l0=args.l0,
+        )
+        write_placement(out, res, args.fast_node, args.slow_node)
+        res["placement"] = str(out)
+        for n in res["notes"]:
+            sys.stderr.write(f"note: {n}\n")
+        if args.json:
+            sys.stdout.write(json.dumps(res, sort_keys=True) + "\n")
+            return EXIT_OK
+        import pandas as pd
+
+        table = pd.DataFrame(res["sites"])
+        table["tier"] = table["fast"].map({True: "fast", False: "slow"})
+        cols = ["rank", "site", "objects", "bytes", "peak_bytes", "samples", "score", "unit_score", "tier"]
+        sys.stdout.write(table[cols].to_string(index=False) + "\n")
+        sys.stdout.write(
+            f"{res['matched_samples']} of {res['llc_miss_samples']} LLC-miss samples matched an allocation; "
+            f"{sum(table['fast'])} of {len(table)} sites to the fast tier; saved to {out}\n"
+        )
+        return EXIT_OK
     if args.soar_command != "profile":
-        raise CliError("choose an action: `tierkit soar profile EXPERIMENT` or `tierkit soar objects LOG`")
+        raise CliError(
+            "choose an action: `tierkit soar profile EXPERIMENT`, `tierkit soar objects LOG` "
+            "or `tierkit soar place LOG`"
+        )
     table = tierkit.soar_profile(args.experiment, args.overrides, args.seed)
     out = args.out or Path("soar-profile.csv")
     if out.parent and not out.parent.exists():

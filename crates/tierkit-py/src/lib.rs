@@ -202,6 +202,89 @@ fn soar_profile(
     tierkit_sim::engine::profile(&exp, profiler.as_mut()).map_err(err)
 }
 
+/// Soar on a real run (`tierkit soar place`): join the shim's objects, given as
+/// (site, address, bytes, alloc_ns, free_ns or None), with the LLC-miss samples of a `perf script`
+/// file and per-interval counters, given as (end_ns, (A1, A3, stalls, cycles) or None); score
+/// with Algorithm 1; rank and place the sites. `calibration` is (AOL_low, AOL_high, k_a, k_b).
+#[pyfunction]
+#[pyo3(signature = (objects, samples_path, intervals, fast_bytes, r_min=0.03, r_max=0.7, hot_factor=8.0, l0=0.0, calibration=None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn soar_place<'py>(
+    py: Python<'py>,
+    objects: Vec<(u64, u64, u64, u64, Option<u64>)>,
+    samples_path: std::path::PathBuf,
+    intervals: Vec<(u64, Option<(f64, f64, f64, f64)>)>,
+    fast_bytes: u64,
+    r_min: f64,
+    r_max: f64,
+    hot_factor: f64,
+    l0: f64,
+    calibration: Option<(f64, f64, f64, f64)>,
+) -> PyResult<Bound<'py, PyDict>> {
+    use tierkit_policies::soar::{Algorithm1, Counters};
+    use tierkit_policies::soar_flows::{place_sites, score_objects, FlowObject, Interval};
+    let (samples, st) = tierkit_sim::trace::import::perf_llc_misses(&samples_path).map_err(err)?;
+    let objs: Vec<FlowObject> = objects
+        .into_iter()
+        .map(|(site, address, bytes, alloc_ns, free_ns)| FlowObject {
+            site,
+            address,
+            bytes,
+            alloc_ns,
+            free_ns,
+        })
+        .collect();
+    let ivs: Vec<Interval> = intervals
+        .into_iter()
+        .map(|(end_ns, c)| Interval {
+            end_ns,
+            counters: c.map(|(a1, a3, stalls, cycles)| Counters {
+                a1,
+                a3,
+                stalls,
+                cycles,
+            }),
+        })
+        .collect();
+    let cal = calibration.map(|(lo, hi, a, b)| tierkit_core::telemetry::Calibration {
+        aol_low_cycles: lo,
+        aol_high_cycles: hi,
+        k_a: a,
+        k_b: b,
+        stall_k_cycles: Vec::new(),
+    });
+    let alg = Algorithm1::new(r_min, r_max, hot_factor, l0, cal.as_ref());
+    let scored = score_objects(&objs, &samples, &ivs, &alg);
+    let sites = place_sites(&objs, &scored, fast_bytes);
+    let d = PyDict::new(py);
+    d.set_item("perf_lines", st.lines)?;
+    d.set_item("llc_miss_samples", st.accesses)?;
+    d.set_item("skipped_lines", st.skipped)?;
+    d.set_item("unmatched_samples", scored.unmatched)?;
+    d.set_item("late_samples", scored.late)?;
+    d.set_item("l0_cycles", alg.l0)?;
+    d.set_item("aol_low_cycles", alg.aol_low)?;
+    d.set_item("aol_high_cycles", alg.aol_high)?;
+    let rows = sites
+        .iter()
+        .map(|s| {
+            let r = PyDict::new(py);
+            r.set_item("site", format!("{:016x}", s.site))?;
+            r.set_item("objects", s.objects)?;
+            r.set_item("bytes", s.bytes)?;
+            r.set_item("peak_bytes", s.peak_bytes)?;
+            r.set_item("samples", s.samples)?;
+            r.set_item("score", s.score)?;
+            r.set_item("unit_score", s.unit_score)?;
+            r.set_item("rank", s.rank)?;
+            r.set_item("fast", s.fast)?;
+            Ok(r)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    d.set_item("sites", rows)?;
+    Ok(d)
+}
+
 /// PACT's evaluation run: the `pact` policy on an experiment with per-page ground truth (true
 /// slow-tier stall) next to its PAC and sample counts, and its per-window trace.
 #[pyfunction]
@@ -358,6 +441,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(common_keys, m)?)?;
     m.add_function(wrap_pyfunction!(calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(soar_profile, m)?)?;
+    m.add_function(wrap_pyfunction!(soar_place, m)?)?;
     m.add_function(wrap_pyfunction!(pact_eval, m)?)?;
     m.add_function(wrap_pyfunction!(trace_import, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;

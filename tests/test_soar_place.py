@@ -1,0 +1,271 @@
+"""`tierkit soar place`: Soar's Algorithm 1 on a real run's flows (shim log, perf samples, perf stat)
+and the placement file the shim's place mode reads."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tierkit import TierkitError
+from tierkit.shimlog import read_objects
+from tierkit.soarplace import place, read_counters, write_placement
+
+REC = struct.Struct("<B3xIQQQQ")
+REPO = Path(__file__).resolve().parent.parent
+CHASE, STREAM = 0xC4A5E, 0x57EA4
+S = 1_000_000_000  # ns
+PLACE = [sys.executable, "-m", "tierkit", "soar", "place"]
+
+
+def shim_log(path: Path, records: list[tuple[int, int, int, int, int, int]]) -> Path:
+    path.write_bytes(b"TKSHIM01" + struct.pack("<II", 1, 40) + b"".join(REC.pack(*r) for r in records))
+    return path
+
+
+def perf_line(t_ns: int, addr: int, level: str = "Local RAM or RAM hit") -> str:
+    secs, frac = divmod(t_ns, S)
+    return (
+        f"  prog  4242 [001] {secs}.{frac // 1000:06d}:      cpu/mem-loads,ldlat=30/P:  "
+        f"{addr:x}  6880144 |OP LOAD|LVL {level}|SNP None|TLB L1 or L2 hit|LCK No|BLK  N/A   312"
+    )
+
+
+def stat_csv(rows: list[tuple[float, float, float, float, float]]) -> str:
+    """perf stat -I -x, lines: per interval (end_s, A1, A3, stalls, cycles)."""
+    out = ["# started on Tue Nov 24 10:00:00 2026", ""]
+    for end_s, a1, a3, stalls, cycles in rows:
+        out += [
+            f"{end_s:14.9f},{cycles:.0f},,cycles,1000000000,100.00,,",
+            f"{end_s:14.9f},{stalls:.0f},,cycle_activity.stalls_l3_miss,1000000000,100.00,,",
+            f"{end_s:14.9f},{a3:.0f},,offcore_requests.demand_data_rd,1000000000,100.00,,",
+            f"{end_s:14.9f},{a1:.0f},,offcore_requests_outstanding.demand_data_rd,1000000000,100.00,,",
+        ]
+    return "\n".join(out) + "\n"
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> dict[str, Path]:
+    """A 2-second run: a 64 KiB pointer-chased list (few samples) and an 8 MiB streamed array (most
+    samples), both live throughout; a 1 MiB scratch buffer of the stream's site allocated and freed
+    twice, never coexisting; and one sample outside every allocation (the stack)."""
+    t0 = 100 * S
+    recs = [
+        (1, 1, CHASE, 64 << 10, 0x10_0000, t0),
+        (3, 1, STREAM, 8 << 20, 0x4000_0000, t0 + 1000),
+        (1, 1, STREAM, 1 << 20, 0x8000_0000, t0 + 2000),
+        (2, 1, 0, 0, 0x8000_0000, t0 + S // 2),
+        (1, 1, STREAM, 1 << 20, 0x8000_0000, t0 + S),
+        (2, 1, 0, 0, 0x8000_0000, t0 + S + S // 2),
+    ]
+    lines = ["# ========", "# captured on: Tue Nov 24 10:00:00 2026", "# ========"]
+    for sec in range(2):
+        base = t0 + sec * S + 10_000
+        for i in range(4):  # chase: 4 samples per second
+            lines.append(perf_line(base + i * 1000, 0x10_0000 + i * 4096 + 64))
+        for i in range(196):  # stream: 196 samples per second
+            lines.append(perf_line(base + 10_000 + i * 1000, 0x4000_0000 + i * 40_000))
+        lines.append(perf_line(base + 500_000, 0x8000_0000 + 4096, "L1 hit"))  # not an LLC miss
+        lines.append(perf_line(base + 600_000, 0x7FFF_0000_0000))  # the stack
+    samples = tmp_path / "samples.txt"
+    samples.write_text("\n".join(lines) + "\n")
+    # low AOL (30 cycles: high MLP, a stream dominates), P = 0.4
+    counters = tmp_path / "stat.csv"
+    counters.write_text(stat_csv([(1.0, 30e6, 1e6, 4e8, 1e9), (2.0, 30e6, 1e6, 4e8, 1e9)]))
+    return {"log": shim_log(tmp_path / "prof.bin", recs), "samples": samples, "counters": counters}
+
+
+def site(res: dict, h: int) -> dict:
+    return next(s for s in res["sites"] if s["site"] == f"{h:016x}")
+
+
+def test_the_chased_site_ranks_first_and_takes_the_fast_tier(run: dict[str, Path]) -> None:
+    res = place(run["log"], run["samples"], 1 << 20, counters=run["counters"])
+    chase, stream = site(res, CHASE), site(res, STREAM)
+    assert (chase["samples"], stream["samples"]) == (8, 392)
+    assert res["unmatched_samples"] == 2
+    assert res["matched_samples"] == 400
+    # Algorithm 1 at AOL 30 < L0 = 100: R = 0.02 < R_min -> x F(30) = 2; R = 0.98 > R_max -> / 8
+    assert chase["score"] == pytest.approx(2 * 0.02 * 0.4 * 2)
+    assert stream["score"] == pytest.approx(2 * 0.98 * 0.4 / 8)
+    assert chase["unit_score"] > stream["unit_score"]
+    assert (chase["rank"], chase["fast"]) == (1, True)
+    assert stream["fast"] is False, "8 MiB + scratch does not fit in 1 MiB"
+    # the stream's two scratch buffers never coexist: its peak is 8 + 1 MiB, not 8 + 2
+    assert stream["peak_bytes"] == (8 << 20) + (1 << 20)
+    assert stream["bytes"] == (8 << 20) + (2 << 20)
+
+
+def test_without_counters_the_score_is_the_share_of_samples(run: dict[str, Path]) -> None:
+    res = place(run["log"], run["samples"], 64 << 20)
+    assert any("no --counters" in n for n in res["notes"])
+    assert site(res, CHASE)["score"] == pytest.approx(2 * 0.02)
+    assert site(res, STREAM)["score"] == pytest.approx(2 * 0.98)
+    # both fit now: both fast
+    assert all(s["fast"] for s in res["sites"])
+
+
+def test_high_aol_removes_the_mlp_adjustment(run: dict[str, Path], tmp_path: Path) -> None:
+    slow = tmp_path / "slow.csv"
+    slow.write_text(stat_csv([(1.0, 150e6, 1e6, 4e8, 1e9), (2.0, 150e6, 1e6, 4e8, 1e9)]))
+    res = place(run["log"], run["samples"], 1 << 20, counters=slow)
+    # AOL 150 >= L0: R p for both (Algorithm 1's last branch)
+    assert site(res, CHASE)["score"] == pytest.approx(2 * 0.02 * 0.4)
+    assert site(res, STREAM)["score"] == pytest.approx(2 * 0.98 * 0.4)
+
+
+def test_the_cli_writes_a_placement_file(run: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "place.txt"
+    args = [str(run["log"]), "--samples", str(run["samples"]), "--counters", str(run["counters"])]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tierkit",
+            "soar",
+            "place",
+            *args,
+            "--fast-bytes",
+            "1M",
+            "-o",
+            str(out),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    assert res["placement"] == str(out)
+    body = [ln.split("#")[0].split() for ln in out.read_text().splitlines() if ln.split("#")[0].strip()]
+    assert body == [[f"{CHASE:016x}", "fast"], [f"{STREAM:016x}", "slow"]]
+    proc = subprocess.run(
+        [*PLACE, *args, "--fast-bytes", "1M", "-o", str(out), "--fast-node", "0", "--slow-node", "2"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "1 of 2 sites to the fast tier" in proc.stdout
+    assert f"{CHASE:016x}     node:0" in out.read_text()
+    assert f"{STREAM:016x}     node:2" in out.read_text()
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        (
+            {"samples": "  prog 1 [0] 1.5: ev: zz 1 |OP LOAD|LVL RAM hit|\n"},
+            r"samples\.txt: line 1: bad hex data address",
+        ),
+        ({"samples": "# only comments\n"}, "no LLC-miss samples"),
+        (
+            {"samples": perf_line(5 * S, 0x10_0000) + "\n"},
+            "none of its 1 LLC-miss samples falls in an allocation",
+        ),
+        ({"counters": "1.0,5,,cycles\nnot,a,row,here\n"}, r"stat\.csv: line 2: bad interval time `not`"),
+        ({"counters": "1.0,5,,cycles,1,100,,\n"}, "no offcore_requests_outstanding.demand_data_rd"),
+        ({"log": b"TKSHIM01" + struct.pack("<II", 1, 40)}, "holds no allocations"),
+    ],
+)
+def test_bad_inputs_name_the_file_and_line(
+    run: dict[str, Path], tmp_path: Path, change: dict, fragment: str
+) -> None:
+    paths = dict(run)
+    for key, text in change.items():
+        p = tmp_path / f"bad-{paths[key].name}"
+        if isinstance(text, bytes):
+            p.write_bytes(text)
+        else:
+            p.write_text(text)
+        paths[key] = p
+    with pytest.raises(TierkitError, match=fragment):
+        place(paths["log"], paths["samples"], 1 << 20, counters=paths["counters"])
+    args = [str(paths["log"]), "--samples", str(paths["samples"]), "--counters", str(paths["counters"])]
+    proc = subprocess.run(
+        [*PLACE, *args, "--fast-bytes", "1M", "-o", str(tmp_path / "p.txt")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+
+
+def test_sizes_and_counter_names(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tierkit", "soar", "place", "x", "--samples", "y", "--fast-bytes", "lots"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "`lots` is not a size" in proc.stderr
+    p = tmp_path / "s.csv"
+    p.write_text(
+        "1.000,10,,cpu_core/cycles/,1,100,,\n1.000,4,,cpu/cycle_activity.stalls_l3_miss/,1,100,,\n"
+        "1.000,2,,offcore_requests.demand_data_rd:u,1,100,,\n"
+        "1.000,<not counted>,,offcore_requests_outstanding.demand_data_rd,0,0,,\n"
+    )
+    (iv,) = read_counters(p)
+    assert iv.end_s == 1.0
+    assert iv.counters is None
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no C compiler")
+def test_the_shim_reads_the_placement_file_and_binds_the_fast_site(tmp_path: Path) -> None:
+    """End to end with the real shim: profile `shim_test sites` (a 3 MiB site A and a 5 MiB site
+    B), make samples that hit A more per byte, place with room for A only, and run place mode with
+    the file: the shim binds A (MPOL_PREFERRED to the fast node) and leaves B to the real
+    allocator. This host has one node, so only the fast sites are listed for the policy check;
+    the full file (with `slow`, mapped to node 0 here) must be accepted by the shim's parser."""
+    build = tmp_path / "shim"
+    subprocess.run(["make", "-s", "-C", str(REPO / "shim"), f"BUILD={build}", "all"], check=True)
+    so = build / "libtierkit_shim.so"
+    env = dict(
+        os.environ, TIERKIT_SHIM_MODE="profile", TIERKIT_SHIM_LOG=str(tmp_path / "p.bin"), LD_PRELOAD=str(so)
+    )
+    subprocess.run([str(build / "shim_test"), "sites"], env=env, check=True, capture_output=True)
+    objs = read_objects(tmp_path / "p.bin")
+    a = next(o for o in objs if o.size == 3 << 20)
+    b = next(o for o in objs if o.size == 5 << 20)
+    lines = [perf_line(a.alloc_ns + 1000 * (i + 2), a.address + i * 4096) for i in range(20)]
+    lines += [perf_line(b.alloc_ns + 1000 * (i + 2), b.address + i * 4096) for i in range(10)]
+    (tmp_path / "s.txt").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "place.txt"
+    args = [str(tmp_path / "p.bin"), "--samples", str(tmp_path / "s.txt"), "--fast-bytes", "4M"]
+    proc = subprocess.run(
+        [*PLACE, *args, "-o", str(out), "--fast-node", "0", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert f"{a.site:016x}     node:0" in text
+    assert f"{b.site:016x}     slow" in text
+    res = json.loads(proc.stdout)
+    fast_only = tmp_path / "fast-only.txt"
+    write_placement(fast_only, {**res, "sites": [s for s in res["sites"] if s["fast"]]}, fast_node=0)
+    env = dict(
+        os.environ, TIERKIT_SHIM_MODE="place", TIERKIT_SHIM_PLACEMENT=str(fast_only), LD_PRELOAD=str(so)
+    )
+    r = subprocess.run(
+        [str(build / "shim_test"), "sites"], env=env, check=True, capture_output=True, text=True
+    )
+    kv = dict(x.split("=", 1) for x in r.stdout.split() if "=" in x)
+    assert kv["a_mode"] == "1", r.stdout  # MPOL_PREFERRED: the shim bound site A
+    assert kv["b_mode"] == "0", r.stdout  # site B left to the real allocator
+    env["TIERKIT_SHIM_PLACEMENT"] = str(out)
+    env["TIERKIT_SHIM_SLOW_NODE"] = "0"
+    r = subprocess.run(
+        [str(build / "shim_test"), "sites"], env=env, check=False, capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr
