@@ -259,6 +259,8 @@ def test_ctrl_c_is_one_error_line() -> None:
     # SIGINT arrives while the core is simulating: the progress callback is where Python sees it.
     code = (
         "import os, signal, tierkit.cli as cli\n"
+        # a shell's background job inherits SIGINT ignored, and Python then leaves it ignored
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "cli._quiet_progress = lambda done, total: os.kill(os.getpid(), signal.SIGINT)\n"
         f"raise SystemExit(cli.main(['run', '{EXPERIMENT}', '--set', 'duration_s=5', '--json']))\n"
     )
