@@ -205,9 +205,11 @@ fn soar_profile(
 /// Soar on a real run (`tierkit soar place`): join the shim's objects, given as
 /// (site, address, bytes, alloc_ns, free_ns or None), with the LLC-miss samples of a `perf script`
 /// file and per-interval counters, given as (end_ns, (A1, A3, stalls, cycles) or None); score
-/// with Algorithm 1; rank and place the sites. `calibration` is (AOL_low, AOL_high, k_a, k_b).
+/// with Algorithm 1; rank and place the sites. `calibration` is (AOL_low, AOL_high, k_a, k_b);
+/// `aol_low`/`aol_high` override its bands (or the Skylake 40/100 cycles without one), and an
+/// `l0` of 0 is the resolved AOL_high.
 #[pyfunction]
-#[pyo3(signature = (objects, samples_path, intervals, fast_bytes, r_min=0.03, r_max=0.7, hot_factor=8.0, l0=0.0, calibration=None))]
+#[pyo3(signature = (objects, samples_path, intervals, fast_bytes, r_min=0.03, r_max=0.7, hot_factor=8.0, l0=0.0, calibration=None, aol_low=None, aol_high=None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn soar_place<'py>(
     py: Python<'py>,
@@ -220,6 +222,8 @@ fn soar_place<'py>(
     hot_factor: f64,
     l0: f64,
     calibration: Option<(f64, f64, f64, f64)>,
+    aol_low: Option<f64>,
+    aol_high: Option<f64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     use tierkit_policies::soar::{Algorithm1, Counters};
     use tierkit_policies::soar_flows::{place_sites, score_objects, FlowObject, Interval};
@@ -253,7 +257,18 @@ fn soar_place<'py>(
         k_b: b,
         stall_k_cycles: Vec::new(),
     });
-    let alg = Algorithm1::new(r_min, r_max, hot_factor, l0, cal.as_ref());
+    let mut alg = Algorithm1::new(r_min, r_max, hot_factor, l0, cal.as_ref());
+    alg.aol_low = aol_low.unwrap_or(alg.aol_low);
+    alg.aol_high = aol_high.unwrap_or(alg.aol_high);
+    if l0 <= 0.0 {
+        alg.l0 = alg.aol_high;
+    }
+    if alg.aol_high <= alg.aol_low {
+        return Err(TierkitError::new_err(format!(
+            "AOL_high ({} cycles) must be above AOL_low ({} cycles)",
+            alg.aol_high, alg.aol_low
+        )));
+    }
     let scored = score_objects(&objs, &samples, &ivs, &alg);
     let sites = place_sites(&objs, &scored, fast_bytes);
     let d = PyDict::new(py);
