@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -15,7 +16,7 @@ import pytest
 
 from tierkit import TierkitError
 from tierkit.shimlog import read_objects
-from tierkit.soarplace import place, read_counters, write_placement
+from tierkit.soarplace import P_ONE, P_STALLS, place, read_aol, write_placement
 
 REC = struct.Struct("<B3xIQQQQ")
 REPO = Path(__file__).resolve().parent.parent
@@ -86,7 +87,7 @@ def site(res: dict, h: int) -> dict:
 
 
 def test_the_chased_site_ranks_first_and_takes_the_fast_tier(run: dict[str, Path]) -> None:
-    res = place(run["log"], run["samples"], 1 << 20, counters=run["counters"])
+    res = place(run["log"], run["samples"], 1 << 20, aol=run["counters"])
     chase, stream = site(res, CHASE), site(res, STREAM)
     assert (chase["samples"], stream["samples"]) == (8, 392)
     assert res["unmatched_samples"] == 2
@@ -104,7 +105,9 @@ def test_the_chased_site_ranks_first_and_takes_the_fast_tier(run: dict[str, Path
 
 def test_without_counters_the_score_is_the_share_of_samples(run: dict[str, Path]) -> None:
     res = place(run["log"], run["samples"], 64 << 20)
-    assert any("no --counters" in n for n in res["notes"])
+    assert any("no --aol" in n for n in res["notes"])
+    assert res["p_model"] == P_ONE
+    assert res["aol"] is None
     assert site(res, CHASE)["score"] == pytest.approx(2 * 0.02)
     assert site(res, STREAM)["score"] == pytest.approx(2 * 0.98)
     # both fit now: both fast
@@ -114,29 +117,27 @@ def test_without_counters_the_score_is_the_share_of_samples(run: dict[str, Path]
 def test_high_aol_removes_the_mlp_adjustment(run: dict[str, Path], tmp_path: Path) -> None:
     slow = tmp_path / "slow.csv"
     slow.write_text(stat_csv([(1.0, 150e6, 1e6, 4e8, 1e9), (2.0, 150e6, 1e6, 4e8, 1e9)]))
-    res = place(run["log"], run["samples"], 1 << 20, counters=slow)
+    res = place(run["log"], run["samples"], 1 << 20, aol=slow)
     # AOL 150 >= L0: R p for both (Algorithm 1's last branch)
     assert site(res, CHASE)["score"] == pytest.approx(2 * 0.02 * 0.4)
     assert site(res, STREAM)["score"] == pytest.approx(2 * 0.98 * 0.4)
 
 
+PLACEMENT_LINE = re.compile(r"^[0-9a-f]{16} node:[0-9]+$")  # the shim's `SITE node:N` (shim/README.md)
+
+
+def placement_body(path: Path) -> list[str]:
+    """The non-comment lines of a placement file; each must be exactly `SITEHEX node:N`."""
+    body = [ln for ln in path.read_text().splitlines() if not ln.startswith("#")]
+    assert all(PLACEMENT_LINE.match(ln) for ln in body), body
+    return body
+
+
 def test_the_cli_writes_a_placement_file(run: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "place.txt"
-    args = [str(run["log"]), "--samples", str(run["samples"]), "--counters", str(run["counters"])]
+    args = [str(run["log"]), "--samples", str(run["samples"]), "--aol", str(run["counters"])]
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tierkit",
-            "soar",
-            "place",
-            *args,
-            "--fast-bytes",
-            "1M",
-            "-o",
-            str(out),
-            "--json",
-        ],
+        [*PLACE, *args, "--fast-bytes", "1M", "-o", str(out), "--json"],
         capture_output=True,
         text=True,
         check=False,
@@ -144,18 +145,121 @@ def test_the_cli_writes_a_placement_file(run: dict[str, Path], tmp_path: Path) -
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
     assert res["placement"] == str(out)
-    body = [ln.split("#")[0].split() for ln in out.read_text().splitlines() if ln.split("#")[0].strip()]
-    assert body == [[f"{CHASE:016x}", "fast"], [f"{STREAM:016x}", "slow"]]
+    assert res["p_model"] == P_STALLS
+    assert res["aol"]["format"] == "perf stat"
+    assert [(s["site"], s["rank"], s["node"]) for s in res["sites"]] == [
+        (f"{CHASE:016x}", 1, 0),
+        (f"{STREAM:016x}", 2, 1),
+    ]
+    text = out.read_text()
+    assert text.startswith("# tierkit soar place: Soar/Alto (OSDI'25) Algorithm 1")
+    assert placement_body(out) == [f"{CHASE:016x} node:0", f"{STREAM:016x} node:1"]
+    # the table, other nodes, and the old flag name
     proc = subprocess.run(
-        [*PLACE, *args, "--fast-bytes", "1M", "-o", str(out), "--fast-node", "0", "--slow-node", "2"],
+        [
+            *PLACE,
+            *args[:3],
+            "--counters",
+            args[4],
+            "--fast-bytes",
+            "1M",
+            "-o",
+            str(out),
+            "--fast-node",
+            "2",
+            "--slow-node",
+            "3",
+        ],
         capture_output=True,
         text=True,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "1 of 2 sites to the fast tier" in proc.stdout
-    assert f"{CHASE:016x}     node:0" in out.read_text()
-    assert f"{STREAM:016x}     node:2" in out.read_text()
+    header, first, second = proc.stdout.splitlines()[:3]
+    assert header.split() == [
+        "site",
+        "objects",
+        "bytes",
+        "peak_bytes",
+        "samples",
+        "score",
+        "unit_score",
+        "rank",
+        "node",
+    ]
+    assert first.split()[0] == f"{CHASE:016x}"
+    assert first.split()[-2:] == ["1", "node:2"]
+    assert second.split()[-2:] == ["2", "node:3"]
+    assert "1 of 2 sites to the fast tier (node 2)" in proc.stdout
+    assert placement_body(out) == [f"{CHASE:016x} node:2", f"{STREAM:016x} node:3"]
+
+
+def test_the_peak_concurrent_size_counts_objects_that_never_coexist_once(run: dict[str, Path]) -> None:
+    # chase 64 KiB + stream 8 MiB + one scratch MiB at a time: fits, although the stream site
+    # allocates 10 MiB in all
+    room = (64 << 10) + (8 << 20) + (1 << 20)
+    res = place(run["log"], run["samples"], room, aol=run["counters"])
+    assert [s["fast"] for s in res["sites"]] == [True, True]
+    assert site(res, STREAM)["bytes"] == (10 << 20)
+    res = place(run["log"], run["samples"], room - 1, aol=run["counters"])
+    assert [s["fast"] for s in res["sites"]] == [True, False]
+
+
+def aol_only_stat(rows: list[tuple[float, float, float]]) -> str:
+    """perf stat -I -x, with only A1 and A3 (a host without cycle_activity.stalls_l3_miss)."""
+    out = []
+    for end_s, a1, a3 in rows:
+        out += [
+            f"{end_s:14.9f},{a3:.0f},,cpu/offcore_requests.demand_data_rd/,1000000000,100.00,,",
+            f"{end_s:14.9f},{a1:.0f},,cpu/offcore_requests_outstanding.demand_data_rd/,1000000000,100.00,,",
+            f"{end_s:14.9f},<not supported>,,cycle_activity.stalls_l3_miss,0,100.00,,",
+        ]
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text"),
+    [
+        ("perf stat", aol_only_stat([(1.0, 30e6, 1e6), (2.0, 30e6, 1e6)])),
+        ("aol csv", "time_s,aol_cycles\n1.0,30\n2.0,30\n"),
+        ("aol csv", "# no header\n1.0,30.0\n2.0,30.0\n"),
+    ],
+)
+def test_an_aol_without_stall_counts_keeps_algorithm_1s_branches_with_p_1(
+    run: dict[str, Path], tmp_path: Path, fmt: str, text: str
+) -> None:
+    f = tmp_path / "aol.csv"
+    f.write_text(text)
+    af = read_aol(f)
+    assert (af.format, af.has_p, len(af.intervals)) == (fmt, False, 2)
+    res = place(run["log"], run["samples"], 1 << 20, aol=f)
+    assert res["p_model"] == P_ONE
+    assert any("p = 1" in n for n in res["notes"])
+    # AOL 30 < L0: x F(30) = 2 for the rare chase, / 8 for the dominant stream, p = 1
+    assert site(res, CHASE)["score"] == pytest.approx(2 * 0.02 * 2)
+    assert site(res, STREAM)["score"] == pytest.approx(2 * 0.98 / 8)
+    assert site(res, CHASE)["fast"]
+    assert not site(res, STREAM)["fast"]
+
+
+def test_the_aol_bands_and_l0_come_from_flags(run: dict[str, Path], tmp_path: Path) -> None:
+    f = tmp_path / "aol.csv"
+    f.write_text("time_s,aol_cycles\n1.0,60\n2.0,60\n")
+    # Skylake bands 40-100: F(60) = 4
+    assert site(place(run["log"], run["samples"], 1 << 20, aol=f), CHASE)["score"] == pytest.approx(
+        2 * 0.02 * 4
+    )
+    # bands 20-65: AOL 60 is in the top band, F = 8 (L0 follows AOL_high: 65 > 60)
+    res = place(run["log"], run["samples"], 1 << 20, aol=f, aol_low=20, aol_high=65)
+    assert site(res, CHASE)["score"] == pytest.approx(2 * 0.02 * 8)
+    # bands 58-100: the bottom band, F = 2
+    res2 = place(run["log"], run["samples"], 1 << 20, aol=f, aol_low=58)
+    assert site(res2, CHASE)["score"] == pytest.approx(2 * 0.02 * 2)
+    assert res["l0_cycles"] == 65
+    # L0 = 50 <= AOL: no MLP adjustment, R p
+    res = place(run["log"], run["samples"], 1 << 20, aol=f, l0=50)
+    assert site(res, CHASE)["score"] == pytest.approx(2 * 0.02)
+    assert site(res, STREAM)["score"] == pytest.approx(2 * 0.98)
 
 
 @pytest.mark.parametrize(
@@ -171,8 +275,17 @@ def test_the_cli_writes_a_placement_file(run: dict[str, Path], tmp_path: Path) -
             "none of its 1 LLC-miss samples falls in an allocation",
         ),
         ({"counters": "1.0,5,,cycles\nnot,a,row,here\n"}, r"stat\.csv: line 2: bad interval time `not`"),
-        ({"counters": "1.0,5,,cycles,1,100,,\n"}, "no offcore_requests_outstanding.demand_data_rd"),
+        (
+            {"counters": "1.0,5,,cycles,1,100,,\n"},
+            "offcore_requests_outstanding.demand_data_rd and offcore_requests.demand_data_rd never counted",
+        ),
         ({"log": b"TKSHIM01" + struct.pack("<II", 1, 40)}, "holds no allocations"),
+        (
+            {"counters": "time_s,aol_cycles\n1.0,30\n2.0,lots\n"},
+            r"stat\.csv: line 3: expected `time_s,aol_cycles`",
+        ),
+        ({"counters": "1.0,30\n0.5,30\n"}, r"stat\.csv: line 2: times must increase"),
+        ({"counters": ""}, r"stat\.csv: no intervals in the file"),
     ],
 )
 def test_bad_inputs_name_the_file_and_line(
@@ -187,8 +300,8 @@ def test_bad_inputs_name_the_file_and_line(
             p.write_text(text)
         paths[key] = p
     with pytest.raises(TierkitError, match=fragment):
-        place(paths["log"], paths["samples"], 1 << 20, counters=paths["counters"])
-    args = [str(paths["log"]), "--samples", str(paths["samples"]), "--counters", str(paths["counters"])]
+        place(paths["log"], paths["samples"], 1 << 20, aol=paths["counters"])
+    args = [str(paths["log"]), "--samples", str(paths["samples"]), "--aol", str(paths["counters"])]
     proc = subprocess.run(
         [*PLACE, *args, "--fast-bytes", "1M", "-o", str(tmp_path / "p.txt")],
         capture_output=True,
@@ -197,6 +310,23 @@ def test_bad_inputs_name_the_file_and_line(
     )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
+    assert re.search(fragment, proc.stderr), proc.stderr
+
+
+@pytest.mark.parametrize("key", ["log", "samples", "counters"])
+def test_a_missing_input_is_named(run: dict[str, Path], tmp_path: Path, key: str) -> None:
+    paths = {**run, key: tmp_path / "nowhere" / f"missing-{key}"}
+    args = [str(paths["log"]), "--samples", str(paths["samples"]), "--aol", str(paths["counters"])]
+    proc = subprocess.run(
+        [*PLACE, *args, "--fast-bytes", "1M", "-o", str(tmp_path / "p.txt")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"missing-{key}" in proc.stderr
+    assert not (tmp_path / "p.txt").exists()
 
 
 def test_sizes_and_counter_names(tmp_path: Path) -> None:
@@ -213,10 +343,23 @@ def test_sizes_and_counter_names(tmp_path: Path) -> None:
         "1.000,10,,cpu_core/cycles/,1,100,,\n1.000,4,,cpu/cycle_activity.stalls_l3_miss/,1,100,,\n"
         "1.000,2,,offcore_requests.demand_data_rd:u,1,100,,\n"
         "1.000,<not counted>,,offcore_requests_outstanding.demand_data_rd,0,0,,\n"
+        "2.000,10,,cpu_core/cycles/,1,100,,\n2.000,4,,cpu/cycle_activity.stalls_l3_miss/,1,100,,\n"
+        "2.000,2,,offcore_requests.demand_data_rd:u,1,100,,\n"
+        "2.000,70,,cpu_core/offcore_requests_outstanding.demand_data_rd/,1,100,,\n"
     )
-    (iv,) = read_counters(p)
-    assert iv.end_s == 1.0
-    assert iv.counters is None
+    af = read_aol(p)
+    assert (af.format, af.has_p) == ("perf stat", True)
+    first, second = af.intervals
+    assert first.end_s == 1.0
+    assert first.counters is None, "an event <not counted> in it"
+    assert second.counters == (70.0, 2.0, 4.0, 10.0)
+    # A1 never counted: no AOL at all
+    p.write_text(
+        "1.000,<not counted>,,offcore_requests_outstanding.demand_data_rd,0,0,,\n"
+        + "1.000,2,,offcore_requests.demand_data_rd,1,100,,\n"
+    )
+    with pytest.raises(TierkitError, match=r"offcore_requests_outstanding\.demand_data_rd never counted"):
+        read_aol(p)
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="no C compiler")
@@ -224,8 +367,8 @@ def test_the_shim_reads_the_placement_file_and_binds_the_fast_site(tmp_path: Pat
     """End to end with the real shim: profile `shim_test sites` (a 3 MiB site A and a 5 MiB site
     B), make samples that hit A more per byte, place with room for A only, and run place mode with
     the file: the shim binds A (MPOL_PREFERRED to the fast node) and leaves B to the real
-    allocator. This host has one node, so only the fast sites are listed for the policy check;
-    the full file (with `slow`, mapped to node 0 here) must be accepted by the shim's parser."""
+    allocator. Then the full file the CLI writes for this host's one node (--slow-node 0 too):
+    the shim's parser takes every line and binds both sites."""
     build = tmp_path / "shim"
     subprocess.run(["make", "-s", "-C", str(REPO / "shim"), f"BUILD={build}", "all"], check=True)
     so = build / "libtierkit_shim.so"
@@ -242,30 +385,36 @@ def test_the_shim_reads_the_placement_file_and_binds_the_fast_site(tmp_path: Pat
     out = tmp_path / "place.txt"
     args = [str(tmp_path / "p.bin"), "--samples", str(tmp_path / "s.txt"), "--fast-bytes", "4M"]
     proc = subprocess.run(
-        [*PLACE, *args, "-o", str(out), "--fast-node", "0", "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
+        [*PLACE, *args, "-o", str(out), "--json"], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stderr
-    text = out.read_text()
-    assert f"{a.site:016x}     node:0" in text
-    assert f"{b.site:016x}     slow" in text
+    assert "no --aol" in proc.stderr  # the note
+    body = placement_body(out)
+    assert f"{a.site:016x} node:0" in body
+    assert f"{b.site:016x} node:1" in body
     res = json.loads(proc.stdout)
+    assert any("no --aol" in n for n in res["notes"])
+
+    def sites_run(placement: Path) -> dict[str, str]:
+        env = dict(
+            os.environ, TIERKIT_SHIM_MODE="place", TIERKIT_SHIM_PLACEMENT=str(placement), LD_PRELOAD=str(so)
+        )
+        r = subprocess.run(
+            [str(build / "shim_test"), "sites"], env=env, check=False, capture_output=True, text=True
+        )
+        assert r.returncode == 0, r.stderr
+        return dict(x.split("=", 1) for x in r.stdout.split() if "=" in x)
+
     fast_only = tmp_path / "fast-only.txt"
-    write_placement(fast_only, {**res, "sites": [s for s in res["sites"] if s["fast"]]}, fast_node=0)
-    env = dict(
-        os.environ, TIERKIT_SHIM_MODE="place", TIERKIT_SHIM_PLACEMENT=str(fast_only), LD_PRELOAD=str(so)
+    write_placement(fast_only, {**res, "sites": [s for s in res["sites"] if s["fast"]]})
+    kv = sites_run(fast_only)
+    assert kv["a_mode"] == "1", kv  # MPOL_PREFERRED: the shim bound site A
+    assert kv["b_mode"] == "0", kv  # site B left to the real allocator
+    proc = subprocess.run(
+        [*PLACE, *args, "-o", str(out), "--slow-node", "0"], capture_output=True, text=True, check=False
     )
-    r = subprocess.run(
-        [str(build / "shim_test"), "sites"], env=env, check=True, capture_output=True, text=True
-    )
-    kv = dict(x.split("=", 1) for x in r.stdout.split() if "=" in x)
-    assert kv["a_mode"] == "1", r.stdout  # MPOL_PREFERRED: the shim bound site A
-    assert kv["b_mode"] == "0", r.stdout  # site B left to the real allocator
-    env["TIERKIT_SHIM_PLACEMENT"] = str(out)
-    env["TIERKIT_SHIM_SLOW_NODE"] = "0"
-    r = subprocess.run(
-        [str(build / "shim_test"), "sites"], env=env, check=False, capture_output=True, text=True
-    )
-    assert r.returncode == 0, r.stderr
+    assert proc.returncode == 0, proc.stderr
+    kv = sites_run(out)
+    assert (kv["a_mode"], kv["b_mode"]) == ("1", "1"), kv
+    assert kv["a_node0"] == kv["a_pages"], kv
+    assert kv["b_node0"] == kv["b_pages"], kv

@@ -312,9 +312,9 @@ def build_parser() -> Parser:
 
             `tierkit soar place LOG --samples PERF_SCRIPT --fast-bytes SIZE` is Soar on a real host:
             it joins the shim's profile log with the LLC-miss samples of the same run (and, with
-            --counters, perf stat's per-interval AOL and stall counters), scores every allocation
-            site with Algorithm 1, ranks them by unit score and writes the placement file the
-            shim's place mode reads (TIERKIT_SHIM_MODE=place TIERKIT_SHIM_PLACEMENT=FILE)."""
+            --aol, perf stat's per-interval AOL and stall counters), scores every allocation site
+            with Algorithm 1, ranks them by unit score and writes the placement file the shim's
+            place mode reads (TIERKIT_SHIM_MODE=place TIERKIT_SHIM_PLACEMENT=FILE)."""
         ),
         formatter_class=formatter,
     )
@@ -345,33 +345,55 @@ def build_parser() -> Parser:
     objs.add_argument("--json", action="store_true", help="print the table as a JSON list of rows on stdout")
     pl = soar_sub.add_parser(
         "place",
-        help="Soar on a real host: shim log + perf samples -> the shim's placement file",
+        help="Soar on a real host: shim log + perf samples (+ AOL) -> the shim's placement file",
         description=textwrap.dedent(
             """\
             Score the allocation sites of one profiled run with Soar's Algorithm 1 (Soar/Alto OSDI'25
-            section 4.2) and choose the fast tier's sites (section 4.3). The run:
+            section 4.2) and choose the fast tier's sites (section 4.3). The profiled run, all three
+            flows at once (perf's `-k mono` puts its sample times on CLOCK_MONOTONIC, the shim's clock;
+            without it the samples match nothing):
 
               TIERKIT_SHIM_MODE=profile TIERKIT_SHIM_LOG=prof.bin LD_PRELOAD=libtierkit_shim.so \\
                 perf stat -I 1000 -x, -o stat.csv -e cycles,cycle_activity.stalls_l3_miss,\\
                   offcore_requests.demand_data_rd,offcore_requests_outstanding.demand_data_rd -- \\
                 perf mem record -k mono -o perf.data -- ./program
               perf script -i perf.data -F time,event,addr,data_src,weight > samples.txt
-              tierkit soar place prof.bin --samples samples.txt --counters stat.csv --fast-bytes 8G
+              tierkit soar place prof.bin --samples samples.txt --aol stat.csv --fast-bytes 8G
+              TIERKIT_SHIM_MODE=place TIERKIT_SHIM_PLACEMENT=soar-placement.txt \\
+                LD_PRELOAD=libtierkit_shim.so ./program
 
             Each LLC-miss sample (perf's data source past the LLC) counts for the allocation live at
-            its address at its time. Per interval (perf stat's, or --interval-ms without counters):
-            R = an object's share of the samples, l = AOL = A1/A3, p = the predicted slowdown
-            (P = stalls/cycles, times K(AOL) with --calibration); score += R p x F(l) for a rare
-            object (R < --r-min), R p / --hot-factor for a dominant one (R > --r-max), R p otherwise,
-            the adjustments only while l < L0. Without --counters the score is the share of samples
-            (p = 1, no MLP adjustment), said in a note. A site's unit score is its objects' summed
-            score over their bytes; sites are taken in that order while the peak concurrent size of
-            the chosen sites' allocations fits in --fast-bytes; the first that does not fit and
-            every site below it go to the slow tier, as do sites never sampled.
+            its address at its time (address <= a < address + size, alloc <= t < free). Per interval
+            (the --aol file's, or --interval-ms without one): R = an object's share of the interval's
+            samples, l = the interval's AOL = A1/A3 (offcore_requests_outstanding.demand_data_rd /
+            offcore_requests.demand_data_rd), p = the predicted slowdown. Algorithm 1: score += R p
+            F(l) for a rarely accessed object (R < --r-min), R p / --hot-factor for a dominant one
+            (R > --r-max), R p otherwise; the first two only while l < L0. F(l) is 2, 4 or 8, growing
+            with l over bands between --aol-low and --aol-high.
 
-            perf stat counts from its own start: its first interval is taken to start at the shim
-            log's first record (--start-ns overrides). Writes the placement file (one `SITE fast|slow`
-            line per site, in rank order) and prints the ranking."""
+            p: P = cycle_activity.stalls_l3_miss / cycles of the interval; with --calibration,
+            P K(AOL), K = 1 / (k_a + k_b / AOL) (section 3.2) with the calibration's k_a and k_b (no
+            defaults: without --calibration K = 1). An --aol file without the two stall events, or of
+            `time_s,aol_cycles` lines, gives p = 1 (the R and AOL branches still apply). Without --aol
+            the AOL is unknown: score += R (p = 1, no MLP adjustment), said in a note (stderr, and
+            `notes` in --json).
+
+            --aol formats: `perf stat -I MS -x,` output as is (CSV: time,value,unit,event,...;
+            `cpu/EVENT/`, `cpu_core/EVENT/` and `EVENT:u` names are understood; `<not counted>`
+            intervals score nothing); or `time_s,aol_cycles` lines (an optional header line), each an
+            interval's end in seconds after the run's start and its AOL in cycles. Their times count
+            from the shim log's first allocation (perf stat's own start is not on the shared clock;
+            --start-ns sets it).
+
+            A site (the shim's call-chain hash) scores the sum of its objects' scores; its unit score
+            is that over its bytes. Sites are taken in unit-score order while the peak concurrent size
+            (the most bytes live at once, from alloc/free times) of the chosen sites' allocations fits
+            in --fast-bytes; the first that does not fit, every site below it and every site never
+            sampled go to --slow-node.
+
+            Writes the placement file (a `#` header, then `SITEHEX node:N` per site in rank order, as
+            shim/README.md describes) and prints the ranking (--json: one JSON object). Exit status
+            2 on bad input, with the file and line."""
         ),
         formatter_class=formatter,
     )
@@ -388,30 +410,56 @@ def build_parser() -> Parser:
         required=True,
         type=_bytes,
         metavar="SIZE",
-        help="room in the fast tier (e.g. 8G, 512M)",
+        help="room in the fast tier: bytes, or with K, M, G, T (binary), e.g. 8G, 512M",
     )
     pl.add_argument(
+        "--aol",
         "--counters",
+        dest="aol",
         type=Path,
         metavar="CSV",
-        help="`perf stat -I MS -x,` output with cycles, cycle_activity.stalls_l3_miss, "
-        "offcore_requests.demand_data_rd, offcore_requests_outstanding.demand_data_rd",
+        help="per-interval AOL: `perf stat -I 1000 -x,` output with offcore_requests_outstanding."
+        "demand_data_rd and offcore_requests.demand_data_rd (and cycles, cycle_activity.stalls_l3_miss "
+        "for p), or `time_s,aol_cycles` lines (default: none, p = 1 and no MLP adjustment)",
     )
     pl.add_argument(
         "--calibration",
         type=Path,
         metavar="JSON",
-        help="the host's AOL_low/AOL_high and predictor K (the JSON `tierkit calibrate` writes); "
-        "default: the paper's Skylake bands 40-100 cycles and p = P",
+        help="the host's AOL_low/AOL_high and predictor constants k_a, k_b (the JSON `tierkit "
+        "calibrate` writes); default: the Skylake bands below and p = P",
+    )
+    pl.add_argument(
+        "--aol-low",
+        type=float,
+        metavar="CYCLES",
+        help="AOL_low of F's bands (default: --calibration's, else 40, the paper's Skylake)",
+    )
+    pl.add_argument(
+        "--aol-high",
+        type=float,
+        metavar="CYCLES",
+        help="AOL_high of F's bands (default: --calibration's, else 100, the paper's Skylake)",
+    )
+    pl.add_argument(
+        "--l0",
+        type=float,
+        metavar="CYCLES",
+        help="L0: the AOL below which Algorithm 1 adjusts for MLP (default: AOL_high, 100)",
     )
     pl.add_argument(
         "--interval-ms",
         type=float,
         default=1000.0,
         metavar="MS",
-        help="interval without --counters (default 1000)",
+        help="scoring interval without --aol (default 1000; with --aol its intervals are used)",
     )
-    pl.add_argument("--start-ns", type=int, metavar="NS", help="CLOCK_MONOTONIC time perf stat started at")
+    pl.add_argument(
+        "--start-ns",
+        type=int,
+        metavar="NS",
+        help="CLOCK_MONOTONIC time the --aol file's times count from (default: the log's first allocation)",
+    )
     pl.add_argument(
         "--r-min", type=float, default=0.03, metavar="R", help="R_min of Algorithm 1 (default 0.03)"
     )
@@ -423,20 +471,13 @@ def build_parser() -> Parser:
         type=float,
         default=8.0,
         metavar="F",
-        help="divisor of a dominant site's score (default 8)",
+        help="divisor of a dominant object's score below L0 (default 8)",
     )
     pl.add_argument(
-        "--l0",
-        type=float,
-        default=0.0,
-        metavar="CYCLES",
-        help="L0 (default 0: the calibrated AOL_high, 100 cycles)",
+        "--fast-node", type=_node, default=0, metavar="N", help="NUMA node of the fast tier (default 0)"
     )
     pl.add_argument(
-        "--fast-node", type=_node, metavar="N", help="write node:N for fast sites (default: `fast`)"
-    )
-    pl.add_argument(
-        "--slow-node", type=_node, metavar="N", help="write node:N for slow sites (default: `slow`)"
+        "--slow-node", type=_node, default=1, metavar="N", help="NUMA node of the slow tier (default 1)"
     )
     pl.add_argument(
         "-o", "--out", type=Path, metavar="FILE", help="the placement file (default: soar-placement.txt)"
@@ -751,13 +792,16 @@ def cmd_soar(args: argparse.Namespace) -> int:
             raise CliError(f"--out `{out}`: directory `{out.parent}` does not exist")
         if not 0.0 <= args.r_min <= args.r_max <= 1.0:
             raise CliError(f"need 0 <= --r-min <= --r-max <= 1, got {args.r_min} and {args.r_max}")
-        if args.interval_ms <= 0 or args.hot_factor < 1 or args.l0 < 0:
-            raise CliError("--interval-ms must be > 0, --hot-factor >= 1 and --l0 >= 0")
+        if args.interval_ms <= 0 or args.hot_factor < 1:
+            raise CliError("--interval-ms must be > 0 and --hot-factor >= 1")
+        for flag, v in (("--l0", args.l0), ("--aol-low", args.aol_low), ("--aol-high", args.aol_high)):
+            if v is not None and not v > 0:
+                raise CliError(f"{flag} must be above 0 cycles, got {v}")
         res = place(
             args.log,
             args.samples,
             args.fast_bytes,
-            counters=args.counters,
+            aol=args.aol,
             calibration=args.calibration,
             interval_ms=args.interval_ms,
             start_ns=args.start_ns,
@@ -765,8 +809,12 @@ def cmd_soar(args: argparse.Namespace) -> int:
             r_max=args.r_max,
             hot_factor=args.hot_factor,
             l0=args.l0,
+            aol_low=args.aol_low,
+            aol_high=args.aol_high,
+            fast_node=args.fast_node,
+            slow_node=args.slow_node,
         )
-        write_placement(out, res, args.fast_node, args.slow_node)
+        write_placement(out, res)
         res["placement"] = str(out)
         for n in res["notes"]:
             sys.stderr.write(f"note: {n}\n")
@@ -776,12 +824,13 @@ def cmd_soar(args: argparse.Namespace) -> int:
         import pandas as pd
 
         table = pd.DataFrame(res["sites"])
-        table["tier"] = table["fast"].map({True: "fast", False: "slow"})
-        cols = ["rank", "site", "objects", "bytes", "peak_bytes", "samples", "score", "unit_score", "tier"]
+        table["node"] = [f"node:{n}" for n in table["node"]]
+        cols = ["site", "objects", "bytes", "peak_bytes", "samples", "score", "unit_score", "rank", "node"]
         sys.stdout.write(table[cols].to_string(index=False) + "\n")
         sys.stdout.write(
             f"{res['matched_samples']} of {res['llc_miss_samples']} LLC-miss samples matched an allocation; "
-            f"{sum(table['fast'])} of {len(table)} sites to the fast tier; saved to {out}\n"
+            f"{sum(table['fast'])} of {len(table)} sites to the fast tier (node {res['fast_node']}); "
+            f"p = {res['p_model']}; saved to {out}\n"
         )
         return EXIT_OK
     if args.soar_command != "profile":

@@ -7,9 +7,10 @@ Soar/Alto (OSDI'25) §4.1 gathers three flows in one profiling run; here they co
 * the **memory-access flow**: LLC-miss samples, ``perf mem record -k mono`` printed with
   ``perf script -F time,event,addr,data_src,weight`` (only samples served past the LLC count;
   ``-k mono`` puts perf's times on CLOCK_MONOTONIC, the shim's clock);
-* the **performance flow** (optional): ``perf stat -I 1000 -x, -e cycles,
+* the **performance flow** (optional, ``--aol``): ``perf stat -I 1000 -x, -e cycles,
   cycle_activity.stalls_l3_miss, offcore_requests.demand_data_rd,
-  offcore_requests_outstanding.demand_data_rd``: per interval AOL = A1/A3 and P = stalls/cycles.
+  offcore_requests_outstanding.demand_data_rd``: per interval AOL = A1/A3 and P = stalls/cycles
+  (without the stall events, or from a ``time_s,aol_cycles`` file: the AOL alone, p = 1).
 
 Scoring (Algorithm 1), ranking by unit score and the fast-tier selection by peak concurrent size run
 in Rust (``tierkit_policies::soar_flows``), the same Algorithm 1 as the simulator's Soar.
@@ -35,15 +36,38 @@ EVENTS = {
     "cpu-cycles": "cycles",
 }
 NEEDED = ("a1", "a3", "stalls", "cycles")
+EVENT_NAMES = {
+    "a1": "offcore_requests_outstanding.demand_data_rd",
+    "a3": "offcore_requests.demand_data_rd",
+    "stalls": "cycle_activity.stalls_l3_miss",
+    "cycles": "cycles",
+}
+PERF_STAT = "perf stat -I 1000 -x, -e " + ",".join(EVENT_NAMES[k] for k in NEEDED)
+
+# How an --aol file gives each interval's predicted slowdown p (Algorithm 1's p).
+P_STALLS = "stalls/cycles"  # perf stat with all four events: p = P = s_LLC / c
+P_STALLS_K = "stalls/cycles x K(AOL)"  # ... and --calibration: p = P K(AOL) (Soar/Alto §3.2)
+P_ONE = "1"  # AOL only (A1/A3, or a time_s,aol_cycles file): p = 1, the R/AOL branches still apply
 
 
 @dataclass(frozen=True)
 class CounterInterval:
-    """One ``perf stat -I`` interval: its end in seconds after perf stat started, and the four
-    counters (None when one of them was not counted in it)."""
+    """One interval of the performance flow: its end in seconds after perf stat started, and the
+    counters (A1, A3, stalls, cycles), None when an event was not counted in it. When the file
+    gives no stall counts (an AOL-only file), stalls = cycles = 1 (p = 1); a ``time_s,aol_cycles``
+    file gives (AOL, 1, 1, 1): l = A1/A3 = AOL."""
 
     end_s: float
     counters: tuple[float, float, float, float] | None
+
+
+@dataclass(frozen=True)
+class AolFile:
+    """An --aol file: its intervals, its format and whether it gives P (stall counts)."""
+
+    intervals: list[CounterInterval]
+    format: str  # "perf stat" or "aol csv"
+    has_p: bool
 
 
 def _event_key(name: str) -> str | None:
@@ -57,21 +81,71 @@ def _event_key(name: str) -> str | None:
     return EVENTS.get(n)
 
 
-def read_counters(path: str | os.PathLike[str]) -> list[CounterInterval]:
-    """Parse ``perf stat -I MS -x,`` output (CSV: time, value, unit, event, ...). Raises
-    :class:`TierkitError` naming the line of anything malformed, and when an event Soar needs is
-    never counted."""
+def _data_lines(text: str) -> list[tuple[int, str]]:
+    out = []
+    for no, line in enumerate(text.splitlines(), 1):
+        t = line.strip()
+        if t and not t.startswith("#"):
+            out.append((no, t))
+    return out
+
+
+def read_aol(path: str | os.PathLike[str]) -> AolFile:
+    """Read an --aol file, in either format (told apart by the first data line's field count):
+
+    * ``perf stat -I MS -x,`` output (time,value,unit,event,...): A1 =
+      offcore_requests_outstanding.demand_data_rd and A3 = offcore_requests.demand_data_rd give
+      AOL = A1/A3 per interval; cycles and cycle_activity.stalls_l3_miss, when counted, give P;
+    * ``time_s,aol_cycles`` lines (an optional header line first): each interval's end in seconds
+      since the profiled run started and its AOL in cycles.
+
+    Raises :class:`TierkitError` naming the line of anything malformed, and when the file has no
+    AOL (A1 or A3 never counted)."""
     p = Path(path)
     try:
         text = p.read_text(errors="replace")
     except OSError as err:
-        raise TierkitError(f"{p}: cannot read the counters: {err.strerror or err}") from None
+        raise TierkitError(f"{p}: cannot read the AOL file: {err.strerror or err}") from None
+    lines = _data_lines(text)
+    if not lines:
+        raise TierkitError(
+            f"{p}: no intervals in the file; expected `{PERF_STAT}` output or `time_s,aol_cycles` lines"
+        )
+    if len(lines[0][1].split(",")) == 2:
+        return _read_aol_csv(p, lines)
+    return _read_perf_stat(p, lines)
+
+
+def _read_aol_csv(p: Path, lines: list[tuple[int, str]]) -> AolFile:
+    out = []
+    last = -1.0
+    for k, (no, t) in enumerate(lines):
+        f = [x.strip() for x in t.split(",")]
+        if k == 0 and f[0].lower().startswith("time"):
+            continue  # the header
+        if len(f) != 2:
+            raise TierkitError(f"{p}: line {no}: expected `time_s,aol_cycles` (two fields), got `{t[:80]}`")
+        try:
+            end_s, aol = float(f[0]), float(f[1])
+        except ValueError:
+            raise TierkitError(
+                f"{p}: line {no}: expected `time_s,aol_cycles` (seconds, cycles), got `{t[:80]}`"
+            ) from None
+        if not end_s > last or not aol > 0:
+            raise TierkitError(
+                f"{p}: line {no}: times must increase and the AOL be above 0 cycles, got `{t[:80]}`"
+            )
+        last = end_s
+        out.append(CounterInterval(end_s, (aol, 1.0, 1.0, 1.0)))
+    if not out:
+        raise TierkitError(f"{p}: no intervals after the header; expected `time_s,aol_cycles` lines")
+    return AolFile(out, "aol csv", has_p=False)
+
+
+def _read_perf_stat(p: Path, lines: list[tuple[int, str]]) -> AolFile:
     rows: dict[float, dict[str, float | None]] = {}
-    seen: set[str] = set()
-    for no, line in enumerate(text.splitlines(), 1):
-        t = line.strip()
-        if not t or t.startswith("#"):
-            continue
+    counted: set[str] = set()
+    for no, t in lines:
         f = [x.strip() for x in t.split(",")]
         if len(f) < 4:
             raise TierkitError(
@@ -85,7 +159,6 @@ def read_counters(path: str | os.PathLike[str]) -> list[CounterInterval]:
         key = _event_key(f[3])
         if key is None:
             continue
-        seen.add(key)
         value: float | None
         if f[1].startswith("<"):  # <not counted>, <not supported>
             value = None
@@ -94,21 +167,27 @@ def read_counters(path: str | os.PathLike[str]) -> list[CounterInterval]:
                 value = float(f[1])
             except ValueError:
                 raise TierkitError(f"{p}: line {no}: bad counter value `{f[1]}` for {f[3]}") from None
+            counted.add(key)
         rows.setdefault(when, {})[key] = value
-    missing = [k for k in NEEDED if k not in seen]
-    if not rows or missing:
-        names = {v: k for k, v in EVENTS.items() if k != "cpu-cycles"}
+    missing = [EVENT_NAMES[k] for k in ("a1", "a3") if k not in counted]
+    if missing:
         raise TierkitError(
-            f"{p}: no {', '.join(names[k] for k in missing) or 'counters'} in the file; record with "
-            f"`perf stat -I 1000 -x, -e {','.join(names[k] for k in NEEDED)}`"
+            f"{p}: {' and '.join(missing)} never counted in the file, so it gives no AOL; record with "
+            f"`{PERF_STAT}` (or give `time_s,aol_cycles` lines)"
         )
+    has_p = "stalls" in counted and "cycles" in counted
+    keys = NEEDED if has_p else ("a1", "a3")
     out = []
     for when in sorted(rows):
         r = rows[when]
-        vals = [r.get(k) for k in NEEDED]
-        counters = None if any(v is None for v in vals) else tuple(float(v or 0.0) for v in vals)
-        out.append(CounterInterval(when, counters))  # type: ignore[arg-type]
-    return out
+        vals = [r.get(k) for k in keys]
+        counters: tuple[float, float, float, float] | None = None
+        if all(v is not None for v in vals):
+            a1, a3, *rest = (float(v or 0.0) for v in vals)
+            stalls, cycles = rest if has_p else (1.0, 1.0)
+            counters = (a1, a3, stalls, cycles)
+        out.append(CounterInterval(when, counters))
+    return AolFile(out, "perf stat", has_p=has_p)
 
 
 def _intervals(
@@ -118,8 +197,9 @@ def _intervals(
     start_ns: int | None,
     end_ns: int,
 ) -> tuple[list[tuple[int, tuple[float, float, float, float] | None]], int]:
-    """Interval ends in ns on the shim's clock. perf stat's times count from its own start, taken
-    to be the profiled program's first shim record unless ``start_ns`` says otherwise."""
+    """Interval ends in ns on the shim's clock, and the start. The --aol file's times count from
+    perf stat's start, taken to be the profiled program's first allocation unless ``start_ns``
+    says otherwise; without one, ``interval_ms`` steps from there to past the last record."""
     t0 = start_ns if start_ns is not None else min(o.alloc_ns for o in objects)
     if counters is not None:
         return [(t0 + round(c.end_s * 1e9), c.counters) for c in counters], t0
@@ -138,18 +218,25 @@ def place(
     log: str | os.PathLike[str],
     samples: str | os.PathLike[str],
     fast_bytes: int,
-    counters: str | os.PathLike[str] | None = None,
+    aol: str | os.PathLike[str] | None = None,
     calibration: str | os.PathLike[str] | None = None,
     interval_ms: float = 1000.0,
     start_ns: int | None = None,
     r_min: float = 0.03,
     r_max: float = 0.7,
     hot_factor: float = 8.0,
-    l0: float = 0.0,
+    l0: float | None = None,
+    aol_low: float | None = None,
+    aol_high: float | None = None,
+    fast_node: int = 0,
+    slow_node: int = 1,
 ) -> dict[str, Any]:
     """Score the shim log's allocation sites with Soar's Algorithm 1 and choose those for the fast
-    tier. Returns the Rust side's result (``sites``: rows in rank order with ``fast``; sample
-    accounting) plus ``notes``. Raises :class:`TierkitError` on bad input."""
+    tier. ``aol`` is the performance flow (:func:`read_aol`); the AOL bands of ``factor`` are
+    ``aol_low``/``aol_high``, else the calibration's, else the paper's Skylake 40/100 cycles; L0
+    is ``l0``, else AOL_high. Returns the Rust side's result (``sites``: rows in rank order with
+    ``fast`` and ``node``; sample accounting; the resolved parameters) plus ``notes``. Raises
+    :class:`TierkitError` on bad input."""
     from tierkit import _core_module
 
     if fast_bytes < 0:
@@ -175,17 +262,35 @@ def place(
                 f"{calibration}: expected the JSON `tierkit calibrate` writes "
                 f"(aol_low_cycles, aol_high_cycles, k_a, k_b): {err}"
             ) from None
-    ctr = read_counters(counters) if counters is not None else None
-    if ctr is None:
+    lo = aol_low if aol_low is not None else (cal[0] if cal else None)
+    hi = aol_high if aol_high is not None else (cal[1] if cal else None)
+    af = read_aol(aol) if aol is not None else None
+    ctr = af.intervals if af is not None else None
+    if af is None:
+        p_model = P_ONE
         notes.append(
-            "no --counters: each interval's score is the site's share of its samples (p = 1, no "
-            "AOL-based MLP adjustment of Algorithm 1)"
+            "no --aol: the AOL is unknown, so each interval's score is the site's share of its samples "
+            "(R p with p = 1, no AOL-based MLP adjustment of Algorithm 1)"
         )
-    elif any(c.counters is None for c in ctr):
+    elif not af.has_p:
+        p_model = P_ONE
+        what = (
+            "cycles and cycle_activity.stalls_l3_miss were not counted"
+            if af.format == "perf stat"
+            else "a time_s,aol_cycles file gives no stall counts"
+        )
+        notes.append(
+            f"--aol {aol}: {what}, so the predicted slowdown is p = 1 in every interval (Algorithm 1's "
+            "R_min/R_max and AOL < L0 branches still apply)"
+            + ("; --calibration gives only the AOL bands" if cal is not None else "")
+        )
+    else:
+        p_model = P_STALLS_K if cal is not None else P_STALLS
+    if ctr is not None and any(c.counters is None for c in ctr):
         n = sum(c.counters is None for c in ctr)
-        notes.append(f"{n} of {len(ctr)} counter intervals lack an event (<not counted>): they score nothing")
+        notes.append(f"{n} of {len(ctr)} AOL intervals lack an event (<not counted>): they score nothing")
     end = max(max(o.alloc_ns, o.free_ns or 0) for o in objs)
-    ivs, _ = _intervals(objs, ctr, interval_ms, start_ns, end)
+    ivs, t0 = _intervals(objs, ctr, interval_ms, start_ns, end)
     core = _core_module()
     res: dict[str, Any] = dict(
         core.soar_place(
@@ -196,8 +301,10 @@ def place(
             r_min,
             r_max,
             hot_factor,
-            l0,
-            cal,
+            float(l0 or 0.0),
+            cal if p_model == P_STALLS_K else None,
+            lo,
+            hi,
         )
     )
     matched = res["llc_miss_samples"] - res["unmatched_samples"]
@@ -208,34 +315,42 @@ def place(
             "CLOCK_MONOTONIC) on the same run as the shim's profile"
         )
     if res["late_samples"]:
-        notes.append(f"{res['late_samples']} samples after the last counter interval were scored with it")
+        notes.append(f"{res['late_samples']} samples after the last AOL interval were scored with it")
+    for s in res["sites"]:
+        s["node"] = fast_node if s["fast"] else slow_node
     res["matched_samples"] = matched
     res["notes"] = notes
-    res["counters"] = "perf stat" if ctr is not None else None
+    res["aol"] = None if af is None else {"path": str(aol), "format": af.format, "intervals": len(ctr or [])}
+    res["p_model"] = p_model
+    res["start_ns"] = t0
+    res["intervals"] = len(ivs)
     res["fast_bytes"] = int(fast_bytes)
+    res["fast_node"] = fast_node
+    res["slow_node"] = slow_node
+    res["inputs"] = {"log": str(log), "samples": str(samples)}
     return res
 
 
-def write_placement(
-    path: str | os.PathLike[str],
-    result: dict[str, Any],
-    fast_node: int | None = None,
-    slow_node: int | None = None,
-) -> None:
-    """Write the shim's placement file (shim/README.md): one ``SITE TARGET`` line per site, in rank
-    order; the target is ``fast``/``slow`` (the shim maps them with TIERKIT_SHIM_FAST_NODE and
-    TIERKIT_SHIM_SLOW_NODE) or ``node:N`` when the nodes are given."""
-    fast = f"node:{fast_node}" if fast_node is not None else "fast"
-    slow = f"node:{slow_node}" if slow_node is not None else "slow"
+def placement_text(result: dict[str, Any]) -> str:
+    """The shim's placement file (shim/README.md): a ``#`` header, then one ``SITE node:N`` line per
+    site in rank order (``SITE``: the site id, 16 hex digits)."""
+    fast = sum(s["fast"] for s in result["sites"])
+    inputs = result.get("inputs", {})
     lines = [
-        "# tierkit soar place: Soar/Alto Algorithm 1 unit-score ranking, fast tier "
-        f"{result['fast_bytes']} bytes by peak concurrent size",
-        "# site id (hex)      target      rank unit_score samples",
+        "# tierkit soar place: Soar/Alto (OSDI'25) Algorithm 1, sites by unit score; the fast tier "
+        f"(node {result['fast_node']}) takes {fast} of {len(result['sites'])} sites within "
+        f"{result['fast_bytes']} bytes of peak concurrent size, the rest go to node {result['slow_node']}",
+        f"# log {inputs.get('log', '?')}, samples {inputs.get('samples', '?')}, "
+        f"aol {result['aol']['path'] if result.get('aol') else 'none'} (p = {result.get('p_model', '?')})",
+        "# site id (hex)   target",
     ]
-    for s in result["sites"]:
-        target = fast if s["fast"] else slow
-        lines.append(f"{s['site']}     {target:<10}  # {s['rank']} {s['unit_score']:.3e} {s['samples']}")
+    lines += [f"{s['site']} node:{s['node']}" for s in result["sites"]]
+    return "\n".join(lines) + "\n"
+
+
+def write_placement(path: str | os.PathLike[str], result: dict[str, Any]) -> None:
+    """Write :func:`placement_text` of a :func:`place` result to ``path``."""
     try:
-        Path(path).write_text("\n".join(lines) + "\n")
+        Path(path).write_text(placement_text(result))
     except OSError as err:
         raise TierkitError(f"{path}: cannot write the placement file: {err.strerror or err}") from None
