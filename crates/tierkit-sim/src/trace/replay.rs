@@ -372,6 +372,7 @@ impl ReplaySpec {
 mod tests {
     use super::*;
     use crate::trace::{Header, Writer};
+    use std::path::PathBuf;
 
     fn opts() -> ReplayOpts {
         ReplayOpts {
@@ -404,6 +405,250 @@ mod tests {
         w.finish(last).unwrap();
         p
     }
+
+    /// The LLC model as it was before its sets were laid out one cache line each and the
+    /// replay loop was batched (commit 664310c): a plain per-set LRU, most recent way first.
+    /// `Llc` must give the same hit or miss as this on every access.
+    struct RefLlc {
+        sets: u64,
+        ways: usize,
+        tags: Vec<u32>,
+    }
+
+    impl RefLlc {
+        fn new(mb: f64, ways: u32) -> RefLlc {
+            let ways = ways.max(1) as usize;
+            let lines = ((mb * 1024.0 * 1024.0) / 64.0).max(ways as f64) as u64;
+            let sets = (lines / ways as u64).max(1);
+            RefLlc {
+                sets,
+                ways,
+                tags: vec![EMPTY; (sets as usize) * ways],
+            }
+        }
+
+        fn set_of(&self, line: u64) -> usize {
+            let h = line.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            ((h as u128 * self.sets as u128) >> 64) as usize
+        }
+
+        fn access(&mut self, line: u64) -> bool {
+            let set = self.set_of(line);
+            let fp = ((line.wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 32) as u32).min(EMPTY - 1);
+            let s = &mut self.tags[set * self.ways..(set + 1) * self.ways];
+            if s[0] == fp {
+                return false;
+            }
+            match s.iter().position(|&t| t == fp) {
+                Some(i) => {
+                    s[..=i].rotate_right(1);
+                    false
+                }
+                None => {
+                    s.rotate_right(1);
+                    s[0] = fp;
+                    true
+                }
+            }
+        }
+    }
+
+    fn splitmix(x: &mut u64) -> u64 {
+        *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Feeds `lines` to both models; the index of the first access where they differ.
+    fn first_difference(mb: f64, ways: u32, lines: &[u64]) -> Option<usize> {
+        let (mut a, mut b) = (Llc::new(mb, ways), RefLlc::new(mb, ways));
+        assert_eq!(a.sets, b.sets);
+        lines.iter().position(|&l| a.access(l) != b.access(l))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// Small caches (1-64 sets of 1-40 ways), lines drawn from a pool of up to a few
+        /// thousand (so lines are reused, sets overflow and evict) mixed with arbitrary lines.
+        #[test]
+        fn llc_gives_the_reference_lru_hits_and_misses(
+            ways in 1u32..=40,
+            sets in 1u64..=64,
+            pool in 1u64..3000,
+            stream in proptest::collection::vec((proptest::prelude::any::<u64>(), 0u8..8), 1..4000),
+        ) {
+            let mb = (sets * ways as u64 * 64) as f64 / (1024.0 * 1024.0);
+            let lines: Vec<u64> = stream
+                .iter()
+                .map(|&(x, k)| if k == 0 { x } else { x % pool })
+                .collect();
+            proptest::prop_assert_eq!(first_difference(mb, ways, &lines), None);
+        }
+
+        /// A platform-sized cache (odd sizes, 65K+ sets) hammered in 1-3 of its sets: every
+        /// line of the stream maps to those sets, so they see long runs of hits, evictions
+        /// and re-references at every LRU depth.
+        #[test]
+        fn llc_gives_the_reference_lru_in_few_sets_of_a_large_cache(
+            cfg in 0usize..5,
+            nsets in 1usize..=3,
+            seed in proptest::prelude::any::<u64>(),
+            distinct in 1usize..60,
+            picks in proptest::collection::vec(proptest::prelude::any::<u16>(), 1..3000),
+        ) {
+            let (mb, ways) = [(48.0, 12), (22.0, 11), (105.0, 15), (33.0, 16), (40.0, 20)][cfg];
+            let r = RefLlc::new(mb, ways);
+            let mut x = seed;
+            let target: Vec<usize> = (0..nsets)
+                .map(|_| (splitmix(&mut x) % r.sets) as usize)
+                .collect();
+            let mut pool = Vec::new();
+            while pool.len() < distinct {
+                let l = splitmix(&mut x) >> 20;
+                if target.contains(&r.set_of(l)) {
+                    pool.push(l);
+                }
+            }
+            let lines: Vec<u64> = picks.iter().map(|&p| pool[p as usize % pool.len()]).collect();
+            proptest::prop_assert_eq!(first_difference(mb, ways, &lines), None);
+        }
+    }
+
+    /// FNV-1a over everything a replay gives the machine (floats by their bits).
+    fn digest(r: &Replay) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        let mut eat = |v: u64| {
+            for b in v.to_le_bytes() {
+                h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+            }
+        };
+        eat(r.accesses);
+        eat(r.misses);
+        eat(r.page_numbers.len() as u64);
+        r.page_numbers.iter().for_each(|&p| eat(p));
+        eat(r.windows.len() as u64);
+        for w in &r.windows {
+            eat(w.pages.len() as u64);
+            w.pages.iter().for_each(|&p| eat(p as u64));
+            w.counts.iter().for_each(|c| eat(c.to_bits()));
+            for v in [w.misses, w.mlp, w.compute_ns, w.read_frac] {
+                eat(v.to_bits());
+            }
+        }
+        h
+    }
+
+    /// A synthetic lackey trace mixing random lines over 8 MiB, a stream, a hot set, runs of
+    /// one line (counts > 1) and all three ops.
+    fn mixed_trace() -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("tk-replay-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("mixed.tkt");
+        let mut w =
+            Writer::create(&p, Header::new(6, StampKind::Instructions, Source::Lackey)).unwrap();
+        let mut rng = tierkit_core::rng::Rng::new(11);
+        let (mut stamp, mut seq) = (0u64, 1u64 << 30);
+        for _ in 0..400_000 {
+            stamp += 1 + rng.below(8);
+            let unit = match rng.below(10) {
+                0..=5 => rng.below(1 << 17),
+                6 | 7 => {
+                    seq += 1;
+                    seq
+                }
+                _ => (1 << 25) + rng.below(64),
+            };
+            let op = [Op::Load, Op::Load, Op::Store, Op::Modify][rng.below(4) as usize];
+            w.push(stamp, unit, 1 + rng.below(3), op).unwrap();
+        }
+        w.finish(stamp + 5).unwrap();
+        p
+    }
+
+    /// The shipped traces (and a synthetic one) replay exactly as they did before the LLC
+    /// model and the replay loop were optimized: the digests were taken at commit 664310c.
+    #[test]
+    fn replays_are_unchanged_since_the_reference_llc() {
+        let shipped = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/traces");
+        let files = [
+            shipped.join("pchase.tkt"),
+            shipped.join("stream.tkt"),
+            mixed_trace(),
+        ];
+        let mut variants: Vec<ReplayOpts> = Vec::new();
+        for llc in [
+            None,
+            Some((0.25, 16)),
+            Some((0.25, 12)),
+            Some((1.0, 11)),
+            Some((2.0, 20)),
+            Some((48.0, 12)),
+        ] {
+            variants.push(ReplayOpts { llc, ..opts() });
+        }
+        variants.push(ReplayOpts {
+            llc: Some((0.5, 15)),
+            window_accesses: Some(1000),
+            min_window_misses: 50,
+            ..opts()
+        });
+        variants.push(ReplayOpts {
+            llc: Some((0.125, 12)),
+            mlp: Some(2.5),
+            page_bytes: 2 << 20,
+            min_window_misses: 1000,
+            ..opts()
+        });
+        let got: Vec<Vec<u64>> = files
+            .iter()
+            .map(|f| {
+                variants
+                    .iter()
+                    .map(|o| digest(&build(f, o).unwrap()))
+                    .collect()
+            })
+            .collect();
+        let want: [[u64; 8]; 3] = GOLDEN;
+        if got != want {
+            panic!("replay digests changed:\n{got:#x?}");
+        }
+    }
+
+    const GOLDEN: [[u64; 8]; 3] = [
+        [
+            0xf405ac03ca636806,
+            0xee01bf80c2ec4ac3,
+            0xab10cbfa414add93,
+            0xe2494be7c68e020b,
+            0xe2494be7c68e020b,
+            0xe2494be7c68e020b,
+            0xe082726b1a4df4f2,
+            0x5f75e9ecf96f389a,
+        ],
+        [
+            0xe4b14e2dbda1c03f,
+            0xfe5c31cefb67e508,
+            0xfe5c31cefb67e508,
+            0xfe5c31cefb67e508,
+            0x91955f978205fc90,
+            0x718f7320e91e1665,
+            0x971509d14a6eac8f,
+            0xca14d9ee4785a3c0,
+        ],
+        [
+            0x165561210031f772,
+            0xab78f1ea14299c7,
+            0x93a1f6711cdadc3b,
+            0xd387c3145116ac22,
+            0x4fe9f42ec4cfb189,
+            0x12424c84e7f85ead,
+            0x117fc10871f8a457,
+            0x4e63ad8733da4bf1,
+        ],
+    ];
 
     #[test]
     fn llc_hits_reused_lines_and_evicts_lru() {
