@@ -351,16 +351,16 @@ def build_parser() -> Parser:
             Score the allocation sites of one profiled run with Soar's Algorithm 1 (Soar/Alto OSDI'25
             section 4.2) and choose the fast tier's sites (section 4.3). The profiled run, all three
             flows at once (perf's `-k mono` puts its sample times on CLOCK_MONOTONIC, the shim's clock;
-            without it the samples match nothing):
+            without it the samples match nothing; the shim's variables go on the program alone):
 
-              TIERKIT_SHIM_MODE=profile TIERKIT_SHIM_LOG=prof.bin LD_PRELOAD=libtierkit_shim.so \\
-                perf stat -I 1000 -x, -o stat.csv -e cycles,cycle_activity.stalls_l3_miss,\\
+              perf stat -I 1000 -x, -o stat.csv -e cycles,cycle_activity.stalls_l3_miss,\\
                   offcore_requests.demand_data_rd,offcore_requests_outstanding.demand_data_rd -- \\
-                perf mem record -k mono -o perf.data -- ./program
+                perf mem record -k mono -o perf.data -- env TIERKIT_SHIM_MODE=profile \\
+                  TIERKIT_SHIM_LOG=prof.bin LD_PRELOAD=/path/to/libtierkit_shim.so ./program
               perf script -i perf.data -F time,event,addr,data_src,weight > samples.txt
               tierkit soar place prof.bin --samples samples.txt --aol stat.csv --fast-bytes 8G
               TIERKIT_SHIM_MODE=place TIERKIT_SHIM_PLACEMENT=soar-placement.txt \\
-                LD_PRELOAD=libtierkit_shim.so ./program
+                LD_PRELOAD=/path/to/libtierkit_shim.so ./program
 
             Each LLC-miss sample (perf's data source past the LLC) counts for the allocation live at
             its address at its time (address <= a < address + size, alloc <= t < free). Per interval
