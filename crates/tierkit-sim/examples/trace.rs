@@ -1,6 +1,8 @@
-//! `trace import FORMAT INPUT OUTPUT`, `trace info FILE`, and `trace bench [MILLIONS]`: the
-//! replay-speed benchmark of BENCHMARKS.md (a random-page trace through the LLC model and the
-//! window bookkeeping, on one core).
+//! `trace import FORMAT INPUT OUTPUT`, `trace info FILE`, and `trace bench [MILLIONS [PAGES]]`:
+//! the replay-speed benchmark of BENCHMARKS.md (a random-page trace through the LLC model and
+//! the window bookkeeping, on one core). `trace bench-vs OLD MILLIONS PAGES REPS` runs `OLD
+//! bench` (this example built from an older commit), this one's `bench` and its `bench` with
+//! `NOLLC=1` in turn, REPS times in a rotating order, and prints the medians and their ratios.
 
 use std::io::BufReader;
 use std::path::Path;
@@ -19,6 +21,11 @@ fn main() {
                 .map(|s| println!("{s:?}"))
         }
         Some("info") if a.len() == 2 => info(Path::new(&a[1])).map(|i| println!("{i:#?}")),
+        Some("bench-vs") if a.len() == 5 => {
+            let reps: usize = a[4].parse().expect("reps");
+            bench_vs(&a[1], &a[2], &a[3], reps);
+            Ok(())
+        }
         Some("bench") => {
             let millions: u64 = a.get(1).map_or(50, |s| s.parse().expect("millions"));
             let pages: u64 = a.get(2).map_or(1 << 20, |s| s.parse().expect("pages"));
@@ -26,7 +33,7 @@ fn main() {
             Ok(())
         }
         _ => {
-            eprintln!("usage: trace import FORMAT IN OUT | trace info FILE | trace bench [MILLIONS [PAGES]]");
+            eprintln!("usage: trace import FORMAT IN OUT | trace info FILE | trace bench [MILLIONS [PAGES]] | trace bench-vs OLD_BINARY MILLIONS PAGES REPS");
             std::process::exit(2);
         }
     };
@@ -71,16 +78,91 @@ fn bench(millions: u64, pages: u64) {
     }
     println!("read only: {:.2} s ({k})", t.elapsed().as_secs_f64());
     let t = Instant::now();
+    let cpu = thread_cpu_s();
     let r = build(&path, &opts).expect("replay");
     let s = t.elapsed().as_secs_f64();
+    let cpu = thread_cpu_s().map(|c| c - cpu.unwrap_or(0.0));
     println!(
-        "{n} accesses ({:.1} B/record), {} misses, {} pages, {} windows: {:.2} s, {:.1} M accesses/s",
+        "{n} accesses ({:.1} B/record), {} misses, {} pages, {} windows: {:.2} s, {:.1} M accesses/s; {:.2} s of CPU, {:.1} M accesses/CPU-s",
         bytes as f64 / n as f64,
         r.misses,
         r.page_numbers.len(),
         r.windows.len(),
         s,
-        n as f64 / s / 1e6
+        n as f64 / s / 1e6,
+        cpu.unwrap_or(f64::NAN),
+        cpu.map_or(f64::NAN, |c| n as f64 / c / 1e6),
     );
     let _ = std::fs::remove_file(&path);
+}
+
+/// This thread's user + system CPU time (Linux, 10 ms ticks: the shared machine's other work
+/// does not count, as it does in wall time).
+fn thread_cpu_s() -> Option<f64> {
+    let st = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    // Fields after the command name (in parentheses): utime and stime are the 12th and 13th.
+    let rest = &st[st.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+/// The number before `unit` in `line`.
+fn number_before(line: &str, unit: &str) -> Option<f64> {
+    line[..line.find(unit)?].rsplit(' ').next()?.parse().ok()
+}
+
+/// One `bench` run of `bin` (NOLLC=1 if `nollc`): its M accesses/s by wall and by CPU time.
+fn run_bench(bin: &str, millions: &str, pages: &str, nollc: bool) -> (f64, f64) {
+    let mut c = std::process::Command::new(bin);
+    c.args(["bench", millions, pages]);
+    if nollc {
+        c.env("NOLLC", "1");
+    } else {
+        c.env_remove("NOLLC");
+    }
+    let out = c.output().expect("run bench");
+    assert!(out.status.success(), "{bin} bench failed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().last().expect("bench output");
+    let wall = number_before(last, " M accesses/s");
+    let cpu = number_before(last, " M accesses/CPU-s");
+    match (wall, cpu) {
+        (Some(w), Some(c)) => (w, c),
+        _ => panic!("unexpected bench output (from a bench without CPU time?): {last}"),
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn bench_vs(old: &str, millions: &str, pages: &str, reps: usize) {
+    let me = std::env::current_exe().expect("current exe");
+    let me = me.to_str().expect("utf-8 path");
+    let runs = [("old", old, false), ("new", me, false), ("NOLLC", me, true)];
+    let (mut wall, mut cpu) = ([vec![], vec![], vec![]], [vec![], vec![], vec![]]);
+    for rep in 0..reps {
+        for k in 0..3 {
+            let i = (k + rep) % 3;
+            let (name, bin, nollc) = runs[i];
+            let (w, c) = run_bench(bin, millions, pages, nollc);
+            println!("rep {rep} {name:5} {w:6.1} M accesses/s, {c:6.1} M accesses/CPU-s");
+            wall[i].push(w);
+            cpu[i].push(c);
+        }
+    }
+    for (what, v) in [("wall", &mut wall), ("CPU ", &mut cpu)] {
+        let m: Vec<f64> = v.iter_mut().map(|x| median(x)).collect();
+        println!(
+            "{millions}M accesses over {pages} pages, {what} medians of {reps}: old {:.1}, new {:.1}, NOLLC {:.1} M accesses/s; new/old {:.2}, new/NOLLC {:.2}",
+            m[0], m[1], m[2], m[1] / m[0], m[1] / m[2]
+        );
+    }
 }
