@@ -23,54 +23,131 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::{Op, Reader, Result, Source, StampKind};
+use super::{Op, Reader, Record, Result, Source, StampKind};
+
+/// Records decoded ahead of the LLC lookups (see [`build`]).
+const BATCH: usize = 32;
 
 /// A set-associative LRU cache over line addresses. Lines are hashed to sets as LLC slice
 /// hashing does (no power-of-two stride aliasing); a way holds a 32-bit fingerprint of its
 /// line (a false hit needs two lines of one set to share it: about ways / 2^32 per access).
+///
+/// Each set's ways, most recent first, fill one 64-byte-aligned [`Line`] of 16 tags (the ways
+/// past the associativity stay EMPTY), so a lookup reads one cache line of the model and the
+/// LRU update is a compare of all 16 tags and a branch-free shift; a set of more than 16 ways
+/// spans several lines and takes a plain loop.
 pub struct Llc {
     sets: u64,
     ways: usize,
-    /// tags[set * ways .. +ways], most recent first; EMPTY = no line.
-    tags: Vec<u32>,
+    /// Lines per set.
+    span: usize,
+    lines: Vec<Line>,
 }
 
 const EMPTY: u32 = u32::MAX;
+const LANES: usize = 16;
+
+/// Tags of (part of) one set, one cache line; EMPTY = no line.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u32; LANES]);
 
 impl Llc {
     pub fn new(mb: f64, ways: u32) -> Llc {
         let ways = ways.max(1) as usize;
         let lines = ((mb * 1024.0 * 1024.0) / 64.0).max(ways as f64) as u64;
         let sets = (lines / ways as u64).max(1);
+        let span = ways.div_ceil(LANES);
         Llc {
             sets,
             ways,
-            tags: vec![EMPTY; (sets as usize) * ways],
+            span,
+            lines: vec![Line([EMPTY; LANES]); sets as usize * span],
+        }
+    }
+
+    /// A line's set and fingerprint.
+    #[inline]
+    fn locate(&self, line: u64) -> (usize, u32) {
+        let h = line.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let set = ((h as u128 * self.sets as u128) >> 64) as usize;
+        let fp = ((line.wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 32) as u32).min(EMPTY - 1);
+        (set, fp)
+    }
+
+    /// Start loading a set's tags into the CPU cache.
+    #[inline]
+    fn prefetch(&self, set: usize) {
+        if let Some(l) = self.lines.get(set * self.span) {
+            prefetch(l);
         }
     }
 
     /// Access a line; true on a miss (the line is then inserted, evicting the LRU way).
     #[inline]
     pub fn access(&mut self, line: u64) -> bool {
-        let h = line.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let set = ((h as u128 * self.sets as u128) >> 64) as usize;
-        let fp = ((line.wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 32) as u32).min(EMPTY - 1);
-        let s = &mut self.tags[set * self.ways..(set + 1) * self.ways];
-        if s[0] == fp {
-            return false;
-        }
-        match s.iter().position(|&t| t == fp) {
-            Some(i) => {
-                s[..=i].rotate_right(1);
-                false
-            }
-            None => {
-                s.rotate_right(1);
-                s[0] = fp;
-                true
-            }
-        }
+        let (set, fp) = self.locate(line);
+        self.access_set(set, fp)
     }
+
+    /// [`Llc::access`] with the line's set and fingerprint from [`Llc::locate`].
+    #[inline]
+    fn access_set(&mut self, set: usize, fp: u32) -> bool {
+        if self.span != 1 {
+            return self.access_wide(set, fp);
+        }
+        let last = self.ways - 1;
+        let t = &mut self.lines[set].0;
+        // Fingerprints are unique in a set and never EMPTY: at most one bit, below `ways`.
+        let mut m = 0u32;
+        for (j, &x) in t.iter().enumerate() {
+            m |= u32::from(x == fp) << j;
+        }
+        // A hit at way i moves it to the front (ways 0..i shift back one); a miss shifts every
+        // way back, dropping the last (the LRU line, or EMPTY while the set is not full), and
+        // puts the line in front: both rotate ways[..=i] right by one and write fp to way 0.
+        let i = if m != 0 {
+            m.trailing_zeros() as usize
+        } else {
+            last
+        };
+        let old = *t;
+        *t = std::array::from_fn(|j| {
+            let prev = if j == 0 { fp } else { old[j - 1] };
+            // all ones where way j keeps its tag (j > i), branch-free
+            let keep = ((i as i32 - j as i32) >> 31) as u32;
+            (prev & !keep) | (old[j] & keep)
+        });
+        m == 0
+    }
+
+    /// A set of more than 16 ways: ways[k] is lane k % 16 of the set's line k / 16.
+    #[cold]
+    fn access_wide(&mut self, set: usize, fp: u32) -> bool {
+        let s = &mut self.lines[set * self.span..(set + 1) * self.span];
+        let pos = (0..self.ways).find(|&k| s[k / LANES].0[k % LANES] == fp);
+        let i = pos.unwrap_or(self.ways - 1);
+        for k in (1..=i).rev() {
+            s[k / LANES].0[k % LANES] = s[(k - 1) / LANES].0[(k - 1) % LANES];
+        }
+        s[0].0[0] = fp;
+        pos.is_none()
+    }
+}
+
+/// Hints the CPU to bring `x`'s cache line in (nothing where there is no such instruction).
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 is only a hint to the cache: it reads nothing the program sees, writes
+    // nothing and cannot fault, and `x` is a live reference anyway. SSE, which has it, is part
+    // of the x86_64 baseline. Measured in BENCHMARKS.md (trace replay).
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((x as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
 }
 
 /// The stride test of the MLP estimate (see the module doc).
@@ -273,31 +350,63 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
         raw.push((counts, misses, m, z, rf));
         cur.reset();
     };
-    while let Some(rec) = r.next_record()? {
-        let addr_line = (rec.unit << shift) >> line_shift;
-        cur.first_stamp.get_or_insert(rec.stamp);
-        cur.accesses += rec.count;
-        total_acc += rec.count;
-        last_stamp = rec.stamp;
-        // A run of accesses to one line misses at most once (the rest hit the filled line).
-        let missed = match &mut llc {
-            Some(c) => u64::from(c.access(addr_line)),
-            None => rec.count,
-        };
-        if missed > 0 {
-            cur.misses += missed;
-            total_miss += missed;
-            if rec.op != Op::Load {
-                cur.stores += missed;
-            }
-            let id = ids.id((rec.unit << shift) >> page_shift);
-            cur.add(id, missed);
-            if o.mlp.is_none() {
-                mlp.miss(addr_line);
+    // Records are decoded BATCH at a time and each one's LLC set is prefetched before any of
+    // them is looked up: the lookups of a batch then wait for memory together instead of one
+    // after another. They are still done in trace order, so hits and misses are unchanged.
+    let blank = Record {
+        stamp: 0,
+        unit: 0,
+        count: 0,
+        op: Op::Load,
+    };
+    let mut batch = [blank; BATCH];
+    let mut at = [(0usize, 0u32); BATCH];
+    loop {
+        let mut n = 0;
+        while n < BATCH {
+            match r.next_record()? {
+                Some(rec) => {
+                    batch[n] = rec;
+                    n += 1;
+                }
+                None => break,
             }
         }
-        if cur.accesses >= window_acc && cur.misses >= o.min_window_misses {
-            close(&mut cur, rec.stamp, &mut mlp);
+        if let Some(c) = &llc {
+            for (rec, a) in batch[..n].iter().zip(&mut at) {
+                *a = c.locate((rec.unit << shift) >> line_shift);
+                c.prefetch(a.0);
+            }
+        }
+        for (rec, &(set, fp)) in batch[..n].iter().zip(&at) {
+            let addr_line = (rec.unit << shift) >> line_shift;
+            cur.first_stamp.get_or_insert(rec.stamp);
+            cur.accesses += rec.count;
+            total_acc += rec.count;
+            last_stamp = rec.stamp;
+            // A run of accesses to one line misses at most once (the rest hit the filled line).
+            let missed = match &mut llc {
+                Some(c) => u64::from(c.access_set(set, fp)),
+                None => rec.count,
+            };
+            if missed > 0 {
+                cur.misses += missed;
+                total_miss += missed;
+                if rec.op != Op::Load {
+                    cur.stores += missed;
+                }
+                let id = ids.id((rec.unit << shift) >> page_shift);
+                cur.add(id, missed);
+                if o.mlp.is_none() {
+                    mlp.miss(addr_line);
+                }
+            }
+            if cur.accesses >= window_acc && cur.misses >= o.min_window_misses {
+                close(&mut cur, rec.stamp, &mut mlp);
+            }
+        }
+        if n < BATCH {
+            break;
         }
     }
     if cur.misses > 0 {
