@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::{Op, Reader, Record, Result, Source, StampKind};
+use super::{Op, Reader, Result, Source, StampKind};
 
 /// Records decoded ahead of the LLC lookups (see [`build`]).
 const BATCH: usize = 32;
@@ -247,8 +247,9 @@ impl PageIds {
         }
     }
 
+    /// The table of `page`'s chunk (created on first use); its slot for `page` is prefetched.
     #[inline]
-    fn id(&mut self, page: u64) -> u32 {
+    fn table(&mut self, page: u64) -> u32 {
         let key = page >> 9;
         if key != self.last_key {
             let n = self.tables.len() as u32;
@@ -259,7 +260,17 @@ impl PageIds {
             self.last_key = key;
             self.last_table = t;
         }
-        let slot = &mut self.tables[self.last_table as usize][(page & 511) as usize];
+        let t = self.last_table;
+        if let Some(tab) = self.tables.get(t as usize) {
+            prefetch(&tab[(page & 511) as usize]);
+        }
+        t
+    }
+
+    /// `page`'s id, given its chunk's table from [`PageIds::table`].
+    #[inline]
+    fn id(&mut self, table: u32, page: u64) -> u32 {
+        let slot = &mut self.tables[table as usize][(page & 511) as usize];
         if *slot == u32::MAX {
             *slot = self.pages.len() as u32;
             self.pages.push(page);
@@ -294,6 +305,14 @@ impl Open {
         self.touched[self.ntouched] = id;
         self.ntouched += (*c == 0) as usize;
         *c = c.saturating_add(n.min(u32::MAX as u64) as u32);
+    }
+
+    /// Start loading `id`'s count into the CPU cache.
+    #[inline]
+    fn prefetch(&self, id: u32) {
+        if let Some(c) = self.counts.get(id as usize) {
+            prefetch(c);
+        }
     }
 
     fn reset(&mut self) {
@@ -350,59 +369,83 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
         raw.push((counts, misses, m, z, rf));
         cur.reset();
     };
-    // Records are decoded BATCH at a time and each one's LLC set is prefetched before any of
-    // them is looked up: the lookups of a batch then wait for memory together instead of one
-    // after another. They are still done in trace order, so hits and misses are unchanged.
-    let blank = Record {
-        stamp: 0,
-        unit: 0,
-        count: 0,
-        op: Op::Load,
-    };
-    let mut batch = [blank; BATCH];
+    // Records are decoded BATCH at a time and go through the batch in passes, each of which
+    // prefetches what a later one reads, so that the batch's cache misses (LLC model sets,
+    // page-id slots, window counts: all random for a random trace) are waited for together
+    // instead of one after another: (1) each record's LLC set is prefetched; (2) the LLC
+    // lookups, in trace order, and each miss's page-id table slot prefetched; (3) the misses'
+    // page ids, in trace order (ids are given in first-miss order), and their counts
+    // prefetched; (4) the window bookkeeping, in trace order. Every pass keeps the trace's
+    // order, so hits, misses, ids and windows are those of one record at a time.
+    // The batch, field by field (stores: op is not a load).
+    let mut stamp = [0u64; BATCH];
+    let mut unit = [0u64; BATCH];
+    let mut count = [0u64; BATCH];
+    let mut store = [false; BATCH];
     let mut at = [(0usize, 0u32); BATCH];
+    // per record: misses (0 or 1 with the LLC model, else its count) and page id if any
+    let mut missed = [0u64; BATCH];
+    let mut id = [0u32; BATCH];
+    // the misses of the batch: record index and its page-id table
+    let mut miss_at = [0usize; BATCH];
+    let mut miss_table = [0u32; BATCH];
     loop {
         let mut n = 0;
         while n < BATCH {
             match r.next_record()? {
                 Some(rec) => {
-                    batch[n] = rec;
+                    stamp[n] = rec.stamp;
+                    unit[n] = rec.unit;
+                    count[n] = rec.count;
+                    store[n] = rec.op != Op::Load;
                     n += 1;
                 }
                 None => break,
             }
         }
         if let Some(c) = &llc {
-            for (rec, a) in batch[..n].iter().zip(&mut at) {
-                *a = c.locate((rec.unit << shift) >> line_shift);
+            for (&u, a) in unit[..n].iter().zip(&mut at) {
+                *a = c.locate((u << shift) >> line_shift);
                 c.prefetch(a.0);
             }
         }
-        for (rec, &(set, fp)) in batch[..n].iter().zip(&at) {
-            let addr_line = (rec.unit << shift) >> line_shift;
-            cur.first_stamp.get_or_insert(rec.stamp);
-            cur.accesses += rec.count;
-            total_acc += rec.count;
-            last_stamp = rec.stamp;
+        let mut nmiss = 0;
+        for k in 0..n {
             // A run of accesses to one line misses at most once (the rest hit the filled line).
-            let missed = match &mut llc {
-                Some(c) => u64::from(c.access_set(set, fp)),
-                None => rec.count,
+            let m = match &mut llc {
+                Some(c) => u64::from(c.access_set(at[k].0, at[k].1)),
+                None => count[k],
             };
+            missed[k] = m;
+            if m > 0 {
+                miss_at[nmiss] = k;
+                miss_table[nmiss] = ids.table((unit[k] << shift) >> page_shift);
+                nmiss += 1;
+            }
+        }
+        for (&k, &t) in miss_at[..nmiss].iter().zip(&miss_table) {
+            id[k] = ids.id(t, (unit[k] << shift) >> page_shift);
+            cur.prefetch(id[k]);
+        }
+        for k in 0..n {
+            cur.first_stamp.get_or_insert(stamp[k]);
+            cur.accesses += count[k];
+            total_acc += count[k];
+            last_stamp = stamp[k];
+            let missed = missed[k];
             if missed > 0 {
                 cur.misses += missed;
                 total_miss += missed;
-                if rec.op != Op::Load {
+                if store[k] {
                     cur.stores += missed;
                 }
-                let id = ids.id((rec.unit << shift) >> page_shift);
-                cur.add(id, missed);
+                cur.add(id[k], missed);
                 if o.mlp.is_none() {
-                    mlp.miss(addr_line);
+                    mlp.miss((unit[k] << shift) >> line_shift);
                 }
             }
             if cur.accesses >= window_acc && cur.misses >= o.min_window_misses {
-                close(&mut cur, rec.stamp, &mut mlp);
+                close(&mut cur, stamp[k], &mut mlp);
             }
         }
         if n < BATCH {
