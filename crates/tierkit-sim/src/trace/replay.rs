@@ -427,13 +427,15 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
             id[k] = ids.id(t, (unit[k] << shift) >> page_shift);
             cur.prefetch(id[k]);
         }
-        for k in 0..n {
-            cur.first_stamp.get_or_insert(stamp[k]);
-            cur.accesses += count[k];
-            total_acc += count[k];
-            last_stamp = stamp[k];
-            let missed = missed[k];
-            if missed > 0 {
+        let batch_acc: u64 = count[..n].iter().sum();
+        if n > 0 && cur.accesses + batch_acc < window_acc {
+            // No window closes in this batch: its accesses in one sum, then its misses.
+            cur.first_stamp.get_or_insert(stamp[0]);
+            cur.accesses += batch_acc;
+            total_acc += batch_acc;
+            last_stamp = stamp[n - 1];
+            for &k in &miss_at[..nmiss] {
+                let missed = missed[k];
                 cur.misses += missed;
                 total_miss += missed;
                 if store[k] {
@@ -444,8 +446,27 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
                     mlp.miss((unit[k] << shift) >> line_shift);
                 }
             }
-            if cur.accesses >= window_acc && cur.misses >= o.min_window_misses {
-                close(&mut cur, stamp[k], &mut mlp);
+        } else {
+            for k in 0..n {
+                cur.first_stamp.get_or_insert(stamp[k]);
+                cur.accesses += count[k];
+                total_acc += count[k];
+                last_stamp = stamp[k];
+                let missed = missed[k];
+                if missed > 0 {
+                    cur.misses += missed;
+                    total_miss += missed;
+                    if store[k] {
+                        cur.stores += missed;
+                    }
+                    cur.add(id[k], missed);
+                    if o.mlp.is_none() {
+                        mlp.miss((unit[k] << shift) >> line_shift);
+                    }
+                }
+                if cur.accesses >= window_acc && cur.misses >= o.min_window_misses {
+                    close(&mut cur, stamp[k], &mut mlp);
+                }
             }
         }
         if n < BATCH {
