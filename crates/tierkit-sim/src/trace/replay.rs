@@ -32,20 +32,38 @@ const BATCH: usize = 32;
 /// hashing does (no power-of-two stride aliasing); a way holds a 32-bit fingerprint of its
 /// line (a false hit needs two lines of one set to share it: about ways / 2^32 per access).
 ///
-/// Each set's ways, most recent first, fill one 64-byte-aligned [`Line`] of 16 tags (the ways
-/// past the associativity stay EMPTY), so a lookup reads one cache line of the model and the
-/// LRU update is a compare of all 16 tags and a branch-free shift; a set of more than 16 ways
-/// spans several lines and takes a plain loop.
+/// Each set is one 64-byte-aligned [`Line`] of 16 lanes, so a lookup reads one cache line of
+/// the model and compares all its tags at once:
+/// - up to 14 ways: tags in fixed ways (lanes 0..14, EMPTY = none) and the LRU order in lanes
+///   14 and 15, a u64 of 4-bit way numbers, most recent first. A hit moves its way to the
+///   front of the order; a miss writes its tag into the last way of the order (the LRU line,
+///   or an EMPTY way while the set is not full: those stay at the back, as nothing hits them)
+///   and moves it to the front. A few scalar operations, no branch.
+/// - 15 or 16 ways: the tags themselves most recent first; the update is a branch-free shift.
+/// - more: a set spans several lines, most recent first, and takes a plain loop.
+///
+/// Each keeps, set by set, the same lines in the same LRU order as a list kept most recent
+/// first, so every hit and miss is the same (tested against such a list).
 pub struct Llc {
     sets: u64,
     ways: usize,
     /// Lines per set.
     span: usize,
     lines: Vec<Line>,
+    /// Up to ORDERED_WAYS ways: lane j's way number + 1 for the ways (0 for the order lanes).
+    way_ids: [u32; LANES],
+    /// 4 x (ways - 1): the LRU way's place in the order.
+    lru_shift: u32,
 }
 
 const EMPTY: u32 = u32::MAX;
 const LANES: usize = 16;
+/// Sets of up to this many ways keep their LRU order in the last two lanes.
+const ORDERED_WAYS: usize = 14;
+/// Ways 0..16 in order, most recent first (the places past the associativity hold way
+/// numbers no tag is at, so they never move).
+const FIRST_ORDER: u64 = 0xFEDC_BA98_7654_3210;
+const NIBBLES: u64 = 0x1111_1111_1111_1111;
 
 /// Tags of (part of) one set, one cache line; EMPTY = no line.
 #[derive(Clone, Copy)]
@@ -58,11 +76,24 @@ impl Llc {
         let lines = ((mb * 1024.0 * 1024.0) / 64.0).max(ways as f64) as u64;
         let sets = (lines / ways as u64).max(1);
         let span = ways.div_ceil(LANES);
+        let mut first = Line([EMPTY; LANES]);
+        if ways <= ORDERED_WAYS {
+            first.0[14] = FIRST_ORDER as u32;
+            first.0[15] = (FIRST_ORDER >> 32) as u32;
+        }
         Llc {
             sets,
             ways,
             span,
-            lines: vec![Line([EMPTY; LANES]); sets as usize * span],
+            lines: vec![first; sets as usize * span],
+            way_ids: std::array::from_fn(|j| {
+                if j < ways.min(ORDERED_WAYS) {
+                    j as u32 + 1
+                } else {
+                    0
+                }
+            }),
+            lru_shift: 4 * (ways as u32 - 1).min(15),
         }
     }
 
@@ -93,6 +124,9 @@ impl Llc {
     /// [`Llc::access`] with the line's set and fingerprint from [`Llc::locate`].
     #[inline]
     fn access_set(&mut self, set: usize, fp: u32) -> bool {
+        if self.ways <= ORDERED_WAYS {
+            return self.access_ordered(set, fp);
+        }
         if self.span != 1 {
             return self.access_wide(set, fp);
         }
@@ -119,6 +153,36 @@ impl Llc {
             (prev & !keep) | (old[j] & keep)
         });
         m == 0
+    }
+
+    /// A set of up to 14 ways with its LRU order in lanes 14 and 15 (see [`Llc`]).
+    #[inline]
+    fn access_ordered(&mut self, set: usize, fp: u32) -> bool {
+        let t = &mut self.lines[set].0;
+        // Fingerprints are unique in a set and never EMPTY: the hit way's number + 1, or 0.
+        let mut w1 = 0u32;
+        for (&x, &id) in t.iter().zip(&self.way_ids) {
+            w1 |= u32::from(x == fp).wrapping_neg() & id;
+        }
+        let hit = w1 != 0;
+        let order = u64::from(t[14]) | (u64::from(t[15]) << 32);
+        // The hit way's place in the order: its lowest nibble equal to the way number (the
+        // zero-nibble test has no false positive below the first true one). On a miss the
+        // search is for way 15, which is only at place 15, so the LRU place's bit, set then,
+        // is the lowest: the place is found without a branch either way.
+        let x = order ^ (u64::from(w1.wrapping_sub(1) & 15) * NIBBLES);
+        let z = x.wrapping_sub(NIBBLES) & !x & (NIBBLES << 3);
+        let z = z | (u64::from(!hit) << (self.lru_shift + 3));
+        let p4 = z.trailing_zeros() - 3;
+        let way = (order >> p4) & 15;
+        // Move the place p4 / 4 to the front.
+        let below = (1u64 << p4) - 1;
+        let upto = (below << 4) | 15;
+        let order = (order & !upto) | ((order & below) << 4) | way;
+        t[way as usize] = fp;
+        t[14] = order as u32;
+        t[15] = (order >> 32) as u32;
+        !hit
     }
 
     /// A set of more than 16 ways: ways[k] is lane k % 16 of the set's line k / 16.
@@ -373,10 +437,11 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
     // prefetches what a later one reads, so that the batch's cache misses (LLC model sets,
     // page-id slots, window counts: all random for a random trace) are waited for together
     // instead of one after another: (1) each record's LLC set is prefetched; (2) the LLC
-    // lookups, in trace order, and each miss's page-id table slot prefetched; (3) the misses'
-    // page ids, in trace order (ids are given in first-miss order), and their counts
-    // prefetched; (4) the window bookkeeping, in trace order. Every pass keeps the trace's
-    // order, so hits, misses, ids and windows are those of one record at a time.
+    // lookups, in trace order, list the misses; (3) each miss's page-id table is found and
+    // its slot prefetched; (4) the misses' page ids, in trace order (ids are given in
+    // first-miss order), and their counts prefetched; (5) the window bookkeeping, in trace
+    // order. Every pass keeps the trace's order, so hits, misses, ids and windows are those of
+    // one record at a time.
     // The batch, field by field (stores: op is not a load).
     let mut stamp = [0u64; BATCH];
     let mut unit = [0u64; BATCH];
@@ -409,19 +474,29 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
                 c.prefetch(a.0);
             }
         }
+        // A run of accesses to one line misses at most once (the rest hit the filled line).
+        // No branch on hit or miss (it would mispredict as often as the model misses): the
+        // miss list is always written and grows by one on a miss.
         let mut nmiss = 0;
-        for k in 0..n {
-            // A run of accesses to one line misses at most once (the rest hit the filled line).
-            let m = match &mut llc {
-                Some(c) => u64::from(c.access_set(at[k].0, at[k].1)),
-                None => count[k],
-            };
-            missed[k] = m;
-            if m > 0 {
-                miss_at[nmiss] = k;
-                miss_table[nmiss] = ids.table((unit[k] << shift) >> page_shift);
-                nmiss += 1;
+        match &mut llc {
+            Some(c) => {
+                for k in 0..n {
+                    let m = c.access_set(at[k].0, at[k].1);
+                    missed[k] = u64::from(m);
+                    miss_at[nmiss] = k;
+                    nmiss += usize::from(m);
+                }
             }
+            None => {
+                for k in 0..n {
+                    missed[k] = count[k];
+                    miss_at[nmiss] = k;
+                    nmiss += usize::from(count[k] > 0);
+                }
+            }
+        }
+        for (&k, t) in miss_at[..nmiss].iter().zip(&mut miss_table) {
+            *t = ids.table((unit[k] << shift) >> page_shift);
         }
         for (&k, &t) in miss_at[..nmiss].iter().zip(&miss_table) {
             id[k] = ids.id(t, (unit[k] << shift) >> page_shift);
