@@ -1,8 +1,11 @@
 //! `trace import FORMAT INPUT OUTPUT`, `trace info FILE`, and `trace bench [MILLIONS [PAGES]]`:
 //! the replay-speed benchmark of BENCHMARKS.md (a random-page trace through the LLC model and
-//! the window bookkeeping, on one core). `trace bench-vs OLD MILLIONS PAGES REPS` runs `OLD
-//! bench` (this example built from an older commit), this one's `bench` and its `bench` with
+//! the window bookkeeping, on one core). `trace bench-file TRACE MILLIONS` times the replay of
+//! a trace file, run again until MILLIONS million accesses (the shipped lackey traces are
+//! 0.1-0.8M). `trace bench-vs OLD MILLIONS PAGES|TRACE REPS` runs `OLD bench` (or `OLD
+//! bench-file`; OLD: this example built from an older commit), this one's and this one's with
 //! `NOLLC=1` in turn, REPS times in a rotating order, and prints the medians and their ratios.
+//! The LLC model is 48 MiB, 12-way (`LLC_MB` sets the size).
 
 use std::io::BufReader;
 use std::path::Path;
@@ -26,6 +29,10 @@ fn main() {
             bench_vs(&a[1], &a[2], &a[3], reps);
             Ok(())
         }
+        Some("bench-file") if a.len() == 3 => {
+            bench_file(Path::new(&a[1]), a[2].parse().expect("millions"));
+            Ok(())
+        }
         Some("bench") => {
             let millions: u64 = a.get(1).map_or(50, |s| s.parse().expect("millions"));
             let pages: u64 = a.get(2).map_or(1 << 20, |s| s.parse().expect("pages"));
@@ -33,7 +40,7 @@ fn main() {
             Ok(())
         }
         _ => {
-            eprintln!("usage: trace import FORMAT IN OUT | trace info FILE | trace bench [MILLIONS [PAGES]] | trace bench-vs OLD_BINARY MILLIONS PAGES REPS");
+            eprintln!("usage: trace import FORMAT IN OUT | trace info FILE | trace bench [MILLIONS [PAGES]] | trace bench-file TRACE MILLIONS | trace bench-vs OLD_BINARY MILLIONS PAGES|TRACE REPS");
             std::process::exit(2);
         }
     };
@@ -62,7 +69,7 @@ fn bench(millions: u64, pages: u64) {
     let opts = ReplayOpts {
         mlp: None,
         max_mlp: 10.0,
-        llc: std::env::var("NOLLC").map_or(Some((48.0, 12)), |_| None),
+        llc: llc(),
         base_cpi: 0.5,
         cpu_ghz: 2.0,
         compute_ns: None,
@@ -96,6 +103,50 @@ fn bench(millions: u64, pages: u64) {
     let _ = std::fs::remove_file(&path);
 }
 
+/// The LLC model: 48 MiB (or LLC_MB), 12-way; none with NOLLC set.
+fn llc() -> Option<(f64, u32)> {
+    let mb = std::env::var("LLC_MB").map_or(48.0, |s| s.parse().expect("LLC_MB"));
+    std::env::var("NOLLC").map_or(Some((mb, 12)), |_| None)
+}
+
+fn bench_file(path: &Path, millions: u64) {
+    let opts = ReplayOpts {
+        mlp: None,
+        max_mlp: 10.0,
+        llc: llc(),
+        base_cpi: 0.5,
+        cpu_ghz: 2.0,
+        compute_ns: None,
+        window_accesses: None,
+        min_window_misses: 1000,
+        page_bytes: 4096,
+    };
+    let h = tierkit_sim::trace::Reader::open(path).expect("open").header;
+    let rounds = (millions * 1_000_000).div_ceil(h.accesses.max(1)).max(1);
+    let t = Instant::now();
+    let cpu = thread_cpu_s();
+    let mut last = None;
+    for _ in 0..rounds {
+        last = Some(build(path, &opts).expect("replay"));
+    }
+    let s = t.elapsed().as_secs_f64();
+    let cpu = thread_cpu_s().map(|c| c - cpu.unwrap_or(0.0));
+    let r = last.expect("a round");
+    let n = (rounds * h.accesses) as f64;
+    println!(
+        "{} x {rounds}: {} accesses in {} records, {} misses, {} pages, {} windows: {s:.2} s, {:.1} M accesses/s; {:.2} s of CPU, {:.1} M accesses/CPU-s",
+        path.display(),
+        h.accesses,
+        h.records,
+        r.misses,
+        r.page_numbers.len(),
+        r.windows.len(),
+        n / s / 1e6,
+        cpu.unwrap_or(f64::NAN),
+        cpu.map_or(f64::NAN, |c| n / c / 1e6),
+    );
+}
+
 /// This thread's user + system CPU time (Linux, 10 ms ticks: the shared machine's other work
 /// does not count, as it does in wall time).
 fn thread_cpu_s() -> Option<f64> {
@@ -115,7 +166,11 @@ fn number_before(line: &str, unit: &str) -> Option<f64> {
 /// One `bench` run of `bin` (NOLLC=1 if `nollc`): its M accesses/s by wall and by CPU time.
 fn run_bench(bin: &str, millions: &str, pages: &str, nollc: bool) -> (f64, f64) {
     let mut c = std::process::Command::new(bin);
-    c.args(["bench", millions, pages]);
+    if pages.parse::<u64>().is_ok() {
+        c.args(["bench", millions, pages]);
+    } else {
+        c.args(["bench-file", pages, millions]);
+    }
     if nollc {
         c.env("NOLLC", "1");
     } else {
@@ -161,7 +216,7 @@ fn bench_vs(old: &str, millions: &str, pages: &str, reps: usize) {
     for (what, v) in [("wall", &mut wall), ("CPU ", &mut cpu)] {
         let m: Vec<f64> = v.iter_mut().map(|x| median(x)).collect();
         println!(
-            "{millions}M accesses over {pages} pages, {what} medians of {reps}: old {:.1}, new {:.1}, NOLLC {:.1} M accesses/s; new/old {:.2}, new/NOLLC {:.2}",
+            "{millions}M accesses over {pages} (pages or trace), {what} medians of {reps}: old {:.1}, new {:.1}, NOLLC {:.1} M accesses/s; new/old {:.2}, new/NOLLC {:.2}",
             m[0], m[1], m[2], m[1] / m[0], m[1] / m[2]
         );
     }
