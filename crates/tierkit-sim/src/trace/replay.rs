@@ -42,6 +42,10 @@ const BATCH: usize = 32;
 /// - 15 or 16 ways: the tags themselves most recent first; the update is a branch-free shift.
 /// - more: a set spans several lines, most recent first, and takes a plain loop.
 ///
+/// The replay looks lines up without a branch on hit or miss while the trace misses the
+/// model's most recent lines, and with an early return on a hit of a set's most recent line
+/// (which changes nothing) while most lookups are such hits, as in real traces.
+///
 /// Each keeps, set by set, the same lines in the same LRU order as a list kept most recent
 /// first, so every hit and miss is the same (tested against such a list).
 pub struct Llc {
@@ -124,14 +128,26 @@ impl Llc {
     /// [`Llc::access`] with the line's set and fingerprint from [`Llc::locate`].
     #[inline]
     fn access_set(&mut self, set: usize, fp: u32) -> bool {
+        self.lookup::<false>(set, fp).0
+    }
+
+    /// [`Llc::access_set`], and whether it hit the set's most recent line. SKIP_MRU: such a
+    /// hit, which changes nothing, returns early (a branch: cheap when most lookups are such
+    /// hits, as in real traces, and a misprediction each time otherwise) instead of storing
+    /// the set unchanged.
+    #[inline]
+    fn lookup<const SKIP_MRU: bool>(&mut self, set: usize, fp: u32) -> (bool, bool) {
         if self.ways <= ORDERED_WAYS {
-            return self.access_ordered(set, fp);
+            return self.access_ordered::<SKIP_MRU>(set, fp);
         }
         if self.span != 1 {
-            return self.access_wide(set, fp);
+            return (self.access_wide(set, fp), false);
         }
         let last = self.ways - 1;
         let t = &mut self.lines[set].0;
+        if SKIP_MRU && t[0] == fp {
+            return (false, true);
+        }
         // Fingerprints are unique in a set and never EMPTY: at most one bit, below `ways`.
         let mut m = 0u32;
         for (j, &x) in t.iter().enumerate() {
@@ -152,13 +168,17 @@ impl Llc {
             let keep = ((i as i32 - j as i32) >> 31) as u32;
             (prev & !keep) | (old[j] & keep)
         });
-        m == 0
+        (m == 0, m == 1)
     }
 
     /// A set of up to 14 ways with its LRU order in lanes 14 and 15 (see [`Llc`]).
     #[inline]
-    fn access_ordered(&mut self, set: usize, fp: u32) -> bool {
+    fn access_ordered<const SKIP_MRU: bool>(&mut self, set: usize, fp: u32) -> (bool, bool) {
         let t = &mut self.lines[set].0;
+        if SKIP_MRU && t[(t[14] & 15) as usize] == fp {
+            // the most recent way (first in the order; always one of the set's ways)
+            return (false, true);
+        }
         // Fingerprints are unique in a set and never EMPTY: the hit way's number + 1, or 0.
         let mut w1 = 0u32;
         for (&x, &id) in t.iter().zip(&self.way_ids) {
@@ -174,6 +194,7 @@ impl Llc {
         let z = x.wrapping_sub(NIBBLES) & !x & (NIBBLES << 3);
         let z = z | (u64::from(!hit) << (self.lru_shift + 3));
         let p4 = z.trailing_zeros() - 3;
+        let mru = hit & (p4 == 0);
         let way = (order >> p4) & 15;
         // Move the place p4 / 4 to the front.
         let below = (1u64 << p4) - 1;
@@ -182,7 +203,7 @@ impl Llc {
         t[way as usize] = fp;
         t[14] = order as u32;
         t[15] = (order >> 32) as u32;
-        !hit
+        (!hit, mru)
     }
 
     /// A set of more than 16 ways: ways[k] is lane k % 16 of the set's line k / 16.
@@ -387,6 +408,27 @@ impl Open {
     }
 }
 
+/// The LLC lookups of a batch in trace order (see [`build`]): each record's misses (0 or 1)
+/// in `missed`, the misses' indices at the front of `miss_at`; returns their number and the
+/// number of hits on the most recent line of a set.
+#[inline]
+fn lookups<const SKIP_MRU: bool>(
+    c: &mut Llc,
+    at: &[(usize, u32)],
+    missed: &mut [u64; BATCH],
+    miss_at: &mut [usize; BATCH],
+) -> (usize, usize) {
+    let (mut nmiss, mut mru) = (0, 0);
+    for (k, &(set, fp)) in at.iter().enumerate() {
+        let (m, r) = c.lookup::<SKIP_MRU>(set, fp);
+        missed[k] = u64::from(m);
+        miss_at[nmiss] = k;
+        nmiss += usize::from(m);
+        mru += usize::from(r);
+    }
+    (nmiss, mru)
+}
+
 /// Read `path` once and build its windows.
 pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
     let mut r = Reader::open(path)?;
@@ -454,6 +496,7 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
     // the misses of the batch: record index and its page-id table
     let mut miss_at = [0usize; BATCH];
     let mut miss_table = [0u32; BATCH];
+    let mut skip_mru = false;
     loop {
         let mut n = 0;
         while n < BATCH {
@@ -471,7 +514,11 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
         if let Some(c) = &llc {
             for (&u, a) in unit[..n].iter().zip(&mut at) {
                 *a = c.locate((u << shift) >> line_shift);
-                c.prefetch(a.0);
+                // (when most lookups hit a set's most recent line, the sets are in the CPU's
+                // cache already)
+                if !skip_mru {
+                    c.prefetch(a.0);
+                }
             }
         }
         // A run of accesses to one line misses at most once (the rest hit the filled line).
@@ -480,12 +527,16 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
         let mut nmiss = 0;
         match &mut llc {
             Some(c) => {
-                for k in 0..n {
-                    let m = c.access_set(at[k].0, at[k].1);
-                    missed[k] = u64::from(m);
-                    miss_at[nmiss] = k;
-                    nmiss += usize::from(m);
-                }
+                let mru;
+                (nmiss, mru) = if skip_mru {
+                    lookups::<true>(c, &at[..n], &mut missed, &mut miss_at)
+                } else {
+                    lookups::<false>(c, &at[..n], &mut missed, &mut miss_at)
+                };
+                // Most lookups hit the most recent line of their set (a real trace's
+                // locality): the next batch skips their stores, with a branch that is then
+                // well predicted (and stays without it otherwise).
+                skip_mru = 2 * mru > n;
             }
             None => {
                 for k in 0..n {
@@ -709,11 +760,17 @@ mod tests {
         z ^ (z >> 31)
     }
 
-    /// Feeds `lines` to both models; the index of the first access where they differ.
+    /// Feeds `lines` to the reference and to `Llc` (with and without the early return on a hit
+    /// of the most recent line); the index of the first access where they differ.
     fn first_difference(mb: f64, ways: u32, lines: &[u64]) -> Option<usize> {
         let (mut a, mut b) = (Llc::new(mb, ways), RefLlc::new(mb, ways));
+        let mut c = Llc::new(mb, ways);
         assert_eq!(a.sets, b.sets);
-        lines.iter().position(|&l| a.access(l) != b.access(l))
+        lines.iter().position(|&l| {
+            let (set, fp) = c.locate(l);
+            let want = b.access(l);
+            a.access(l) != want || c.lookup::<true>(set, fp).0 != want
+        })
     }
 
     proptest::proptest! {
