@@ -3,8 +3,9 @@
 //! the window bookkeeping, on one core). `trace bench-file TRACE MILLIONS` times the replay of
 //! a trace file, run again until MILLIONS million accesses (the shipped lackey traces are
 //! 0.1-0.8M). `trace bench-vs OLD MILLIONS PAGES|TRACE REPS` runs `OLD bench` (or `OLD
-//! bench-file`; OLD: this example built from an older commit), this one's and this one's with
-//! `NOLLC=1` in turn, REPS times in a rotating order, and prints the medians and their ratios.
+//! bench-file`; OLD: this example built from an older commit), this one's, this one's with
+//! `NOLLC=1` and OLD's with `NOLLC=1` in turn, REPS times in a rotating order, and prints the
+//! medians and their ratios.
 //! The LLC model is 48 MiB, 12-way (`LLC_MB` sets the size).
 
 use std::io::BufReader;
@@ -201,14 +202,19 @@ fn median(v: &mut [f64]) -> f64 {
 fn bench_vs(old: &str, millions: &str, pages: &str, reps: usize) {
     let me = std::env::current_exe().expect("current exe");
     let me = me.to_str().expect("utf-8 path");
-    let runs = [("old", old, false), ("new", me, false), ("NOLLC", me, true)];
-    let (mut wall, mut cpu) = ([vec![], vec![], vec![]], [vec![], vec![], vec![]]);
+    let runs = [
+        ("old", old, false),
+        ("new", me, false),
+        ("NOLLC", me, true),
+        ("old NOLLC", old, true),
+    ];
+    let (mut wall, mut cpu) = (vec![vec![]; runs.len()], vec![vec![]; runs.len()]);
     for rep in 0..reps {
-        for k in 0..3 {
-            let i = (k + rep) % 3;
+        for k in 0..runs.len() {
+            let i = (k + rep) % runs.len();
             let (name, bin, nollc) = runs[i];
             let (w, c) = run_bench(bin, millions, pages, nollc);
-            println!("rep {rep} {name:5} {w:6.1} M accesses/s, {c:6.1} M accesses/CPU-s");
+            println!("rep {rep} {name:9} {w:6.1} M accesses/s, {c:6.1} M accesses/CPU-s");
             wall[i].push(w);
             cpu[i].push(c);
         }
@@ -216,8 +222,8 @@ fn bench_vs(old: &str, millions: &str, pages: &str, reps: usize) {
     for (what, v) in [("wall", &mut wall), ("CPU ", &mut cpu)] {
         let m: Vec<f64> = v.iter_mut().map(|x| median(x)).collect();
         println!(
-            "{millions}M accesses over {pages} (pages or trace), {what} medians of {reps}: old {:.1}, new {:.1}, NOLLC {:.1} M accesses/s; new/old {:.2}, new/NOLLC {:.2}",
-            m[0], m[1], m[2], m[1] / m[0], m[1] / m[2]
+            "{millions}M accesses over {pages} (pages or trace), {what} medians of {reps}: old {:.1}, new {:.1}, NOLLC {:.1}, old NOLLC {:.1} M accesses/s; new/old {:.2}, new/NOLLC {:.2}, NOLLC new/old {:.2}",
+            m[0], m[1], m[2], m[3], m[1] / m[0], m[1] / m[2], m[2] / m[3]
         );
     }
 }
