@@ -514,11 +514,7 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
         if let Some(c) = &llc {
             for (&u, a) in unit[..n].iter().zip(&mut at) {
                 *a = c.locate((u << shift) >> line_shift);
-                // (when most lookups hit a set's most recent line, the sets are in the CPU's
-                // cache already)
-                if !skip_mru {
-                    c.prefetch(a.0);
-                }
+                c.prefetch(a.0);
             }
         }
         // A run of accesses to one line misses at most once (the rest hit the filled line).
