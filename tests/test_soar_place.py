@@ -262,6 +262,17 @@ def test_the_aol_bands_and_l0_come_from_flags(run: dict[str, Path], tmp_path: Pa
     assert site(res, STREAM)["score"] == pytest.approx(2 * 0.98)
 
 
+def place_cli(paths: dict[str, Path], out: Path) -> subprocess.CompletedProcess[str]:
+    """`tierkit soar place` on the log, samples and counters in `paths`, 1 MiB fast, to `out`."""
+    args = [str(paths["log"]), "--samples", str(paths["samples"]), "--aol", str(paths["counters"])]
+    return subprocess.run(
+        [*PLACE, *args, "--fast-bytes", "1M", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 @pytest.mark.parametrize(
     ("change", "fragment"),
     [
@@ -301,13 +312,7 @@ def test_bad_inputs_name_the_file_and_line(
         paths[key] = p
     with pytest.raises(TierkitError, match=fragment):
         place(paths["log"], paths["samples"], 1 << 20, aol=paths["counters"])
-    args = [str(paths["log"]), "--samples", str(paths["samples"]), "--aol", str(paths["counters"])]
-    proc = subprocess.run(
-        [*PLACE, *args, "--fast-bytes", "1M", "-o", str(tmp_path / "p.txt")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = place_cli(paths, tmp_path / "p.txt")
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert re.search(fragment, proc.stderr), proc.stderr
@@ -316,13 +321,7 @@ def test_bad_inputs_name_the_file_and_line(
 @pytest.mark.parametrize("key", ["log", "samples", "counters"])
 def test_a_missing_input_is_named(run: dict[str, Path], tmp_path: Path, key: str) -> None:
     paths = {**run, key: tmp_path / "nowhere" / f"missing-{key}"}
-    args = [str(paths["log"]), "--samples", str(paths["samples"]), "--aol", str(paths["counters"])]
-    proc = subprocess.run(
-        [*PLACE, *args, "--fast-bytes", "1M", "-o", str(tmp_path / "p.txt")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = place_cli(paths, tmp_path / "p.txt")
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     assert f"missing-{key}" in proc.stderr

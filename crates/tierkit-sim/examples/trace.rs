@@ -67,17 +67,7 @@ fn bench(millions: u64, pages: u64) {
     }
     w.finish(n * 3).expect("finish");
     let bytes = std::fs::metadata(&path).expect("meta").len();
-    let opts = ReplayOpts {
-        mlp: None,
-        max_mlp: 10.0,
-        llc: llc(),
-        base_cpi: 0.5,
-        cpu_ghz: 2.0,
-        compute_ns: None,
-        window_accesses: None,
-        min_window_misses: 1000,
-        page_bytes: 4096,
-    };
+    let opts = bench_opts();
     let t = Instant::now();
     let mut rd = tierkit_sim::trace::Reader::open(&path).expect("open");
     let mut k = 0u64;
@@ -104,14 +94,9 @@ fn bench(millions: u64, pages: u64) {
     let _ = std::fs::remove_file(&path);
 }
 
-/// The LLC model: 48 MiB (or LLC_MB), 12-way; none with NOLLC set.
-fn llc() -> Option<(f64, u32)> {
-    let mb = std::env::var("LLC_MB").map_or(48.0, |s| s.parse().expect("LLC_MB"));
-    std::env::var("NOLLC").map_or(Some((mb, 12)), |_| None)
-}
-
-fn bench_file(path: &Path, millions: u64) {
-    let opts = ReplayOpts {
+/// The replay settings of the benchmarks (the LLC model from [`llc`]).
+fn bench_opts() -> ReplayOpts {
+    ReplayOpts {
         mlp: None,
         max_mlp: 10.0,
         llc: llc(),
@@ -121,7 +106,17 @@ fn bench_file(path: &Path, millions: u64) {
         window_accesses: None,
         min_window_misses: 1000,
         page_bytes: 4096,
-    };
+    }
+}
+
+/// The LLC model: 48 MiB (or LLC_MB), 12-way; none with NOLLC set.
+fn llc() -> Option<(f64, u32)> {
+    let mb = std::env::var("LLC_MB").map_or(48.0, |s| s.parse().expect("LLC_MB"));
+    std::env::var("NOLLC").map_or(Some((mb, 12)), |_| None)
+}
+
+fn bench_file(path: &Path, millions: u64) {
+    let opts = bench_opts();
     let h = tierkit_sim::trace::Reader::open(path).expect("open").header;
     let rounds = (millions * 1_000_000).div_ceil(h.accesses.max(1)).max(1);
     let t = Instant::now();

@@ -378,6 +378,16 @@ struct Open {
 }
 
 impl Open {
+    /// `n` misses to page `id`, by a store or not.
+    #[inline]
+    fn miss(&mut self, id: u32, n: u64, store: bool) {
+        self.misses += n;
+        if store {
+            self.stores += n;
+        }
+        self.add(id, n);
+    }
+
     #[inline]
     fn add(&mut self, id: u32, n: u64) {
         let i = id as usize;
@@ -558,12 +568,8 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
             last_stamp = stamp[n - 1];
             for &k in &miss_at[..nmiss] {
                 let missed = missed[k];
-                cur.misses += missed;
                 total_miss += missed;
-                if store[k] {
-                    cur.stores += missed;
-                }
-                cur.add(id[k], missed);
+                cur.miss(id[k], missed, store[k]);
                 if o.mlp.is_none() {
                     mlp.miss((unit[k] << shift) >> line_shift);
                 }
@@ -576,12 +582,8 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
                 last_stamp = stamp[k];
                 let missed = missed[k];
                 if missed > 0 {
-                    cur.misses += missed;
                     total_miss += missed;
-                    if store[k] {
-                        cur.stores += missed;
-                    }
-                    cur.add(id[k], missed);
+                    cur.miss(id[k], missed, store[k]);
                     if o.mlp.is_none() {
                         mlp.miss((unit[k] << shift) >> line_shift);
                     }
