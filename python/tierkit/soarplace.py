@@ -36,12 +36,8 @@ EVENTS = {
     "cpu-cycles": "cycles",
 }
 NEEDED = ("a1", "a3", "stalls", "cycles")
-EVENT_NAMES = {
-    "a1": "offcore_requests_outstanding.demand_data_rd",
-    "a3": "offcore_requests.demand_data_rd",
-    "stalls": "cycle_activity.stalls_l3_miss",
-    "cycles": "cycles",
-}
+# the counter -> its event name in perf stat's command line and messages
+EVENT_NAMES = {key: name for name, key in EVENTS.items() if name != "cpu-cycles"}
 PERF_STAT = "perf stat -I 1000 -x, -e " + ",".join(EVENT_NAMES[k] for k in NEEDED)
 
 # How an --aol file gives each interval's predicted slowdown p (Algorithm 1's p).

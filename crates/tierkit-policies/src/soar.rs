@@ -97,6 +97,15 @@ pub struct Counters {
     pub cycles: f64,
 }
 
+/// L0 in cycles: as given, or AOL_high ("where K stabilizes") when given as 0 (Soar §4.2).
+fn resolve_l0(l0: f64, aol_high: f64) -> f64 {
+    if l0 > 0.0 {
+        l0
+    } else {
+        aol_high
+    }
+}
+
 /// Algorithm 1 with its parameters and the machine's calibration (AOL bands, L0, predictor).
 #[derive(Clone, Debug)]
 pub struct Algorithm1 {
@@ -126,11 +135,20 @@ impl Algorithm1 {
             r_min,
             r_max,
             hot_factor,
-            l0: if l0 > 0.0 { l0 } else { aol_high },
+            l0: resolve_l0(l0, aol_high),
             aol_low,
             aol_high,
             cal: cal.cloned(),
         }
+    }
+
+    /// Override the AOL bands (a real host's, given on the command line); an L0 of 0 follows
+    /// the resolved AOL_high, as in [`Algorithm1::new`].
+    pub fn with_bands(mut self, aol_low: Option<f64>, aol_high: Option<f64>, l0: f64) -> Self {
+        self.aol_low = aol_low.unwrap_or(self.aol_low);
+        self.aol_high = aol_high.unwrap_or(self.aol_high);
+        self.l0 = resolve_l0(l0, self.aol_high);
+        self
     }
 
     /// Add one interval's score of each object with samples in it, given as (index, samples),
@@ -625,6 +643,17 @@ pub fn profiler(spec_params: &[(String, String)]) -> tierkit_core::Result<Box<dy
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn band_overrides_move_an_unset_l0_with_aol_high() {
+        let a = Algorithm1::new(0.03, 0.7, 8.0, 0.0, None);
+        assert_eq!((a.aol_low, a.aol_high, a.l0), (40.0, 100.0, 100.0));
+        let a = a.with_bands(Some(60.0), Some(180.0), 0.0);
+        assert_eq!((a.aol_low, a.aol_high, a.l0), (60.0, 180.0, 180.0));
+        // a given L0 stays; an absent band keeps the one before
+        let a = Algorithm1::new(0.03, 0.7, 8.0, 90.0, None).with_bands(None, Some(150.0), 90.0);
+        assert_eq!((a.aol_low, a.aol_high, a.l0), (40.0, 150.0, 90.0));
+    }
 
     #[test]
     fn algorithm1_scales_low_and_high_frequency_objects() {

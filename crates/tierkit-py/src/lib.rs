@@ -257,12 +257,8 @@ fn soar_place<'py>(
         k_b: b,
         stall_k_cycles: Vec::new(),
     });
-    let mut alg = Algorithm1::new(r_min, r_max, hot_factor, l0, cal.as_ref());
-    alg.aol_low = aol_low.unwrap_or(alg.aol_low);
-    alg.aol_high = aol_high.unwrap_or(alg.aol_high);
-    if l0 <= 0.0 {
-        alg.l0 = alg.aol_high;
-    }
+    let alg = Algorithm1::new(r_min, r_max, hot_factor, l0, cal.as_ref())
+        .with_bands(aol_low, aol_high, l0);
     if alg.aol_high <= alg.aol_low {
         return Err(TierkitError::new_err(format!(
             "AOL_high ({} cycles) must be above AOL_low ({} cycles)",
