@@ -122,16 +122,11 @@ impl Llc {
     #[inline]
     pub fn access(&mut self, line: u64) -> bool {
         let (set, fp) = self.locate(line);
-        self.access_set(set, fp)
-    }
-
-    /// [`Llc::access`] with the line's set and fingerprint from [`Llc::locate`].
-    #[inline]
-    fn access_set(&mut self, set: usize, fp: u32) -> bool {
         self.lookup::<false>(set, fp).0
     }
 
-    /// [`Llc::access_set`], and whether it hit the set's most recent line. SKIP_MRU: such a
+    /// [`Llc::access`] given the line's set and fingerprint from [`Llc::locate`]: whether it
+    /// missed, and whether it hit the set's most recent line. SKIP_MRU: such a
     /// hit, which changes nothing, returns early (a branch: cheap when most lookups are such
     /// hits, as in real traces, and a misprediction each time otherwise) instead of storing
     /// the set unchanged.
