@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 
 .PHONY: all demo test install clean
-.PHONY: test-kernel test-shim
+.PHONY: test-kernel test-shim test-kernel-soak
 
 all: test
 
@@ -38,6 +38,13 @@ test-shim:
 test-kernel:
 	tests/kernel/run.sh -k 612
 	tests/kernel/run.sh -k 61
+
+# reliability runs, not part of `make test`: the suite SOAK_RUNS times and each test alone as often,
+# with per-test pass counts (tests/kernel/README.md); SOAK_FLAGS=-al adds a parallel cargo build as load
+SOAK_RUNS ?= 5
+SOAK_FLAGS ?= -a
+test-kernel-soak:
+	tests/kernel/soak.sh -k 612 -n $(SOAK_RUNS) $(SOAK_FLAGS)
 
 clean:
 	rm -rf $(VENV) demo-out .pytest_cache .ruff_cache

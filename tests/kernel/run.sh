@@ -7,7 +7,9 @@
 #   -k  kernel: 612 (default; bookworm-backports 6.12: DAMON) or 61 (bookworm 6.1: no DAMON)
 #   -t  tests (default: all for 612, "softdirty cli" for 61)
 #   -n  boot and run that many times (reliability runs); every run must pass
-# Exit status: 0 when every test of every run passed.
+#   -o  output directory (guest logs, and summary.txt: one "TEST PASSES RUNS" line per test)
+#   -T  timeout of one boot in seconds (default 900)
+# Exit status: 0 when every test of every run passed. The last lines give per-test pass counts.
 #
 # The guest (facts measured by the recipe in shared/qemu and re-checked here):
 #   node 0: the CPU and 3 GiB (fast); node 1: 1 GiB without CPUs, marked soft-reserved on the
@@ -26,7 +28,7 @@ while getopts "k:t:n:o:T:h" o; do
 done
 [ -n "$TESTS" ] || { [ "$KERNEL" = 61 ] && TESTS="softdirty cli" || TESTS="cli damon limit kill fork dryrun softdirty shim nb2 bench"; }
 log() { printf '[kernel-tests %s] %s\n' "$(date +%T)" "$*" >&2; }
-mkdir -p "$OUT"
+mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 
 # 1. packages and kernels
 KLINE=$(KERNELS=$KERNEL "$HERE/fetch.sh" | tail -1)
@@ -59,7 +61,10 @@ VMLINUZ=$(ls "$KDIR"/boot/vmlinuz-*)
 ACCEL=(-accel tcg -cpu "${TK_QEMU_CPU:-qemu64,-cx16}")
 if [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then ACCEL=(-accel kvm -cpu host); fi
 APPEND="console=ttyS0 panic=-1 loglevel=7 memmap=1024M%4096M-1+0xefffffff tktests=$(echo $TESTS | tr ' ' ',')"
+APPEND="$APPEND${TK_APPEND:+ $TK_APPEND}"  # extra kernel arguments, e.g. tkrec=32,480,20 for nbtrec
 fails=0
+declare -A PASSES
+for t in $TESTS; do PASSES[$t]=0; done
 for run in $(seq 1 "$RUNS"); do
   GLOG="$OUT/guest-$KERNEL-$run.log"
   log "run $run/$RUNS: $TESTS -> $GLOG"
@@ -79,10 +84,13 @@ for run in $(seq 1 "$RUNS"); do
   [ $qrc = 124 ] && { log "run $run: TIMEOUT after $TIMEOUT s"; ok=0; }
   grep -aq '^TKTESTS_DONE rc=0' "$GLOG" || ok=0
   for t in $TESTS; do
-    grep -aq "^TKTEST $t PASS" "$GLOG" || { log "run $run: $t did not pass"; ok=0; }
+    if grep -aq "^TKTEST $t PASS" "$GLOG"; then PASSES[$t]=$((PASSES[$t] + 1)); else log "run $run: $t did not pass"; ok=0; fi
   done
   log "run $run: $([ $ok = 1 ] && echo PASS || echo FAIL) in $(( $(date +%s) - t0 )) s"
   [ $ok = 1 ] || fails=$((fails + 1))
 done
+: > "$OUT/summary.txt"
+for t in $TESTS; do echo "$t ${PASSES[$t]} $RUNS" >> "$OUT/summary.txt"; done
+log "per-test passes (kernel $KERNEL): $(for t in $TESTS; do printf '%s %s/%s  ' "$t" "${PASSES[$t]}" "$RUNS"; done)"
 [ $fails = 0 ] && log "all $RUNS run(s) passed" || log "$fails of $RUNS run(s) failed"
 exit $((fails > 0))

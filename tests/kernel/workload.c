@@ -7,12 +7,19 @@
  * Prints: WORKLOAD_START pid=.. hot_pages=.. cold_pages=..
  *         WORKLOAD_RESULT pid=.. hot_node0=.. hot_node1=.. cold_node0=.. cold_node1=.. other=..
  *                         sweeps=.. corrupt=..
- * SECONDS 0 runs until SIGTERM/SIGINT; SIGUSR1 prints a report and keeps running.
+ * SECONDS 0 runs until SIGTERM/SIGINT; SIGUSR1 prints a report and keeps running:
+ *         WORKLOAD_REPORT pid=.. hot_node0=.. ... sweeps=.. mono=.. (CLOCK_MONOTONIC seconds, also on
+ *         WORKLOAD_START; WORKLOAD_REPORT_HOT=1 counts only the hot region's pages, cold ones as 0)
  * WORKLOAD_NICE=N in the environment lowers its priority (busybox has no `nice` applet).
  * WORKLOAD_FORK=1 forks a child after placing the pages: it sleeps holding copy-on-write shares
  * of every page until the workload ends (pages mapped by two processes cannot be moved by
  * move_pages without MPOL_MF_MOVE_ALL: -EACCES), then exits with it.
  * WORKLOAD_READONLY=1 makes the sweep read only (a write would break the sharing: copy-on-write).
+ * WORKLOAD_TLB_TICK_US=N forks, before any region is mapped, a child that wakes every N us: each
+ * wake switches address spaces (a CR3 write, which flushes the TLB on a CPU without PCID), as the
+ * TLB misses of a real CPU would. Under QEMU's TCG the emulated TLB grows to hold the whole hot
+ * region and x86 Linux clears accessed bits without a TLB flush (ptep_clear_flush_young), so
+ * without such switches the hot pages' accessed bits are never set again and DAMON reads them idle.
  * Exit 0 when the data survived every migration intact, 1 otherwise, 2 on setup errors.
  */
 #define _GNU_SOURCE
@@ -76,10 +83,17 @@ int main(int argc, char **argv)
     int hn = argc > 4 ? atoi(argv[4]) : 1, cn = argc > 5 ? atoi(argv[5]) : 1;
     if (getenv("WORKLOAD_NICE") && nice(atoi(getenv("WORKLOAD_NICE"))) == -1) perror("nice");
     signal(SIGTERM, on_stop); signal(SIGINT, on_stop); signal(SIGUSR1, on_usr1);
+    pid_t ticker = 0;
+    if (getenv("WORKLOAD_TLB_TICK_US") && (ticker = fork()) == 0) {
+        long us = atol(getenv("WORKLOAD_TLB_TICK_US"));
+        struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+        while (getppid() != 1) nanosleep(&ts, NULL);
+        _exit(0);
+    }
     char *h = hot ? region(hot, hn) : NULL, *c = cold ? region(cold, cn) : NULL;
     pid_t child = 0;
     if (getenv("WORKLOAD_FORK") && (child = fork()) == 0) { for (;;) pause(); }
-    printf("WORKLOAD_START child=%d pid=%d hot_pages=%zu cold_pages=%zu hot_node=%d cold_node=%d\n", (int)child, getpid(), hot / PAGE, cold / PAGE, hn, cn);
+    printf("WORKLOAD_START child=%d pid=%d hot_pages=%zu cold_pages=%zu hot_node=%d cold_node=%d mono=%.3f\n", (int)child, getpid(), hot / PAGE, cold / PAGE, hn, cn, now());
     fflush(stdout);
     double t0 = now();
     unsigned long sweeps = 0;
@@ -98,8 +112,8 @@ int main(int argc, char **argv)
         if (report) {
             report = 0;
             long a = 0, b = 0, x = 0, y = 0, o = 0;
-            count(h, hot, &a, &b, &o); if (cold) count(c, cold, &x, &y, &o);
-            printf("WORKLOAD_REPORT pid=%d hot_node0=%ld hot_node1=%ld cold_node0=%ld cold_node1=%ld other=%ld sweeps=%lu\n", getpid(), a, b, x, y, o, sweeps);
+            count(h, hot, &a, &b, &o); if (cold && !getenv("WORKLOAD_REPORT_HOT")) count(c, cold, &x, &y, &o);
+            printf("WORKLOAD_REPORT pid=%d hot_node0=%ld hot_node1=%ld cold_node0=%ld cold_node1=%ld other=%ld sweeps=%lu mono=%.3f\n", getpid(), a, b, x, y, o, sweeps, now());
             fflush(stdout);
         }
         if (!hot) usleep(10000);
@@ -109,6 +123,7 @@ int main(int argc, char **argv)
     if (cold) count(c, cold, &x, &y, &o);
     long bad = (hot ? corrupt(h, hot) : 0) + (cold ? corrupt(c, cold) : 0);
     if (child > 0) kill(child, SIGKILL);
+    if (ticker > 0) kill(ticker, SIGKILL);
     printf("WORKLOAD_RESULT pid=%d hot_node0=%ld hot_node1=%ld cold_node0=%ld cold_node1=%ld other=%ld sweeps=%lu corrupt=%ld\n",
            getpid(), a, b, x, y, o, sweeps, bad);
     fflush(stdout);
