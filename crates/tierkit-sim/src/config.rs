@@ -569,7 +569,8 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
         }
         None => {
             for (i, p) in r.tables("process")?.iter().enumerate() {
-                exp.processes.push(read_process(&ctx, i, p)?);
+                exp.processes
+                    .push(read_process(&ctx, i, p, exp.platform.tiers.len())?);
             }
             for (i, a) in r.tables("antagonist")?.iter().enumerate() {
                 exp.antagonists
@@ -714,7 +715,7 @@ fn size_bytes(r: &mut Reader, ctx: &Ctx) -> Result<u64> {
     })
 }
 
-fn read_process(ctx: &Ctx, i: usize, t: &Table) -> Result<ProcessSpec> {
+fn read_process(ctx: &Ctx, i: usize, t: &Table, ntiers: usize) -> Result<ProcessSpec> {
     let mut r = Reader::new(ctx, format!("process.{i}"), t);
     let name = r
         .str_opt("name")?
@@ -733,6 +734,10 @@ fn read_process(ctx: &Ctx, i: usize, t: &Table) -> Result<ProcessSpec> {
         let bytes = size_bytes(&mut orr, ctx)?;
         let alloc_s = orr.f64_or("alloc_s", 0.0, 1e6, 0.0)?;
         let free_s = orr.f64_opt("free_s", 0.0, 1e6)?;
+        let first_touch_tier = match orr.raw("tier") {
+            None => None,
+            Some(v) => Some(tier_index(ctx, &orr.key("tier"), v, ntiers)?),
+        };
         if let Some(f) = free_s {
             if f <= alloc_s {
                 return Err(ctx.err(
@@ -753,6 +758,7 @@ fn read_process(ctx: &Ctx, i: usize, t: &Table) -> Result<ProcessSpec> {
             bytes,
             alloc_s,
             free_s,
+            first_touch_tier,
         });
     }
     let mut threads = Vec::new();
@@ -893,19 +899,24 @@ fn read_access(ctx: &Ctx, path: &str, t: &Table, objects: &[ObjectSpec]) -> Resu
     })
 }
 
+/// A tier named in an experiment: "fast", "slow" or an index below the number of tiers.
+fn tier_index(ctx: &Ctx, key: &str, v: &Value, ntiers: usize) -> Result<u8> {
+    match v {
+        Value::String(s) if s == "fast" => Ok(0),
+        Value::String(s) if s == "slow" => Ok(1),
+        Value::Integer(n) if *n >= 0 && (*n as usize) < ntiers => Ok(*n as u8),
+        v => Err(ctx.err(
+            key,
+            format!("expected \"fast\", \"slow\" or a tier index, got {v}"),
+        )),
+    }
+}
+
 fn read_antagonist(ctx: &Ctx, i: usize, t: &Table, ntiers: usize) -> Result<AntagonistSpec> {
     let mut r = Reader::new(ctx, format!("antagonist.{i}"), t);
     let tier = match r.raw("tier") {
         None => 0,
-        Some(Value::String(s)) if s == "fast" => 0,
-        Some(Value::String(s)) if s == "slow" => 1,
-        Some(Value::Integer(n)) if *n >= 0 && (*n as usize) < ntiers => *n as usize,
-        Some(v) => {
-            return Err(ctx.err(
-                &r.key("tier"),
-                format!("expected \"fast\", \"slow\" or a tier index, got {v}"),
-            ))
-        }
+        Some(v) => tier_index(ctx, &r.key("tier"), v, ntiers)? as usize,
     };
     let cores = r.u64_opt("cores", 0, 4096)?.unwrap_or(5) as u32;
     let mlp = r.f64_or("mlp", 1.0, 64.0, 16.0)?;
@@ -1094,6 +1105,7 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
                 bytes: replay.page_numbers.len() as u64 * exp.page_bytes,
                 alloc_s: 0.0,
                 free_s: None,
+                first_touch_tier: None,
             }],
             threads: vec![ThreadSpec {
                 count: 1,

@@ -184,6 +184,8 @@ struct Acc {
     bytes: Vec<f64>,
     promotions: u64,
     demotions: u64,
+    /// NUMA hint faults taken (the kernel's `numa_hint_faults` in /proc/vmstat).
+    hint_faults: u64,
     epochs: u64,
     /// A1, A3, s_LLC and cycles of the application threads (the AOL predictor's inputs).
     a1: f64,
@@ -275,6 +277,7 @@ fn run_pass(
         }
         acc.promotions += st.promotions;
         acc.demotions += st.demotions;
+        acc.hint_faults += st.hint_faults;
         acc.epochs += 1;
         for c in &m.tel.cores {
             acc.a1 += c.oro_cycles_with_demand_rd;
@@ -323,6 +326,7 @@ fn run_pass(
                 s.push("throughput_ops_per_s", acc.ops.iter().sum::<f64>() / span_s);
                 s.push("promotions", acc.promotions as f64);
                 s.push("demotions", acc.demotions as f64);
+                s.push("hint_faults", acc.hint_faults as f64);
                 // Soar/Alto §3.2 per interval (Fig. 2f): AOL = A1/A3, P = s_LLC/c, S = P K(AOL)
                 let aol = if acc.a3 > 0.0 { acc.a1 / acc.a3 } else { 0.0 };
                 s.push("aol_cycles", aol);

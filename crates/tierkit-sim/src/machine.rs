@@ -230,7 +230,9 @@ impl Machine {
                     first: base + off,
                     pages: n,
                     live: false,
-                    bind: None,
+                    bind: o
+                        .first_touch_tier
+                        .map(|t| t.min(exp.platform.tiers.len() as u8 - 1)),
                     alloc_ns: (p.start_s + o.alloc_s) * 1e9,
                     free_ns: o.free_s.map(|f| (p.start_s + f) * 1e9),
                 });

@@ -75,6 +75,10 @@ pub struct ObjectSpec {
     pub alloc_s: f64,
     /// Free time relative to the process start, s (None: lives until the process exits).
     pub free_s: Option<f64>,
+    /// The tier its pages are first touched on (an `mbind` before the first touch, then the
+    /// default policy, as `numactl --membind` at allocation: the pages stay movable). None: first
+    /// touch, fast tier first.
+    pub first_touch_tier: Option<u8>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -124,6 +124,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
         bytes: gib(gb),
         alloc_s: 0.0,
         free_s: None,
+        first_touch_tier: None,
     };
     let objects = vec![
         obj("vertices", p.float("vertices_gb")),

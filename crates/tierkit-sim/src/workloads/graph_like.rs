@@ -86,18 +86,21 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
             bytes: gib(p.float("vertices_gb")),
             alloc_s: 0.0,
             free_s: None,
+            first_touch_tier: None,
         },
         ObjectSpec {
             name: "edges".into(),
             bytes: gib(p.float("edges_gb")),
             alloc_s: 0.0,
             free_s: None,
+            first_touch_tier: None,
         },
         ObjectSpec {
             name: "frontier".into(),
             bytes: gib(p.float("frontier_gb")),
             alloc_s: 0.0,
             free_s: None,
+            first_touch_tier: None,
         },
     ];
     let walk = PhaseSpec {

@@ -36,6 +36,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
         bytes,
         alloc_s: at(alloc),
         free_s: free.map(at),
+        first_touch_tier: None,
     };
     // first-touch order as in Table 2's FT column
     let objects = vec![

@@ -135,6 +135,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
                 bytes,
                 alloc_s: 0.0,
                 free_s: None,
+                first_touch_tier: None,
             });
         }
     };

@@ -89,6 +89,7 @@ fn obj(name: &str, bytes: u64) -> ObjectSpec {
         bytes,
         alloc_s: 0.0,
         free_s: None,
+        first_touch_tier: None,
     }
 }
 

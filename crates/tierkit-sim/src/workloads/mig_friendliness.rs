@@ -121,6 +121,7 @@ pub fn tenant(shape: &str, paper_gb: f64, scale: f64, start_s: f64) -> ProcessSp
             bytes,
             alloc_s: 0.0,
             free_s: None,
+            first_touch_tier: None,
         }],
         threads: vec![ThreadSpec {
             count: threads,

@@ -82,6 +82,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         bytes,
         alloc_s: 0.0,
         free_s: None,
+        first_touch_tier: None,
     };
     let kv = tenant(
         "kv",

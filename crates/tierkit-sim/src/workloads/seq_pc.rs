@@ -101,12 +101,14 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
             bytes: b,
             alloc_s: 0.0,
             free_s: None,
+            first_touch_tier: None,
         },
         ObjectSpec {
             name: "pc".into(),
             bytes: b,
             alloc_s: 0.0,
             free_s: None,
+            first_touch_tier: None,
         },
     ];
     let threads = vec![

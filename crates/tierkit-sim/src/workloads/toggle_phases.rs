@@ -116,6 +116,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
                 bytes: gib(p.float("rss_gb")),
                 alloc_s: 0.0,
                 free_s: None,
+                first_touch_tier: None,
             }],
             threads: vec![ThreadSpec {
                 count: p.int("threads") as u32,

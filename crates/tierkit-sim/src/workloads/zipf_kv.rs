@@ -88,12 +88,14 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
             bytes: gib(p.float("index_gb")),
             alloc_s: 0.0,
             free_s: None,
+            first_touch_tier: None,
         },
         ObjectSpec {
             name: "values".into(),
             bytes: gib(p.float("values_gb")),
             alloc_s: 0.0,
             free_s: None,
+            first_touch_tier: None,
         },
     ];
     let phase = PhaseSpec {
