@@ -3,26 +3,28 @@
 # each test alone N times, then prints how often each test passed. Not part of `make test`
 # (`make test-kernel-soak` runs it).
 #
-# Usage: tests/kernel/soak.sh [-k 612|61] [-n RUNS] [-t "tests"] [-a] [-l] [-o OUTDIR]
+# Usage: tests/kernel/soak.sh [-k 612|61] [-n RUNS] [-s SUITE_RUNS] [-t "tests"] [-a] [-l] [-o OUTDIR]
 #   -k  kernel (default 612)
 #   -n  boots per configuration (default 5)
+#   -s  boots of the whole suite (default: RUNS)
 #   -t  the tests (default: all of the kernel's tests, as run.sh chooses them)
 #   -a  also run each test alone, RUNS boots each (`run.sh -t NAME -n RUNS`)
 #   -l  loaded: a parallel `cargo build` of the workspace runs as noise for the whole soak, in a
 #       scratch target directory (rebuilt from scratch, again and again, until the soak ends)
 #   -o  output directory (default target/kernel-soak); each configuration has a subdirectory
 # Exit status: 0 when every boot passed. The table at the end has one line per test:
-#   TEST  SUITE_PASSES/RUNS  ALONE_PASSES/RUNS
+#   TEST  SUITE_PASSES/SUITE_RUNS  ALONE_PASSES/RUNS
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-KERNEL=612 RUNS=5 TESTS="" ALONE=0 LOAD=0 OUT="$REPO/target/kernel-soak"
-while getopts "k:n:t:alo:h" o; do
+KERNEL=612 RUNS=5 SUITE_RUNS="" TESTS="" ALONE=0 LOAD=0 OUT="$REPO/target/kernel-soak"
+while getopts "k:n:s:t:alo:h" o; do
   case $o in
-    k) KERNEL=$OPTARG ;; n) RUNS=$OPTARG ;; t) TESTS=$OPTARG ;; a) ALONE=1 ;; l) LOAD=1 ;; o) OUT=$OPTARG ;;
-    *) sed -n '2,16p' "$0"; exit 2 ;;
+    k) KERNEL=$OPTARG ;; n) RUNS=$OPTARG ;; s) SUITE_RUNS=$OPTARG ;; t) TESTS=$OPTARG ;; a) ALONE=1 ;; l) LOAD=1 ;; o) OUT=$OPTARG ;;
+    *) sed -n '2,17p' "$0"; exit 2 ;;
   esac
 done
+SUITE_RUNS=${SUITE_RUNS:-$RUNS}
 [ -n "$TESTS" ] || { [ "$KERNEL" = 61 ] && TESTS="softdirty cli" || TESTS="cli damon limit kill fork dryrun softdirty shim nb2 bench"; }
 log() { printf '[kernel-soak %s] %s\n' "$(date +%T)" "$*" >&2; }
 rm -rf "$OUT"; mkdir -p "$OUT"
@@ -41,8 +43,8 @@ if [ $LOAD = 1 ]; then
 fi
 
 fails=0
-log "suite x$RUNS (kernel $KERNEL): $TESTS"
-"$HERE/run.sh" -k "$KERNEL" -t "$TESTS" -n "$RUNS" -o "$OUT/suite" > "$OUT/suite.log" 2>&1 || fails=$((fails + 1))
+log "suite x$SUITE_RUNS (kernel $KERNEL): $TESTS"
+"$HERE/run.sh" -k "$KERNEL" -t "$TESTS" -n "$SUITE_RUNS" -o "$OUT/suite" > "$OUT/suite.log" 2>&1 || fails=$((fails + 1))
 if [ $ALONE = 1 ]; then
   for t in $TESTS; do
     log "$t alone x$RUNS"
@@ -57,5 +59,5 @@ for t in $TESTS; do
   a="-"; [ $ALONE = 1 ] && a=$(count "$OUT/alone-$t/summary.txt" "$t")
   printf '%-10s %-8s %-8s\n' "$t" "$(count "$OUT/suite/summary.txt" "$t")" "${a:-0/$RUNS}"
 done
-log "kernel $KERNEL, $RUNS boots per configuration$([ $LOAD = 1 ] && echo ', loaded' || true): $([ $fails = 0 ] && echo 'every boot passed' || echo "$fails configuration(s) had failures") (logs in $OUT)"
+log "kernel $KERNEL, the suite $SUITE_RUNS times$([ $ALONE = 1 ] && echo ", each test alone $RUNS times" || true)$([ $LOAD = 1 ] && echo ', loaded' || true): $([ $fails = 0 ] && echo 'every boot passed' || echo "$fails configuration(s) had failures") (logs in $OUT)"
 exit $((fails > 0))
