@@ -375,12 +375,14 @@ t_nbtrec() {
   WORKLOAD_REPORT_HOT=1 /bin/workload "$rh" "$rc" 0 1 1 > /tmp/wr.out &
   W=$!
   echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm)"
-  wait_for /tmp/wr.out WORKLOAD_START 60 || { kill $W; echo 0 > /proc/sys/kernel/numa_balancing; fail nbtrec "workload did not start"; return; }
   echo "TKREC_PROC start_ticks=$(awk '{print $22}' /proc/$W/stat)"
-  i=0
+  # vmstat from the exec on (the scanner's delay runs during the workload's setup); reports once
+  # the sweep has started (SIGUSR1 before the workload's handler is installed would kill it)
+  i=0 j=0
   while [ $i -lt $((rs * 10)) ]; do
-    kill -USR1 $W
-    sleep 0.1; i=$((i + 1))
+    if grep -q WORKLOAD_START /tmp/wr.out; then kill -USR1 $W; i=$((i + 1)); else j=$((j + 1)); fi
+    [ $j -gt 600 ] && { kill $W; echo 0 > /proc/sys/kernel/numa_balancing; fail nbtrec "workload did not start"; return; }
+    sleep 0.1
     echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm)"
   done
   stop_workload $W /tmp/wr.out

@@ -1,0 +1,434 @@
+"""``tierkit validate kernel``: the simulator's Linux NUMA-balancing tiering (``nbt``) side by side
+with upstream Linux's own, recorded in the real-kernel tests' QEMU guest.
+
+The recording (``tests/kernel/guest/tests.sh``, scenario ``nbtrec``) runs the real-kernel tests'
+workload with ``numa_balancing=2`` and demotion enabled: a hot region swept continuously and a
+cold region touched once, both first placed on the slow node (mbind before the first touch), and
+samples ``/proc/vmstat`` (``numa_hint_faults``, ``numa_pte_updates``, ``pgpromote_candidate``,
+``pgpromote_success``, ``pgdemote_kswapd``) and the hot region's placement every 100 ms. The
+simulator runs the same process (same sizes, the same first placement, the same setup time
+before the sweep starts, 4 KiB pages) under ``nbt`` with the knobs the guest's kernel reported,
+and both timelines are compared: hint faults, and the time to promote 50% and 90% of the hot
+region, counted from the process's start.
+
+A recording ships with the package (``data/kernel_nbt_612.json``), so the comparison runs
+anywhere; ``--record`` makes a new one on a machine that boots the guest (``tests/kernel``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+#: the recording shipped with the package
+DEFAULT_RECORDING = Path(__file__).parent / "data" / "kernel_nbt_612.json"
+#: relative tolerance of the comparison (issue: within 25% of the kernel's)
+TOLERANCE = 0.25
+PAGE = 4096
+VM_KEYS = (
+    "numa_hint_faults",
+    "numa_pte_updates",
+    "pgpromote_candidate",
+    "pgpromote_success",
+    "pgdemote_kswapd",
+    "pgdemote_direct",
+)
+#: the guest kernel's knobs (debugfs names) -> the nbt policy's parameters of the same meaning
+KNOBS = {
+    "scan_delay_ms": "scan_delay_ms",
+    "scan_period_min_ms": "scan_period_min_ms",
+    "scan_period_max_ms": "scan_period_max_ms",
+    "scan_size_mb": "scan_size_mb",
+    "hot_threshold_ms": "hot_threshold_ms",
+    "promote_rate_limit_MBps": "promote_rate_limit_mbps",
+}
+
+
+class ValidationError(Exception):
+    """A recording that cannot be read or made; the message names the file and what is wrong."""
+
+
+def _kv(line: str) -> dict[str, str]:
+    return dict(m.groups() for m in re.finditer(r"(\w+)=(\S+)", line))
+
+
+def parse_guest_log(text: str, source: str) -> dict[str, Any]:
+    """The ``TKREC_*`` lines of a guest log (``nbtrec``) as a recording (a JSON-able dict)."""
+    meta: dict[str, str] = {}
+    vm: list[dict[str, float]] = []
+    hot: list[list[float]] = []
+    start: dict[str, str] = {}
+    result: dict[str, str] = {}
+    start_ticks = None
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        try:
+            if line.startswith("TKREC_META "):
+                meta = _kv(line)
+            elif line.startswith("TKREC_PROC "):
+                start_ticks = int(_kv(line)["start_ticks"])
+            elif line.startswith("TKREC_VM "):
+                kv = _kv(line)
+                vm.append({"t": float(kv["t"]), **{k: float(kv.get(k, "nan")) for k in VM_KEYS}})
+            elif line.startswith("TKREC_W WORKLOAD_START"):
+                start = _kv(line)
+            elif line.startswith("TKREC_W WORKLOAD_REPORT"):
+                kv = _kv(line)
+                hot.append([float(kv["mono"]), int(kv["hot_node0"])])
+            elif line.startswith("TKREC_W WORKLOAD_RESULT"):
+                result = _kv(line)
+        except (KeyError, ValueError) as err:
+            raise ValidationError(
+                f"{source}: line {n}: malformed recording line ({err}): {line[:120]}"
+            ) from None
+    missing = [
+        what
+        for what, ok in (
+            ("TKREC_META", bool(meta)),
+            ("TKREC_PROC", start_ticks is not None),
+            ("WORKLOAD_START", bool(start)),
+            ("TKREC_VM samples", len(vm) >= 2),
+            ("WORKLOAD_REPORT samples", len(hot) >= 2),
+            ("WORKLOAD_RESULT", bool(result)),
+        )
+        if not ok
+    ]
+    if missing:
+        raise ValidationError(f"{source}: not an nbtrec guest log: no {', '.join(missing)}")
+    hz = float(meta.get("hz", "100"))
+    end = hot[-1][0]
+    return {
+        "format": "tierkit-kernel-recording/1",
+        "source": "tests/kernel/guest/tests.sh t_nbtrec",
+        "meta": meta,
+        "process_start_s": (start_ticks or 0) / hz,
+        "sweep_start_s": float(start["mono"]),
+        "hot_pages": int(start["hot_pages"]),
+        "cold_pages": int(start["cold_pages"]),
+        "sweeps": int(result["sweeps"]),
+        "sweeps_per_s": int(result["sweeps"]) / max(end - float(start["mono"]), 1e-9),
+        "corrupt": int(result.get("corrupt", "0")),
+        "vmstat": vm,
+        "hot_node0": hot,
+    }
+
+
+def load_recording(path: Path) -> dict[str, Any]:
+    """Read a recording made by :func:`parse_guest_log` (JSON), checking what the comparison uses."""
+    try:
+        rec = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValidationError(f"recording `{path}` does not exist") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValidationError(f"{path}: not a JSON recording: {err}") from None
+    if not isinstance(rec, dict) or rec.get("format") != "tierkit-kernel-recording/1":
+        raise ValidationError(f'{path}: format: expected "tierkit-kernel-recording/1"')
+    for key, kind in (
+        ("meta", dict),
+        ("process_start_s", (int, float)),
+        ("sweep_start_s", (int, float)),
+        ("hot_pages", int),
+        ("cold_pages", int),
+        ("sweeps_per_s", (int, float)),
+        ("vmstat", list),
+        ("hot_node0", list),
+    ):
+        if not isinstance(rec.get(key), kind):
+            raise ValidationError(f"{path}: {key}: missing or of the wrong type")
+    if rec["hot_pages"] <= 0 or len(rec["vmstat"]) < 2 or len(rec["hot_node0"]) < 2:
+        raise ValidationError(f"{path}: hot_pages, vmstat or hot_node0: too few data to compare")
+    return rec
+
+
+def record(repo: Path, out: Path, hot_mib: int = 32, cold_mib: int = 480, seconds: int = 20) -> Path:
+    """Boot the real-kernel tests' guest with the ``nbtrec`` scenario and write its recording."""
+    runner = repo / "tests" / "kernel" / "run.sh"
+    if not runner.is_file():
+        raise ValidationError(
+            f"`{runner}` does not exist: --record needs a tierkit source checkout (give it with --repo)"
+        )
+    for name, v, lo, hi in (
+        ("hot", hot_mib, 1, 256),
+        ("cold", cold_mib, 0, 768),
+        ("seconds", seconds, 2, 600),
+    ):
+        if not lo <= v <= hi:
+            raise ValidationError(f"--record-{name}: expected {lo}..{hi}, got {v}")
+    with tempfile.TemporaryDirectory(prefix="tierkit-rec-") as tmp:
+        env = dict(os.environ, TK_APPEND=f"tkrec={hot_mib},{cold_mib},{seconds}")
+        proc = subprocess.run(
+            [str(runner), "-k", "612", "-t", "nbtrec", "-n", "1", "-o", tmp],
+            env=env,
+            cwd=repo,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        log = Path(tmp) / "guest-612-1.log"
+        if not log.is_file():
+            tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
+            raise ValidationError(
+                f"the guest did not run (tests/kernel/run.sh exited {proc.returncode}):\n{tail}"
+            )
+        rec = parse_guest_log(log.read_text(errors="replace"), str(log))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    part = out.with_name(out.name + ".part")
+    part.write_text(json.dumps(rec, indent=1) + "\n")
+    part.replace(out)
+    return out
+
+
+def kernel_timeline(rec: Mapping[str, Any]) -> pd.DataFrame:
+    """The kernel's run: ``t_s`` since the process started, cumulative hint faults, promotions and
+    kswapd demotions, and the hot region's pages on the fast node."""
+    t0 = float(rec["process_start_s"])
+    vm = pd.DataFrame(rec["vmstat"]).sort_values("t")
+    base = vm.iloc[0]
+    frame = pd.DataFrame(
+        {
+            "t_s": vm["t"] - t0,
+            "hint_faults": vm["numa_hint_faults"] - base["numa_hint_faults"],
+            "promotions": vm["pgpromote_success"] - base["pgpromote_success"],
+            "demotions": vm["pgdemote_kswapd"] - base["pgdemote_kswapd"],
+            "pte_updates": vm["numa_pte_updates"] - base["numa_pte_updates"],
+        }
+    )
+    hot = pd.DataFrame(rec["hot_node0"], columns=["t", "hot_fast_pages"]).sort_values("t")
+    hot["t_s"] = hot["t"] - t0
+    merged = pd.merge_asof(frame, hot[["t_s", "hot_fast_pages"]], on="t_s", direction="backward")
+    merged["hot_fast_pages"] = merged["hot_fast_pages"].fillna(0.0)
+    return merged.reset_index(drop=True)
+
+
+def sim_experiment(rec: Mapping[str, Any], policy_params: set[str], seed: int = 1) -> tuple[str, str]:
+    """The recorded run as a simulator experiment (TOML) and the ``nbt`` policy spec with the
+    guest kernel's knobs (only those the policy has)."""
+    meta = rec["meta"]
+    setup_s = max(float(rec["sweep_start_s"]) - float(rec["process_start_s"]), 0.0)
+    end_s = max(float(rec["vmstat"][-1]["t"]), float(rec["hot_node0"][-1][0])) - float(rec["process_start_s"])
+    hot_mb = rec["hot_pages"] * PAGE / 2**20
+    cold_mb = rec["cold_pages"] * PAGE / 2**20
+    # node 0 of the guest: the free memory the kernel reported; node 1: 1 GiB
+    fast_gb = float(meta.get("node0_free_kb", 2908144)) / 2**20
+    params = []
+    for knob, param in KNOBS.items():
+        value = meta.get(knob)
+        if param in policy_params and value not in (None, "na"):
+            params.append(f"{param}={value}")
+    spec = "nbt" + (":" + ",".join(params) if params else "")
+    cold = (
+        f"""
+[[process.object]]
+name = "cold"
+size_mb = {cold_mb:g}
+tier = "slow"
+"""
+        if cold_mb > 0
+        else ""
+    )
+    # The setup (the guest's first touch of every page, from exec to the first sweep: here the pages
+    # are placed at once, and the thread works on a small stack-like object on the fast tier that
+    # long), then the sweep of the hot region: its pages are accessed thousands of times a second,
+    # so a hint fault follows the scan that marks a page within a fraction of a millisecond in the
+    # guest and here alike. The cold pages are never accessed again, as in the guest.
+    text = f"""# generated by `tierkit validate kernel` from {rec.get("source", "a recording")}
+workload = "custom"
+name = "validate-kernel-nbt"
+platform = "icx-numa"
+duration_s = {end_s:.3f}
+fast_tier_gb = {fast_gb:.4f}
+slow_tier_gb = 1
+page_size = "4KiB"
+report_interval_ms = 100
+seed = {seed}
+
+[[process]]
+name = "workload"
+[[process.object]]
+name = "stack"
+size_mb = 0.0625
+tier = "fast"
+{cold}
+[[process.object]]
+name = "hot"
+size_mb = {hot_mb:g}
+tier = "slow"
+
+[[process.thread]]
+count = 1
+[[process.thread.phase]]
+duration_s = {max(setup_s, 0.001):.3f}
+mlp = 1
+compute_ns = 100000
+[[process.thread.phase.access]]
+object = "stack"
+pattern = "uniform"
+[[process.thread.phase]]
+mlp = 8
+compute_ns = 0
+[[process.thread.phase.access]]
+object = "hot"
+pattern = "uniform"
+"""
+    return text, spec
+
+
+def sim_timeline(ts: pd.DataFrame) -> pd.DataFrame:
+    """The simulated run in the kernel timeline's columns (cumulative counts)."""
+    return pd.DataFrame(
+        {
+            "t_s": ts["t_s"],
+            "hint_faults": ts["hint_faults"].cumsum() if "hint_faults" in ts else math.nan,
+            "promotions": ts["promotions"].cumsum(),
+            "demotions": ts["demotions"].cumsum(),
+            # the process's fast pages less those it started with (its stack-like object)
+            "hot_fast_pages": ts["fast_pages.workload"] - ts["fast_pages.workload"].iloc[0],
+        }
+    )
+
+
+def _time_to(frame: pd.DataFrame, pages: float) -> float:
+    hit = frame[frame["hot_fast_pages"] >= pages]
+    return float(hit["t_s"].iloc[0]) if len(hit) else math.nan
+
+
+def metrics(frame: pd.DataFrame, hot_pages: int) -> dict[str, float]:
+    """The compared figures of one timeline."""
+    span = float(frame["t_s"].iloc[-1] - frame["t_s"].iloc[0])
+    faults = float(frame["hint_faults"].iloc[-1])
+    return {
+        "hint_faults": faults,
+        "hint_faults_per_s": faults / span if span > 0 else math.nan,
+        "promotions": float(frame["promotions"].iloc[-1]),
+        "t50_s": _time_to(frame, 0.5 * hot_pages),
+        "t90_s": _time_to(frame, 0.9 * hot_pages),
+        "hot_fast_at_end": float(frame["hot_fast_pages"].iloc[-1]) / hot_pages,
+    }
+
+
+@dataclass
+class Row:
+    metric: str
+    kernel: float
+    sim: float
+
+    @property
+    def ratio(self) -> float:
+        return self.sim / self.kernel if self.kernel and not math.isnan(self.kernel) else math.nan
+
+    @property
+    def within(self) -> bool:
+        return not math.isnan(self.ratio) and abs(self.ratio - 1.0) <= TOLERANCE
+
+
+COMPARED = ("hint_faults_per_s", "t50_s", "t90_s")
+LABELS = {
+    "hint_faults": "hint faults (total)",
+    "hint_faults_per_s": "hint faults per second (mean over the run)",
+    "promotions": "promotions (total)",
+    "t50_s": "time to 50% of the hot region on the fast tier (s from process start)",
+    "t90_s": "time to 90% of the hot region on the fast tier (s)",
+    "hot_fast_at_end": "share of the hot region on the fast tier at the end",
+}
+
+
+def _fmt(v: float) -> str:
+    if math.isnan(v):
+        return "n/a"
+    return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+
+
+def validate_kernel(
+    out: Path, recording: Path | None = None, seed: int = 1, progress: bool = False
+) -> dict[str, Any]:
+    """Compare the recording with the simulator's ``nbt``; write report.md, timeline.png,
+    kernel.csv, sim.csv, experiment.toml and comparison.json into ``out``; return the comparison."""
+    import tierkit
+    from tierkit.output import new_axes, save_figure
+
+    path = recording or DEFAULT_RECORDING
+    rec = load_recording(path)
+    out.mkdir(parents=True, exist_ok=True)
+    params = {p["name"] for p in tierkit.describe_policy("nbt")}
+    text, spec = sim_experiment(rec, params, seed)
+    exp_path = out / "experiment.toml"
+    exp_path.write_text(text)
+    result = tierkit.run(exp_path, policy=spec, seed=seed, progress=progress)
+    k = kernel_timeline(rec)
+    s = sim_timeline(result.timeseries)
+    k.to_csv(out / "kernel.csv", index=False)
+    s.to_csv(out / "sim.csv", index=False)
+    hot = int(rec["hot_pages"])
+    km, sm = metrics(k, hot), metrics(s, hot)
+    rows = [Row(m, km[m], sm[m]) for m in LABELS]
+
+    fig, axes = new_axes("hot region on the fast tier", "pages", "seconds since the process started")
+    axes.plot(k["t_s"], k["hot_fast_pages"], label="Linux (guest)", linewidth=1.4)
+    axes.plot(s["t_s"], s["hot_fast_pages"], label="tierkit nbt", linewidth=1.4, linestyle="--")
+    axes.legend(fontsize=8)
+    save_figure(fig, out / "timeline.png")
+    fig, axes = new_axes("NUMA hint faults (cumulative)", "faults", "seconds since the process started")
+    axes.plot(k["t_s"], k["hint_faults"], label="Linux (guest)", linewidth=1.4)
+    axes.plot(s["t_s"], s["hint_faults"], label="tierkit nbt", linewidth=1.4, linestyle="--")
+    axes.legend(fontsize=8)
+    save_figure(fig, out / "hint_faults.png")
+
+    meta = rec["meta"]
+    comparison = {
+        "recording": str(path),
+        "kernel": meta.get("kernel"),
+        "policy": spec,
+        "tolerance": TOLERANCE,
+        "rows": [
+            {
+                "metric": r.metric,
+                "kernel": r.kernel,
+                "sim": r.sim,
+                "ratio": r.ratio,
+                "compared": r.metric in COMPARED,
+                "within_tolerance": r.within,
+            }
+            for r in rows
+        ],
+        "within_tolerance": all(r.within for r in rows if r.metric in COMPARED),
+    }
+    (out / "comparison.json").write_text(json.dumps(comparison, indent=1, default=str) + "\n")
+    lines = [
+        "# tierkit validate kernel: `nbt` against Linux's NUMA-balancing tiering",
+        "",
+        f"Recording: `{path.name}` (kernel {meta.get('kernel')}, QEMU guest of tests/kernel: node 0 fast, "
+        f"node 1 a slow memory tier; {hot} hot pages swept about {rec['sweeps_per_s']:.0f} times a second, "
+        f"{rec['cold_pages']} cold pages touched once, both first placed on node 1; setup "
+        f"{float(rec['sweep_start_s']) - float(rec['process_start_s']):.2f} s from exec to the first sweep).",
+        f"Kernel knobs: {', '.join(f'{k}={meta.get(k)}' for k in KNOBS)}.",
+        f"Simulated: `tierkit run experiment.toml --policy {spec}` (this directory).",
+        "",
+        f"| figure | Linux | tierkit | tierkit / Linux | within {TOLERANCE:.0%} |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        mark = ("yes" if r.within else "**no**") if r.metric in COMPARED else "(shown)"
+        lines.append(f"| {LABELS[r.metric]} | {_fmt(r.kernel)} | {_fmt(r.sim)} | {_fmt(r.ratio)} | {mark} |")
+    lines += [
+        "",
+        "![hot region on the fast tier](timeline.png)",
+        "",
+        "![hint faults](hint_faults.png)",
+        "",
+        "Times count from the process's start (exec) in both. In the guest the workload shares one",
+        "emulated vCPU with the 100 ms sampling loop, and Linux paces the scanner by the task's CPU time",
+        "(`task_tick_numa`: `sum_exec_runtime` against `node_stamp`) as well as by wall time",
+        "(`task_numa_work`: `mm->numa_next_scan`); the simulated thread runs all the time.",
+    ]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    return comparison

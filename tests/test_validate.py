@@ -1,0 +1,132 @@
+"""`tierkit validate kernel`: the shipped guest recording, its parser, and the side-by-side report."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tierkit.validate import (
+    DEFAULT_RECORDING,
+    ValidationError,
+    kernel_timeline,
+    load_recording,
+    metrics,
+    parse_guest_log,
+    sim_experiment,
+)
+
+GUEST_LOG = """\
+TKTEST_BEGIN nbtrec uptime=3.1
+TKREC_META kernel=6.12.0 hot_mib=1 cold_mib=1 seconds=2 page_size=4096 hz=100 scan_delay_ms=1000 \
+scan_period_min_ms=1000 scan_period_max_ms=60000 scan_size_mb=256 hot_threshold_ms=1000 \
+promote_rate_limit_MBps=65536 node0_free_kb=2908144
+TKREC_VM t=3.00 pgpromote_success=10 pgpromote_candidate=0 pgdemote_kswapd=0 pgdemote_direct=0 \
+numa_pte_updates=0 numa_hint_faults=5
+TKREC_PROC start_ticks=300
+TKREC_VM t=4.00 pgpromote_success=110 pgpromote_candidate=0 pgdemote_kswapd=0 pgdemote_direct=0 \
+numa_pte_updates=256 numa_hint_faults=105
+TKREC_VM t=5.00 pgpromote_success=266 pgpromote_candidate=0 pgdemote_kswapd=0 pgdemote_direct=0 \
+numa_pte_updates=512 numa_hint_faults=261
+TKREC_W WORKLOAD_START child=0 pid=9 hot_pages=256 cold_pages=256 hot_node=1 cold_node=1 mono=3.5
+TKREC_W WORKLOAD_REPORT pid=9 hot_node0=0 hot_node1=256 cold_node0=0 cold_node1=0 other=0 sweeps=5 mono=3.9
+TKREC_W WORKLOAD_REPORT pid=9 hot_node0=100 hot_node1=156 cold_node0=0 cold_node1=0 other=0 sweeps=9 mono=4.1
+TKREC_W WORKLOAD_REPORT pid=9 hot_node0=256 hot_node1=0 cold_node0=0 cold_node1=0 other=0 sweeps=20 mono=4.9
+TKREC_W WORKLOAD_RESULT pid=9 hot_node0=256 hot_node1=0 cold_node0=0 cold_node1=256 other=0 \
+sweeps=21 corrupt=0
+"""
+
+
+def test_a_guest_log_parses_into_a_recording_and_its_timeline() -> None:
+    rec = parse_guest_log(GUEST_LOG, "guest.log")
+    assert rec["process_start_s"] == 3.0
+    assert rec["sweep_start_s"] == 3.5
+    assert rec["hot_pages"] == 256
+    assert rec["meta"]["scan_size_mb"] == "256"
+    k = kernel_timeline(rec)
+    # counts from the first sample, times from the process's start
+    assert list(k["t_s"]) == [0.0, 1.0, 2.0]
+    assert list(k["hint_faults"]) == [0.0, 100.0, 256.0]
+    assert list(k["hot_fast_pages"]) == [0.0, 0.0, 256.0]  # the last report at or before each sample
+    m = metrics(k, 256)
+    assert m["t50_s"] == 2.0
+    assert m["t90_s"] == 2.0
+    assert m["hint_faults_per_s"] == 128.0
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("nothing here\n", "not an nbtrec guest log: no TKREC_META"),
+        (GUEST_LOG.replace("mono=4.1", "mono=soon"), "guest.log: line 9: malformed recording line"),
+    ],
+)
+def test_bad_guest_logs_name_the_file_and_what_is_missing(text: str, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        parse_guest_log(text, "guest.log")
+
+
+def test_bad_recordings_are_refused_with_the_file_and_field(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="does not exist"):
+        load_recording(tmp_path / "none.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(ValidationError, match=r"bad\.json: not a JSON recording"):
+        load_recording(bad)
+    rec = parse_guest_log(GUEST_LOG, "guest.log")
+    del rec["hot_node0"]
+    bad.write_text(json.dumps(rec))
+    with pytest.raises(ValidationError, match=r"bad\.json: hot_node0: missing"):
+        load_recording(bad)
+
+
+def test_the_shipped_recording_shows_linux_promoting_the_whole_hot_region() -> None:
+    rec = load_recording(DEFAULT_RECORDING)
+    k = kernel_timeline(rec)
+    m = metrics(k, rec["hot_pages"])
+    # numa_balancing=2 promoted every hot page once (one hint fault each) within a few seconds,
+    # and never a cold one: the cold pages are not accessed after their first touch
+    assert m["hot_fast_at_end"] == 1.0
+    assert m["hint_faults"] == rec["hot_pages"]
+    assert 0.5 < m["t50_s"] <= m["t90_s"] < 10.0
+    assert rec["corrupt"] == 0
+
+
+def test_the_simulated_experiment_carries_the_recorded_run_and_the_kernels_knobs() -> None:
+    rec = parse_guest_log(GUEST_LOG, "guest.log")
+    text, spec = sim_experiment(rec, {"scan_size_mb", "hot_threshold_ms"})
+    assert 'tier = "slow"' in text
+    assert "size_mb = 1" in text
+    assert "duration_s = 2.000" in text
+    assert spec == "nbt:scan_size_mb=256,hot_threshold_ms=1000"  # only the policy's own parameters
+
+
+def test_validate_kernel_writes_the_side_by_side(tk: Callable[..., object], tmp_path: Path) -> None:
+    out = tmp_path / "vk"
+    proc = tk("validate", "kernel", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr  # type: ignore[attr-defined]
+    comparison = json.loads(proc.stdout)  # type: ignore[attr-defined]
+    for name in ("report.md", "timeline.png", "hint_faults.png", "kernel.csv", "sim.csv", "experiment.toml"):
+        assert (out / name).is_file(), name
+    rows = {r["metric"]: r for r in comparison["rows"]}
+    assert {"hint_faults_per_s", "t50_s", "t90_s"} <= {m for m, r in rows.items() if r["compared"]}
+    assert rows["hint_faults"]["kernel"] == load_recording(DEFAULT_RECORDING)["hot_pages"]
+    assert comparison["within_tolerance"] == all(
+        r["within_tolerance"] for r in rows.values() if r["compared"]
+    )
+    for r in rows.values():
+        if not math.isnan(r["ratio"]):
+            assert r["ratio"] == pytest.approx(r["sim"] / r["kernel"])
+    assert "| figure | Linux | tierkit |" in (out / "report.md").read_text()
+
+
+def test_validate_kernel_refuses_a_bad_recording(tk: Callable[..., object], tmp_path: Path) -> None:
+    bad = tmp_path / "r.json"
+    bad.write_text('{"format": "something else"}')
+    proc = tk("validate", "kernel", "--recording", str(bad), "--out", str(tmp_path / "o"))
+    assert proc.returncode != 0  # type: ignore[attr-defined]
+    assert "r.json: format: expected" in proc.stderr  # type: ignore[attr-defined]
+    assert "Traceback" not in proc.stderr  # type: ignore[attr-defined]
