@@ -19,6 +19,7 @@ PROG = "tierkit"
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
+EXIT_CLAIMS = 3  # `reproduce`: a claim does not hold
 EXIT_INTERRUPTED = 130
 
 SPEC_HELP = """\
@@ -491,17 +492,29 @@ def build_parser() -> Parser:
             """\
             Re-run a paper's experiments on the simulated machine and check its claims. Writes
             report.md (tables, figures, and where ours differs and why), the figures as PNG, and
-            claims.json: a list of {claim, paper, ours, holds, note} objects. Claims are directions
-            and rough sizes; `holds` is computed from the runs.
+            claims.json: a list of {claim, paper, ours, holds, note, paper_value, ours_value,
+            tolerance, ratio, within_tolerance} objects (the numbers are null where a claim has no
+            single headline number). `holds` is computed from the runs.
 
             Reproductions: colloid (Colloid, SOSP'24), soar-alto (Soar and Alto, OSDI'25),
-            pact (PACT, ASPLOS'26), vulcan (Vulcan), toggle (migration toggling)."""
+            pact (PACT, ASPLOS'26), vulcan (Vulcan), toggle (migration toggling). `all` runs every
+            one into DIR/PAPER and writes one validation report over them: DIR/report.md,
+            DIR/report.html and DIR/claims.json (default DIR: reproduce-all).
+
+            Exit status: 0 when every claim holds, 3 when one does not (0 with --no-fail)."""
         ),
         formatter_class=formatter,
     )
-    repro.add_argument("paper", metavar="PAPER", help="which paper: colloid, soar-alto, pact, vulcan, toggle")
+    repro.add_argument(
+        "paper", metavar="PAPER", help="which paper: colloid, soar-alto, pact, vulcan, toggle, or all"
+    )
     repro.add_argument("--out", type=Path, metavar="DIR", help="output directory (default: reproduce-PAPER)")
     repro.add_argument("--quick", action="store_true", help="CI-sized runs (smaller, shorter)")
+    repro.add_argument(
+        "--no-fail",
+        action="store_true",
+        help="exit 0 even when claims do not hold (by default the exit status is 3 then)",
+    )
     repro.add_argument(
         "--workers", type=int, metavar="N", help="parallel simulation processes (default: one per core)"
     )
@@ -906,20 +919,37 @@ def cmd_soar(args: argparse.Namespace) -> int:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from tierkit.progress import stderr_is_terminal
-    from tierkit.reproduce import check, reproduce
+    from tierkit.reproduce import check, reproduce, reproduce_all
 
     check(args.paper)
     out = args.out or Path(f"reproduce-{args.paper}")
     _check_out_dir(out)
     if args.workers is not None and args.workers < 1:
         raise CliError(f"--workers must be at least 1, got {args.workers}")
-    claims = reproduce(
-        args.paper, out=out, quick=args.quick, workers=args.workers, progress=stderr_is_terminal()
-    )
-    held = sum(c.holds for c in claims)
-    sys.stdout.write(f"{out / 'report.md'}: {held} of {len(claims)} claims hold\n")
-    for c in claims:
-        sys.stdout.write(f"  [{'ok' if c.holds else 'NO'}] {c.claim}: paper {c.paper}; ours {c.ours}\n")
+    if args.paper == "all":
+        by_paper = reproduce_all(
+            out=out, quick=args.quick, workers=args.workers, progress=stderr_is_terminal()
+        )
+    else:
+        by_paper = {
+            args.paper: reproduce(
+                args.paper, out=out, quick=args.quick, workers=args.workers, progress=stderr_is_terminal()
+            )
+        }
+    failed = 0
+    for name, claims in by_paper.items():
+        held = sum(c.holds for c in claims)
+        failed += len(claims) - held
+        report = out / name / "report.md" if args.paper == "all" else out / "report.md"
+        sys.stdout.write(f"{report}: {held} of {len(claims)} claims hold\n")
+        for c in claims:
+            sys.stdout.write(f"  [{'ok' if c.holds else 'NO'}] {c.claim}: paper {c.paper}; ours {c.ours}\n")
+    if args.paper == "all":
+        total = sum(len(c) for c in by_paper.values())
+        sys.stdout.write(f"{out / 'report.md'}: {total - failed} of {total} claims hold\n")
+    if failed and not args.no_fail:
+        sys.stderr.write(f"tierkit: {failed} claim(s) do not hold (--no-fail to exit 0 regardless)\n")
+        return EXIT_CLAIMS
     return EXIT_OK
 
 

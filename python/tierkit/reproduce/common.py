@@ -34,6 +34,32 @@ class Claim:
     ours: str
     holds: bool
     note: str = ""
+    #: the paper's number and ours for the claim's headline figure, where the claim has one
+    paper_value: float | None = None
+    ours_value: float | None = None
+    #: relative distance from the paper's number within which ours counts as matching it
+    tolerance: float | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        """Ours over the paper's, where both are numbers."""
+        if self.paper_value in (None, 0) or self.ours_value is None:
+            return None
+        return self.ours_value / self.paper_value  # type: ignore[operator]
+
+    @property
+    def within_tolerance(self) -> bool | None:
+        """Whether ours is within ``tolerance`` of the paper's number (None without one)."""
+        r = self.ratio
+        if r is None or self.tolerance is None:
+            return None
+        return abs(r - 1.0) <= self.tolerance
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["ratio"] = self.ratio
+        d["within_tolerance"] = self.within_tolerance
+        return d
 
 
 def _run_one(spec: RunSpec) -> tuple[dict[str, Any], dict[str, list[float]] | None]:
@@ -110,8 +136,33 @@ class Context:
 
     # ------------------------------------------------------------------ claims and report
 
-    def claim(self, claim: str, paper: str, ours: str, holds: bool, note: str = "") -> None:
-        self.claims.append(Claim(claim=claim, paper=paper, ours=ours, holds=bool(holds), note=note))
+    def claim(
+        self,
+        claim: str,
+        paper: str,
+        ours: str,
+        holds: bool,
+        note: str = "",
+        *,
+        paper_value: float | None = None,
+        ours_value: float | None = None,
+        tolerance: float | None = None,
+    ) -> None:
+        """State a claim; ``holds`` is computed by the caller from the runs. ``paper_value`` and
+        ``ours_value`` are the claim's headline number in the paper and here (a ratio, a
+        percentage), with the relative ``tolerance`` within which they count as matching."""
+        self.claims.append(
+            Claim(
+                claim=claim,
+                paper=paper,
+                ours=ours,
+                holds=bool(holds),
+                note=note,
+                paper_value=None if paper_value is None else float(paper_value),
+                ours_value=None if ours_value is None else float(ours_value),
+                tolerance=tolerance,
+            )
+        )
 
     def section(self, title: str, text: str = "") -> None:
         self.sections.append(f"## {title}\n\n{text.strip()}\n" if text else f"## {title}\n")
@@ -143,16 +194,17 @@ class Context:
             "",
             "## Claims",
             "",
-            "| claim | paper | ours | holds |",
-            "|---|---|---|---|",
+            "| claim | paper | ours | ours / paper | holds |",
+            "|---|---|---|---|---|",
         ]
         for c in self.claims:
             ours = c.ours + (f" ({c.note})" if c.note else "")
-            lines.append(f"| {c.claim} | {c.paper} | {ours} | {'yes' if c.holds else '**no**'} |")
+            ratio = "" if c.ratio is None else f"{c.ratio:.2f}"
+            lines.append(f"| {c.claim} | {c.paper} | {ours} | {ratio} | {'yes' if c.holds else '**no**'} |")
         lines.append("")
         lines.extend(self.sections)
         (self.out / "report.md").write_text("\n".join(lines) + "\n")
-        (self.out / "claims.json").write_text(json.dumps([asdict(c) for c in self.claims], indent=2) + "\n")
+        (self.out / "claims.json").write_text(json.dumps([c.to_json() for c in self.claims], indent=2) + "\n")
 
 
 def _markdown_table(df: pd.DataFrame, floatfmt: str) -> str:
