@@ -68,7 +68,8 @@ const P: &[ParamDef] = &[
         },
         default: "16",
         unit: "MiB",
-        doc: "the unit Algorithm 1 transfers",
+        doc:
+            "the unit Algorithm 1 transfers (smaller when an equal share holds fewer than 64 units)",
     },
     ParamDef {
         name: "init_credits",
@@ -253,6 +254,19 @@ pub fn cbfrp(tenants: &mut [Tenant], gfmc: u64, rng: &mut Rng) -> u64 {
 }
 
 /// GPT_i = GFMC / RSS_i, 1 when the share covers the RSS (§3.3).
+/// Units an equal share must hold at least: below that Algorithm 1 works in smaller units.
+pub const MIN_UNITS_PER_SHARE: f64 = 64.0;
+
+/// The unit Algorithm 1 transfers, in pages: `unit_mb`, or smaller when the equal share (GFMC)
+/// holds fewer than [`MIN_UNITS_PER_SHARE`] of them (never below a page). The paper's 16 MiB unit
+/// is small against its testbed's fast tier; on a fast tier smaller than a unit per tenant the
+/// unmodified rule would give every tenant GFMC = 0 units and demote every page.
+pub fn effective_unit(unit_mb: f64, page_bytes: u64, gfmc_pages: f64) -> u64 {
+    let unit = ((unit_mb * 1048576.0 / page_bytes.max(1) as f64).round() as u64).max(1);
+    let cap = (gfmc_pages / MIN_UNITS_PER_SHARE).floor().max(1.0) as u64;
+    unit.min(cap)
+}
+
 pub fn gpt(gfmc_pages: f64, rss_pages: f64) -> f64 {
     if rss_pages <= gfmc_pages || rss_pages <= 0.0 {
         1.0
@@ -360,6 +374,8 @@ pub struct Vulcan {
 #[derive(Clone, Debug, Default)]
 struct Stats {
     quanta: u64,
+    /// The unit Algorithm 1 worked in at the last quantum (see [`effective_unit`]).
+    unit_pages: u64,
     transfers: u64,
     promotions: [u64; 5],
     demotions: u64,
@@ -401,8 +417,6 @@ impl Vulcan {
         self.stats.quanta += 1;
         let cap = tel.tier(FAST).map_or(0, |t| t.capacity_pages);
         let gib = (1u64 << 30) as f64 / tel.page_bytes.max(1) as f64; // pages per GiB
-        let unit =
-            ((self.unit_mb * 1048576.0 / tel.page_bytes.max(1) as f64).round() as u64).max(1);
         let live: Vec<usize> = tel
             .processes
             .iter()
@@ -413,6 +427,8 @@ impl Vulcan {
             return;
         }
         let gfmc_pages = cap as f64 / live.len() as f64;
+        let unit = effective_unit(self.unit_mb, tel.page_bytes, gfmc_pages);
+        self.stats.unit_pages = unit;
         let gfmc = (gfmc_pages as u64) / unit;
         let mut ts = Vec::with_capacity(live.len());
         for &i in &live {
@@ -708,6 +724,7 @@ impl Policy for Vulcan {
         let mut v = vec![
             ("quanta".to_string(), s.quanta as f64),
             ("cbfrp_transfers".into(), s.transfers as f64),
+            ("unit_pages".into(), s.unit_pages as f64),
             ("demotions_issued".into(), s.demotions as f64),
             ("sync_promotions".into(), s.sync as f64),
             ("table_bytes".into(), self.pages.bytes() as f64),
@@ -796,6 +813,18 @@ mod tests {
         let mut ts = vec![t(true, 10), t(false, 30)];
         cbfrp(&mut ts, 10, &mut Rng::new(1));
         assert_eq!((ts[0].alloc, ts[1].alloc), (10, 10));
+    }
+
+    #[test]
+    fn the_unit_shrinks_when_an_equal_share_holds_fewer_than_64_units() {
+        // 16 MiB of 4 KiB pages = 4096 pages while a share holds 64 of them or more
+        assert_eq!(effective_unit(16.0, 4096, 1e6), 4096);
+        assert_eq!(effective_unit(16.0, 4096, 64.0 * 4096.0), 4096);
+        // a 1 MiB fast tier shared by three tenants: 85 pages each, one page per unit
+        assert_eq!(effective_unit(16.0, 4096, 256.0 / 3.0), 1);
+        assert_eq!(effective_unit(16.0, 4096, 6400.0), 100);
+        // never below a page, even with no share at all
+        assert_eq!(effective_unit(16.0, 4096, 0.0), 1);
     }
 
     #[test]

@@ -52,7 +52,9 @@ pub struct Fairness {
     /// Jain's index over the cumulative fast-tier allocations A_i = sum_t x_i(t).
     pub jain: f64,
     /// Vulcan eq. 4, the FTHR-weighted cumulative Jain index over X_i = sum_t x_i(t) FTHR_i(t),
-    /// x_i(t) the process's fast-tier pages and FTHR_i(t) its fast-tier hit ratio in epoch t.
+    /// x_i(t) the process's fast-tier pages and FTHR_i(t) its fast-tier hit ratio in epoch t,
+    /// over the epochs in which every process runs (the tenants share the fast tier only then;
+    /// over each one's whole lifetime when they never all run together).
     pub cfi: f64,
 }
 
@@ -208,6 +210,9 @@ struct Totals {
     /// Per process: sum_t x_i(t), sum_t x_i(t) FTHR_i(t), and misses per tier at the last epoch.
     alloc: Vec<f64>,
     alloc_fthr: Vec<f64>,
+    /// sum_t x_i(t) FTHR_i(t) over the epochs in which every process runs, and their count.
+    corun_alloc_fthr: Vec<f64>,
+    corun_epochs: u64,
     last_misses: Vec<Vec<f64>>,
     lat: Vec<LatHist>,
 }
@@ -298,6 +303,8 @@ fn run_pass(
             tot.samples += st.samples;
             tot.ipis += st.shootdown_ipis;
             tot.migration_cpu_ns += st.migration_cpu_ns;
+            let corun = m.procs.iter().all(|p| p.started && !p.exited);
+            tot.corun_epochs += u64::from(corun);
             for (i, p) in m.procs.iter().enumerate() {
                 let d: Vec<f64> = (0..nt)
                     .map(|t| p.misses[t] - tot.last_misses[i][t])
@@ -309,6 +316,9 @@ fn run_pass(
                     let x = p.resident[0] as f64;
                     tot.alloc[i] += x;
                     tot.alloc_fthr[i] += x * fthr;
+                    if corun {
+                        tot.corun_alloc_fthr[i] += x * fthr;
+                    }
                 }
             }
             for c in &m.tel.cores {
@@ -530,6 +540,8 @@ pub fn run(
         migration_cpu_ns: 0.0,
         alloc: vec![0.0; exp.processes.len()],
         alloc_fthr: vec![0.0; exp.processes.len()],
+        corun_alloc_fthr: vec![0.0; exp.processes.len()],
+        corun_epochs: 0,
         last_misses: vec![vec![0.0; nt]; exp.processes.len()],
         lat: vec![LatHist::default(); exp.processes.len()],
     };
@@ -625,7 +637,11 @@ pub fn run(
             let ran: Vec<usize> = (0..m.procs.len()).filter(|&i| tot.alloc[i] > 0.0).collect();
             Fairness {
                 jain: jain(&ran.iter().map(|&i| tot.alloc[i]).collect::<Vec<_>>()),
-                cfi: jain(&ran.iter().map(|&i| tot.alloc_fthr[i]).collect::<Vec<_>>()),
+                cfi: if tot.corun_epochs > 0 {
+                    jain(&tot.corun_alloc_fthr)
+                } else {
+                    jain(&ran.iter().map(|&i| tot.alloc_fthr[i]).collect::<Vec<_>>())
+                },
             }
         },
         tiers,

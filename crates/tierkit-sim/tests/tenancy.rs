@@ -77,3 +77,32 @@ fn toggling_stops_one_tenant_without_stopping_the_other() {
     let base = go("mig-friendliness", "memtis", &sets);
     assert!(base.processes.iter().all(|p| p.migration_stops == 0));
 }
+
+/// A fast tier smaller than Vulcan's 16 MiB unit per tenant: Algorithm 1 works in smaller units
+/// (effective_unit) instead of giving every tenant zero units and demoting every page, so Vulcan
+/// keeps the fast tier in use and does no worse than first touch (`notier`).
+#[test]
+fn vulcan_with_a_fast_tier_smaller_than_its_unit_never_does_worse_than_notier() {
+    let tiny = [
+        "scale=0.015625",
+        "fast_tier_gb=0.0009765625", // 1 MiB
+        "duration_s=8",
+        "pagerank_start_s=1",
+        "liblinear_start_s=2",
+    ];
+    let v = go("lc-be-mix", "vulcan", &tiny);
+    let n = go("lc-be-mix", "notier", &tiny);
+    let fast_used = v.tiers[0].used_pages;
+    assert!(
+        fast_used > v.tiers[0].capacity_pages / 2,
+        "the fast tier is kept in use: {fast_used} of {} pages",
+        v.tiers[0].capacity_pages
+    );
+    assert!(
+        v.throughput_ops_per_s >= 0.98 * n.throughput_ops_per_s,
+        "vulcan {} vs notier {} ops/s",
+        v.throughput_ops_per_s,
+        n.throughput_ops_per_s
+    );
+    assert!(v.policy_stats["unit_pages"] >= 1.0 && v.policy_stats["unit_pages"] < 4096.0);
+}
