@@ -17,15 +17,16 @@ TITLE = "Reproduction: PACT — Per-page Access Criticality for Tiered Memory (A
 DESCRIPTION = (
     "graph-kron (GAPBS bc/sssp-like: power-law hub vertices reached by dependent walks, streamed "
     "edges, alternating phases) at fast:slow 8:1 to 1:8 on the simulated Skylake CXL-emulation "
-    "machine (skx-cxl-emu), PACT against Colloid (on TPP, as the paper ran it, and on HeMem), NBT, TPP+Colloid+Alto, Nomad, TPP, MEMTIS "
+    "machine (skx-cxl-emu), PACT against Colloid (on TPP, as the paper ran it, and on HeMem), NBT, "
+    "TPP+Colloid+Alto, Nomad, TPP, MEMTIS "
     "and no tiering; PAC against ground-truth per-page stall (Fig. 1, §5.6); bin width and "
     "promotions over time (Fig. 8); sensitivity (Fig. 10); bandwidth contention (Fig. 11); "
     "colocation (Fig. 12); the binning breakdown on zipf-kv (Fig. 13)."
 )
 
 RATIOS = ("8:1", "4:1", "2:1", "1:1", "1:2", "1:4", "1:8")
-# PACT's Colloid is Colloid's TPP version (its promotions "trigger frequent NUMA hint faults", PACT §5.2); the PEBS-based
-# HeMem version is kept as a second Colloid baseline
+# PACT's Colloid is Colloid's TPP version (its promotions "trigger frequent NUMA hint faults",
+# PACT §5.2); the PEBS-based HeMem version is kept as a second Colloid baseline
 BASELINES = ("tpp+colloid", "hemem+colloid", "nbt", "tpp+colloid+alto", "nomad", "tpp", "memtis", "notier")
 SYSTEMS = ("pact", *BASELINES)
 
