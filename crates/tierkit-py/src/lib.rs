@@ -364,8 +364,9 @@ fn common_keys() -> Vec<(String, String)> {
         .collect()
 }
 
-/// Convert a lackey / perf-script / damon text trace (a path; "-" is stdin) into a binary
-/// trace; returns the import's counts.
+/// Convert a lackey / perf-script / damon text trace (a path; "-" is stdin; plain, gzip or
+/// zstd, told by content) into a binary trace; returns the import's counts. The output appears
+/// only once complete (written beside it, then renamed).
 #[pyfunction]
 fn trace_import<'py>(
     py: Python<'py>,
@@ -373,7 +374,7 @@ fn trace_import<'py>(
     input: &str,
     output: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
-    use tierkit_sim::trace::import::{import, Format};
+    use tierkit_sim::trace::import::{import_path, Format};
     let fmt = Format::parse(format).ok_or_else(|| {
         err(format!(
             "unknown trace format `{format}`; expected one of: {}",
@@ -381,30 +382,14 @@ fn trace_import<'py>(
         ))
     })?;
     let out = std::path::Path::new(output);
-    let st = py
-        .detach(|| {
-            if input == "-" {
-                import(fmt, "<stdin>", std::io::stdin().lock(), out)
-            } else {
-                let f =
-                    std::fs::File::open(input).map_err(|e| tierkit_sim::trace::TraceError::Io {
-                        path: input.to_string(),
-                        msg: format!("cannot open: {e}"),
-                    })?;
-                import(
-                    fmt,
-                    input,
-                    std::io::BufReader::with_capacity(1 << 20, f),
-                    out,
-                )
-            }
-        })
-        .map_err(err)?;
+    let st = py.detach(|| import_path(fmt, input, out)).map_err(err)?;
     let d = PyDict::new(py);
     d.set_item("lines", st.lines)?;
     d.set_item("skipped", st.skipped)?;
     d.set_item("records", st.records)?;
     d.set_item("accesses", st.accesses)?;
+    d.set_item("instructions", st.instructions)?;
+    d.set_item("compression", st.compression.name())?;
     Ok(d)
 }
 
@@ -418,13 +403,8 @@ fn trace_info<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyDict>> 
     d.set_item("path", path)?;
     d.set_item("version", i.header.version)?;
     d.set_item("source", i.header.source.name())?;
-    d.set_item(
-        "stamp",
-        match i.header.stamp {
-            tierkit_sim::trace::StampKind::Instructions => "instructions",
-            tierkit_sim::trace::StampKind::Nanoseconds => "ns",
-        },
-    )?;
+    d.set_item("stamp", i.header.stamp.name())?;
+    d.set_item("has_stamps", i.header.has_stamps())?;
     d.set_item("unit_bytes", 1u64 << i.header.unit_shift)?;
     d.set_item("records", i.records)?;
     d.set_item("accesses", i.accesses)?;

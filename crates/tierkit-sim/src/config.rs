@@ -949,7 +949,8 @@ pub const TRACE_KEYS: &[(&str, &str)] = &[
     ("trace", "trace file(s) from `tierkit trace import`: one process each"),
     ("mlp", "MLP of every window, or a list with one entry per trace: a number, or a list with one MLP per window (default: estimated from the misses)"),
     ("compute_ns", "compute per miss, ns (default: from instruction stamps at base_cpi; 10 for time-stamped traces)"),
-    ("base_cpi", "cycles per instruction between misses for instruction-stamped traces (default 0.5)"),
+    ("base_cpi", "cycles per instruction between misses, for instruction-stamped traces and those without stamps (default 0.5)"),
+    ("instructions_per_access", "instructions per trace access for a trace without stamps (a lackey trace without `I` lines; default 3: lackey's I lines are about 3 per data access)"),
     ("llc_mb", "LLC size of the cache model for lackey traces, MiB (default: the platform's)"),
     ("window_accesses", "trace accesses per window (default: the trace's accesses / 32)"),
     ("min_window_misses", "a window closes only after this many misses (default 1000)"),
@@ -1022,6 +1023,7 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
     };
     let compute_ns = r.f64_opt("compute_ns", 0.0, 1e6)?;
     let base_cpi = r.f64_or("base_cpi", 0.01, 100.0, 0.5)?;
+    let instructions_per_access = r.f64_or("instructions_per_access", 0.0, 1e6, 3.0)?;
     let llc_mb = r.f64_or("llc_mb", 0.0625, 1e5, exp.platform.llc_mb)?;
     let window_accesses = r.u64_opt("window_accesses", 1, u64::MAX >> 2)?;
     let min_window_misses = r
@@ -1038,6 +1040,7 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
         llc: Some((llc_mb, exp.platform.llc_ways)),
         base_cpi,
         cpu_ghz: exp.platform.cpu_ghz,
+        instructions_per_access,
         compute_ns,
         window_accesses,
         min_window_misses,

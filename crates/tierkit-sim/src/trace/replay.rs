@@ -273,6 +273,9 @@ pub struct ReplayOpts {
     pub llc: Option<(f64, u32)>,
     pub base_cpi: f64,
     pub cpu_ghz: f64,
+    /// Instructions per trace access for traces without stamps (a lackey trace without its
+    /// `I` lines): compute per window = accesses x this x base_cpi / GHz.
+    pub instructions_per_access: f64,
     /// Compute per miss for time-stamped traces, ns.
     pub compute_ns: Option<f64>,
     /// Trace accesses per window (None: the trace's accesses / 32).
@@ -446,6 +449,7 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
         _ => None,
     };
     let window_acc = o.window_accesses.unwrap_or((h.accesses / 32).max(1)).max(1);
+    let stamped = h.has_stamps();
     let mut mlp = StrideMlp::default();
     // (page ids with counts, misses, mlp, compute_ns, read_frac) per window
     type RawWindow = (Vec<(u32, f64)>, f64, f64, f64, f64);
@@ -468,8 +472,12 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
         let span = end_stamp.saturating_sub(cur.first_stamp.unwrap_or(end_stamp)) as f64;
         let z = match (h.stamp, o.compute_ns) {
             (_, Some(z)) => z,
+            // No stamps: instructions_per_access per trace access.
+            _ if !stamped => {
+                cur.accesses as f64 * o.instructions_per_access * o.base_cpi / o.cpu_ghz / misses
+            }
             (StampKind::Instructions, None) => span * o.base_cpi / o.cpu_ghz / misses,
-            (StampKind::Nanoseconds, None) => 10.0,
+            (StampKind::Nanoseconds | StampKind::None, None) => 10.0,
         };
         let rf = (1.0 - cur.stores as f64 / misses).clamp(0.05, 1.0);
         let counts: Vec<(u32, f64)> = cur.touched[..cur.ntouched]
@@ -673,6 +681,7 @@ mod tests {
             llc: Some((1.0, 16)),
             base_cpi: 0.5,
             cpu_ghz: 2.0,
+            instructions_per_access: 3.0,
             compute_ns: None,
             window_accesses: None,
             min_window_misses: 1,
