@@ -517,6 +517,8 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
         processes: Vec::new(),
         antagonists: Vec::new(),
         replays: Vec::new(),
+        replay_seconds: 0.0,
+        warnings: Vec::new(),
     };
     if workload == "trace" {
         read_trace(&ctx, &mut r, &mut exp)?;
@@ -1055,7 +1057,18 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
             Some([one]) => Some(*one),
             _ => None,
         };
+        let t0 = std::time::Instant::now();
         let mut replay = build(&p, &opts).map_err(|e| ctx.err("trace", e.to_string()))?;
+        exp.replay_seconds += t0.elapsed().as_secs_f64();
+        if !replay.stamped && compute_ns.is_none() {
+            exp.warnings.push(format!(
+                "trace {f} has no instruction stamps (a lackey trace without its `I` lines): \
+                 compute time is modelled as instructions_per_access = {instructions_per_access} \
+                 x base_cpi = {base_cpi} cycles per access at {} GHz; set them, or compute_ns \
+                 (docs/traces.md)",
+                exp.platform.cpu_ghz
+            ));
+        }
         if let Some(per_window) = mlps[i].as_ref().filter(|m| m.len() > 1) {
             if per_window.len() != replay.windows.len() {
                 return Err(ctx.err(

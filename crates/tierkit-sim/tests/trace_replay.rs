@@ -26,10 +26,10 @@ fn experiment(extra: &str) -> tierkit_sim::Experiment {
     load_str("trace-test.toml", &text, &[], None).unwrap()
 }
 
-/// Misses-weighted mean MLP of a replay's windows.
+/// The MLP estimate of a replay (what `trace info` and the run JSON show): the miss-weighted
+/// harmonic mean of its windows' MLP.
 fn mean_mlp(r: &tierkit_sim::trace::replay::Replay) -> f64 {
-    let m: f64 = r.windows.iter().map(|w| w.misses).sum();
-    m / r.windows.iter().map(|w| w.misses / w.mlp).sum::<f64>()
+    r.mlp_stats().estimate
 }
 
 #[test]
