@@ -671,7 +671,27 @@ pub fn run(
         tiers,
         processes,
         policy_stats: policy.stats().into_iter().collect(),
-        warnings: exp.warnings.clone(),
+        warnings: exp
+            .warnings
+            .iter()
+            .cloned()
+            .chain(exp.replays.iter().filter_map(|r| {
+                let p = &m.procs[r.process];
+                let total: f64 = p.misses.iter().sum();
+                let share = p.replay_overrun / total;
+                (total > 0.0 && share > 0.05).then(|| {
+                    format!(
+                        "trace process {}: {:.0}% of its misses ran in a window past that window's \
+                         own misses (its windows are shorter than an epoch: the replay runs each \
+                         epoch in one window), so its page mix and hit ratio depend on the platform's \
+                         speed; lower epoch_ms or raise time_scale until this warning goes \
+                         (docs/traces.md)",
+                        p.name,
+                        100.0 * share
+                    )
+                })
+            }))
+            .collect(),
     };
     Ok(RunOutput {
         summary,

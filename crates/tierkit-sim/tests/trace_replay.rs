@@ -315,3 +315,22 @@ fn mlp_given_per_window_sets_each_phase() {
         "{err}"
     );
 }
+
+/// Windows shorter than an epoch: the run says so (a warning naming the process and the share of
+/// misses that ran past their window), and does not once the epoch is short enough.
+#[test]
+fn windows_shorter_than_an_epoch_get_a_warning() {
+    let warnings = |extra: &str| {
+        let e = experiment(&format!("duration_s = 0.02\nfast_ratio = \"1:1\"\n{extra}"));
+        let out = tierkit_sim::run(&e, "notier", &mut |_, _| true).unwrap();
+        out.summary.warnings
+    };
+    let w = warnings("");
+    assert!(
+        w.iter()
+            .any(|m| m.contains("pchase") && m.contains("shorter than an epoch")),
+        "{w:?}"
+    );
+    let w = warnings("time_scale = 1000\n");
+    assert!(w.is_empty(), "{w:?}");
+}
