@@ -84,10 +84,17 @@ def damo_records(end_time: str = "200.5 ms") -> list[dict[str, Any]]:
             "target_id": 0,
             "intervals": {"sample_us": "5 ms", "aggr_us": "100 ms"},
             "snapshots": [
-                {"start_time": "0", "end_time": "100000000", "total_bytes": "8192",
-                 "regions": [{"start": "4,096", "end": "12,288", **region}]},
-                {"start_time": "100000000", "end_time": end_time,
-                 "regions": [{"start": 4096, "end": 8192, **region}]},
+                {
+                    "start_time": "0",
+                    "end_time": "100000000",
+                    "total_bytes": "8192",
+                    "regions": [{"start": "4,096", "end": "12,288", **region}],
+                },
+                {
+                    "start_time": "100000000",
+                    "end_time": end_time,
+                    "regions": [{"start": 4096, "end": 8192, **region}],
+                },
             ],
         }
     ]
@@ -133,6 +140,134 @@ def test_shipped_traces_replay_with_their_estimated_mlp() -> None:
     assert chase.summary["processes"][0]["name"] == "pchase"
     # Same trace length class, but the stream overlaps its misses: many more misses per second.
     assert stream.summary["throughput_ops_per_s"] > 3 * chase.summary["throughput_ops_per_s"]
+
+
+def test_gzip_zstd_and_stdin_import_to_the_same_trace_as_plain_text(tk: Tk, tmp_path: Path) -> None:
+    import gzip
+
+    text = ("==1== Lackey\nI  0400,3\n L 1000,8\n L 1008,8\nI  0403,2\n S 2000,8\n" * 200).encode()
+    (tmp_path / "plain.txt").write_bytes(text)
+    # Names that do not say (or lie about) the compression: the content decides.
+    (tmp_path / "a.lackey").write_bytes(gzip.compress(text))
+    zst = subprocess.run(["zstd", "-q", "-c"], input=text, capture_output=True, check=False)
+    inputs = ["plain.txt", "a.lackey"]
+    if zst.returncode == 0:
+        (tmp_path / "b.gz").write_bytes(zst.stdout)
+        inputs.append("b.gz")
+    outs = []
+    for name in inputs:
+        out = tmp_path / f"{name}.tkt"
+        proc = tk("trace", "import", "lackey", str(tmp_path / name), "-o", str(out))
+        assert proc.returncode == 0, proc.stderr
+        outs.append(out.read_bytes())
+    proc = tk("trace", "import", "lackey", str(tmp_path / "a.lackey"), "-o", str(tmp_path / "x.tkt"))
+    assert "gzip" in proc.stdout
+    assert all(o == outs[0] for o in outs)
+    # stdin, compressed
+    proc = subprocess.run(
+        [sys.executable, "-m", "tierkit", "trace", "import", "lackey", "-", "-o", str(tmp_path / "in.tkt")],
+        input=gzip.compress(text),
+        capture_output=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "in.tkt").read_bytes() == outs[0]
+
+
+def test_a_failed_import_leaves_no_output(tk: Tk, tmp_path: Path) -> None:
+    import gzip
+
+    d = tmp_path / "out"
+    d.mkdir()
+    text = "I  0400,3\n L 1000,8\n S 2000,8\n" * 50_000 + "not lackey\n"
+    src = tmp_path / "t.lackey.gz"
+    src.write_bytes(gzip.compress(text.encode()))
+    proc = tk("trace", "import", "lackey", str(src), "-o", str(d / "t.tkt"))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("tierkit: error: ")
+    assert "line 150001:" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert list(d.iterdir()) == []
+    # A truncated gzip stream: one line, nothing left.
+    src.write_bytes(gzip.compress(text.encode())[:-200])
+    proc = tk("trace", "import", "lackey", str(src), "-o", str(d / "t.tkt"))
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert list(d.iterdir()) == []
+
+
+def test_describe_trace_lists_its_keys(tk: Tk) -> None:
+    proc = tk("describe", "trace")
+    assert proc.returncode == 0, proc.stderr
+    for key in ("trace", "mlp", "base_cpi", "instructions_per_access", "llc_mb", "time_scale", "loops"):
+        assert f"  {key} " in proc.stdout
+
+
+def test_trace_info_shows_the_per_window_mlp(tk: Tk) -> None:
+    got = {}
+    for name in ("pchase", "stream"):
+        proc = tk("trace", "info", str(TRACES / f"{name}.tkt"), "--json", "--set", "llc_mb=0.25")
+        assert proc.returncode == 0, proc.stderr
+        info = json.loads(proc.stdout)
+        mlp = info["mlp"]
+        assert mlp["windows"] == len(mlp["per_window"]) > 1
+        assert mlp["min"] <= mlp["p10"] <= mlp["p50"] <= mlp["p90"] <= mlp["max"]
+        got[name] = mlp["estimate"]
+        text = tk("trace", "info", str(TRACES / f"{name}.tkt"), "--set", "llc_mb=0.25").stdout
+        assert f"MLP estimate {mlp['estimate']:.2f} over {mlp['windows']} windows" in text
+    assert got["pchase"] < 1.5, got
+    assert got["stream"] > 5, got
+
+
+def test_the_run_json_and_time_series_carry_each_trace_process_mlp(tk: Tk, tmp_path: Path) -> None:
+    exp = tmp_path / "two.toml"
+    exp.write_text(
+        f'workload = "trace"\ntrace = ["{TRACES / "pchase.tkt"}", "{TRACES / "stream.tkt"}"]\n'
+        'llc_mb = 0.25\nduration_s = 0.05\nfast_ratio = "1:1"\n'
+    )
+    res = tierkit.run(str(exp), "notier")
+    procs = {p["name"]: p for p in res.summary["processes"]}
+    assert procs["pchase"]["mlp_estimate"] < 1.5 < 5 < procs["stream"]["mlp_estimate"]
+    # The whole run, its replay passes included.
+    assert 0 < res.summary["replay_seconds"] <= res.summary["wall_seconds"]
+    for name in ("pchase", "stream"):
+        col = res.timeseries[f"mlp.{name}"]
+        assert len(col) > 0
+    assert res.timeseries["mlp.pchase"].max() < 1.5 < 5 < res.timeseries["mlp.stream"].min()
+
+
+def test_a_trace_without_instruction_lines_warns_and_gets_compute_time(tk: Tk, tmp_path: Path) -> None:
+    rng_lines = [f" L {0x10000000 + (i * 7919 % 40000) * 64:x},8\n" for i in range(60_000)]
+    src = tmp_path / "noi.lackey"
+    src.write_text("".join(rng_lines))
+    out = tmp_path / "noi.tkt"
+    proc = tk("trace", "import", "lackey", str(src), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "no instruction stamps" in proc.stderr
+    info = tk("trace", "info", str(out)).stdout
+    assert "stamps none" in info
+    slow = []
+    for cpi in ("0.5", "20"):
+        proc = tk(
+            "run",
+            f"trace:{out}",
+            "--policy",
+            "notier",
+            "--set",
+            "llc_mb=0.25",
+            "--set",
+            "duration_s=0.05",
+            "--set",
+            f"base_cpi={cpi}",
+            "--json",
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr.count("no instruction stamps") == 1, proc.stderr
+        summary = json.loads(proc.stdout)
+        assert any("no instruction stamps" in w for w in summary["warnings"])
+        slow.append(summary["throughput_ops_per_s"])
+    # More cycles per instruction: more compute per access, fewer misses per second.
+    assert slow[1] < 0.8 * slow[0], slow
 
 
 # ------------------------------------------------------------------------------------------ sweeps

@@ -1,8 +1,9 @@
 #!/bin/sh
-# Rebuild the shipped traces: compile the two programs and trace them under valgrind lackey
-# (`apt-get install valgrind`). Run from anywhere; writes pchase.tkt and stream.tkt next to this
-# script. Valgrind's own start-up differs a little between machines, so a rebuilt trace may differ
-# from the shipped one by a few accesses.
+# Rebuild the shipped traces: compile the two programs, trace them under valgrind lackey
+# (`apt-get install valgrind zstd`), keep the lackey text zstd-compressed (pchase.lackey.zst,
+# stream.lackey.zst: the import and size tests read them) and import it into pchase.tkt and
+# stream.tkt next to this script. Valgrind's own start-up differs a little between machines, so a
+# rebuilt trace may differ from the shipped one by a few accesses.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 tk=${TIERKIT:-tierkit}
@@ -10,7 +11,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc -O2 -o "$tmp/pchase" "$here/pchase.c"
 cc -O2 -fno-tree-vectorize -o "$tmp/stream" "$here/stream.c"
-"$tk" trace record -o "$here/pchase.tkt" -- "$tmp/pchase"
-"$tk" trace record -o "$here/stream.tkt" -- "$tmp/stream"
-"$tk" trace info "$here/pchase.tkt"
-"$tk" trace info "$here/stream.tkt"
+for prog in pchase stream; do
+    valgrind --tool=lackey --trace-mem=yes --log-file="$tmp/$prog.lackey" "$tmp/$prog"
+    zstd -q -f --ultra -22 --long=27 "$tmp/$prog.lackey" -o "$here/$prog.lackey.zst"
+    "$tk" trace import lackey "$here/$prog.lackey.zst" -o "$here/$prog.tkt"
+    "$tk" trace info "$here/$prog.tkt" --set llc_mb=0.25
+done

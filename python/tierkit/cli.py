@@ -582,21 +582,42 @@ def _add_trace_sweep_report(sub: Any, formatter: type[argparse.HelpFormatter]) -
         help="convert lackey / perf-script / damon input into a binary trace",
         description=textwrap.dedent(
             """\
-            Convert a trace (streamed; INPUT `-` is stdin):
+            Convert a trace (streamed; INPUT `-` is stdin; plain text, gzip or zstd, told apart by
+            the first bytes, not the name):
               lackey       valgrind --tool=lackey --trace-mem=yes --log-file=OUT PROG
               perf-script  perf mem record PROG; perf script -F time,event,addr,data_src,weight
               damon        damo record PROG, then its damon.data as it is (zlib-compressed or
                            plain JSON), or `damo report raw` of it, or `perf script` of
-                           damon:damon_aggregated events (told apart by their first bytes)"""
+                           damon:damon_aggregated events (told apart by their first bytes)
+            OUTPUT appears only once the import is complete: a failed import leaves none.
+            A lackey trace without its `I` lines has no time in it: tierkit says so, and replays
+            it with compute per access (`tierkit describe trace`: instructions_per_access)."""
         ),
         formatter_class=formatter,
     )
     imp.add_argument("format", metavar="FORMAT", choices=["lackey", "perf-script", "damon"])
     imp.add_argument("input", metavar="INPUT")
     imp.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the binary trace to write")
-    info = tsub.add_parser("info", help="summarise a binary trace (accesses, pages, span)")
+    info = tsub.add_parser(
+        "info",
+        help="summarise a binary trace (accesses, pages, span, stamps, per-window MLP)",
+        description=textwrap.dedent(
+            """            Summarise a binary trace, validating every record, and show the per-window MLP
+            distribution of its replay as `tierkit run trace:FILE` with the same --set options
+            would build it (the LLC model's size matters: --set llc_mb=0.25 for small programs)."""
+        ),
+        formatter_class=formatter,
+    )
     info.add_argument("file", metavar="FILE")
     info.add_argument("--json", action="store_true", help="print the summary as JSON")
+    info.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a replay setting as for `tierkit run` (platform, llc_mb, mlp, ...); repeatable",
+    )
     rec = tsub.add_parser(
         "record",
         help="run a program under valgrind lackey and convert its trace on the fly",
@@ -641,23 +662,32 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
     if args.trace_command == "import":
         st = trace.import_trace(args.format, args.input, args.output)
+        how = "" if st["compression"] == "none" else f", {st['compression']}"
         sys.stdout.write(
             f"{args.output}: {st['accesses']} accesses in {st['records']} records "
-            f"({st['lines']} input lines, {st['skipped']} not accesses)\n"
+            f"({st['lines']} input lines{how}, {st['skipped']} not accesses)\n"
         )
+        if args.format == "lackey" and st["instructions"] == 0:
+            sys.stderr.write(f"{PROG}: warning: {NO_STAMPS}\n")
     elif args.trace_command == "info":
-        i = trace.info(args.file)
+        i = trace.info(args.file, args.overrides)
         if args.json:
             sys.stdout.write(json.dumps(i, sort_keys=True) + "\n")
         else:
             span = i["max_addr"] - i["min_addr"] + 1 if i["records"] else 0
+            stamps = (
+                f"  stamps {i['first_stamp']}-{i['last_stamp']}\n"
+                if i["has_stamps"]
+                else f"  stamps none: {NO_STAMPS}\n"
+            )
             sys.stdout.write(
                 f"{i['path']}: tierkit trace v{i['version']} from {i['source']} "
                 f"({i['unit_bytes']}-byte units, {i['stamp']} stamps)\n"
                 f"  accesses {i['accesses']} ({i['stores']} stores) in {i['records']} records\n"
                 f"  pages {i['pages']} (4 KiB), lines {i['lines']}\n"
                 f"  addresses {i['min_addr']:#x}-{i['max_addr']:#x} ({span / 2**20:.1f} MiB span)\n"
-                f"  stamps {i['first_stamp']}-{i['last_stamp']}\n"
+                + stamps
+                + _mlp_text(i)
             )
     else:
         cmd = list(args.cmd)
@@ -666,6 +696,24 @@ def cmd_trace(args: argparse.Namespace) -> int:
         st = trace.record(cmd, args.output, warn=lambda m: sys.stderr.write(f"{PROG}: warning: {m}\n"))
         sys.stdout.write(f"{args.output}: {st['accesses']} accesses in {st['records']} records\n")
     return EXIT_OK
+
+
+NO_STAMPS = (
+    "the trace has no instruction stamps (a lackey trace without its `I` lines); a run models "
+    "compute per access as instructions_per_access x base_cpi (`tierkit describe trace`)"
+)
+
+
+def _mlp_text(i: dict[str, Any]) -> str:
+    """The per-window MLP lines of `trace info`."""
+    m = i.get("mlp")
+    if m is None:
+        return f"  MLP: none ({i.get('mlp_error', 'no replay')})\n"
+    return (
+        f"  MLP estimate {m['estimate']:.2f} over {m['windows']} windows ({m['misses']} misses, "
+        f"{m['platform']} LLC model): min {m['min']:.2f}, p10 {m['p10']:.2f}, median {m['p50']:.2f}, "
+        f"p90 {m['p90']:.2f}, max {m['max']:.2f}\n"
+    )
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -707,6 +755,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     with RunProgress(label) as bar:
         progress: Callable[[float, float], None] = bar if stderr_is_terminal() else _quiet_progress
         result = tierkit.run(args.experiment, args.policy, args.overrides, args.seed, progress=progress)
+    for warning in result.summary.get("warnings", []):
+        sys.stderr.write(f"{PROG}: warning: {warning}\n")
 
     written = result.write(args.out) if args.out is not None else []
     if args.json:
@@ -758,12 +808,23 @@ def cmd_describe(args: argparse.Namespace) -> int:
     name = args.name
     policies = [n for n, _ in tierkit.list_policies()]
     workloads = [n for n, _ in tierkit.list_workloads()]
+    if name == "trace":
+        from tierkit import trace
+
+        sys.stdout.write(
+            'workload trace: replays trace files (workload = "trace" in an experiment, or '
+            "`tierkit run trace:FILE --set KEY=VALUE`; docs/traces.md). Its keys, besides the common "
+            "ones (platform, fast_ratio, duration_s, seed, ...):\n"
+        )
+        for key, doc in trace.workload_keys():
+            sys.stdout.write(f"  {key:<24} {' '.join(doc.split())}\n")
+        return EXIT_OK
     if name in policies:
         params, what = tierkit.describe_policy(name), f"policy {name}"
     elif name in workloads:
         params, what = tierkit.describe_workload(name), f"workload {name} (set with --set KEY=VALUE)"
     else:
-        close = difflib.get_close_matches(name, policies + workloads, n=1)
+        close = difflib.get_close_matches(name, [*policies, *workloads, "trace"], n=1)
         hint = f"; did you mean `{close[0]}`?" if close else ""
         raise CliError(
             f"no policy or workload named `{name}`{hint} "

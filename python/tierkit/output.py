@@ -177,7 +177,15 @@ def print_summary(summary: Mapping[str, Any], console: Console) -> None:
         ("platform", str(summary.get("platform", "-"))),
         ("seed", str(summary.get("seed", "-"))),
         ("simulated", f"{fmt_float(summary.get('sim_seconds'), '.3g')} s"),
-        ("wall time", f"{fmt_float(summary.get('wall_seconds'), '.3g')} s"),
+        (
+            "wall time",
+            f"{fmt_float(summary.get('wall_seconds'), '.3g')} s"
+            + (
+                f" (trace replay {fmt_float(summary.get('replay_seconds'), '.3g')} s)"
+                if summary.get("replay_seconds")
+                else ""
+            ),
+        ),
         ("throughput", si(summary.get("throughput_ops_per_s"), "ops/s")),
         ("slowdown vs fast-only", f"{fmt_float(summary.get('slowdown_vs_fast_only'), '.3f')}x"),
         ("promotions", str(summary.get("promotions", "-"))),
@@ -205,15 +213,20 @@ def print_summary(summary: Mapping[str, Any], console: Console) -> None:
     processes = summary.get("processes") or []
     if processes:
         table = Table(title="processes", title_justify="left")
-        for name in ("process", "runtime (s)", "throughput", "slowdown", "fast-tier hits"):
+        with_mlp = any(proc.get("mlp_estimate") is not None for proc in processes)
+        names = ("process", "runtime (s)", "throughput", "slowdown", "fast-tier hits")
+        for name in (*names, "MLP (trace)") if with_mlp else names:
             table.add_column(name, justify="left" if name == "process" else "right")
         for proc in processes:
             hit = proc.get("fast_tier_hit_ratio")
-            table.add_row(
+            cells = [
                 str(proc.get("name", "-")),
                 fmt_float(proc.get("runtime_s"), ".3g"),
                 si(proc.get("throughput_ops_per_s"), "ops/s"),
                 f"{fmt_float(proc.get('slowdown_vs_fast_only'), '.3f')}x",
                 f"{fmt_float(hit * 100 if isinstance(hit, int | float) else None, '.1f')}%",
-            )
+            ]
+            if with_mlp:
+                cells.append(fmt_float(proc.get("mlp_estimate"), ".2f"))
+            table.add_row(*cells)
         console.print(table)

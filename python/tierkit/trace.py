@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["FORMATS", "import_trace", "info", "record"]
+__all__ = ["FORMATS", "import_trace", "info", "record", "workload_keys"]
 
 FORMATS = ("lackey", "perf-script", "damon")
 
@@ -25,9 +25,12 @@ def _core() -> Any:
 
 def import_trace(
     format: str, input: str | os.PathLike[str], output: str | os.PathLike[str]
-) -> dict[str, int]:
-    """Convert a text trace (``"-"``: stdin) into a binary trace; returns the import's counts
-    (``lines``, ``skipped``, ``records``, ``accesses``). Streams: the input is never held whole."""
+) -> dict[str, Any]:
+    """Convert a text trace (``"-"``: stdin; plain, gzip or zstd, told by its first bytes) into a
+    binary trace; returns the import's counts (``lines``, ``skipped``, ``records``, ``accesses``,
+    ``instructions``: lackey ``I`` lines, 0 when the trace has none) and ``compression``. Streams:
+    the input is never held whole. The output appears only once complete: a failed import leaves
+    none (nor a partial file)."""
     from tierkit import TierkitError
 
     if format not in FORMATS:
@@ -35,19 +38,34 @@ def import_trace(
     src = os.fspath(input)
     if src != "-" and not os.path.exists(src):
         raise TierkitError(f"`{src}`: no such file")
-    return {str(k): int(v) for k, v in _core().trace_import(format, src, os.fspath(output)).items()}
+    out = _core().trace_import(format, src, os.fspath(output))
+    return {str(k): (v if isinstance(v, str) else int(v)) for k, v in out.items()}
 
 
-def info(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Summarise a binary trace: accesses, stores, distinct pages and lines, stamps, address span."""
-    return dict(_core().trace_info(os.fspath(path)))
+def info(path: str | os.PathLike[str], overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """Summarise a binary trace: accesses, stores, distinct pages and lines, stamps, address span,
+    and ``mlp``: the per-window MLP of its replay (``estimate``, ``windows``, ``min``, ``p10``,
+    ``p50``, ``p90``, ``max``, ``per_window``) as a run with ``overrides`` (``KEY=VALUE`` as for
+    ``--set``: platform, llc_mb, mlp, ...) would replay it (``mlp_error`` instead when it cannot
+    be replayed: every access hits the LLC model, ...)."""
+    from tierkit import TierkitError
+
+    p = os.fspath(path)
+    if not os.path.exists(p):
+        raise TierkitError(f"`{p}`: no such file")
+    return dict(_core().trace_info(p, list(overrides)))
+
+
+def workload_keys() -> list[tuple[str, str]]:
+    """The keys of ``workload = "trace"``: (key, description)."""
+    return [(str(k), str(d)) for k, d in _core().trace_keys()]
 
 
 def record(
     command: Sequence[str],
     output: str | os.PathLike[str],
     warn: Callable[[str], None] | None = None,
-) -> dict[str, int]:
+) -> dict[str, Any]:
     """Run ``command`` under ``valgrind --tool=lackey --trace-mem=yes`` and convert its trace on the fly
     (through a pipe; the text trace is never written). Lackey runs programs thousands of times slower."""
     from tierkit import TierkitError

@@ -28,6 +28,7 @@ fn run(
     seed: Option<u64>,
     progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<(String, Py<PyDict>)> {
+    let start = std::time::Instant::now();
     let exp = tierkit_sim::load(experiment, &overrides, seed).map_err(err)?;
     let spec = policy
         .map(str::to_string)
@@ -51,7 +52,9 @@ fn run(
     if let Some(e) = py_err {
         return Err(e);
     }
-    let out = out.map_err(err)?;
+    let mut out = out.map_err(err)?;
+    // The whole call: loading (the trace replay passes included) and both runs.
+    out.summary.wall_seconds = start.elapsed().as_secs_f64();
     let summary = serde_json::to_string(&out.summary).map_err(err)?;
     let cols = PyDict::new(py);
     for (name, values) in &out.series.columns {
@@ -150,6 +153,15 @@ fn describe_workload<'py>(py: Python<'py>, name: &str) -> PyResult<Vec<Bound<'py
         ))
     })?;
     params_to_py(py, w.params)
+}
+
+/// The keys of `workload = "trace"`: (key, description).
+#[pyfunction]
+fn trace_keys() -> Vec<(String, String)> {
+    tierkit_sim::config::TRACE_KEYS
+        .iter()
+        .map(|(k, d)| (k.to_string(), d.to_string()))
+        .collect()
 }
 
 /// Calibrate a platform with the microbenchmarks; returns the constants and the points.
@@ -364,8 +376,9 @@ fn common_keys() -> Vec<(String, String)> {
         .collect()
 }
 
-/// Convert a lackey / perf-script / damon text trace (a path; "-" is stdin) into a binary
-/// trace; returns the import's counts.
+/// Convert a lackey / perf-script / damon text trace (a path; "-" is stdin; plain, gzip or
+/// zstd, told by content) into a binary trace; returns the import's counts. The output appears
+/// only once complete (written beside it, then renamed).
 #[pyfunction]
 fn trace_import<'py>(
     py: Python<'py>,
@@ -373,7 +386,7 @@ fn trace_import<'py>(
     input: &str,
     output: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
-    use tierkit_sim::trace::import::{import, Format};
+    use tierkit_sim::trace::import::{import_path, Format};
     let fmt = Format::parse(format).ok_or_else(|| {
         err(format!(
             "unknown trace format `{format}`; expected one of: {}",
@@ -381,36 +394,27 @@ fn trace_import<'py>(
         ))
     })?;
     let out = std::path::Path::new(output);
-    let st = py
-        .detach(|| {
-            if input == "-" {
-                import(fmt, "<stdin>", std::io::stdin().lock(), out)
-            } else {
-                let f =
-                    std::fs::File::open(input).map_err(|e| tierkit_sim::trace::TraceError::Io {
-                        path: input.to_string(),
-                        msg: format!("cannot open: {e}"),
-                    })?;
-                import(
-                    fmt,
-                    input,
-                    std::io::BufReader::with_capacity(1 << 20, f),
-                    out,
-                )
-            }
-        })
-        .map_err(err)?;
+    let st = py.detach(|| import_path(fmt, input, out)).map_err(err)?;
     let d = PyDict::new(py);
     d.set_item("lines", st.lines)?;
     d.set_item("skipped", st.skipped)?;
     d.set_item("records", st.records)?;
     d.set_item("accesses", st.accesses)?;
+    d.set_item("instructions", st.instructions)?;
+    d.set_item("compression", st.compression.name())?;
     Ok(d)
 }
 
-/// Summarise a binary trace (reads and validates every record).
+/// Summarise a binary trace (reads and validates every record), and its replay's per-window
+/// MLP as a run with these overrides (`KEY=VALUE`: platform, llc_mb, window_accesses, ...)
+/// would build it; `mlp_error` says why there is none (every access hits the LLC model...).
 #[pyfunction]
-fn trace_info<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (path, overrides=Vec::new()))]
+fn trace_info<'py>(
+    py: Python<'py>,
+    path: &str,
+    overrides: Vec<String>,
+) -> PyResult<Bound<'py, PyDict>> {
     let i = py
         .detach(|| tierkit_sim::trace::info(std::path::Path::new(path)))
         .map_err(err)?;
@@ -418,13 +422,8 @@ fn trace_info<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyDict>> 
     d.set_item("path", path)?;
     d.set_item("version", i.header.version)?;
     d.set_item("source", i.header.source.name())?;
-    d.set_item(
-        "stamp",
-        match i.header.stamp {
-            tierkit_sim::trace::StampKind::Instructions => "instructions",
-            tierkit_sim::trace::StampKind::Nanoseconds => "ns",
-        },
-    )?;
+    d.set_item("stamp", i.header.stamp.name())?;
+    d.set_item("has_stamps", i.header.has_stamps())?;
     d.set_item("unit_bytes", 1u64 << i.header.unit_shift)?;
     d.set_item("records", i.records)?;
     d.set_item("accesses", i.accesses)?;
@@ -435,6 +434,34 @@ fn trace_info<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyDict>> 
     d.set_item("last_stamp", i.last_stamp)?;
     d.set_item("min_addr", i.min_addr)?;
     d.set_item("max_addr", i.max_addr)?;
+    let exp = py.detach(|| tierkit_sim::load(&format!("trace:{path}"), &overrides, None));
+    match exp {
+        Ok(exp) => {
+            let r = &exp.replays[0].replay;
+            let st = r.mlp_stats();
+            let m = PyDict::new(py);
+            m.set_item("estimate", st.estimate)?;
+            m.set_item("windows", st.windows)?;
+            m.set_item("min", st.min)?;
+            m.set_item("p10", st.p10)?;
+            m.set_item("p50", st.p50)?;
+            m.set_item("p90", st.p90)?;
+            m.set_item("max", st.max)?;
+            m.set_item(
+                "per_window",
+                r.windows.iter().map(|w| w.mlp).collect::<Vec<_>>(),
+            )?;
+            m.set_item(
+                "window_misses",
+                r.windows.iter().map(|w| w.misses).collect::<Vec<_>>(),
+            )?;
+            m.set_item("misses", r.misses)?;
+            m.set_item("platform", exp.platform.name.clone())?;
+            d.set_item("mlp", m)?;
+        }
+        Err(e) if overrides.is_empty() => d.set_item("mlp_error", e.to_string())?,
+        Err(e) => return Err(err(e)),
+    }
     Ok(d)
 }
 
@@ -456,5 +483,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pact_eval, m)?)?;
     m.add_function(wrap_pyfunction!(trace_import, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_keys, m)?)?;
     Ok(())
 }

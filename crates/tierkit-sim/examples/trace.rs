@@ -5,7 +5,8 @@
 //! 0.1-0.8M). `trace bench-vs OLD MILLIONS PAGES|TRACE REPS` runs `OLD bench` (or `OLD
 //! bench-file`; OLD: this example built from an older commit), this one's, this one's with
 //! `NOLLC=1` and OLD's with `NOLLC=1` in turn, REPS times in a rotating order, and prints the
-//! medians and their ratios.
+//! medians and their ratios (OLD replays a format-version-1 copy of TRACE: the same records, not
+//! compressed). `trace convert IN OUT VERSION` rewrites a trace in format version 1 or 2.
 //! The LLC model is 48 MiB, 12-way (`LLC_MB` sets the size).
 
 use std::io::BufReader;
@@ -25,6 +26,12 @@ fn main() {
                 .map(|s| println!("{s:?}"))
         }
         Some("info") if a.len() == 2 => info(Path::new(&a[1])).map(|i| println!("{i:#?}")),
+        Some("convert") if a.len() == 4 => tierkit_sim::trace::convert(
+            Path::new(&a[1]),
+            Path::new(&a[2]),
+            a[3].parse().expect("version: 1 or 2"),
+        )
+        .map(|h| println!("{h:?}")),
         Some("bench-vs") if a.len() == 5 => {
             let reps: usize = a[4].parse().expect("reps");
             bench_vs(&a[1], &a[2], &a[3], reps);
@@ -41,7 +48,7 @@ fn main() {
             Ok(())
         }
         _ => {
-            eprintln!("usage: trace import FORMAT IN OUT | trace info FILE | trace bench [MILLIONS [PAGES]] | trace bench-file TRACE MILLIONS | trace bench-vs OLD_BINARY MILLIONS PAGES|TRACE REPS");
+            eprintln!("usage: trace import FORMAT IN OUT | trace info FILE | trace convert IN OUT VERSION | trace bench [MILLIONS [PAGES]] | trace bench-file TRACE MILLIONS | trace bench-vs OLD_BINARY MILLIONS PAGES|TRACE REPS");
             std::process::exit(2);
         }
     };
@@ -102,6 +109,7 @@ fn bench_opts() -> ReplayOpts {
         llc: llc(),
         base_cpi: 0.5,
         cpu_ghz: 2.0,
+        instructions_per_access: 3.0,
         compute_ns: None,
         window_accesses: None,
         min_window_misses: 1000,
@@ -197,18 +205,27 @@ fn median(v: &mut [f64]) -> f64 {
 fn bench_vs(old: &str, millions: &str, pages: &str, reps: usize) {
     let me = std::env::current_exe().expect("current exe");
     let me = me.to_str().expect("utf-8 path");
+    // A trace file: the old build may read only format version 1, so it gets a version 1 copy
+    // (the same records, not compressed).
+    let v1 = std::env::temp_dir().join(format!("tk-bench-v1-{}.tkt", std::process::id()));
+    let old_pages = if pages.parse::<u64>().is_ok() {
+        pages.to_string()
+    } else {
+        tierkit_sim::trace::convert(Path::new(pages), &v1, 1).expect("version 1 copy");
+        v1.display().to_string()
+    };
     let runs = [
-        ("old", old, false),
-        ("new", me, false),
-        ("NOLLC", me, true),
-        ("old NOLLC", old, true),
+        ("old", old, false, old_pages.as_str()),
+        ("new", me, false, pages),
+        ("NOLLC", me, true, pages),
+        ("old NOLLC", old, true, old_pages.as_str()),
     ];
     let (mut wall, mut cpu) = (vec![vec![]; runs.len()], vec![vec![]; runs.len()]);
     for rep in 0..reps {
         for k in 0..runs.len() {
             let i = (k + rep) % runs.len();
-            let (name, bin, nollc) = runs[i];
-            let (w, c) = run_bench(bin, millions, pages, nollc);
+            let (name, bin, nollc, input) = runs[i];
+            let (w, c) = run_bench(bin, millions, input, nollc);
             println!("rep {rep} {name:9} {w:6.1} M accesses/s, {c:6.1} M accesses/CPU-s");
             wall[i].push(w);
             cpu[i].push(c);
@@ -221,4 +238,5 @@ fn bench_vs(old: &str, millions: &str, pages: &str, reps: usize) {
             m[0], m[1], m[2], m[3], m[1] / m[0], m[1] / m[2], m[2] / m[3]
         );
     }
+    let _ = std::fs::remove_file(&v1);
 }

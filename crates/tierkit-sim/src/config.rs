@@ -517,6 +517,8 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
         processes: Vec::new(),
         antagonists: Vec::new(),
         replays: Vec::new(),
+        replay_seconds: 0.0,
+        warnings: Vec::new(),
     };
     if workload == "trace" {
         read_trace(&ctx, &mut r, &mut exp)?;
@@ -960,7 +962,8 @@ pub const TRACE_KEYS: &[(&str, &str)] = &[
     ("trace", "trace file(s) from `tierkit trace import`: one process each"),
     ("mlp", "MLP of every window, or a list with one entry per trace: a number, or a list with one MLP per window (default: estimated from the misses)"),
     ("compute_ns", "compute per miss, ns (default: from instruction stamps at base_cpi; 10 for time-stamped traces)"),
-    ("base_cpi", "cycles per instruction between misses for instruction-stamped traces (default 0.5)"),
+    ("base_cpi", "cycles per instruction between misses, for instruction-stamped traces and those without stamps (default 0.5)"),
+    ("instructions_per_access", "instructions per trace access for a trace without stamps (a lackey trace without `I` lines; default 3: lackey's I lines are about 3 per data access)"),
     ("llc_mb", "LLC size of the cache model for lackey traces, MiB (default: the platform's)"),
     ("window_accesses", "trace accesses per window (default: the trace's accesses / 32)"),
     ("min_window_misses", "a window closes only after this many misses (default 1000)"),
@@ -1033,6 +1036,7 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
     };
     let compute_ns = r.f64_opt("compute_ns", 0.0, 1e6)?;
     let base_cpi = r.f64_or("base_cpi", 0.01, 100.0, 0.5)?;
+    let instructions_per_access = r.f64_or("instructions_per_access", 0.0, 1e6, 3.0)?;
     let llc_mb = r.f64_or("llc_mb", 0.0625, 1e5, exp.platform.llc_mb)?;
     let window_accesses = r.u64_opt("window_accesses", 1, u64::MAX >> 2)?;
     let min_window_misses = r
@@ -1049,6 +1053,7 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
         llc: Some((llc_mb, exp.platform.llc_ways)),
         base_cpi,
         cpu_ghz: exp.platform.cpu_ghz,
+        instructions_per_access,
         compute_ns,
         window_accesses,
         min_window_misses,
@@ -1063,7 +1068,18 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
             Some([one]) => Some(*one),
             _ => None,
         };
+        let t0 = std::time::Instant::now();
         let mut replay = build(&p, &opts).map_err(|e| ctx.err("trace", e.to_string()))?;
+        exp.replay_seconds += t0.elapsed().as_secs_f64();
+        if !replay.stamped && compute_ns.is_none() {
+            exp.warnings.push(format!(
+                "trace {f} has no instruction stamps (a lackey trace without its `I` lines): \
+                 compute time is modelled as instructions_per_access = {instructions_per_access} \
+                 x base_cpi = {base_cpi} cycles per access at {} GHz; set them, or compute_ns \
+                 (docs/traces.md)",
+                exp.platform.cpu_ghz
+            ));
+        }
         if let Some(per_window) = mlps[i].as_ref().filter(|m| m.len() > 1) {
             if per_window.len() != replay.windows.len() {
                 return Err(ctx.err(

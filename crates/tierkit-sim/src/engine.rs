@@ -44,6 +44,9 @@ pub struct ProcSummary {
     /// LC processes: percentiles of operation latency, ns (see [`LatHist`]); null for BE.
     pub latency_p50_ns: Option<f64>,
     pub latency_p99_ns: Option<f64>,
+    /// Trace processes: the replay's MLP estimate (the miss-weighted harmonic mean of its
+    /// windows' MLP, given or estimated; docs/traces.md); null for other processes.
+    pub mlp_estimate: Option<f64>,
 }
 
 /// Fairness of the fast-tier allocation over the run (Vulcan §5.3).
@@ -116,7 +119,10 @@ pub struct Summary {
     pub page_bytes: u64,
     pub epoch_ms: f64,
     pub sim_seconds: f64,
+    /// The whole run: the trace replay passes done when the experiment was loaded
+    /// (`replay_seconds`), the fast-tier-only reference run and the run itself.
     pub wall_seconds: f64,
+    pub replay_seconds: f64,
     pub throughput_ops_per_s: f64,
     pub fast_only_throughput_ops_per_s: f64,
     pub slowdown_vs_fast_only: f64,
@@ -133,6 +139,8 @@ pub struct Summary {
     pub tiers: Vec<TierSummary>,
     pub processes: Vec<ProcSummary>,
     pub policy_stats: BTreeMap<String, f64>,
+    /// What the user should know about the run (a trace without stamps, ...).
+    pub warnings: Vec<String>,
 }
 
 /// Columnar time series, one row per report interval.
@@ -194,6 +202,10 @@ struct Acc {
     a3: f64,
     stalls: f64,
     cycles: f64,
+    /// Per process: misses, and misses / MLP of the threads that made them (the interval's
+    /// effective MLP is their ratio).
+    mlp_misses: Vec<f64>,
+    mlp_inv: Vec<f64>,
 }
 
 struct Totals {
@@ -251,6 +263,8 @@ fn run_pass(
         lat_w: vec![0.0; nt],
         misses: vec![0.0; nt],
         bytes: vec![0.0; nt],
+        mlp_misses: vec![0.0; np],
+        mlp_inv: vec![0.0; np],
         ..Default::default()
     };
     let mut last_ops = vec![0.0; np];
@@ -310,6 +324,19 @@ fn run_pass(
                     .map(|t| p.misses[t] - tot.last_misses[i][t])
                     .collect();
                 tot.last_misses[i].clone_from(&p.misses);
+                let all: f64 = d.iter().sum();
+                if all > 0.0 {
+                    // The process's threads' MLP, weighted by their miss rates.
+                    let (mut x, mut xm) = (0.0, 0.0);
+                    for th in m.threads.iter().filter(|t| t.proc_ == Some(i) && t.active) {
+                        x += th.x;
+                        xm += th.x / th.m.max(1e-9);
+                    }
+                    if x > 0.0 && xm > 0.0 {
+                        acc.mlp_misses[i] += all;
+                        acc.mlp_inv[i] += all * xm / x;
+                    }
+                }
                 if p.started && !p.exited {
                     let all: f64 = d.iter().sum();
                     let fthr = if all > 0.0 { d[0] / all } else { 0.0 };
@@ -390,6 +417,15 @@ fn run_pass(
                         &format!("migration_enabled.{}", p.name),
                         if p.migration_enabled { 1.0 } else { 0.0 },
                     );
+                    // The interval's MLP (miss-weighted harmonic mean over its epochs).
+                    s.push(
+                        &format!("mlp.{}", p.name),
+                        if acc.mlp_inv[i] > 0.0 {
+                            acc.mlp_misses[i] / acc.mlp_inv[i]
+                        } else {
+                            f64::NAN
+                        },
+                    );
                 }
             }
             acc = Acc {
@@ -397,6 +433,8 @@ fn run_pass(
                 lat_w: vec![0.0; nt],
                 misses: vec![0.0; nt],
                 bytes: vec![0.0; nt],
+                mlp_misses: vec![0.0; np],
+                mlp_inv: vec![0.0; np],
                 ..Default::default()
             };
         }
@@ -607,6 +645,11 @@ pub fn run(
                 migration_restarts: p.migration_restarts,
                 latency_p50_ns: tot.lat[i].quantile(0.5),
                 latency_p99_ns: tot.lat[i].quantile(0.99),
+                mlp_estimate: exp
+                    .replays
+                    .iter()
+                    .find(|r| r.process == i)
+                    .map(|r| r.replay.mlp_stats().estimate),
             }
         })
         .collect();
@@ -620,7 +663,8 @@ pub fn run(
         page_bytes: exp.page_bytes,
         epoch_ms: exp.epoch_ms,
         sim_seconds: pass.sim_s,
-        wall_seconds: wall.elapsed().as_secs_f64(),
+        wall_seconds: wall.elapsed().as_secs_f64() + exp.replay_seconds,
+        replay_seconds: exp.replay_seconds,
         throughput_ops_per_s: throughput,
         fast_only_throughput_ops_per_s: ref_throughput,
         slowdown_vs_fast_only: ratio(ref_throughput, throughput),
@@ -647,6 +691,27 @@ pub fn run(
         tiers,
         processes,
         policy_stats: policy.stats().into_iter().collect(),
+        warnings: exp
+            .warnings
+            .iter()
+            .cloned()
+            .chain(exp.replays.iter().filter_map(|r| {
+                let p = &m.procs[r.process];
+                let total: f64 = p.misses.iter().sum();
+                let share = p.replay_overrun / total;
+                (total > 0.0 && share > 0.05).then(|| {
+                    format!(
+                        "trace process {}: {:.0}% of its misses ran in a window past that window's \
+                         own misses (its windows are shorter than an epoch: the replay runs each \
+                         epoch in one window), so its page mix and hit ratio depend on the platform's \
+                         speed; lower epoch_ms or raise time_scale until this warning goes \
+                         (docs/traces.md)",
+                        p.name,
+                        100.0 * share
+                    )
+                })
+            }))
+            .collect(),
     };
     Ok(RunOutput {
         summary,

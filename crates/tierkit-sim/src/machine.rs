@@ -53,6 +53,10 @@ pub struct ProcState {
     pub demote_promoted: u64,
     pub ops: f64,
     pub misses: Vec<f64>,
+    /// Trace replay: misses run in a window past that window's own misses (an epoch runs in one
+    /// window, so when windows are shorter than an epoch the next windows' misses take this one's
+    /// pages, and windows that fit inside the overrun are skipped).
+    pub replay_overrun: f64,
     /// Dist cache: (thread group, phase) -> dist index.
     pub dist_of: FxHashMap<(usize, usize), usize>,
     pub scan_cursor: u32,
@@ -270,6 +274,7 @@ impl Machine {
                 demote_promoted: 0,
                 ops: 0.0,
                 misses: vec![0.0; ntiers],
+                replay_overrun: 0.0,
                 dist_of: FxHashMap::default(),
                 scan_cursor: 0,
                 scan_credit: 0.0,
@@ -655,6 +660,7 @@ impl Machine {
                 // Overshoot of the last window counts against this one.
                 let left = self.threads[ti].phase_work_left.unwrap_or(0.0).min(0.0);
                 carry = Some(rs.window_work(phase) + left);
+                self.procs[pi].replay_overrun -= left;
             }
         }
         if phase >= nph {

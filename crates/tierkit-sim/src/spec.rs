@@ -123,6 +123,12 @@ pub struct Experiment {
     pub antagonists: Vec<AntagonistSpec>,
     /// Thread groups that replay a trace: their phases are the trace's windows (trace/replay.rs).
     pub replays: Vec<crate::trace::replay::ReplaySpec>,
+    /// Wall time spent building the replays when the experiment was loaded (counted in the
+    /// run's `wall_seconds`, and reported as `replay_seconds`).
+    pub replay_seconds: f64,
+    /// Things the user should know about the experiment (printed once by the CLI, and in the
+    /// run's JSON as `warnings`).
+    pub warnings: Vec<String>,
 }
 
 impl Experiment {

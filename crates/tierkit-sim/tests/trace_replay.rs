@@ -26,10 +26,10 @@ fn experiment(extra: &str) -> tierkit_sim::Experiment {
     load_str("trace-test.toml", &text, &[], None).unwrap()
 }
 
-/// Misses-weighted mean MLP of a replay's windows.
+/// The MLP estimate of a replay (what `trace info` and the run JSON show): the miss-weighted
+/// harmonic mean of its windows' MLP.
 fn mean_mlp(r: &tierkit_sim::trace::replay::Replay) -> f64 {
-    let m: f64 = r.windows.iter().map(|w| w.misses).sum();
-    m / r.windows.iter().map(|w| w.misses / w.mlp).sum::<f64>()
+    r.mlp_stats().estimate
 }
 
 #[test]
@@ -314,4 +314,23 @@ fn mlp_given_per_window_sets_each_phase() {
         err.contains("x.toml: `mlp`") && err.contains(&format!("replays as {n} windows")),
         "{err}"
     );
+}
+
+/// Windows shorter than an epoch: the run says so (a warning naming the process and the share of
+/// misses that ran past their window), and does not once the epoch is short enough.
+#[test]
+fn windows_shorter_than_an_epoch_get_a_warning() {
+    let warnings = |extra: &str| {
+        let e = experiment(&format!("duration_s = 0.02\nfast_ratio = \"1:1\"\n{extra}"));
+        let out = tierkit_sim::run(&e, "notier", &mut |_, _| true).unwrap();
+        out.summary.warnings
+    };
+    let w = warnings("");
+    assert!(
+        w.iter()
+            .any(|m| m.contains("pchase") && m.contains("shorter than an epoch")),
+        "{w:?}"
+    );
+    let w = warnings("time_scale = 1000\n");
+    assert!(w.is_empty(), "{w:?}");
 }

@@ -1,8 +1,11 @@
 //! Streamed importers into the binary format: one line in, at most one record out; nothing is
-//! held but the current run. Errors name the input's line.
+//! held but the current run. Errors name the input's line. Inputs may be gzip- or
+//! zstd-compressed (told by their first bytes, not their names; [`open_input`]), and an import
+//! writes a temporary file beside the output and renames it only once it is complete, so a
+//! failed import leaves no output behind.
 
-use std::io::{BufRead, Seek, Write};
-use std::path::Path;
+use std::io::{BufRead, BufReader, Read, Seek, Write};
+use std::path::{Path, PathBuf};
 
 use super::damo;
 use super::{Header, Op, Result, Source, StampKind, TraceError, Writer};
@@ -35,11 +38,118 @@ impl Format {
 /// What an import did.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ImportStats {
+    /// How the input was compressed (told by its first bytes).
+    pub compression: Compression,
     pub lines: u64,
     /// Input lines that were not accesses (valgrind banners, instructions, cache hits...).
     pub skipped: u64,
     pub records: u64,
     pub accesses: u64,
+    /// Instruction (`I`) lines of a lackey trace (0: the trace has no stamps).
+    pub instructions: u64,
+}
+
+/// How an input is compressed, from its first bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Compression {
+    #[default]
+    None,
+    Gzip,
+    Zstd,
+}
+
+impl Compression {
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+        }
+    }
+
+    /// Tell the compression from the first bytes; Err names a compression tierkit does not read.
+    pub fn sniff(head: &[u8]) -> std::result::Result<Compression, &'static str> {
+        if head.starts_with(&[0x1f, 0x8b]) {
+            Ok(Compression::Gzip)
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Ok(Compression::Zstd)
+        } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+            Err("xz")
+        } else if head.len() >= 10
+            && head.starts_with(b"BZh")
+            && (b'1'..=b'9').contains(&head[3])
+            && head[4..10] == [0x31, 0x41, 0x59, 0x26, 0x53, 0x59]
+        {
+            Err("bzip2")
+        } else {
+            Ok(Compression::None)
+        }
+    }
+}
+
+/// An input as a buffered stream of its (decompressed) bytes.
+pub type Input = Box<dyn BufRead + Send>;
+
+/// Open an input for import: a path, or `-` for stdin. gzip (also several members, as `cat
+/// a.gz b.gz` gives) and zstd inputs are decompressed as they are read; which one is told from
+/// the first bytes, not the name.
+pub fn open_input(input: &str) -> Result<(Input, Compression)> {
+    let raw: Box<dyn Read + Send> = if input == "-" {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(std::fs::File::open(input).map_err(|e| TraceError::Io {
+            path: input.to_string(),
+            msg: format!("cannot open: {e}"),
+        })?)
+    };
+    wrap_input(display_name(input), raw)
+}
+
+/// How an input is named in messages.
+pub fn display_name(input: &str) -> &str {
+    if input == "-" {
+        "<stdin>"
+    } else {
+        input
+    }
+}
+
+/// [`open_input`] for an already open stream.
+pub fn wrap_input(name: &str, raw: Box<dyn Read + Send>) -> Result<(Input, Compression)> {
+    let mut b = BufReader::with_capacity(1 << 20, raw);
+    let head = b.fill_buf().map_err(|e| TraceError::Io {
+        path: name.to_string(),
+        msg: format!("cannot read: {e}"),
+    })?;
+    let c = Compression::sniff(head).map_err(|what| TraceError::Io {
+        path: name.to_string(),
+        msg: format!(
+            "{what}-compressed input; tierkit reads plain, gzip and zstd input (decompress it, \
+             e.g. `{} -dc FILE | tierkit trace import FORMAT - -o OUT`)",
+            if what == "xz" { "xz" } else { "bzip2" }
+        ),
+    })?;
+    let inp: Input = match c {
+        Compression::None => Box::new(b),
+        Compression::Gzip => Box::new(BufReader::with_capacity(
+            1 << 20,
+            flate2::bufread::MultiGzDecoder::new(b),
+        )),
+        Compression::Zstd => {
+            let mut d =
+                zstd::stream::read::Decoder::with_buffer(b).map_err(|e| TraceError::Io {
+                    path: name.to_string(),
+                    msg: format!("cannot start zstd: {e}"),
+                })?;
+            // `zstd --long=31` inputs need the large window (memory only if the file asks).
+            d.window_log_max(31).map_err(|e| TraceError::Io {
+                path: name.to_string(),
+                msg: format!("cannot start zstd: {e}"),
+            })?;
+            Box::new(BufReader::with_capacity(1 << 20, d))
+        }
+    };
+    Ok((inp, c))
 }
 
 struct Lines<R: BufRead> {
@@ -54,7 +164,11 @@ impl<R: BufRead> Lines<R> {
         let n = self.inp.read_line(buf).map_err(|e| TraceError::Parse {
             path: self.path.clone(),
             line: self.no + 1,
-            msg: format!("cannot read: {e}"),
+            msg: if e.kind() == std::io::ErrorKind::InvalidData && e.to_string().contains("UTF-8") {
+                "not text (invalid UTF-8); tierkit reads plain, gzip and zstd text traces".into()
+            } else {
+                format!("cannot read: {e}")
+            },
         })?;
         if n == 0 {
             return Ok(None);
@@ -79,12 +193,70 @@ fn werr(path: &Path, e: std::io::Error) -> TraceError {
     }
 }
 
-/// Convert `input` (read streamed from `inp`, named `input_name` in messages) into a trace at
-/// `output`.
+/// A temporary file beside `output` (same directory, so the final rename is atomic), removed
+/// when dropped unless kept.
+struct Temp {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Temp {
+    fn beside(output: &Path) -> Temp {
+        let name = output
+            .file_name()
+            .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned());
+        let dir = output.parent().unwrap_or(Path::new(""));
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Temp {
+            path: dir.join(format!(".{name}.tmp-{}-{n}", std::process::id())),
+            keep: false,
+        }
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Import `input` (a path, or `-` for stdin; plain, gzip or zstd) into a trace at `output`.
+pub fn import_path(format: Format, input: &str, output: &Path) -> Result<ImportStats> {
+    let (inp, c) = open_input(input)?;
+    let mut st = import(format, display_name(input), inp, output)?;
+    st.compression = c;
+    Ok(st)
+}
+
+/// Convert `input` (read streamed from `inp`, named `input_name` in messages; decompressed
+/// already, see [`open_input`]) into a trace at `output`. The trace is written to a temporary
+/// file beside `output` and renamed to it once complete: on any error `output` is left as it
+/// was (absent, or the previous file) and the temporary file is removed.
 pub fn import(
     format: Format,
     input_name: &str,
+    inp: impl BufRead,
+    output: &Path,
+) -> Result<ImportStats> {
+    let tmp = Temp::beside(output);
+    let st = import_to(format, input_name, inp, &tmp.path, output)?;
+    std::fs::rename(&tmp.path, output).map_err(|e| TraceError::Io {
+        path: output.display().to_string(),
+        msg: format!("cannot write: {e}"),
+    })?;
+    let mut tmp = tmp;
+    tmp.keep = true;
+    Ok(st)
+}
+
+fn import_to(
+    format: Format,
+    input_name: &str,
     mut inp: impl BufRead,
+    path: &Path,
     output: &Path,
 ) -> Result<ImportStats> {
     let header = match format {
@@ -92,7 +264,13 @@ pub fn import(
         Format::PerfScript => Header::new(6, StampKind::Nanoseconds, Source::PerfMem),
         Format::Damon => Header::new(12, StampKind::Nanoseconds, Source::Damon),
     };
-    let mut w = Writer::create(output, header)?;
+    let mut w = Writer::create(path, header).map_err(|e| match e {
+        TraceError::Io { msg, .. } => TraceError::Io {
+            path: output.display().to_string(),
+            msg,
+        },
+        e => e,
+    })?;
     let enc = match format {
         Format::Damon => {
             let head = inp
@@ -123,6 +301,10 @@ pub fn import(
             Either::Io(e) => werr(output, e),
         })?
     };
+    if format == Format::Lackey && stats.instructions == 0 {
+        // No `I` lines: the trace has no time in it; replay models compute per access.
+        w.set_stamp_kind(StampKind::None);
+    }
     let h = w.finish(last).map_err(|e| werr(output, e))?;
     if h.records == 0 {
         return Err(perr(
@@ -194,6 +376,7 @@ fn lackey<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>) -> O
         let op = match kind {
             "I" => {
                 instr += 1;
+                st.instructions += 1;
                 st.skipped += 1;
                 continue;
             }
@@ -335,12 +518,9 @@ pub fn perf_mem_sample(line: &str) -> std::result::Result<Option<PerfSample>, St
 /// (skipped). Errors name the file and line.
 pub fn perf_llc_misses(path: &Path) -> Result<(Vec<(u64, u64)>, ImportStats)> {
     let name = path.display().to_string();
-    let f = std::fs::File::open(path).map_err(|e| TraceError::Io {
-        path: name.clone(),
-        msg: format!("cannot read: {e}"),
-    })?;
+    let (inp, _) = open_input(&name)?;
     let mut l = Lines {
-        inp: std::io::BufReader::new(f),
+        inp,
         path: name,
         no: 0,
     };
@@ -570,6 +750,7 @@ fn damon<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>) -> Ou
 mod tests {
     use super::*;
     use crate::trace::{info, Reader};
+    use std::io::Read;
 
     fn tmp(name: &str) -> std::path::PathBuf {
         let d = std::env::temp_dir().join(format!("tk-import-{}", std::process::id()));
@@ -687,6 +868,157 @@ nr_regions: 2
         .unwrap_err()
         .to_string();
         assert!(e.contains("line 1") && e.contains("decimal"), "{e}");
+    }
+
+    fn gzip(b: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(b).unwrap();
+        e.finish().unwrap()
+    }
+
+    /// The shipped lackey text of a shipped program (zstd-compressed in examples/traces).
+    fn shipped_text(name: &str) -> Vec<u8> {
+        let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/traces")
+            .join(format!("{name}.lackey.zst"));
+        let mut d = zstd::stream::read::Decoder::new(std::fs::File::open(p).unwrap()).unwrap();
+        d.window_log_max(31).unwrap();
+        let mut v = Vec::new();
+        d.read_to_end(&mut v).unwrap();
+        v
+    }
+
+    fn import_file(fmt: Format, input: &Path, out: &Path) -> Result<ImportStats> {
+        import_path(fmt, input.to_str().unwrap(), out)
+    }
+
+    #[test]
+    fn gzip_and_zstd_inputs_import_as_their_plain_text() {
+        let lackey = "==1== Lackey\nI  04016e0,3\n L 1000,8\n L 1008,8\nI  04016e3,4\n S 103c,8\n M 2000,4\n"
+            .repeat(50);
+        let perf = "  s 1 [003] 100.000002: cpu/mem-loads/P: 7f0000002040 6880144 |OP LOAD|LVL Local RAM hit|SNP Hit| 312\n"
+            .repeat(20);
+        let damon = "monitoring_end: 104.599 ms\n563ebaa00000-563ebaa03000( 12.000 KiB): 5\n";
+        for (fmt, text, name) in [
+            (Format::Lackey, lackey.as_str(), "lk"),
+            (Format::PerfScript, perf.as_str(), "pf"),
+            (Format::Damon, damon, "dm"),
+        ] {
+            let plain = tmp(&format!("{name}.txt"));
+            std::fs::write(&plain, text).unwrap();
+            // Names that say nothing (or the wrong thing): the content decides.
+            let gz = tmp(&format!("{name}.gz.txt"));
+            std::fs::write(&gz, gzip(text.as_bytes())).unwrap();
+            let zs = tmp(&format!("{name}.gz"));
+            std::fs::write(&zs, zstd::encode_all(text.as_bytes(), 3).unwrap()).unwrap();
+            let mut outs = Vec::new();
+            for (inp, c) in [
+                (&plain, Compression::None),
+                (&gz, Compression::Gzip),
+                (&zs, Compression::Zstd),
+            ] {
+                let out = tmp(&format!("{name}-{}.tkt", c.name()));
+                let st = import_file(fmt, inp, &out).unwrap();
+                assert_eq!(st.compression, c);
+                outs.push(std::fs::read(&out).unwrap());
+            }
+            assert_eq!(outs[0], outs[1], "{name}: gzip");
+            assert_eq!(outs[0], outs[2], "{name}: zstd");
+        }
+        // Two gzip members back to back (`cat a.gz b.gz`) read as one text.
+        let two = [gzip(lackey.as_bytes()), gzip(lackey.as_bytes())].concat();
+        let p = tmp("two.gz");
+        std::fs::write(&p, two).unwrap();
+        let st = import_file(Format::Lackey, &p, &tmp("two.tkt")).unwrap();
+        assert_eq!(st.lines, 2 * 7 * 50);
+    }
+
+    #[test]
+    fn a_failed_import_leaves_no_output() {
+        let d = std::env::temp_dir().join(format!("tk-import-fail-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        // 200K good lines, then a bad one: the writer has written plenty by then.
+        let mut text = "I  0400,3\n L 10000,8\n S 20000,8\n".repeat(100_000);
+        text.push_str("garbage\n");
+        let out = d.join("out.tkt");
+        let e = import(Format::Lackey, "in", text.as_bytes(), &out)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("in: line 300001:"), "{e}");
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0, "left behind");
+        // A corrupt gzip stream: an error, nothing left.
+        let mut gz = gzip(text.as_bytes());
+        let n = gz.len();
+        gz[n / 2] ^= 0xff;
+        gz.truncate(n - 100);
+        let inp = d.join("bad.gz");
+        std::fs::write(&inp, gz).unwrap();
+        assert!(import_file(Format::Lackey, &inp, &out).is_err());
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1, "left behind");
+        // A good import replaces a previous output only when it is complete.
+        std::fs::write(&out, b"old").unwrap();
+        assert!(import(Format::Lackey, "in", text.as_bytes(), &out).is_err());
+        assert_eq!(std::fs::read(&out).unwrap(), b"old");
+        // Binary or other compressed input: a clear message.
+        std::fs::write(&inp, [0xfd, b'7', b'z', b'X', b'Z', 0, 1, 2]).unwrap();
+        let e = import_file(Format::Lackey, &inp, &out)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("xz-compressed"), "{e}");
+        std::fs::write(&inp, [b' ', b'L', 0xff, 0xfe, b'\n']).unwrap();
+        let e = import_file(Format::Lackey, &inp, &out)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 1") && e.contains("not text"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn lackey_without_instruction_lines_has_no_stamps() {
+        let out = tmp("noi.tkt");
+        let st = import(
+            Format::Lackey,
+            "in",
+            " L 1000,8\n S 2000,8\n".as_bytes(),
+            &out,
+        )
+        .unwrap();
+        assert_eq!(st.instructions, 0);
+        assert_eq!(info(&out).unwrap().header.stamp, StampKind::None);
+        let st = import(Format::Lackey, "in", "I 0,1\n L 1000,8\n".as_bytes(), &out).unwrap();
+        assert_eq!(st.instructions, 1);
+        assert_eq!(info(&out).unwrap().header.stamp, StampKind::Instructions);
+    }
+
+    /// The shipped programs' lackey text imports, from zstd and from gzip, to the same trace,
+    /// no larger than the gzipped text (`gzip -6`, its default), and the shipped traces too.
+    #[test]
+    fn shipped_traces_are_no_larger_than_their_gzipped_text() {
+        let d = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/traces");
+        for name in ["pchase", "stream"] {
+            let text = shipped_text(name);
+            let gz = gzip(&text);
+            let p = tmp(&format!("{name}.lackey.gz"));
+            std::fs::write(&p, &gz).unwrap();
+            let out = tmp(&format!("{name}-gz.tkt"));
+            let st = import_file(Format::Lackey, &p, &out).unwrap();
+            assert_eq!(st.compression, Compression::Gzip);
+            let zst = d.join(format!("{name}.lackey.zst"));
+            let out2 = tmp(&format!("{name}-zst.tkt"));
+            import_file(Format::Lackey, &zst, &out2).unwrap();
+            let (a, b) = (std::fs::read(&out).unwrap(), std::fs::read(&out2).unwrap());
+            assert_eq!(a, b, "{name}");
+            let shipped = std::fs::metadata(d.join(format!("{name}.tkt")))
+                .unwrap()
+                .len();
+            assert!(
+                (a.len() as u64) <= gz.len() as u64 && shipped <= gz.len() as u64,
+                "{name}: tkt {} B, shipped {shipped} B, gzipped text {} B",
+                a.len(),
+                gz.len()
+            );
+        }
     }
 
     #[test]

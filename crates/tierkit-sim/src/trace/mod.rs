@@ -1,15 +1,17 @@
 //! Memory-access traces: one compact binary format (docs/traces.md), streamed importers for
-//! valgrind lackey, `perf script` of `perf mem record` and `damo report raw`, and replay as a
-//! workload (per-window empirical page distributions with an LLC model in front).
+//! valgrind lackey, `perf script` of `perf mem record` and `damo report raw` (plain, gzip or zstd,
+//! told apart by their first bytes), and replay as a workload (per-window empirical page
+//! distributions with an LLC model in front).
 //!
-//! Format, version 1 (little-endian):
+//! Format, version 2 (little-endian):
 //!
 //! ```text
-//! header, 64 bytes
+//! header, 64 bytes (not compressed)
 //!   0  magic  "TKTRACE\0"
-//!   8  u16    version (1)
+//!   8  u16    version (2; version 1 files, whose records are not compressed, still read)
 //!  10  u8     unit_shift: record units are addr >> unit_shift (6 = cache lines, 12 = 4 KiB)
-//!  11  u8     stamp kind: 0 = instructions retired, 1 = nanoseconds
+//!  11  u8     stamp kind: 0 = instructions retired, 1 = nanoseconds, 2 = none (the trace had
+//!             no instruction lines: every stamp is 0; compute time is modelled per access)
 //!  12  u8     source: 0 = lackey (every access; a cache model applies), 1 = perf mem samples
 //!             (memory accesses past the LLC), 2 = DAMON regions, 3 = other
 //!  13  u8     flags: bit 0 = complete (the writer finished and patched the counts)
@@ -18,14 +20,16 @@
 //!  24  u64    accesses (sum of the records' counts)
 //!  32  u64    last stamp
 //!  40  24 B   reserved (0)
-//! records, each
+//! records: version 2, one zstd frame (with its checksum) holding the record stream; version 1,
+//! the record stream as it is. Each record:
 //!   u8      tag: bits 0-1 op (0 load, 1 store, 2 modify = load + store), bit 2 count follows
 //!   varint  stamp delta from the previous record (LEB128)
 //!   varint  unit delta from the previous record, zigzag-encoded
 //!   varint  count (only if tag bit 2; otherwise 1)
 //! ```
 //!
-//! A record is a run of `count` accesses to one unit that began at `stamp`.
+//! A record is a run of `count` accesses to one unit that began at `stamp`. Byte offsets in a
+//! version 2 file's errors count the header and then the decompressed record stream.
 
 mod damo;
 pub mod import;
@@ -38,7 +42,15 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 pub const MAGIC: &[u8; 8] = b"TKTRACE\0";
-pub const VERSION: u16 = 1;
+/// The version the writer writes.
+pub const VERSION: u16 = 2;
+/// The versions the reader reads (1: records not compressed).
+pub const READS: [u16; 2] = [1, 2];
+/// zstd level of the record stream. Level 9 saves 3% more on the shipped pointer chase but
+/// compresses random traces at a fifth of the speed and decompresses them at two thirds.
+pub const ZSTD_LEVEL: i32 = 3;
+/// Decompressed chunk a [`Reader`]'s helper thread hands over at a time.
+const CHUNK: usize = 1 << 18;
 pub const HEADER_BYTES: usize = 64;
 
 /// A bad or unreadable trace, with where it went wrong.
@@ -80,6 +92,18 @@ pub enum Op {
 pub enum StampKind {
     Instructions = 0,
     Nanoseconds = 1,
+    /// No stamps (a lackey trace without its `I` lines): compute time is modelled per access.
+    None = 2,
+}
+
+impl StampKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            StampKind::Instructions => "instructions",
+            StampKind::Nanoseconds => "ns",
+            StampKind::None => "none",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,6 +151,16 @@ impl Header {
         }
     }
 
+    /// Whether the records carry time: not for a trace imported without stamps (a lackey trace
+    /// without `I` lines; a version 1 file of one has instruction stamps that are all 0).
+    pub fn has_stamps(&self) -> bool {
+        match self.stamp {
+            StampKind::None => false,
+            StampKind::Instructions => !(self.source == Source::Lackey && self.last_stamp == 0),
+            StampKind::Nanoseconds => true,
+        }
+    }
+
     fn encode(&self) -> [u8; HEADER_BYTES] {
         let mut b = [0u8; HEADER_BYTES];
         b[..8].copy_from_slice(MAGIC);
@@ -163,10 +197,17 @@ impl Header {
             ));
         }
         let version = u16::from_le_bytes([b[8], b[9]]);
-        if version != VERSION {
+        if !READS.contains(&version) {
             return Err(bad(
                 8,
-                format!("trace format version {version}; this tierkit reads version {VERSION}"),
+                format!(
+                    "trace format version {version}; this tierkit reads versions 1 and 2{}",
+                    if version > VERSION {
+                        " (a newer tierkit wrote it: upgrade, or import the input again)"
+                    } else {
+                        ""
+                    }
+                ),
             ));
         }
         let unit_shift = b[10];
@@ -179,7 +220,8 @@ impl Header {
         let stamp = match b[11] {
             0 => StampKind::Instructions,
             1 => StampKind::Nanoseconds,
-            k => return Err(bad(11, format!("unknown stamp kind {k} (0 or 1)"))),
+            2 if version >= 2 => StampKind::None,
+            k => return Err(bad(11, format!("unknown stamp kind {k} (0-2)"))),
         };
         let source = match b[12] {
             0 => Source::Lackey,
@@ -227,9 +269,41 @@ fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
-/// Streams records into a trace, collapsing consecutive accesses of one op to one unit.
+/// Where a writer's record bytes go: the file itself (version 1) or a zstd frame (version 2).
+enum Sink<W: Write> {
+    Raw(W),
+    Zstd(zstd::stream::write::Encoder<'static, W>),
+}
+
+impl<W: Write> Write for Sink<W> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Sink::Raw(w) => w.write(b),
+            Sink::Zstd(z) => z.write(b),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::Raw(w) => w.flush(),
+            Sink::Zstd(z) => z.flush(),
+        }
+    }
+}
+
+impl<W: Write> Sink<W> {
+    /// End the frame (version 2) and hand back the file.
+    fn finish(self) -> std::io::Result<W> {
+        match self {
+            Sink::Raw(w) => Ok(w),
+            Sink::Zstd(z) => z.finish(),
+        }
+    }
+}
+
+/// Streams records into a trace, collapsing consecutive accesses of one op to one unit. Writes
+/// the header's version: 2 (records compressed) unless the header asks for 1.
 pub struct Writer<W: Write + Seek> {
-    out: BufWriter<W>,
+    out: BufWriter<Sink<W>>,
     header: Header,
     buf: Vec<u8>,
     prev_stamp: u64,
@@ -245,11 +319,23 @@ impl Writer<File> {
 }
 
 impl<W: Write + Seek> Writer<W> {
-    pub fn new(w: W, header: Header) -> std::io::Result<Self> {
-        let mut out = BufWriter::with_capacity(1 << 16, w);
-        out.write_all(&header.encode())?;
+    pub fn new(mut w: W, header: Header) -> std::io::Result<Self> {
+        if !READS.contains(&header.version) {
+            return Err(std::io::Error::other(format!(
+                "cannot write trace format version {}",
+                header.version
+            )));
+        }
+        w.write_all(&header.encode())?;
+        let sink = if header.version == 1 {
+            Sink::Raw(w)
+        } else {
+            let mut z = zstd::stream::write::Encoder::new(w, ZSTD_LEVEL)?;
+            z.include_checksum(true)?;
+            Sink::Zstd(z)
+        };
         Ok(Writer {
-            out,
+            out: BufWriter::with_capacity(1 << 16, sink),
             header,
             buf: Vec::with_capacity(32),
             prev_stamp: 0,
@@ -260,6 +346,11 @@ impl<W: Write + Seek> Writer<W> {
 
     pub fn header(&self) -> &Header {
         &self.header
+    }
+
+    /// Change the stamp kind the header will carry (an importer that found no stamps).
+    pub fn set_stamp_kind(&mut self, k: StampKind) {
+        self.header.stamp = k;
     }
 
     /// Add `count` accesses to `unit` at `stamp` (stamps must not decrease).
@@ -304,27 +395,113 @@ impl<W: Write + Seek> Writer<W> {
         Ok(())
     }
 
-    /// Flush the last run, patch the header's counts and mark the trace complete.
-    pub fn finish(mut self, last_stamp: u64) -> std::io::Result<Header> {
+    /// Flush the last run, end the compressed frame, patch the header's counts and mark the
+    /// trace complete; returns the header and the file.
+    fn finish_inner(mut self, last_stamp: u64) -> std::io::Result<(Header, W)> {
         if let Some(p) = self.pending.take() {
             self.emit(p)?;
         }
         self.header.last_stamp = last_stamp.max(self.prev_stamp);
         self.header.complete = true;
-        self.out.flush()?;
-        let mut w = self.out.into_inner().map_err(|e| e.into_error())?;
+        let mut w = self
+            .out
+            .into_inner()
+            .map_err(|e| e.into_error())?
+            .finish()?;
         w.seek(SeekFrom::Start(0))?;
         w.write_all(&self.header.encode())?;
         w.flush()?;
-        Ok(self.header)
+        Ok((self.header, w))
+    }
+
+    /// Flush the last run, patch the header's counts and mark the trace complete.
+    pub fn finish(self, last_stamp: u64) -> std::io::Result<Header> {
+        self.finish_inner(last_stamp).map(|(h, _)| h)
+    }
+
+    /// [`Writer::finish`], handing back the writer's output too (an in-memory trace).
+    pub fn finish_into(self, last_stamp: u64) -> std::io::Result<(Header, W)> {
+        self.finish_inner(last_stamp)
     }
 }
 
-/// Streams records out of a trace file; errors carry the byte offset.
+/// Where a reader's record bytes come from: the file (version 1) or its zstd frame (version
+/// 2), decompressed in line or by a helper thread.
+enum Body<R: Read> {
+    Raw(R),
+    Zstd(zstd::stream::read::Decoder<'static, std::io::BufReader<R>>),
+    Thread(Pipe),
+}
+
+impl<R: Read> Read for Body<R> {
+    fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Body::Raw(r) => r.read(b),
+            Body::Zstd(z) => z.read(b),
+            Body::Thread(_) => {
+                unreachable!("a piped body hands over whole chunks (Reader::refill)")
+            }
+        }
+    }
+}
+
+/// A helper thread that decompresses a version 2 file's records chunk by chunk, a few chunks
+/// ahead of the reader, so the reader's thread spends no time in zstd (a core is usually free
+/// while a trace is replayed before a run). Chunks go back to it for reuse; dropping the pipe
+/// stops it.
+struct Pipe {
+    full: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    empty: std::sync::mpsc::SyncSender<Vec<u8>>,
+}
+
+impl Pipe {
+    fn start<R: Read + Send + 'static>(inp: R) -> std::io::Result<Pipe> {
+        let mut z = zstd::stream::read::Decoder::with_buffer(std::io::BufReader::with_capacity(
+            1 << 20,
+            inp,
+        ))?;
+        let (full_tx, full) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(3);
+        let (empty, empty_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+        std::thread::Builder::new()
+            .name("tkt-zstd".into())
+            .spawn(move || loop {
+                let mut chunk = empty_rx.try_recv().unwrap_or_else(|_| vec![0u8; CHUNK]);
+                chunk.resize(CHUNK, 0);
+                let mut n = 0;
+                let res = loop {
+                    match z.read(&mut chunk[n..]) {
+                        Ok(0) => break Ok(()),
+                        Ok(k) => {
+                            n += k;
+                            if n == CHUNK {
+                                break Ok(());
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => break Err(e),
+                    }
+                };
+                chunk.truncate(n);
+                let end = n == 0 || res.is_err();
+                let msg = match res {
+                    Ok(()) => Ok(chunk),
+                    Err(e) => Err(e),
+                };
+                // An empty chunk ends the stream; the reader gone ends the thread.
+                if full_tx.send(msg).is_err() || end {
+                    return;
+                }
+            })?;
+        Ok(Pipe { full, empty })
+    }
+}
+
+/// Streams records out of a trace file; errors carry the byte offset (for version 2: the
+/// header's 64 bytes, then the offset in the decompressed records).
 pub struct Reader<R: Read> {
     path: String,
-    inp: R,
-    buf: Box<[u8]>,
+    inp: Body<R>,
+    buf: Vec<u8>,
     pos: usize,
     len: usize,
     pub header: Header,
@@ -335,34 +512,62 @@ pub struct Reader<R: Read> {
 }
 
 impl Reader<File> {
+    /// Open a trace file; a version 2 file's records are decompressed by a helper thread.
     pub fn open(path: &Path) -> Result<Self> {
-        let f = File::open(path).map_err(|e| io_err(path, format!("cannot open: {e}")))?;
-        Reader::new(path.display().to_string(), f)
+        let mut f = File::open(path).map_err(|e| io_err(path, format!("cannot open: {e}")))?;
+        let name = path.display().to_string();
+        let header = read_header(&name, &mut f)?;
+        let body = if header.version == 1 {
+            Body::Raw(f)
+        } else {
+            Body::Thread(Pipe::start(f).map_err(|e| io_err(path, e))?)
+        };
+        Ok(Reader::with_body(name, header, body))
     }
 }
 
+/// Read and check a trace's header (the stream is left at the records).
+fn read_header(path: &str, inp: &mut impl Read) -> Result<Header> {
+    let mut b = Vec::with_capacity(HEADER_BYTES);
+    inp.take(HEADER_BYTES as u64)
+        .read_to_end(&mut b)
+        .map_err(|e| TraceError::Io {
+            path: path.to_string(),
+            msg: e.to_string(),
+        })?;
+    let header = Header::decode(path, &b)?;
+    if !header.complete {
+        return Err(TraceError::Format {
+            path: path.to_string(),
+            offset: 13,
+            msg: "incomplete trace (the writer did not finish; interrupted import?)".into(),
+        });
+    }
+    Ok(header)
+}
+
 impl<R: Read> Reader<R> {
+    /// Read a trace from a stream (version 2 records decompressed in line).
     pub fn new(path: String, mut inp: R) -> Result<Self> {
-        let mut b = Vec::with_capacity(HEADER_BYTES);
-        (&mut inp)
-            .take(HEADER_BYTES as u64)
-            .read_to_end(&mut b)
-            .map_err(|e| TraceError::Io {
-                path: path.clone(),
-                msg: e.to_string(),
-            })?;
-        let header = Header::decode(&path, &b)?;
-        if !header.complete {
-            return Err(TraceError::Format {
-                path,
-                offset: 13,
-                msg: "incomplete trace (the writer did not finish; interrupted import?)".into(),
-            });
-        }
-        Ok(Reader {
+        let header = read_header(&path, &mut inp)?;
+        let body = if header.version == 1 {
+            Body::Raw(inp)
+        } else {
+            Body::Zstd(
+                zstd::stream::read::Decoder::new(inp).map_err(|e| TraceError::Io {
+                    path: path.clone(),
+                    msg: e.to_string(),
+                })?,
+            )
+        };
+        Ok(Reader::with_body(path, header, body))
+    }
+
+    fn with_body(path: String, header: Header, inp: Body<R>) -> Self {
+        Reader {
             path,
             inp,
-            buf: vec![0u8; 1 << 16].into_boxed_slice(),
+            buf: vec![0u8; 1 << 16],
             pos: 0,
             len: 0,
             header,
@@ -370,7 +575,7 @@ impl<R: Read> Reader<R> {
             read: 0,
             stamp: 0,
             unit: 0,
-        })
+        }
     }
 
     fn err(&self, offset: u64, msg: impl Into<String>) -> TraceError {
@@ -384,6 +589,24 @@ impl<R: Read> Reader<R> {
     /// Refill the buffer; Ok(false) at end of file.
     #[cold]
     fn refill(&mut self) -> Result<bool> {
+        if let Body::Thread(p) = &self.inp {
+            let got = match p.full.recv() {
+                Ok(Ok(chunk)) => chunk,
+                Ok(Err(e)) => {
+                    return Err(self.err(
+                        self.offset,
+                        format!("corrupt or truncated compressed records ({e})"),
+                    ))
+                }
+                // The thread ended after the last chunk.
+                Err(_) => Vec::new(),
+            };
+            let old = std::mem::replace(&mut self.buf, got);
+            let _ = p.empty.try_send(old);
+            self.pos = 0;
+            self.len = self.buf.len();
+            return Ok(self.len > 0);
+        }
         loop {
             match self.inp.read(&mut self.buf) {
                 Ok(n) => {
@@ -392,6 +615,12 @@ impl<R: Read> Reader<R> {
                     return Ok(n > 0);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) if matches!(self.inp, Body::Zstd(_)) => {
+                    return Err(self.err(
+                        self.offset,
+                        format!("corrupt or truncated compressed records ({e})"),
+                    ))
+                }
                 Err(e) => return Err(self.err(self.offset, e.to_string())),
             }
         }
@@ -546,6 +775,22 @@ impl<R: Read> Reader<R> {
     }
 }
 
+/// Rewrite a trace in another format version (1: records not compressed, 2: compressed); the
+/// records, stamps and header fields stay as they are.
+pub fn convert(input: &Path, output: &Path, version: u16) -> Result<Header> {
+    let mut r = Reader::open(input)?;
+    let mut h = r.header;
+    h.version = version;
+    h.complete = false;
+    h.records = 0;
+    h.accesses = 0;
+    let mut w = Writer::create(output, h)?;
+    while let Some(rec) = r.next_record()? {
+        w.emit(rec).map_err(|e| io_err(output, e))?;
+    }
+    w.finish(r.header.last_stamp).map_err(|e| io_err(output, e))
+}
+
 /// What `tierkit trace info` prints.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Info {
@@ -609,31 +854,19 @@ mod tests {
     use proptest::prelude::*;
     use std::io::Cursor;
 
-    fn roundtrip(recs: &[(u64, u64, u64, Op)]) -> (Vec<u8>, Header) {
-        let mut w = Writer::new(
-            Cursor::new(Vec::new()),
-            Header::new(6, StampKind::Instructions, Source::Other),
-        )
-        .unwrap();
+    fn roundtrip_v(recs: &[(u64, u64, u64, Op)], version: u16) -> (Vec<u8>, Header) {
+        let mut h = Header::new(6, StampKind::Instructions, Source::Other);
+        h.version = version;
+        let mut w = Writer::new(Cursor::new(Vec::new()), h).unwrap();
         for &(s, u, c, op) in recs {
             w.push(s, u, c, op).unwrap();
         }
-        w.finish_into(recs.last().map_or(0, |r| r.0)).unwrap()
+        let (h, c) = w.finish_into(recs.last().map_or(0, |r| r.0)).unwrap();
+        (c.into_inner(), h)
     }
 
-    impl Writer<Cursor<Vec<u8>>> {
-        fn finish_into(self, last: u64) -> std::io::Result<(Vec<u8>, Header)> {
-            let mut s = self;
-            if let Some(p) = s.pending.take() {
-                s.emit(p)?;
-            }
-            s.header.last_stamp = last.max(s.prev_stamp);
-            s.header.complete = true;
-            let mut c = s.out.into_inner().map_err(|e| e.into_error())?;
-            c.seek(SeekFrom::Start(0))?;
-            c.write_all(&s.header.encode())?;
-            Ok((c.into_inner(), s.header))
-        }
+    fn roundtrip(recs: &[(u64, u64, u64, Op)]) -> (Vec<u8>, Header) {
+        roundtrip_v(recs, VERSION)
     }
 
     fn read_all(bytes: &[u8]) -> Result<Vec<Record>> {
@@ -685,14 +918,18 @@ mod tests {
     #[test]
     fn truncation_wrong_version_and_garbage_name_the_offset() {
         let recs: Vec<_> = (0..50).map(|i| (i, i * 977 % 4096, 1, Op::Load)).collect();
-        let (bytes, _) = roundtrip(&recs);
+        // Version 1: the records as they are, so offsets are the file's.
+        let (bytes, _) = roundtrip_v(&recs, 1);
         let cut = &bytes[..bytes.len() - 2];
         let e = read_all(cut).unwrap_err().to_string();
         assert!(e.contains("byte ") && e.contains("truncated"), "{e}");
         let mut v = bytes.clone();
         v[8] = 7;
         let e = read_all(&v).unwrap_err().to_string();
-        assert!(e.contains("byte 8") && e.contains("version 7"), "{e}");
+        assert!(
+            e.contains("byte 8") && e.contains("version 7") && e.contains("versions 1 and 2"),
+            "{e}"
+        );
         let mut v = bytes.clone();
         v[HEADER_BYTES] = 0xff;
         let e = read_all(&v).unwrap_err().to_string();
@@ -707,6 +944,40 @@ mod tests {
         let mut v = bytes.clone();
         v.push(0);
         assert!(read_all(&v).unwrap_err().to_string().contains("trailing"));
+        // Version 2: a cut, a flipped byte or trailing bytes in the compressed frame are errors.
+        let (bytes, _) = roundtrip(&recs);
+        let e = read_all(&bytes[..bytes.len() - 2]).unwrap_err().to_string();
+        assert!(e.contains("byte ") && e.contains("truncated"), "{e}");
+        let mut v = bytes.clone();
+        let mid = HEADER_BYTES + (bytes.len() - HEADER_BYTES) / 2;
+        v[mid] ^= 0x55;
+        let e = read_all(&v).unwrap_err().to_string();
+        assert!(e.starts_with("t: byte "), "{e}");
+        let mut v = bytes.clone();
+        v.extend_from_slice(b"junk");
+        let e = read_all(&v).unwrap_err().to_string();
+        assert!(e.contains("corrupt"), "{e}");
+        let mut v = bytes.clone();
+        v[8] = 3;
+        let e = read_all(&v).unwrap_err().to_string();
+        assert!(
+            e.contains("version 3") && e.contains("newer tierkit"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn version_1_files_read_as_version_2_ones_and_are_larger() {
+        let recs: Vec<_> = (0..5000)
+            .map(|i| (i * 3, (i * 977) % 64 + (i / 100) * 64, 1 + i % 2, Op::Load))
+            .collect();
+        let (v1, h1) = roundtrip_v(&recs, 1);
+        let (v2, h2) = roundtrip(&recs);
+        assert_eq!((h1.version, h2.version), (1, 2));
+        assert_eq!(read_all(&v1).unwrap(), read_all(&v2).unwrap());
+        assert!(v2.len() * 3 < v1.len(), "{} vs {}", v2.len(), v1.len());
+        // Deterministic: the same records give the same bytes.
+        assert_eq!(roundtrip(&recs).0, v2);
     }
 
     proptest! {

@@ -273,6 +273,9 @@ pub struct ReplayOpts {
     pub llc: Option<(f64, u32)>,
     pub base_cpi: f64,
     pub cpu_ghz: f64,
+    /// Instructions per trace access for traces without stamps (a lackey trace without its
+    /// `I` lines): compute per window = accesses x this x base_cpi / GHz.
+    pub instructions_per_access: f64,
     /// Compute per miss for time-stamped traces, ns.
     pub compute_ns: Option<f64>,
     /// Trace accesses per window (None: the trace's accesses / 32).
@@ -304,6 +307,47 @@ pub struct Replay {
     pub windows: Vec<Window>,
     pub accesses: u64,
     pub misses: u64,
+    /// Whether the trace carries time (instructions or ns); if not, compute is modelled per
+    /// access (`instructions_per_access`).
+    pub stamped: bool,
+}
+
+/// The per-window MLP of a replay: its distribution over the windows and the process's
+/// estimate, the miss-weighted harmonic mean (a window's misses each cost latency / MLP, so
+/// this is the MLP that gives the trace's total memory stall).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MlpStats {
+    pub windows: usize,
+    pub estimate: f64,
+    pub min: f64,
+    pub p10: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub max: f64,
+}
+
+impl Replay {
+    pub fn mlp_stats(&self) -> MlpStats {
+        let mut v: Vec<f64> = self.windows.iter().map(|w| w.mlp).collect();
+        v.sort_by(f64::total_cmp);
+        let q = |f: f64| -> f64 {
+            if v.is_empty() {
+                return f64::NAN;
+            }
+            v[((v.len() - 1) as f64 * f).round() as usize]
+        };
+        let misses: f64 = self.windows.iter().map(|w| w.misses).sum();
+        let inv: f64 = self.windows.iter().map(|w| w.misses / w.mlp).sum();
+        MlpStats {
+            windows: v.len(),
+            estimate: if inv > 0.0 { misses / inv } else { f64::NAN },
+            min: q(0.0),
+            p10: q(0.1),
+            p50: q(0.5),
+            p90: q(0.9),
+            max: q(1.0),
+        }
+    }
 }
 
 /// Dense ids for page numbers in first-touch order: a two-level table (a hash map of
@@ -446,6 +490,7 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
         _ => None,
     };
     let window_acc = o.window_accesses.unwrap_or((h.accesses / 32).max(1)).max(1);
+    let stamped = h.has_stamps();
     let mut mlp = StrideMlp::default();
     // (page ids with counts, misses, mlp, compute_ns, read_frac) per window
     type RawWindow = (Vec<(u32, f64)>, f64, f64, f64, f64);
@@ -468,8 +513,12 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
         let span = end_stamp.saturating_sub(cur.first_stamp.unwrap_or(end_stamp)) as f64;
         let z = match (h.stamp, o.compute_ns) {
             (_, Some(z)) => z,
+            // No stamps: instructions_per_access per trace access.
+            _ if !stamped => {
+                cur.accesses as f64 * o.instructions_per_access * o.base_cpi / o.cpu_ghz / misses
+            }
             (StampKind::Instructions, None) => span * o.base_cpi / o.cpu_ghz / misses,
-            (StampKind::Nanoseconds, None) => 10.0,
+            (StampKind::Nanoseconds | StampKind::None, None) => 10.0,
         };
         let rf = (1.0 - cur.stores as f64 / misses).clamp(0.05, 1.0);
         let counts: Vec<(u32, f64)> = cur.touched[..cur.ntouched]
@@ -637,6 +686,7 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
         windows,
         accesses: total_acc,
         misses: total_miss,
+        stamped,
     })
 }
 
@@ -673,6 +723,7 @@ mod tests {
             llc: Some((1.0, 16)),
             base_cpi: 0.5,
             cpu_ghz: 2.0,
+            instructions_per_access: 3.0,
             compute_ns: None,
             window_accesses: None,
             min_window_misses: 1,
@@ -994,6 +1045,78 @@ mod tests {
         )
         .unwrap();
         assert!(given.windows.iter().all(|w| w.mlp == 3.0));
+    }
+
+    #[test]
+    fn traces_without_stamps_get_compute_per_access() {
+        let d = std::env::temp_dir().join(format!("tk-replay-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        // The same accesses without stamps (format 2's kind `none`), and as a version 1 file of
+        // an old import (instruction stamps, all 0).
+        let mut files = Vec::new();
+        for (name, version, kind) in [
+            ("nostamp.tkt", 2, StampKind::None),
+            ("nostamp-v1.tkt", 1, StampKind::Instructions),
+        ] {
+            let p = d.join(name);
+            let mut h = Header::new(6, kind, Source::Lackey);
+            h.version = version;
+            let mut w = Writer::create(&p, h).unwrap();
+            for i in 0..20_000u64 {
+                w.push(0, (i * 7919) % (1 << 17), 1, Op::Load).unwrap();
+            }
+            w.finish(0).unwrap();
+            files.push(p);
+        }
+        for p in &files {
+            let r = build(p, &opts()).unwrap();
+            assert!(!r.stamped);
+            // Every access misses (a fresh line each time in 20K < 128K lines): 3 instructions
+            // per access at CPI 0.5 and 2 GHz is 0.75 ns per miss.
+            assert!(r.windows.iter().all(|w| (w.compute_ns - 0.75).abs() < 1e-9));
+            let r2 = build(
+                p,
+                &ReplayOpts {
+                    base_cpi: 2.0,
+                    ..opts()
+                },
+            )
+            .unwrap();
+            assert!(r2.windows.iter().all(|w| (w.compute_ns - 3.0).abs() < 1e-9));
+        }
+        // A stamped trace is not affected by instructions_per_access.
+        let p = write("st.tkt", Source::Lackey, (0..20_000u64).map(|i| (i * 4, i)));
+        let a = build(&p, &opts()).unwrap();
+        let b = build(
+            &p,
+            &ReplayOpts {
+                instructions_per_access: 30.0,
+                ..opts()
+            },
+        )
+        .unwrap();
+        assert!(a.stamped);
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn mlp_stats_give_the_distribution_and_the_harmonic_estimate() {
+        let p = write("ms.tkt", Source::Other, (0..4000u64).map(|i| (i, i)));
+        let mut r = build(
+            &p,
+            &ReplayOpts {
+                window_accesses: Some(1000),
+                ..opts()
+            },
+        )
+        .unwrap();
+        for (w, m) in r.windows.iter_mut().zip([1.0, 1.0, 4.0, 10.0]) {
+            w.mlp = m;
+        }
+        let s = r.mlp_stats();
+        assert_eq!((s.windows, s.min, s.max), (4, 1.0, 10.0));
+        // Equal misses per window: 4 / (1 + 1 + 1/4 + 1/10).
+        assert!((s.estimate - 4.0 / 2.35).abs() < 1e-12, "{}", s.estimate);
     }
 
     #[test]
