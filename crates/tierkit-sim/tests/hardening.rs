@@ -51,3 +51,46 @@ fn a_region_at_the_very_end_of_an_object_runs() {
         .to_string();
     assert!(m.contains("start_frac") && m.contains("[0, 1)"), "{m}");
 }
+
+#[test]
+fn policies_naming_objects_the_experiment_lacks_are_errors() {
+    let e = load("gups-hotset", &["duration_s=0.02".into()], None).unwrap();
+    for (spec, param, name) in [
+        ("place:objects=hto", "objects", "hto"),
+        ("place:hot;nope", "objects", "nope"),
+        ("static:hot_object=cold", "hot_object", "cold"),
+        ("static", "", ""),
+    ] {
+        let r = run(&e, spec, &mut |_, _| true);
+        if spec == "static" {
+            r.unwrap(); // gups-hotset has "hot"
+            continue;
+        }
+        let m = r.err().unwrap().to_string();
+        assert!(
+            m.contains(&format!("parameter `{param}` names object `{name}`"))
+                && m.contains("cold_lo")
+                && !m.contains('\n'),
+            "{m}"
+        );
+    }
+    let m = run(&e, "place:objects=hto", &mut |_, _| true)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(m.contains("did you mean `hot`"), "{m}");
+    let m = tierkit_policies::build("place:objects=")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(m.contains("not KEY=VALUE"), "{m}");
+    for spec in ["place:objects=;", "static:hot_object= ; "] {
+        let m = tierkit_policies::build(spec).err().unwrap().to_string();
+        assert!(m.contains("object names separated by `;`"), "{spec}: {m}");
+    }
+    let m = run(&e, "soar:r_min=0.9,r_max=0.1", &mut |_, _| true)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(m.contains("`r_max`") && m.contains("r_min (0.9)"), "{m}");
+}
