@@ -239,7 +239,7 @@ fn read_file(cli: &mut Cli, table: &toml::Table) -> Result<FileSettings> {
         cli.policy.get_or_insert_with(|| p.to_string());
     }
     // Values of keys that are flags too: checked here with the flag's check, named by the key.
-    let checks: [(&str, fn(&str) -> std::result::Result<(), String>); 5] = [
+    let checks: [(&str, ValueCheck); 5] = [
         ("fast-nodes", |v| parse_list(v).map(|_| ())),
         ("slow-nodes", |v| parse_list(v).map(|_| ())),
         ("fast-limit", |v| parse_bytes(v).map(|_| ())),
@@ -317,6 +317,9 @@ fn read_file(cli: &mut Cli, table: &toml::Table) -> Result<FileSettings> {
         status_every,
     })
 }
+
+/// A check of a flag's value given as a file key: the message without the key.
+type ValueCheck = fn(&str) -> std::result::Result<(), String>;
 
 /// What the config file sets that no flag does.
 struct FileSettings {
