@@ -94,3 +94,14 @@ fn policies_naming_objects_the_experiment_lacks_are_errors() {
         .to_string();
     assert!(m.contains("`r_max`") && m.contains("r_min (0.9)"), "{m}");
 }
+
+#[test]
+fn every_builtin_passes_the_checks_with_its_defaults() {
+    for w in tierkit_sim::workloads::REGISTRY {
+        let e = load(w.name, &[], None).unwrap_or_else(|e| panic!("{}: {e}", w.name));
+        let mut names: Vec<&str> = e.processes.iter().map(|p| p.name.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), e.processes.len(), "{}", w.name);
+    }
+}
