@@ -38,13 +38,14 @@ fn the_same_trace_listed_many_times_runs_with_unique_names() {
 #[test]
 fn a_region_at_the_very_end_of_an_object_runs() {
     let text = "workload = \"custom\"\nduration_s = 0.02\n[[process]]\nname = \"a\"\n\
-                [[process.object]]\nname = \"buf\"\nsize_mb = 4\n[[process.thread]]\n\
+                [[process.object]]\nname = \"buf\"\nsize_bytes = 12288\n[[process.thread]]\n\
                 [[process.thread.phase]]\n[[process.thread.phase.access]]\nobject = \"buf\"\n\
-                start_frac = 0.9999999\nlen_frac = 1e-9\n";
+                start_frac = 0.9999999999999999\nlen_frac = 1e-9\n";
+    // the largest number below 1: the region is the object's last page
     let e = load_str("end.toml", text, &[], None).unwrap();
     columns_have_one_length(&run(&e, "notier", &mut |_, _| true).unwrap());
     let bad = text
-        .replace("0.9999999", "1.0")
+        .replace("0.9999999999999999", "1.0")
         .replace("len_frac = 1e-9\n", "");
     let m = load_str("end.toml", &bad, &[], None)
         .unwrap_err()
