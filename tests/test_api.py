@@ -98,3 +98,23 @@ def test_demo_quick_writes_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert set(frame["policy"]) == {o.case.label for o in outcomes}
     for png in ("slowdown.png", "throughput.png", "latency.png", "migrations.png"):
         assert (tmp_path / png).read_bytes().startswith(b"\x89PNG")
+
+
+# Issue 19: nonsense given to the API is a one-line TierkitError, never a wrong message or a wrap.
+@pytest.mark.parametrize(
+    ("experiment", "want"),
+    [(b"gups-hotset", "not bytes (b'gups-hotset')"), (42, "not int"), (None, "not NoneType")],
+)
+def test_experiment_of_the_wrong_type_is_named(experiment: object, want: str) -> None:
+    with pytest.raises(tierkit.TierkitError, match="experiment must be") as err:
+        tierkit.run(experiment, "notier")  # type: ignore[arg-type]
+    assert want in str(err.value)
+    assert "no experiment given" not in str(err.value)
+
+
+@pytest.mark.parametrize("seed", [2**63, 2**64 - 1])
+def test_seed_beyond_the_core_range_is_refused(seed: int) -> None:
+    with pytest.raises(tierkit.TierkitError, match=r"seed must be between 0 and 9223372036854775807"):
+        tierkit.run(EXPERIMENT, "notier", {"duration_s": 0.05}, seed=seed)
+    result = tierkit.run(EXPERIMENT, "notier", {"duration_s": 0.05}, seed=2**63 - 1)
+    assert result.summary["seed"] == 2**63 - 1

@@ -67,7 +67,8 @@ __all__ = [
     "trace",
 ]
 
-_MAX_SEED = 2**64 - 1
+# The core keeps seeds as TOML integers (i64): a larger one would wrap.
+_MAX_SEED = 2**63 - 1
 
 
 def _core_module() -> Any:
@@ -135,8 +136,21 @@ def check_override(item: str) -> tuple[str, str]:
 
 
 def _check_experiment(experiment: str | os.PathLike[str]) -> str:
-    text = os.fspath(experiment)
-    if not isinstance(text, str) or not text.strip():
+    if isinstance(experiment, (bytes, bytearray)):
+        raise TierkitError(
+            f"experiment must be a str or a path, not bytes ({bytes(experiment)!r}); "
+            "decode it first (e.g. `.decode()`)"
+        )
+    try:
+        text = os.fspath(experiment)
+    except TypeError:
+        raise TierkitError(
+            "experiment must be a built-in name or a TOML file (str or os.PathLike), "
+            f"not {type(experiment).__name__}"
+        ) from None
+    if not isinstance(text, str):
+        raise TierkitError(f"experiment must be a str path, not a bytes path ({text!r}); decode it first")
+    if not text.strip():
         raise TierkitError("no experiment given; name a built-in (`tierkit list workloads`) or a TOML file")
     if text.startswith("trace:"):  # a trace replayed as the workload; the core names a bad file
         if not Path(text[6:]).is_file():

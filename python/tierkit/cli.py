@@ -131,8 +131,8 @@ def _seed(text: str) -> int:
         value = int(text.replace("_", ""), 10)
     except ValueError:
         raise argparse.ArgumentTypeError(f"`{text}` is not a non-negative integer") from None
-    if not 0 <= value < 2**64:
-        raise argparse.ArgumentTypeError(f"`{text}` is out of range (0 to 2^64-1)")
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"`{text}` is out of range (0 to 2^63-1)")
     return value
 
 

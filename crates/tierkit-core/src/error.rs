@@ -19,6 +19,16 @@ pub enum Error {
         expected: String,
         got: String,
     },
+    #[error(
+        "policy `{policy}`: parameter `{param}` names object `{object}`, which no process of this experiment has{hint}; objects: {known}"
+    )]
+    UnknownObject {
+        policy: String,
+        param: String,
+        object: String,
+        hint: String,
+        known: String,
+    },
     #[error("malformed policy spec `{spec}`: {why}")]
     BadSpec { spec: String, why: String },
     #[error("policy `{name}` cannot be stacked here: {why}")]

@@ -8,11 +8,31 @@ use crate::suggest;
 /// The type of a parameter.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ParamKind {
-    Int { min: i64, max: i64 },
-    Float { min: f64, max: f64 },
+    Int {
+        min: i64,
+        max: i64,
+    },
+    Float {
+        min: f64,
+        max: f64,
+    },
     Bool,
     Str,
     Choice(&'static [&'static str]),
+    /// Names of objects (allocation sites), separated by `;`: at least one. A backend that
+    /// knows its objects before the run (the simulator) checks each name exists.
+    Objects,
+}
+
+/// Split an object-name list (`pc;seq`): `;`-separated, trimmed, empty parts and repeats dropped.
+pub fn object_names(s: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for n in s.split(';').map(str::trim).filter(|n| !n.is_empty()) {
+        if !names.iter().any(|x| x == n) {
+            names.push(n.to_string());
+        }
+    }
+    names
 }
 
 /// A parameter declared by a policy next to its code: name, type, default, unit, doc.
@@ -52,6 +72,7 @@ impl ParamKind {
             ParamKind::Bool => "true or false".into(),
             ParamKind::Str => "a string".into(),
             ParamKind::Choice(c) => format!("one of {}", c.join(", ")),
+            ParamKind::Objects => "object names separated by `;`".into(),
         }
     }
 
@@ -72,6 +93,9 @@ impl ParamKind {
             },
             ParamKind::Str => (!s.is_empty()).then(|| ParamValue::Str(s.to_string())),
             ParamKind::Choice(c) => c.contains(&s).then(|| ParamValue::Str(s.to_string())),
+            ParamKind::Objects => {
+                (!object_names(s).is_empty()).then(|| ParamValue::Str(s.to_string()))
+            }
         }
     }
 }

@@ -64,10 +64,10 @@ pub fn check(spec: &str) -> Result<()> {
     build(spec).map(|_| ())
 }
 
-/// Build the policy stack a spec names.
-pub fn build(spec: &str) -> Result<Box<dyn Policy>> {
+/// Each layer of a spec with its validated parameters.
+fn layers(spec: &str) -> Result<Vec<(&'static PolicyInfo, Params)>> {
     let parsed = PolicySpec::parse(spec)?;
-    let mut stack: Option<Box<dyn Policy>> = None;
+    let mut out = Vec::new();
     for layer in &parsed.layers {
         let info = lookup(&layer.name)?;
         let mut raw = layer.args.clone();
@@ -83,7 +83,30 @@ pub fn build(spec: &str) -> Result<Box<dyn Policy>> {
             };
             raw.insert(0, (pname.to_string(), pos.clone()));
         }
-        let params = Params::resolve(info.name, info.params, &raw)?;
+        out.push((info, Params::resolve(info.name, info.params, &raw)?));
+    }
+    Ok(out)
+}
+
+/// The objects a spec names (parameters of kind [`tierkit_core::ParamKind::Objects`], such as
+/// `place:objects` and `static:hot_object`): (policy, parameter, names), in spec order. A backend
+/// that knows its objects before the run checks them with this.
+pub fn named_objects(spec: &str) -> Result<Vec<(&'static str, &'static str, Vec<String>)>> {
+    let mut out = Vec::new();
+    for (info, params) in layers(spec)? {
+        for d in info.params {
+            if d.kind == tierkit_core::ParamKind::Objects {
+                out.push((info.name, d.name, place::object_names(params.str(d.name))));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Build the policy stack a spec names.
+pub fn build(spec: &str) -> Result<Box<dyn Policy>> {
+    let mut stack: Option<Box<dyn Policy>> = None;
+    for (info, params) in layers(spec)? {
         stack = Some(match (&info.build, stack) {
             (Builder::Base(f), None) => f(&params)?,
             (Builder::Base(_), Some(_)) => {

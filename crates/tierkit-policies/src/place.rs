@@ -12,8 +12,10 @@
 //! the spec grammar already uses `+` (between layers), `,` (between parameters), `:` and `=`.
 //!
 //! A name no process has cannot be rejected when the spec is built (objects are only known when
-//! the run starts). It binds nothing, and it is reported: `stats()` gives `unbound_objects`, the
-//! number of listed names that matched no object, and [`Place::unbound`] names them. An object of
+//! the run starts). The simulator knows every object of an experiment before it runs and rejects
+//! such a name then ([`crate::named_objects`]); on a live host (tierkitd) it binds nothing, and it
+//! is reported: `stats()` gives `unbound_objects`, the number of listed names that matched no
+//! object, and [`Place::unbound`] names them. An object of
 //! a listed name that first appears in a later epoch's telemetry (a process that starts later) is
 //! bound when it appears.
 
@@ -27,7 +29,7 @@ use crate::common::spec_name;
 
 const PARAMS: &[ParamDef] = &[ParamDef {
     name: "objects",
-    kind: ParamKind::Str,
+    kind: ParamKind::Objects,
     default: "hot",
     unit: "",
     doc: "Names of the objects to allocate in the fast tier, separated by `;` (e.g. `pc;seq`).",
@@ -43,15 +45,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
 };
 
 /// Split an `objects` value into names: `;`-separated, trimmed, empty parts and repeats dropped.
-pub fn object_names(s: &str) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for n in s.split(';').map(str::trim).filter(|n| !n.is_empty()) {
-        if !names.iter().any(|x| x == n) {
-            names.push(n.to_string());
-        }
-    }
-    names
-}
+pub use tierkit_core::params::object_names;
 
 pub struct Place {
     spec: String,

@@ -48,8 +48,26 @@ pub const INFO: PolicyInfo = PolicyInfo {
     source: "Soar/Alto (OSDI'25) §4, Algorithm 1",
     params: P,
     positional: None,
-    build: Builder::Base(|p| Ok(Box::new(Soar::new(p)))),
+    build: Builder::Base(|p| {
+        check_bounds(p)?;
+        Ok(Box::new(Soar::new(p)))
+    }),
 };
+
+/// `r_min` is the low-frequency bound and `r_max` the high-frequency one: the first cannot lie
+/// above the second (equal bounds leave no middle band, which is allowed).
+fn check_bounds(p: &Params) -> tierkit_core::Result<()> {
+    let (lo, hi) = (p.float("r_min"), p.float("r_max"));
+    if lo > hi {
+        return Err(Error::BadParam {
+            policy: "soar".into(),
+            param: "r_max".into(),
+            expected: format!("a value at least r_min ({lo})"),
+            got: hi.to_string(),
+        });
+    }
+    Ok(())
+}
 
 /// The amplification of a rarely accessed object: 2, 4 or 8, growing with the AOL over bands
 /// placed between `low` and `high` at the proportions of 40-50-60-80 cycles (§4.2).
@@ -637,12 +655,34 @@ impl Policy for Soar {
 /// Build Soar's profiler for `tierkit soar profile`.
 pub fn profiler(spec_params: &[(String, String)]) -> tierkit_core::Result<Box<dyn Policy>> {
     let p = Params::resolve("soar", P, spec_params)?;
+    check_bounds(&p)?;
     Ok(Box::new(SoarProfiler::new(&p)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn r_min_above_r_max_is_an_error() {
+        let e = crate::build("soar:r_min=0.9,r_max=0.1")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("soar")
+                && e.contains("`r_max`")
+                && e.contains("r_min (0.9)")
+                && !e.contains('\n'),
+            "{e}"
+        );
+        let raw = [
+            ("r_min".to_string(), "0.9".to_string()),
+            ("r_max".to_string(), "0.1".to_string()),
+        ];
+        assert!(profiler(&raw).is_err());
+        crate::build("soar:r_min=0.5,r_max=0.5").unwrap();
+    }
 
     #[test]
     fn band_overrides_move_an_unset_l0_with_aol_high() {

@@ -56,7 +56,7 @@ const PARAMS: &[ParamDef] = &[
     },
     ParamDef {
         name: "hot_object",
-        kind: ParamKind::Str,
+        kind: ParamKind::Objects,
         default: "hot",
         unit: "",
         doc: "Name of the object that is the hot set (several names separated by `;`).",

@@ -106,7 +106,8 @@ fn kind_name(k: &tierkit_core::ParamKind) -> String {
         Int { min, max } => format!("int [{min}, {max}]"),
         Float { min, max } => format!("float [{min}, {max}]"),
         Bool => "bool".into(),
-        Str => "string".into(),
+        // object-name lists are strings to describe's readers
+        Str | Objects => "string".into(),
         Choice(c) => format!("one of {}", c.join("|")),
     }
 }

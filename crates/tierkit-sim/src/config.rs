@@ -99,6 +99,33 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// The longest process, object or tier name, in characters (names label time-series columns).
+pub const MAX_NAME_CHARS: usize = 128;
+
+/// A process, object or tier name: non-empty, at most [`MAX_NAME_CHARS`], no control characters.
+fn check_name(ctx: &Ctx, key: &str, name: &str) -> Result<()> {
+    if name.trim().is_empty() {
+        return Err(ctx.err(key, "expected a non-empty name"));
+    }
+    let n = name.chars().count();
+    if n > MAX_NAME_CHARS {
+        return Err(ctx.err(
+            key,
+            format!("expected a name of at most {MAX_NAME_CHARS} characters, got {n}"),
+        ));
+    }
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return Err(ctx.err(
+            key,
+            format!(
+                "expected a name without control characters, got one with {:?}",
+                c
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// A table being read: typed getters, and a check that no key was left unread.
 struct Reader<'a, 'c> {
     ctx: &'c Ctx<'c>,
@@ -407,7 +434,14 @@ pub fn load_str(
         apply_override(&mut root, o)?;
     }
     if let Some(s) = seed {
-        root.insert("seed".into(), Value::Integer(s as i64));
+        // TOML integers are i64: a larger seed would wrap to a negative one.
+        let s = i64::try_from(s).map_err(|_| {
+            SimError::config(
+                "seed",
+                format!("expected an integer in [0, {}], got {s}", i64::MAX),
+            )
+        })?;
+        root.insert("seed".into(), Value::Integer(s));
     }
     from_table(&file, &root)
 }
@@ -491,6 +525,17 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
             .enumerate()
             .map(|(i, t)| read_tier(&ctx, i, t))
             .collect::<Result<_>>()?;
+        for (i, t) in plat.tiers.iter().enumerate() {
+            if let Some(j) = plat.tiers[..i].iter().position(|u| u.name == t.name) {
+                return Err(ctx.err(
+                    &format!("tier.{i}.name"),
+                    format!(
+                        "\"{}\" is also the name of tier.{j}; tier names must be unique (they label the time series)",
+                        t.name
+                    ),
+                ));
+            }
+        }
         if plat.tiers.len() != 2 {
             return Err(ctx.err(
                 "tier",
@@ -562,8 +607,18 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
                     ));
                 }
             }
-            let params =
-                Params::resolve(b.name, b.params, &raw).map_err(|e| ctx.err("", e.to_string()))?;
+            let params = Params::resolve(b.name, b.params, &raw).map_err(|e| match e {
+                tierkit_core::Error::BadParam {
+                    param,
+                    expected,
+                    got,
+                    ..
+                } => ctx.err(
+                    &param,
+                    format!("workload `{}`: expected {expected}, got `{got}`", b.name),
+                ),
+                other => ctx.err("", format!("workload `{}`: {other}", b.name)),
+            })?;
             let (procs, ants) = (b.build)(&params, &exp)
                 .map_err(|m| ctx.err("", format!("workload `{}`: {m}", b.name)))?;
             exp.processes = procs;
@@ -571,8 +626,18 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
         }
         None => {
             for (i, p) in r.tables("process")?.iter().enumerate() {
-                exp.processes
-                    .push(read_process(&ctx, i, p, exp.platform.tiers.len())?);
+                let proc_ = read_process(&ctx, i, p, exp.platform.tiers.len())?;
+                if let Some(j) = exp.processes.iter().position(|q| q.name == proc_.name) {
+                    return Err(ctx.err(
+                        &format!("process.{i}.name"),
+                        format!(
+                            "\"{}\" is also the name of process.{j}; process names must be unique \
+                             (they label the summary and the time series)",
+                            proc_.name
+                        ),
+                    ));
+                }
+                exp.processes.push(proc_);
             }
             for (i, a) in r.tables("antagonist")?.iter().enumerate() {
                 exp.antagonists
@@ -597,6 +662,7 @@ fn read_tier(ctx: &Ctx, i: usize, t: &Table) -> Result<TierModel> {
         .str_opt("name")?
         .unwrap_or(if i == 0 { "fast" } else { "slow" })
         .to_string();
+    check_name(ctx, &r.key("name"), &name)?;
     let peak = r.f64_opt("peak_gbps", 0.001, 1e5)?.ok_or_else(|| {
         ctx.err(
             &r.key("peak_gbps"),
@@ -616,6 +682,15 @@ fn read_tier(ctx: &Ctx, i: usize, t: &Table) -> Result<TierModel> {
             let bsat_r = r.f64_or("bsat_read_gbps", 0.001, 1e5, 0.9 * peak)?;
             let k_r = r.f64_or("k_read_ns", 0.0, 1e5, 0.25 * l0)?;
             let bsat_m = r.f64_or("bsat_mixed_gbps", 0.001, 1e5, 0.75 * peak)?;
+            // Saturation cannot come above the peak bandwidth the tier delivers.
+            for (k, v) in [("bsat_read_gbps", bsat_r), ("bsat_mixed_gbps", bsat_m)] {
+                if v > peak {
+                    return Err(ctx.err(
+                        &r.key(k),
+                        format!("expected at most peak_gbps ({peak}), got {v}"),
+                    ));
+                }
+            }
             let k_m = r.f64_or("k_mixed_ns", 0.0, 1e5, 0.5 * l0)?;
             Curve::Queueing {
                 l0_ns: l0,
@@ -723,6 +798,7 @@ fn read_process(ctx: &Ctx, i: usize, t: &Table, ntiers: usize) -> Result<Process
         .str_opt("name")?
         .map(str::to_string)
         .unwrap_or_else(|| format!("p{i}"));
+    check_name(ctx, &r.key("name"), &name)?;
     let ck = r.key("class");
     let class = read_class(ctx, &ck, r.str_opt("class")?)?;
     let start_s = r.f64_or("start_s", 0.0, 1e6, 0.0)?;
@@ -733,6 +809,7 @@ fn read_process(ctx: &Ctx, i: usize, t: &Table, ntiers: usize) -> Result<Process
             .str_opt("name")?
             .ok_or_else(|| ctx.err(&orr.key("name"), "missing; every object needs a name"))?
             .to_string();
+        check_name(ctx, &orr.key("name"), &oname)?;
         let bytes = size_bytes(&mut orr, ctx)?;
         let alloc_s = orr.f64_or("alloc_s", 0.0, 1e6, 0.0)?;
         let free_s = orr.f64_opt("free_s", 0.0, 1e6)?;
@@ -818,6 +895,12 @@ fn read_thread(ctx: &Ctx, path: &str, t: &Table, objects: &[ObjectSpec]) -> Resu
                 "a phase needs at least one [[...access]] region",
             ));
         }
+        if access.iter().all(|a| a.weight == 0.0) {
+            return Err(ctx.err(
+                &format!("{pp}.access.0.weight"),
+                "every region of this phase has weight 0; give at least one a positive weight",
+            ));
+        }
         phases.push(PhaseSpec {
             duration_s,
             mlp,
@@ -864,12 +947,14 @@ fn read_access(ctx: &Ctx, path: &str, t: &Table, objects: &[ObjectSpec]) -> Resu
         ));
     }
     let weight = r.f64_or("weight", 0.0, 1e12, 1.0)?;
+    // Checked whatever the pattern; used only by "zipf" (a sweep over `pattern` may keep it).
+    let zipf_s = r.f64_opt("zipf_s", 0.01, 5.0)?;
     let pattern = match r.str_opt("pattern")?.unwrap_or("uniform") {
         "uniform" | "random" => Pattern::Uniform,
         "sequential" | "seq" => Pattern::Sequential,
         "pointer-chase" | "pc" => Pattern::PointerChase,
         "zipf" => Pattern::Zipf {
-            s: r.f64_or("zipf_s", 0.01, 5.0, 0.99)?,
+            s: zipf_s.unwrap_or(0.99),
         },
         o => {
             return Err(ctx.err(
@@ -879,6 +964,14 @@ fn read_access(ctx: &Ctx, path: &str, t: &Table, objects: &[ObjectSpec]) -> Resu
         }
     };
     let start_frac = r.f64_or("start_frac", 0.0, 1.0, 0.0)?;
+    if start_frac >= 1.0 {
+        return Err(ctx.err(
+            &join(path, "start_frac"),
+            format!(
+                "expected a number in [0, 1) (the region starts inside the object), got {start_frac}"
+            ),
+        ));
+    }
     let len_frac = r.f64_or("len_frac", 1e-9, 1.0, 1.0 - start_frac)?;
     if start_frac + len_frac > 1.0 + 1e-9 {
         return Err(ctx.err(
@@ -890,7 +983,7 @@ fn read_access(ctx: &Ctx, path: &str, t: &Table, objects: &[ObjectSpec]) -> Resu
         ));
     }
     let scatter_seed = r.u64_opt("scatter_seed", 0, i64::MAX as u64)?;
-    r.finish(&["zipf_s"])?;
+    r.finish(&[])?;
     Ok(AccessSpec {
         object,
         weight,
@@ -917,14 +1010,25 @@ fn tier_index(ctx: &Ctx, key: &str, v: &Value, ntiers: usize) -> Result<u8> {
 fn read_antagonist(ctx: &Ctx, i: usize, t: &Table, ntiers: usize) -> Result<AntagonistSpec> {
     let mut r = Reader::new(ctx, format!("antagonist.{i}"), t);
     let tier = match r.raw("tier") {
-        None => 0,
+        None => return Err(ctx.err(
+            &r.key("tier"),
+            "missing; expected the tier the antagonist loads: \"fast\", \"slow\" or a tier index",
+        )),
         Some(v) => tier_index(ctx, &r.key("tier"), v, ntiers)? as usize,
     };
-    let cores = r.u64_opt("cores", 0, 4096)?.unwrap_or(5) as u32;
+    let cores = r.u64_opt("cores", 1, 4096)?.unwrap_or(5) as u32;
     let mlp = r.f64_or("mlp", 1.0, 64.0, 16.0)?;
     let read_frac = r.f64_or("read_frac", 0.01, 1.0, 0.5)?;
     let start_s = r.f64_or("start_s", 0.0, 1e6, 0.0)?;
     let stop_s = r.f64_opt("stop_s", 0.0, 1e6)?;
+    if let Some(stop) = stop_s {
+        if stop <= start_s {
+            return Err(ctx.err(
+                &r.key("stop_s"),
+                format!("must be after start_s ({start_s}), got {stop}"),
+            ));
+        }
+    }
     r.finish(&[])?;
     Ok(AntagonistSpec {
         tier,
@@ -937,6 +1041,45 @@ fn read_antagonist(ctx: &Ctx, i: usize, t: &Table, ntiers: usize) -> Result<Anta
 }
 
 fn validate(ctx: &Ctx, e: &Experiment) -> Result<()> {
+    // What TOML readers check per table, checked again for every experiment (built-in workloads
+    // build their processes in code): unique process names, and access regions that name an
+    // object of their process and carry some weight.
+    for (i, p) in e.processes.iter().enumerate() {
+        if let Some(j) = e.processes[..i].iter().position(|q| q.name == p.name) {
+            return Err(ctx.err(
+                &format!("process.{i}.name"),
+                format!(
+                    "\"{}\" is also the name of process.{j}; process names must be unique",
+                    p.name
+                ),
+            ));
+        }
+        for (j, t) in p.threads.iter().enumerate() {
+            for (k, ph) in t.phases.iter().enumerate() {
+                let pp = format!("process.{i}.thread.{j}.phase.{k}");
+                for (a, ac) in ph.access.iter().enumerate() {
+                    if ac.object != "*" && !p.objects.iter().any(|o| o.name == ac.object) {
+                        return Err(ctx.err(
+                            &format!("{pp}.access.{a}.object"),
+                            format!(
+                                "process \"{}\" has no object \"{}\" (workload `{}`)",
+                                p.name, ac.object, e.workload
+                            ),
+                        ));
+                    }
+                }
+                if ph.access.iter().all(|a| a.weight <= 0.0) {
+                    return Err(ctx.err(
+                        &format!("{pp}.access"),
+                        format!(
+                            "no region of process \"{}\" has a positive weight (workload `{}`)",
+                            p.name, e.workload
+                        ),
+                    ));
+                }
+            }
+        }
+    }
     let (fast, slow) = e.capacities();
     let fp = e.footprint_pages();
     if fast + slow < fp {
@@ -1096,9 +1239,17 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
                 w.mlp = m;
             }
         }
-        let name = p
+        let stem = p
             .file_stem()
             .map_or_else(|| format!("trace{i}"), |s| s.to_string_lossy().into_owned());
+        // The same trace listed again (or two files with one stem) is another process: NAME#2,
+        // NAME#3, ... (docs/traces.md), so every process has its own summary and columns.
+        let mut name = stem.clone();
+        let mut n = 1;
+        while exp.processes.iter().any(|q| q.name == name) {
+            n += 1;
+            name = format!("{stem}#{n}");
+        }
         let total: f64 = replay.windows.iter().map(|w| w.misses).sum::<f64>() * time_scale;
         let phases = replay
             .windows
@@ -1313,5 +1464,208 @@ mod tests {
         assert!(m.contains("tier.1.points") && m.contains("ascend"), "{m}");
         let m = err_of(&base.replace("l0_ns = 80\n", ""), &[]);
         assert!(m.contains("tier.0.l0_ns") && m.contains("missing"), "{m}");
+    }
+
+    // Issue 19: nonsense that was accepted silently (or crashed later) is a one-line error
+    // naming the file and the key.
+    const CUSTOM: &str = "workload = \"custom\"\nduration_s = 0.05\n[[process]]\nname = \"a\"\n[[process.object]]\nname = \"buf\"\nsize_mb = 4\n[[process.thread]]\n[[process.thread.phase]]\nmlp = 2\n[[process.thread.phase.access]]\nobject = \"buf\"\n";
+
+    fn one_line(m: &str) {
+        assert!(!m.contains('\n') && m.starts_with("exp.toml"), "{m}");
+    }
+
+    #[test]
+    fn hot_set_below_one_page_is_an_error() {
+        for v in ["0", "0.001", "0.0019"] {
+            let m = load("gups-hotset", &[format!("hot_set_gb={v}")], None)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                m.contains("hot_set_gb") && m.contains("smaller than one page"),
+                "{m}"
+            );
+        }
+        load("gups-hotset", &["hot_set_gb=0.002".into()], None).unwrap();
+        load(
+            "gups-hotset",
+            &["hot_set_gb=0.002".into(), "page_size=\"4KiB\"".into()],
+            None,
+        )
+        .unwrap();
+        // The hot set moves to a cold part that exists, or nowhere.
+        for sets in [
+            &["working_set_gb=10", "hot_offset_frac=1", "hot_change_s=1"][..],
+            &["working_set_gb=8", "hot_set_gb=8", "hot_change_s=1"][..],
+            &["working_set_gb=8.001", "hot_set_gb=8", "hot_change_s=1"][..],
+        ] {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            let e = load("gups-hotset", &sets, None).unwrap();
+            let p = &e.processes[0];
+            for ph in &p.threads[0].phases {
+                for a in &ph.access {
+                    assert!(
+                        a.object == "*" || p.objects.iter().any(|o| o.name == a.object),
+                        "{sets:?}: {}",
+                        a.object
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn start_frac_one_is_an_error() {
+        let m = err_of(&format!("{CUSTOM}start_frac = 1.0\n"), &[]);
+        one_line(&m);
+        assert!(
+            m.contains("process.0.thread.0.phase.0.access.0.start_frac") && m.contains("[0, 1)"),
+            "{m}"
+        );
+        load_str(
+            "exp.toml",
+            &format!("{CUSTOM}start_frac = 0.99\n"),
+            &[],
+            None,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn duplicate_process_names_name_both_entries() {
+        let second = CUSTOM.split_once("[[process]]").unwrap().1;
+        let m = err_of(&format!("{CUSTOM}[[process]]{second}"), &[]);
+        one_line(&m);
+        assert!(
+            m.contains("`process.1.name`") && m.contains("process.0") && m.contains("unique"),
+            "{m}"
+        );
+        // a default name (p1) taken by an explicit one
+        let m = err_of(
+            &format!(
+                "{CUSTOM}[[process]]{}",
+                second.replace("name = \"a\"\n", "")
+            ),
+            &["process.0.name=\"p1\""],
+        );
+        assert!(m.contains("`process.1.name`"), "{m}");
+    }
+
+    #[test]
+    fn bad_process_and_tier_names() {
+        for (name, want) in [
+            ("\"\"", "non-empty"),
+            ("\"a\\u0000b\"", "control characters"),
+            (&format!("\"{}\"", "x".repeat(200_000)), "at most 128"),
+        ] {
+            let m = err_of(
+                &CUSTOM.replace("name = \"a\"", &format!("name = {name}")),
+                &[],
+            );
+            one_line(&m);
+            assert!(m.contains("`process.0.name`") && m.contains(want), "{m}");
+            assert!(m.len() < 300, "{}", m.len());
+        }
+        let m = err_of(&CUSTOM.replace("name = \"buf\"", "name = \"\""), &[]);
+        assert!(m.contains("`process.0.object.0.name`"), "{m}");
+        let tiers = "[[tier]]\nname = \"x\"\nl0_ns = 80\npeak_gbps = 100\n[[tier]]\nname = \"x\"\nl0_ns = 200\npeak_gbps = 30\n";
+        let m = err_of(&format!("workload = \"gups-hotset\"\n{tiers}"), &[]);
+        assert!(m.contains("`tier.1.name`") && m.contains("tier.0"), "{m}");
+    }
+
+    #[test]
+    fn zero_weight_and_zipf_s() {
+        let m = err_of(&format!("{CUSTOM}weight = 0\n"), &[]);
+        one_line(&m);
+        assert!(
+            m.contains("process.0.thread.0.phase.0.access.0.weight") && m.contains("weight 0"),
+            "{m}"
+        );
+        for v in ["nan", "-1", "inf"] {
+            let m = err_of(&format!("{CUSTOM}zipf_s = {v}\n"), &[]);
+            one_line(&m);
+            assert!(
+                m.contains("access.0.zipf_s") && m.contains("[0.01, 5]"),
+                "{m}"
+            );
+        }
+        // a valid zipf_s with another pattern is ignored (documented: a sweep over `pattern`)
+        load_str("exp.toml", &format!("{CUSTOM}zipf_s = 1.2\n"), &[], None).unwrap();
+    }
+
+    #[test]
+    fn antagonist_checks() {
+        let ant = "[[antagonist]]\ntier = \"fast\"\ncores = 2\nstart_s = 0.02\n";
+        load_str("exp.toml", &format!("{CUSTOM}{ant}"), &[], None).unwrap();
+        let m = err_of(&format!("{CUSTOM}{ant}stop_s = 0.01\n"), &[]);
+        one_line(&m);
+        assert!(
+            m.contains("`antagonist.0.stop_s`") && m.contains("after start_s"),
+            "{m}"
+        );
+        let m = err_of(
+            &format!("{CUSTOM}{}", ant.replace("cores = 2", "cores = 0")),
+            &[],
+        );
+        assert!(
+            m.contains("`antagonist.0.cores`") && m.contains("[1, 4096]"),
+            "{m}"
+        );
+        let m = err_of(
+            &format!("{CUSTOM}{}", ant.replace("tier = \"fast\"\n", "")),
+            &[],
+        );
+        assert!(
+            m.contains("`antagonist.0.tier`") && m.contains("missing"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn tier_curves_that_cannot_be() {
+        let q = "workload = \"gups-hotset\"\n[[tier]]\nl0_ns = 80\npeak_gbps = 50\nbsat_read_gbps = 60\n[[tier]]\nl0_ns = 200\npeak_gbps = 30\n";
+        let m = err_of(q, &[]);
+        one_line(&m);
+        assert!(
+            m.contains("`tier.0.bsat_read_gbps`") && m.contains("peak_gbps (50)"),
+            "{m}"
+        );
+        let m = err_of(&q.replace("bsat_read_gbps", "bsat_mixed_gbps"), &[]);
+        assert!(m.contains("`tier.0.bsat_mixed_gbps`"), "{m}");
+        let t = "workload = \"gups-hotset\"\n[[tier]]\nl0_ns = 80\npeak_gbps = 50\n[[tier]]\ncurve = \"table\"\npeak_gbps = 30\npoints = [[0, 300], [10, 250], [20, 400]]\n";
+        let m = err_of(t, &[]);
+        one_line(&m);
+        assert!(
+            m.contains("`tier.1.points`") && m.contains("must not fall"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn seeds_beyond_i64_do_not_wrap() {
+        let m = load("gups-hotset", &[], Some(1 << 63))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            m.contains("seed") && m.contains("9223372036854775807"),
+            "{m}"
+        );
+        assert_eq!(
+            load("gups-hotset", &[], Some(i64::MAX as u64))
+                .unwrap()
+                .seed,
+            i64::MAX as u64
+        );
+    }
+
+    #[test]
+    fn workload_parameter_errors_say_workload() {
+        let m = err_of("workload = \"gups-hotset\"\nthreads = 0\n", &[]);
+        one_line(&m);
+        assert!(
+            m.contains("`threads`")
+                && m.contains("workload `gups-hotset`")
+                && !m.contains("policy"),
+            "{m}"
+        );
     }
 }

@@ -85,6 +85,15 @@ impl Table {
         {
             return Err("bandwidths must be >= 0 and latencies > 0".into());
         }
+        // A loaded-latency curve: more bandwidth never lowers the latency.
+        for w in self.points.windows(2) {
+            if w[1].1 < w[0].1 {
+                return Err(format!(
+                    "latencies must not fall as bandwidth rises; {} ns at {} GB/s follows {} ns at {} GB/s",
+                    w[1].1, w[1].0, w[0].1, w[0].0
+                ));
+            }
+        }
         Ok(())
     }
 }

@@ -536,6 +536,41 @@ pub fn profile(exp: &Experiment, profiler: &mut dyn Policy) -> Result<String> {
         .ok_or_else(|| SimError::Io(format!("policy `{}` produced no profile", profiler.name())))
 }
 
+/// The objects a policy spec names (`place:objects`, `static:hot_object`) must be objects of
+/// the experiment: the simulator knows them all before the run, so a misspelt name is an error
+/// instead of a placement that silently binds nothing.
+pub fn check_named_objects(exp: &Experiment, policy_spec: &str) -> Result<()> {
+    let mut known: Vec<&str> = exp
+        .processes
+        .iter()
+        .flat_map(|p| p.objects.iter().map(|o| o.name.as_str()))
+        .collect();
+    known.sort_unstable();
+    known.dedup();
+    for (policy, param, names) in tierkit_policies::named_objects(policy_spec)? {
+        if let Some(missing) = names.iter().find(|n| !known.contains(&n.as_str())) {
+            const SHOWN: usize = 20;
+            let list = if known.len() > SHOWN {
+                format!(
+                    "{}, ... ({} in all)",
+                    known[..SHOWN].join(", "),
+                    known.len()
+                )
+            } else {
+                known.join(", ")
+            };
+            return Err(SimError::Policy(tierkit_core::Error::UnknownObject {
+                policy: policy.into(),
+                param: param.into(),
+                object: missing.clone(),
+                hint: tierkit_core::suggest::hint(missing, known.iter().copied()),
+                known: list,
+            }));
+        }
+    }
+    Ok(())
+}
+
 /// Run an experiment under a policy (spec string), with the fast-only reference run.
 /// `progress(done_s, total_s)` is called now and then; returning false interrupts the run.
 pub fn run(
@@ -545,6 +580,7 @@ pub fn run(
 ) -> Result<RunOutput> {
     let wall = Instant::now();
     let mut policy = tierkit_policies::build(policy_spec)?;
+    check_named_objects(exp, policy_spec)?;
     let mut timing = Timing::default();
 
     // Reference: the same workload with every page in the fast tier, no policy. It depends on

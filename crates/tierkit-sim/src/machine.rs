@@ -619,7 +619,10 @@ impl Machine {
                     .expect("validated object name");
                 (o.first, o.pages)
             };
-            let start = first + (a.start_frac * pages as f64).floor() as u32;
+            // The region starts on a page of the object (start_frac < 1 is validated; the
+            // clamp keeps a rounding at the end inside it).
+            let start =
+                first + ((a.start_frac * pages as f64).floor() as u32).min(pages.saturating_sub(1));
             let len = ((a.len_frac * pages as f64).round() as u32).clamp(1, first + pages - start);
             let seed = self.exp.seed
                 ^ ((pi as u64) << 40)

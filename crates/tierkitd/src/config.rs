@@ -29,7 +29,14 @@ use crate::topology::parse_list;
 )]
 pub struct Cli {
     /// Target process IDs (several after one --pid, or --pid repeated). Only these are touched.
-    #[arg(long, value_name = "PID", num_args = 1.., conflicts_with = "cgroup")]
+    #[arg(
+        long,
+        value_name = "PID",
+        num_args = 1..,
+        conflicts_with = "cgroup",
+        allow_negative_numbers = true,
+        value_parser = parse_pid
+    )]
     pub pid: Vec<u32>,
     /// Target a cgroup v2 directory instead: its cgroup.procs is re-read every interval.
     #[arg(long, value_name = "PATH")]
@@ -47,7 +54,7 @@ pub struct Cli {
     #[arg(long, value_name = "LIST")]
     pub slow_nodes: Option<String>,
     /// The targets' fast-tier budget in bytes (suffixes K, M, G, KiB, MiB, GiB accepted).
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", allow_hyphen_values = true)]
     pub fast_limit: Option<String>,
     /// Decide but migrate nothing; log what would move.
     #[arg(long)]
@@ -118,6 +125,30 @@ const KEYS: &[&str] = &[
     "status-every-s",
 ];
 
+/// A `--pid` value: a positive process id (negative numbers reach this check, not clap's).
+fn parse_pid(s: &str) -> std::result::Result<u32, String> {
+    match s.trim().parse::<i64>() {
+        // 0 passes here and gets its own message from `resolve`
+        Ok(n) if (0..=i32::MAX as i64).contains(&n) => Ok(n as u32),
+        _ => Err(format!(
+            "`{s}` is not a process id (expected a positive integer)"
+        )),
+    }
+}
+
+/// A command-line error from clap as one line in tierkitd's style (`tierkitd: error: ...`
+/// is added by the caller): clap's first line without its `error: ` prefix, and where to look.
+pub fn clap_error_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    format!("{first} (see tierkitd --help)")
+}
+
 fn cfg_err(field: &str, why: impl Into<String>) -> Error {
     Error::Config {
         field: field.into(),
@@ -177,15 +208,9 @@ fn as_str<'a>(k: &str, v: &'a toml::Value) -> Result<&'a str> {
         .ok_or_else(|| cfg_err(k, format!("expected a string, got {v}")))
 }
 
-/// Build the configuration from the command line and, if given, the config file.
-pub fn resolve(cli: Cli) -> Result<Config> {
-    let mut cli = cli;
-    let mut table = toml::Table::new();
-    if let Some(path) = &cli.config {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| cfg_err("--config", format!("{}: {e}", path.display())))?;
-        table = load_table(path, &text)?;
-    }
+/// Check the file's keys and merge those with a flag into `cli` where the flag is absent
+/// (flags win); return the settings only the file has.
+fn read_file(cli: &mut Cli, table: &toml::Table) -> Result<FileSettings> {
     let file = |k: &str| table.get(k);
     let mut s = Settings::default();
     let mut damon = Attrs::default();
@@ -193,49 +218,57 @@ pub fn resolve(cli: Cli) -> Result<Config> {
     let mut samples_per_page = 1.0;
     let mut status_every = Duration::from_secs(10);
     // the file first, flags override
+    let mut pids = Vec::new();
+    if let Some(v) = file("pid") {
+        let arr = v
+            .as_array()
+            .ok_or_else(|| cfg_err("pid", "expected an array of process ids, e.g. pid = [1234]"))?;
+        for x in arr {
+            pids.push(as_int("pid", x, 1, i32::MAX as i64)? as u32);
+        }
+    }
+    let cgroup = file("cgroup")
+        .map(|v| as_str("cgroup", v).map(PathBuf::from))
+        .transpose()?;
     if cli.pid.is_empty() && cli.cgroup.is_none() {
-        if let Some(v) = file("pid") {
-            let arr = v.as_array().ok_or_else(|| {
-                cfg_err("pid", "expected an array of process ids, e.g. pid = [1234]")
-            })?;
-            for x in arr {
-                cli.pid.push(as_int("pid", x, 1, i32::MAX as i64)? as u32);
-            }
-        }
-        if let Some(v) = file("cgroup") {
-            cli.cgroup = Some(PathBuf::from(as_str("cgroup", v)?));
-        }
+        cli.pid = pids;
+        cli.cgroup = cgroup;
     }
-    if cli.policy.is_none() {
-        if let Some(v) = file("policy") {
-            cli.policy = Some(as_str("policy", v)?.to_string());
-        }
+    if let Some(v) = file("policy") {
+        let p = as_str("policy", v)?;
+        cli.policy.get_or_insert_with(|| p.to_string());
     }
-    macro_rules! opt_str {
-        ($field:ident, $key:literal) => {
-            if cli.$field.is_none() {
-                if let Some(v) = file($key) {
-                    cli.$field = Some(match v {
-                        toml::Value::Integer(i) => i.to_string(),
-                        _ => as_str($key, v)?.to_string(),
-                    });
-                }
-            }
+    // Values of keys that are flags too: checked here with the flag's check, named by the key.
+    let checks: [(&str, ValueCheck); 5] = [
+        ("fast-nodes", |v| parse_list(v).map(|_| ())),
+        ("slow-nodes", |v| parse_list(v).map(|_| ())),
+        ("fast-limit", |v| parse_bytes(v).map(|_| ())),
+        ("metrics-addr", |v| parse_addr(v).map(|_| ())),
+        ("log-format", |v| parse_format(v).map(|_| ())),
+    ];
+    for (key, check) in checks {
+        let Some(v) = file(key) else { continue };
+        let text = match v {
+            toml::Value::Integer(i) => i.to_string(),
+            _ => as_str(key, v)?.to_string(),
         };
+        check(&text).map_err(|e| cfg_err(key, e))?;
+        let slot = match key {
+            "fast-nodes" => &mut cli.fast_nodes,
+            "slow-nodes" => &mut cli.slow_nodes,
+            "fast-limit" => &mut cli.fast_limit,
+            "metrics-addr" => &mut cli.metrics_addr,
+            _ => &mut cli.log_format,
+        };
+        slot.get_or_insert(text);
     }
-    opt_str!(fast_nodes, "fast-nodes");
-    opt_str!(slow_nodes, "slow-nodes");
-    opt_str!(fast_limit, "fast-limit");
-    opt_str!(metrics_addr, "metrics-addr");
-    opt_str!(log_format, "log-format");
-    if !cli.dry_run {
-        if let Some(v) = file("dry-run") {
-            cli.dry_run = v
-                .as_bool()
-                .ok_or_else(|| cfg_err("dry-run", format!("expected true or false, got {v}")))?;
-        }
+    if let Some(v) = file("dry-run") {
+        let d = v
+            .as_bool()
+            .ok_or_else(|| cfg_err("dry-run", format!("expected true or false, got {v}")))?;
+        cli.dry_run |= d;
     }
-    for (k, v) in &table {
+    for (k, v) in table {
         match k.as_str() {
             "interval-ms" => {
                 s.interval = Duration::from_millis(as_int(k, v, 10, 3_600_000)? as u64)
@@ -276,6 +309,55 @@ pub fn resolve(cli: Cli) -> Result<Config> {
     if damon.aggr_us < damon.sample_us {
         return Err(cfg_err("damon-aggr-us", "must be at least damon-sample-us"));
     }
+    Ok(FileSettings {
+        settings: s,
+        damon,
+        source,
+        samples_per_page,
+        status_every,
+    })
+}
+
+/// A check of a flag's value given as a file key: the message without the key.
+type ValueCheck = fn(&str) -> std::result::Result<(), String>;
+
+/// What the config file sets that no flag does.
+struct FileSettings {
+    settings: Settings,
+    damon: Attrs,
+    source: SourcePref,
+    samples_per_page: f64,
+    status_every: Duration,
+}
+
+/// Build the configuration from the command line and, if given, the config file.
+pub fn resolve(cli: Cli) -> Result<Config> {
+    let mut cli = cli;
+    let mut table = toml::Table::new();
+    if let Some(path) = &cli.config {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| cfg_err("--config", format!("{}: {e}", path.display())))?;
+        table = load_table(path, &text)?;
+    }
+    // Every key of the file is checked, also those a flag overrides; errors name the file.
+    let FileSettings {
+        settings: mut s,
+        damon,
+        source,
+        samples_per_page,
+        status_every,
+    } = read_file(&mut cli, &table).map_err(|e| match (e, &cli.config) {
+        (Error::Config { field, why }, Some(path)) => {
+            let shown = path.display().to_string();
+            let why = if why.contains(&shown) {
+                why
+            } else {
+                format!("{why} (in {shown})")
+            };
+            Error::Config { field, why }
+        }
+        (e, _) => e,
+    })?;
     let targets = match (cli.pid.is_empty(), cli.cgroup) {
         (false, Some(_)) => {
             return Err(cfg_err(
@@ -317,33 +399,13 @@ pub fn resolve(cli: Cli) -> Result<Config> {
         .transpose()?;
     let metrics_addr = cli
         .metrics_addr
-        .map(|a| {
-            a.parse::<SocketAddr>().map_err(|_| {
-                cfg_err(
-                    "--metrics-addr",
-                    format!("`{a}` is not an address like 127.0.0.1:9464"),
-                )
-            })
-        })
+        .map(|a| parse_addr(&a).map_err(|e| cfg_err("--metrics-addr", e)))
         .transpose()?;
-    if let Some(a) = metrics_addr {
-        if !a.ip().is_loopback() {
-            return Err(cfg_err(
-                "--metrics-addr",
-                format!("{a} is not a loopback address (use 127.0.0.1:PORT)"),
-            ));
-        }
-    }
-    let log_format = match cli.log_format.as_deref() {
-        None | Some("text") => Format::Text,
-        Some("json") => Format::Json,
-        Some(o) => {
-            return Err(cfg_err(
-                "--log-format",
-                format!("`{o}` is not text or json"),
-            ))
-        }
-    };
+    let log_format = cli
+        .log_format
+        .map(|f| parse_format(&f).map_err(|e| cfg_err("--log-format", e)))
+        .transpose()?
+        .unwrap_or(Format::Text);
     Ok(Config {
         targets,
         policy,
@@ -360,6 +422,27 @@ pub fn resolve(cli: Cli) -> Result<Config> {
         samples_per_page,
         status_every,
     })
+}
+
+/// A metrics address: loopback only.
+fn parse_addr(a: &str) -> std::result::Result<SocketAddr, String> {
+    let addr = a
+        .parse::<SocketAddr>()
+        .map_err(|_| format!("`{a}` is not an address like 127.0.0.1:9464"))?;
+    if !addr.ip().is_loopback() {
+        return Err(format!(
+            "{addr} is not a loopback address (use 127.0.0.1:PORT)"
+        ));
+    }
+    Ok(addr)
+}
+
+fn parse_format(f: &str) -> std::result::Result<Format, String> {
+    match f {
+        "text" => Ok(Format::Text),
+        "json" => Ok(Format::Json),
+        o => Err(format!("`{o}` is not text or json")),
+    }
 }
 
 /// Parse the file and check its keys (normalising `_` to `-`).
@@ -508,6 +591,93 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("dry-run: expected true or false"), "{e}");
+    }
+
+    // Issue 19: negative numbers are one-line errors naming the flag; the file's keys are
+    // checked even where a flag overrides them, and their errors name the file.
+    #[test]
+    fn negative_pid_and_fast_limit() {
+        for args in [
+            &["--pid", "-5", "--policy", "notier"][..],
+            &["--policy", "notier", "--pid", "3", "-5"][..],
+        ] {
+            let e = cli(args).unwrap_err();
+            let line = clap_error_line(&e);
+            assert!(
+                !line.contains('\n')
+                    && line.contains("--pid")
+                    && line.contains("`-5` is not a process id"),
+                "{line}"
+            );
+        }
+        let e = resolve(cli(&["--pid", "1", "--policy", "x", "--fast-limit", "-1G"]).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--fast-limit: `-1G` is not a byte count"),
+            "{e}"
+        );
+        // an unknown flag: clap's first line, no usage block
+        let line = clap_error_line(&cli(&["--pidd", "1"]).unwrap_err());
+        assert!(!line.contains('\n') && line.contains("--pidd"), "{line}");
+    }
+
+    #[test]
+    fn file_keys_are_checked_when_a_flag_overrides_them() {
+        let e = with_file(
+            "dry-run = 3\n",
+            &["--pid", "1", "--policy", "x", "--dry-run"],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("dry-run: expected true or false, got 3 (in ") && e.contains(".toml)"),
+            "{e}"
+        );
+        let e = with_file(
+            "fast-limit = \"12Q\"\n",
+            &["--pid", "1", "--policy", "x", "--fast-limit", "1G"],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("fast-limit: unknown unit `q`") && e.contains(".toml)"),
+            "{e}"
+        );
+        let e = with_file("pid = [0]\n", &["--pid", "1", "--policy", "x"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("pid: 0 is out of range"), "{e}");
+        let e = with_file(
+            "policy = 3\nlog-format = \"xml\"\n",
+            &["--pid", "1", "--policy", "x"],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("policy: expected a string"), "{e}");
+        let e = with_file(
+            "log-format = \"xml\"\n",
+            &["--pid", "1", "--policy", "x", "--log-format", "json"],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("log-format: `xml`"), "{e}");
+        // the flag still wins over a valid file value
+        let c = with_file(
+            "dry-run = false\nfast-limit = \"2G\"\n",
+            &[
+                "--pid",
+                "1",
+                "--policy",
+                "x",
+                "--dry-run",
+                "--fast-limit",
+                "1G",
+            ],
+        )
+        .unwrap();
+        assert!(c.settings.dry_run);
+        assert_eq!(c.settings.fast_limit_bytes, Some(1 << 30));
     }
 
     #[test]

@@ -40,6 +40,23 @@ pub fn install_signals() {
 pub fn run(cfg: Config) -> Result<()> {
     let log = Logger::new(cfg.log_format);
     let mut policy = tierkit_policies::build(&cfg.policy)?;
+    // The targets first: a refused or absent process is reported whatever the host's topology.
+    let pids = match &cfg.targets {
+        Targets::Pids(p) => p.clone(),
+        Targets::Cgroup(dir) => {
+            if !dir.join("cgroup.procs").exists() {
+                return Err(Error::Config {
+                    field: "--cgroup".into(),
+                    why: format!(
+                        "{} is not a cgroup v2 directory (no cgroup.procs)",
+                        dir.display()
+                    ),
+                });
+            }
+            cgroup_procs(dir)?
+        }
+    };
+    let rights = crate::select::check_access(&pids)?;
     let topo = Topology::read_system()?;
     let tiers = topo.choose(cfg.fast_nodes.as_deref(), cfg.slow_nodes.as_deref())?;
     log.info(format!(
@@ -56,22 +73,7 @@ pub fn run(cfg: Config) -> Result<()> {
         topology::fmt_list(&tiers.slow),
         tiers.reason
     ));
-    let pids = match &cfg.targets {
-        Targets::Pids(p) => p.clone(),
-        Targets::Cgroup(dir) => {
-            if !dir.join("cgroup.procs").exists() {
-                return Err(Error::Config {
-                    field: "--cgroup".into(),
-                    why: format!(
-                        "{} is not a cgroup v2 directory (no cgroup.procs)",
-                        dir.display()
-                    ),
-                });
-            }
-            cgroup_procs(dir)?
-        }
-    };
-    for n in crate::select::check_access(&pids)? {
+    for n in rights {
         log.info(format!("rights: {n}"));
     }
     let needs = policy.needs();

@@ -4,7 +4,14 @@ use clap::Parser;
 use tierkitd::{config, daemon, Error};
 
 fn main() {
-    let cli = config::Cli::parse();
+    let cli = match config::Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        Err(e) => {
+            eprintln!("tierkitd: error: {}", config::clap_error_line(&e));
+            std::process::exit(2);
+        }
+    };
     let cfg = match config::resolve(cli) {
         Ok(c) => c,
         Err(e) => {

@@ -272,6 +272,12 @@ pub fn check_access(pids: &[Pid]) -> Result<Vec<String>> {
                 if caps & CAP_SYS_NICE == 0 {
                     missing.push("CAP_SYS_NICE is not in tierkitd's effective set (needed to move pages of other users on older kernels)".into());
                 }
+                if missing.is_empty() {
+                    missing.push(
+                        "same uid and both capabilities, so a security module or seccomp refuses it"
+                            .into(),
+                    );
+                }
                 problems.push(format!(
                     "pid {pid}: not permitted to move its pages ({e}): {}; run tierkitd as root, as the target's user, or with CAP_SYS_PTRACE and CAP_SYS_NICE",
                     missing.join("; ")
@@ -282,7 +288,7 @@ pub fn check_access(pids: &[Pid]) -> Result<Vec<String>> {
     if problems.is_empty() {
         Ok(notes)
     } else {
-        Err(Error::Permission(problems.join("\n")))
+        Err(Error::Permission(problems.join("; ")))
     }
 }
 

@@ -125,6 +125,16 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
             p.float("working_set_gb")
         ));
     }
+    // Objects are whole pages: a hot set below one page would be no object at all.
+    if hot < e.page_bytes {
+        return Err(format!(
+            "hot_set_gb ({}) is smaller than one page ({} GiB at page_size = {} KiB); give at \
+             least that, or a smaller page_size",
+            p.float("hot_set_gb"),
+            e.page_bytes as f64 / (1u64 << 30) as f64,
+            e.page_bytes >> 10
+        ));
+    }
     let cold = ws - hot;
     let lo = ((cold as f64) * p.float("hot_offset_frac")) as u64;
     let mut objects = Vec::new();
@@ -140,8 +150,17 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
         }
     };
     obj("cold_lo", lo);
-    obj("hot", hot.max(1));
+    obj("hot", hot);
     obj("cold_hi", cold - lo);
+    let has = |name: &str| objects.iter().any(|o| o.name == name);
+    // Where the hot set moves at hot_change_s: the cold part before it if that holds it, else
+    // the one after; only a cold part that is an object (at least one page) can take it.
+    let (has_lo, has_hi) = (has("cold_lo"), has("cold_hi"));
+    let target = match (lo >= hot, has_lo, has_hi) {
+        (true, true, _) | (false, true, false) => Some(("cold_lo", lo)),
+        (_, _, true) => Some(("cold_hi", cold - lo)),
+        _ => None,
+    };
     let obj_bytes = p.int("object_bytes") as f64;
     // Larger objects are more sequential: prefetchers raise the effective per-core parallelism
     // (Colloid Fig. 8: 2.82x more in-flight misses at 4096 B than at 64 B).
@@ -161,17 +180,13 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
         super::region("*", 1.0 - hf, Pattern::Uniform),
     ];
     let change = p.float("hot_change_s");
-    let phases = if change > 0.0 && cold > 0 {
+    let phases = if let Some((tname, tbytes)) = target.filter(|_| change > 0.0) {
         let moved = AccessSpec {
-            object: if lo >= hot {
-                "cold_lo".into()
-            } else {
-                "cold_hi".into()
-            },
+            object: tname.into(),
             weight: hf,
             pattern: Pattern::Uniform,
             start_frac: 0.0,
-            len_frac: (hot as f64 / (if lo >= hot { lo } else { cold - lo }) as f64).min(1.0),
+            len_frac: (hot as f64 / tbytes as f64).min(1.0),
             scatter_seed: Some(e.seed ^ 0x5eed),
         };
         vec![
