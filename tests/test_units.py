@@ -79,6 +79,7 @@ def test_parser_knows_every_command() -> None:
         "soar",
         "trace",
         "sweep",
+        "validate",
         "report",
     }
 
