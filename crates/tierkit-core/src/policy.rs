@@ -13,6 +13,13 @@ pub trait Mechanism {
     /// Test and clear the accessed bit of each page (an access-bit scan of those PTEs).
     /// `out` receives one entry per page; pages that do not exist read as not accessed.
     fn test_and_clear_accessed(&mut self, pages: &[PageId], out: &mut Vec<bool>);
+    /// The same test made at simulated time `at_ns` (kswapd spreading its work over the epoch,
+    /// so a page tested twice in one step is tested at two instants). A backend without a
+    /// clock of its own tests now.
+    fn test_and_clear_accessed_at(&mut self, pages: &[PageId], at_ns: u64, out: &mut Vec<bool>) {
+        let _ = at_ns;
+        self.test_and_clear_accessed(pages, out)
+    }
 }
 
 /// What telemetry a policy asks for at start (it can retune sampling with actions later).

@@ -124,6 +124,10 @@ pub struct Summary {
     pub shootdowns: u64,
     pub hint_faults: u64,
     pub samples: u64,
+    /// Accessed-bit tests (kswapd's page_referenced, a policy's scans), and how many of them
+    /// found the bit cleared at the same instant or later: always 0 when aging is right.
+    pub accessed_bit_tests: u64,
+    pub accessed_bit_tests_at_dt0: u64,
     /// TLB-shootdown IPIs to other threads and CPU seconds spent migrating (copy + shootdown).
     pub shootdown_ipis: u64,
     pub migration_cpu_s: f64,
@@ -613,6 +617,8 @@ pub fn run(
         remaps: tot.remaps,
         shootdowns: tot.shootdowns,
         hint_faults: tot.faults,
+        accessed_bit_tests: m.access_tests.tests,
+        accessed_bit_tests_at_dt0: m.access_tests.at_dt0,
         samples: tot.samples,
         shootdown_ipis: tot.ipis,
         migration_cpu_s: tot.migration_cpu_ns * 1e-9,
