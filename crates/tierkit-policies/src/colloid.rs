@@ -505,8 +505,11 @@ impl Colloid {
             return;
         }
         for a in &mut out[start..] {
-            if let Action::SetHintScan { tiers, .. } = a {
-                *tiers = ScanTiers::All;
+            match a {
+                Action::SetHintScan { tiers, .. } => *tiers = ScanTiers::All,
+                // numa_balancing=3: NUMA_BALANCING_NORMAL marks top-tier pages too.
+                Action::SetNumaScan { scan, .. } => scan.tiers = ScanTiers::All,
+                _ => {}
             }
         }
     }
