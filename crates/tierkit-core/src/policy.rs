@@ -54,6 +54,11 @@ pub trait Policy: Send {
     fn stats(&self) -> Vec<(String, f64)> {
         Vec::new()
     }
+    /// The policy's time-series channel, an observer hook: named values the engine samples at
+    /// every report interval into the run's time series (column `policy.<name>`; NaN in rows
+    /// where a name is absent). Values describe the interval since the last call. Layers
+    /// forward their base's values and add their own.
+    fn series(&mut self, _out: &mut Vec<(String, f64)>) {}
     /// The base's per-page access tracking, for layers that choose pages from it (Colloid's
     /// page-finding procedure over HeMem's bins or MEMTIS's hot lists). None if it has none.
     fn tracker(&self) -> Option<&dyn AccessTracker> {

@@ -337,6 +337,10 @@ impl Policy for Alto {
         self.regulate(start, mech, out);
     }
 
+    fn series(&mut self, out: &mut Vec<(String, f64)>) {
+        self.base.series(out);
+    }
+
     fn stats(&self) -> Vec<(String, f64)> {
         let mut s = self.base.stats();
         let c = &self.stats;

@@ -472,6 +472,10 @@ impl Policy for Colloid {
         }
     }
 
+    fn series(&mut self, out: &mut Vec<(String, f64)>) {
+        self.base.series(out);
+    }
+
     fn stats(&self) -> Vec<(String, f64)> {
         let mut s = self.base.stats();
         let c = &self.stats;
