@@ -23,6 +23,50 @@ pub enum ScanTiers {
     All,
 }
 
+/// Linux's NUMA-balancing scanner (kernel/sched/fair.c `task_numa_work`), run per process by
+/// the machine, with the sysctls' names and defaults (`kernel.numa_balancing_scan_*`):
+///
+/// - it starts `scan_delay_ms` after the process starts (init_numa_balancing sets
+///   mm->numa_next_scan; task_tick_numa waits for that much runtime);
+/// - then one window every `numa_scan_period`, set at the first window to `task_scan_start` =
+///   `task_scan_min` = max(1000 ms / (MAX_SCAN_WINDOW 2560 MB / scan_size_mb),
+///   scan_period_min_ms / task_nr_scan_windows) with task_nr_scan_windows = ceil(RSS /
+///   scan_size_mb), and adapted by `update_task_scan_period` (clamped to task_scan_min /
+///   task_scan_max = scan_period_max_ms / windows) only where Linux calls it: never for a
+///   slow-node fault in tiering mode (task_numa_fault returns early);
+/// - a window changes PTEs until `scan_size_mb` of ranges with PTE updates are done, or until
+///   8 x scan_size_mb of address space is walked (the `virtpages` budget) whatever happened.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NumaScan {
+    /// numa_balancing_scan_period_min_ms (1000).
+    pub scan_period_min_ms: f64,
+    /// numa_balancing_scan_period_max_ms (60000).
+    pub scan_period_max_ms: f64,
+    /// numa_balancing_scan_size_mb (256).
+    pub scan_size_mb: u64,
+    /// numa_balancing_scan_delay_ms (1000).
+    pub scan_delay_ms: f64,
+    /// SlowOnly: numa_balancing=2 (tiering; change_pte_range skips top-tier pages). All:
+    /// numa_balancing=3 (normal NUMA balancing as well: top-tier pages are marked too).
+    pub tiers: ScanTiers,
+    /// Share of each window's `scan_size_mb` budget a layer lets through (Alto regulating NBT's
+    /// scanning); 1 in Linux. The virtpages budget is unchanged.
+    pub budget_share: f64,
+}
+
+impl Default for NumaScan {
+    fn default() -> Self {
+        NumaScan {
+            scan_period_min_ms: 1000.0,
+            scan_period_max_ms: 60_000.0,
+            scan_size_mb: 256,
+            scan_delay_ms: 1000.0,
+            tiers: ScanTiers::SlowOnly,
+            budget_share: 1.0,
+        }
+    }
+}
+
 /// Which accesses PEBS-like sampling records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SampleFilter {
@@ -54,6 +98,9 @@ pub enum Action {
         pages: u64,
         tiers: ScanTiers,
     },
+    /// Linux's NUMA-balancing scanner for every process (or `pid`); see [`NumaScan`]. Replaces
+    /// any `SetHintScan` setting of the same processes.
+    SetNumaScan { pid: Option<Pid>, scan: NumaScan },
     /// Enable or disable migration (and hint-fault marking) for one process.
     SetMigration { pid: Pid, enabled: bool },
     /// Limit a process's fast-tier pages (Vulcan partitions). `None` removes the limit.

@@ -14,7 +14,7 @@ pub mod suggest;
 pub mod telemetry;
 pub mod testing;
 
-pub use action::{Action, MigrateMode, SampleFilter, ScanTiers};
+pub use action::{Action, MigrateMode, NumaScan, SampleFilter, ScanTiers};
 pub use backend::Backend;
 pub use error::{Error, Result};
 pub use params::{ParamDef, ParamKind, ParamValue, Params, PolicySpec, SpecLayer};

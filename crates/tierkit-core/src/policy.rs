@@ -13,6 +13,13 @@ pub trait Mechanism {
     /// Test and clear the accessed bit of each page (an access-bit scan of those PTEs).
     /// `out` receives one entry per page; pages that do not exist read as not accessed.
     fn test_and_clear_accessed(&mut self, pages: &[PageId], out: &mut Vec<bool>);
+    /// The same test made at simulated time `at_ns` (kswapd spreading its work over the epoch,
+    /// so a page tested twice in one step is tested at two instants). A backend without a
+    /// clock of its own tests now.
+    fn test_and_clear_accessed_at(&mut self, pages: &[PageId], at_ns: u64, out: &mut Vec<bool>) {
+        let _ = at_ns;
+        self.test_and_clear_accessed(pages, out)
+    }
 }
 
 /// What telemetry a policy asks for at start (it can retune sampling with actions later).
@@ -47,6 +54,11 @@ pub trait Policy: Send {
     fn stats(&self) -> Vec<(String, f64)> {
         Vec::new()
     }
+    /// The policy's time-series channel, an observer hook: named values the engine samples at
+    /// every report interval into the run's time series (column `policy.<name>`; NaN in rows
+    /// where a name is absent). Values describe the interval since the last call. Layers
+    /// forward their base's values and add their own.
+    fn series(&mut self, _out: &mut Vec<(String, f64)>) {}
     /// The base's per-page access tracking, for layers that choose pages from it (Colloid's
     /// page-finding procedure over HeMem's bins or MEMTIS's hot lists). None if it has none.
     fn tracker(&self) -> Option<&dyn AccessTracker> {

@@ -155,6 +155,13 @@ struct Stats {
     last_latency: f64,
 }
 
+/// The scanner setting the base asked for, which Alto rescales (Scan16).
+#[derive(Clone, Copy, Debug)]
+enum BaseScan {
+    Fixed(Option<u32>, f64, u64, ScanTiers),
+    Numa(Option<u32>, tierkit_core::NumaScan),
+}
+
 pub struct Alto {
     spec: String,
     base: Box<dyn Policy>,
@@ -174,7 +181,7 @@ pub struct Alto {
     k: u32,
     counter: u32,
     /// The base's own scanner request (Scan16), rescaled by Alto.
-    scan: Option<(Option<u32>, f64, u64, ScanTiers)>,
+    scan: Option<BaseScan>,
     lat_min: f64,
     eff: (f64, f64),
     stats: Stats,
@@ -216,13 +223,22 @@ impl Alto {
     }
 
     fn scaled_scan(&self) -> Option<Action> {
-        let (pid, period_ms, pages, tiers) = self.scan?;
-        let n = pages * self.k as u64 / self.how.denominator() as u64;
-        Some(Action::SetHintScan {
-            pid,
-            period_ms,
-            pages: n,
-            tiers,
+        let d = self.how.denominator() as u64;
+        Some(match self.scan? {
+            BaseScan::Fixed(pid, period_ms, pages, tiers) => Action::SetHintScan {
+                pid,
+                period_ms,
+                pages: pages * self.k as u64 / d,
+                tiers,
+            },
+            // Linux's scanner: each window changes PTEs on k/16 of its scan_size budget.
+            BaseScan::Numa(pid, scan) => Action::SetNumaScan {
+                pid,
+                scan: tierkit_core::NumaScan {
+                    budget_share: scan.budget_share * self.k as f64 / d as f64,
+                    ..scan
+                },
+            },
         })
     }
 
@@ -237,7 +253,11 @@ impl Alto {
                     pages,
                     tiers,
                 } if self.how == Regulate::Scan16 => {
-                    self.scan = Some((pid, period_ms, pages, tiers));
+                    self.scan = Some(BaseScan::Fixed(pid, period_ms, pages, tiers));
+                    *a = self.scaled_scan().expect("just set");
+                }
+                Action::SetNumaScan { pid, scan } if self.how == Regulate::Scan16 => {
+                    self.scan = Some(BaseScan::Numa(pid, scan));
                     *a = self.scaled_scan().expect("just set");
                 }
                 Action::Migrate { page, to, .. } if self.how != Regulate::Scan16 => {
@@ -315,6 +335,10 @@ impl Policy for Alto {
         let start = out.len();
         self.base.step(tel, mech, out);
         self.regulate(start, mech, out);
+    }
+
+    fn series(&mut self, out: &mut Vec<(String, f64)>) {
+        self.base.series(out);
     }
 
     fn stats(&self) -> Vec<(String, f64)> {

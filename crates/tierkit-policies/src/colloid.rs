@@ -472,6 +472,10 @@ impl Policy for Colloid {
         }
     }
 
+    fn series(&mut self, out: &mut Vec<(String, f64)>) {
+        self.base.series(out);
+    }
+
     fn stats(&self) -> Vec<(String, f64)> {
         let mut s = self.base.stats();
         let c = &self.stats;
@@ -505,8 +509,11 @@ impl Colloid {
             return;
         }
         for a in &mut out[start..] {
-            if let Action::SetHintScan { tiers, .. } = a {
-                *tiers = ScanTiers::All;
+            match a {
+                Action::SetHintScan { tiers, .. } => *tiers = ScanTiers::All,
+                // numa_balancing=3: NUMA_BALANCING_NORMAL marks top-tier pages too.
+                Action::SetNumaScan { scan, .. } => scan.tiers = ScanTiers::All,
+                _ => {}
             }
         }
     }

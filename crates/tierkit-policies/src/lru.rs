@@ -12,7 +12,7 @@
 use tierkit_core::action::ScanTiers;
 use tierkit_core::params::{ParamDef, ParamKind};
 use tierkit_core::telemetry::{MigrationOutcome, MigrationResult};
-use tierkit_core::{Action, Mechanism, MigrateMode, PageId, Telemetry, TierId};
+use tierkit_core::{Action, Mechanism, MigrateMode, NumaScan, PageId, Params, Telemetry, TierId};
 
 use crate::pagelist::PageLists;
 
@@ -42,26 +42,69 @@ pub fn page_bytes(tel: &Telemetry) -> u64 {
     }
 }
 
-/// The NUMA-balancing scanner setting of the hint-fault policies: every `period_ms`, mark the
-/// next `size_mb` of each process, slow-tier pages only (numa_balancing=2 skips top-tier pages in
-/// change_pte_range).
-pub fn hint_scan(tel: &Telemetry, period_ms: f64, size_mb: u64) -> Action {
-    let pages = (size_mb << 20) / page_bytes(tel);
-    Action::SetHintScan {
-        pid: None,
-        period_ms,
-        pages: pages.max(1),
+/// The NUMA-balancing scanner of the hint-fault policies from their parameters: Linux's
+/// scanner (kernel/sched/fair.c task_numa_work, run per process by the machine) with the
+/// sysctls below, slow-tier pages only (numa_balancing=2: change_pte_range skips top-tier pages
+/// unless NUMA_BALANCING_NORMAL is set too). `scan_period_ms` is the older name of
+/// `scan_period_min_ms`; the newer name wins when both are set.
+pub fn numa_scan(p: &Params) -> NumaScan {
+    let min = if p.float("scan_period_min_ms") != 1000.0 {
+        p.float("scan_period_min_ms")
+    } else {
+        p.float("scan_period_ms")
+    };
+    NumaScan {
+        scan_period_min_ms: min,
+        scan_period_max_ms: p.float("scan_period_max_ms"),
+        scan_size_mb: p.u64("scan_size_mb"),
+        scan_delay_ms: p.float("scan_delay_ms"),
         tiers: ScanTiers::SlowOnly,
+        budget_share: 1.0,
     }
 }
 
-/// numa_balancing_scan_period_min_ms.
+/// The action that starts [`numa_scan`]'s scanner for every process.
+pub fn hint_scan(scan: &NumaScan) -> Action {
+    Action::SetNumaScan {
+        pid: None,
+        scan: *scan,
+    }
+}
+
+/// numa_balancing_scan_period_min_ms, by its older tierkit name.
 pub const P_SCAN_PERIOD: ParamDef = ParamDef {
     name: "scan_period_ms",
     kind: ParamKind::Float { min: 1.0, max: 600_000.0 },
     default: "1000",
     unit: "ms",
-    doc: "NUMA-balancing scan period: each period the scanner marks the next scan_size_mb of every process (numa_balancing_scan_period_min_ms)",
+    doc: "older name of scan_period_min_ms (still accepted; scan_period_min_ms wins when both are set)",
+};
+/// numa_balancing_scan_period_min_ms.
+pub const P_SCAN_PERIOD_MIN: ParamDef = ParamDef {
+    name: "scan_period_min_ms",
+    kind: ParamKind::Float { min: 1.0, max: 600_000.0 },
+    default: "1000",
+    unit: "ms",
+    doc: "the scanner covers a process's whole RSS once per this period, in windows of scan_size_mb no closer than 100 ms x scan_size_mb / 256 (numa_balancing_scan_period_min_ms; task_scan_min)",
+};
+/// numa_balancing_scan_period_max_ms.
+pub const P_SCAN_PERIOD_MAX: ParamDef = ParamDef {
+    name: "scan_period_max_ms",
+    kind: ParamKind::Int { min: 1, max: 1 << 30 },
+    default: "60000",
+    unit: "ms",
+    doc: "slowest full pass of the scanner (task_scan_max; numa_balancing_scan_period_max_ms); NBT also adjusts its hot threshold once per this period",
+};
+/// numa_balancing_scan_delay_ms.
+pub const P_SCAN_DELAY: ParamDef = ParamDef {
+    name: "scan_delay_ms",
+    kind: ParamKind::Float {
+        min: 0.0,
+        max: 600_000.0,
+    },
+    default: "1000",
+    unit: "ms",
+    doc: "the scanner starts this long after a process starts (numa_balancing_scan_delay_ms)",
 };
 /// numa_balancing_scan_size_mb.
 pub const P_SCAN_SIZE: ParamDef = ParamDef {
@@ -72,7 +115,7 @@ pub const P_SCAN_SIZE: ParamDef = ParamDef {
     },
     default: "256",
     unit: "MB",
-    doc: "memory marked for hint faults per scan period and process (numa_balancing_scan_size_mb)",
+    doc: "memory with PTEs changed per scan window (numa_balancing_scan_size_mb); a window also stops after walking 8x this much",
 };
 /// vm.watermark_scale_factor.
 pub const P_WSF: ParamDef = ParamDef {
@@ -113,7 +156,10 @@ fn isqrt(n: u64) -> u64 {
     x
 }
 
-/// A tier's zone watermarks in pages, as `__setup_per_zone_wmarks` sets them.
+/// A tier's zone watermarks, as `__setup_per_zone_wmarks` sets them. The kernel computes and
+/// compares them in base (4 KiB) pages; `base` keeps those values, and `min`..`promo` are the
+/// same marks in the experiment's pages, rounded up (a tier with huge pages is below a mark while
+/// it has fewer whole free pages than the mark covers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Watermarks {
     pub min: u64,
@@ -121,6 +167,10 @@ pub struct Watermarks {
     pub high: u64,
     /// WMARK_PROMO (v6.x): kswapd's target in NUMA-balancing tiering mode.
     pub promo: u64,
+    /// min, low, high, promo in base pages.
+    pub base: [u64; 4],
+    /// Base pages per page.
+    pub per_page: u64,
 }
 
 impl Watermarks {
@@ -133,26 +183,41 @@ impl Watermarks {
         page_bytes: u64,
         watermark_scale_factor: u64,
     ) -> Self {
-        let total_kb = total_pages.saturating_mul(page_bytes) / 1024;
+        let per_page = (page_bytes / DEFAULT_PAGE_BYTES).max(1);
+        let (node, total) = (node_pages * per_page, total_pages * per_page);
+        let total_kb = total.saturating_mul(DEFAULT_PAGE_BYTES) / 1024;
         let min_free_kb = isqrt(total_kb.saturating_mul(16)).clamp(128, 262_144);
-        let min_pages_total = min_free_kb * 1024 / page_bytes.max(1);
-        let min =
-            ((min_pages_total as u128 * node_pages as u128) / total_pages.max(1) as u128) as u64;
-        let step = (min / 4).max(node_pages.saturating_mul(watermark_scale_factor) / 10_000);
+        let min_pages_total = min_free_kb * 1024 / DEFAULT_PAGE_BYTES;
+        let min = ((min_pages_total as u128 * node as u128) / total.max(1) as u128) as u64;
+        let step = (min / 4).max(node.saturating_mul(watermark_scale_factor) / 10_000);
+        let base = [min, min + step, min + 2 * step, min + 3 * step];
+        let up = |b: u64| b.div_ceil(per_page);
         Watermarks {
-            min,
-            low: min + step,
-            high: min + 2 * step,
-            promo: min + 3 * step,
+            min: up(base[0]),
+            low: up(base[1]),
+            high: up(base[2]),
+            promo: up(base[3]),
+            base,
+            per_page,
         }
     }
 
-    /// TPP's WMARK_DEMOTE: node x demote_scale_factor / 10000, at least twice the high
-    /// watermark, at most the node.
+    /// zone_watermark_ok for an allocation of `nr` pages with `free` pages free: more free base
+    /// pages than the mark (in base pages) plus the allocation (migrate_balanced_pgdat asks this
+    /// of the high watermark).
+    pub fn ok(&self, free: u64, mark_base: u64, nr: u64) -> bool {
+        free.saturating_mul(self.per_page.max(1)) > mark_base + nr * self.per_page.max(1)
+    }
+
+    /// TPP's WMARK_DEMOTE in pages: node x demote_scale_factor / 10000, at least twice the high
+    /// watermark, at most the node (computed in base pages, rounded up).
     pub fn tpp_demote(&self, node_pages: u64, demote_scale_factor: u64) -> u64 {
-        (node_pages.saturating_mul(demote_scale_factor) / 10_000)
-            .max(2 * self.high)
-            .min(node_pages)
+        let pp = self.per_page.max(1);
+        let node = node_pages * pp;
+        (node.saturating_mul(demote_scale_factor) / 10_000)
+            .max(2 * self.base[2])
+            .min(node)
+            .div_ceil(pp)
     }
 }
 
@@ -555,7 +620,15 @@ pub struct Reclaim {
     pub balanced_at: u64,
     /// Most pages to examine in this pass.
     pub max_scan: u64,
+    /// What one kswapd_shrink_node pass reclaims before balance_pgdat checks the watermark
+    /// again: the high watermark, at least SWAP_CLUSTER_MAX base pages (sc->nr_to_reclaim).
+    pub nr_to_reclaim: u64,
     pub page_bytes: u64,
+    /// When this pass starts (ns) and how long examining one page takes: kswapd tests the
+    /// accessed bits of its k-th batch at start_ns + (pages examined before + 1/2) x
+    /// ns_per_page, so a page it meets twice in one pass is tested at two instants.
+    pub start_ns: u64,
+    pub ns_per_page: f64,
 }
 
 /// kswapd of one tier: sleeps until woken, then ages and shrinks the LRU, demoting unreferenced
@@ -571,6 +644,8 @@ pub struct Kswapd {
     /// Inactive pages referenced again: back to the active list (second chance).
     pub activated: u64,
     pub demotions: u64,
+    /// Pages the current kswapd_shrink_node pass still has to reclaim.
+    pass_left: u64,
     batch: Vec<PageId>,
     bits: Vec<bool>,
 }
@@ -598,23 +673,27 @@ impl Kswapd {
         if !self.awake {
             return 0;
         }
-        if r.free >= r.balanced_at {
-            self.awake = false;
-            return 0;
-        }
-        let mut need = r.balanced_at - r.free;
         let (mut scanned, mut demoted) = (0u64, 0u64);
-        while need > 0 && scanned < r.max_scan {
-            if lru.len(r.tier, false) + lru.len(r.tier, true) == 0 {
+        let at = |scanned: u64| r.start_ns + ((scanned as f64 + 0.5) * r.ns_per_page) as u64;
+        loop {
+            if self.pass_left == 0 {
+                // balance_pgdat: balanced, sleep; otherwise another kswapd_shrink_node pass.
+                if r.free + demoted >= r.balanced_at {
+                    self.awake = false;
+                    break;
+                }
+                self.pass_left = r.nr_to_reclaim.max(1);
+            }
+            if scanned >= r.max_scan || lru.len(r.tier, false) + lru.len(r.tier, true) == 0 {
                 break;
             }
             if lru.inactive_is_low(r.tier, r.page_bytes) {
-                scanned += self.shrink_active(lru, mech, r.tier);
+                scanned += self.shrink_active(lru, mech, r.tier, at(scanned));
             }
-            let (n, d) = self.shrink_inactive(lru, mech, out, r.tier, r.target);
+            let (n, d) = self.shrink_inactive(lru, mech, out, r.tier, r.target, at(scanned));
             scanned += n;
             demoted += d;
-            need = need.saturating_sub(d);
+            self.pass_left = self.pass_left.saturating_sub(d);
         }
         self.scanned += scanned;
         self.demotions += demoted;
@@ -624,7 +703,13 @@ impl Kswapd {
     /// shrink_active_list: the oldest active pages go to the inactive list. Their accessed bits
     /// are tested and cleared (page_referenced), but referenced anon pages are deactivated all
     /// the same; only executable file pages get another trip, and there are none here.
-    fn shrink_active(&mut self, lru: &mut Lru, mech: &mut dyn Mechanism, t: TierId) -> u64 {
+    fn shrink_active(
+        &mut self,
+        lru: &mut Lru,
+        mech: &mut dyn Mechanism,
+        t: TierId,
+        at_ns: u64,
+    ) -> u64 {
         self.batch.clear();
         while self.batch.len() < SWAP_CLUSTER_MAX {
             let Some(p) = lru.pop_oldest(t, true) else {
@@ -632,7 +717,7 @@ impl Kswapd {
             };
             self.batch.push(p);
         }
-        mech.test_and_clear_accessed(&self.batch, &mut self.bits);
+        mech.test_and_clear_accessed_at(&self.batch, at_ns, &mut self.bits);
         for &p in &self.batch {
             lru.flags[p.0 as usize] &= !F_ACTIVE;
             lru.putback(p);
@@ -652,6 +737,7 @@ impl Kswapd {
         out: &mut Vec<Action>,
         t: TierId,
         target: TierId,
+        at_ns: u64,
     ) -> (u64, u64) {
         self.batch.clear();
         while self.batch.len() < SWAP_CLUSTER_MAX {
@@ -660,7 +746,7 @@ impl Kswapd {
             };
             self.batch.push(p);
         }
-        mech.test_and_clear_accessed(&self.batch, &mut self.bits);
+        mech.test_and_clear_accessed_at(&self.batch, at_ns, &mut self.bits);
         let mut demoted = 0;
         for (k, &p) in self.batch.iter().enumerate() {
             let i = p.0 as usize;
@@ -852,7 +938,12 @@ impl Tiering {
             wake_below,
             balanced_at,
             max_scan: max_scan.max(SWAP_CLUSTER_MAX as u64),
+            nr_to_reclaim: self.wm.base[2]
+                .max(SWAP_CLUSTER_MAX as u64)
+                .div_ceil(self.wm.per_page.max(1)),
             page_bytes: self.page_bytes,
+            start_ns: tel.now_ns,
+            ns_per_page: 1e6 / self.kswapd_scan_per_ms as f64,
         };
         self.kswapd.run(&mut self.lru, mech, out, &r)
     }
@@ -953,7 +1044,10 @@ pub(crate) mod tests {
             wake_below: 10,
             balanced_at: 2,
             max_scan: 4,
+            nr_to_reclaim: 1,
             page_bytes: 4096,
+            start_ns: 0,
+            ns_per_page: 1000.0,
         };
         assert_eq!(k.run(&mut lru, &mut mech, &mut out, &r), 2);
         // Pages 1 and 3 were not referenced: demoted. 0 and 2 kept with PG_referenced.
@@ -1008,7 +1102,10 @@ pub(crate) mod tests {
             wake_below: 4,
             balanced_at: 8,
             max_scan: 1000,
+            nr_to_reclaim: 1,
             page_bytes: 4096,
+            start_ns: 0,
+            ns_per_page: 1000.0,
         };
         assert_eq!(
             k.run(&mut lru, &mut mech, &mut out, &r),
@@ -1021,7 +1118,8 @@ pub(crate) mod tests {
             k.run(&mut lru, &mut mech, &mut out, &r),
             SWAP_CLUSTER_MAX as u64
         );
-        assert!(k.awake);
+        // The pass is done and the requested demotions cover the deficit: balanced.
+        assert!(!k.awake);
         let r = Reclaim { free: 8, ..r };
         assert_eq!(k.run(&mut lru, &mut mech, &mut out, &r), 0);
         assert!(!k.awake);
@@ -1047,7 +1145,10 @@ pub(crate) mod tests {
             wake_below: 1,
             balanced_at: 1,
             max_scan: 64,
+            nr_to_reclaim: 1,
             page_bytes: 4096,
+            start_ns: 0,
+            ns_per_page: 1000.0,
         };
         // Deactivation clears the accessed bits, so the deactivated pages are reclaimable.
         assert_eq!(k.run(&mut lru, &mut mech, &mut out, &r), 32);
@@ -1314,7 +1415,7 @@ pub(crate) mod tests {
                     Op::Kswapd(bits, need) => {
                         mech.accessed = bits;
                         let r = Reclaim { tier: FAST, target: SLOW, free: 0, wake_below: 1, balanced_at: need,
-                            max_scan: 64, page_bytes: 4096 };
+                            max_scan: 64, nr_to_reclaim: 1, page_bytes: 4096, start_ns: 0, ns_per_page: 1000.0 };
                         k.run(&mut lru, &mut mech, &mut out, &r);
                     }
                 }

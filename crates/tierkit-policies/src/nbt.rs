@@ -29,7 +29,10 @@ use tierkit_core::{
 };
 
 use crate::common::spec_name;
-use crate::lru::{hint_scan, Tiering, P_KSWAPD_SCAN, P_SCAN_PERIOD, P_SCAN_SIZE, P_WSF};
+use crate::lru::{
+    hint_scan, numa_scan, Tiering, P_KSWAPD_SCAN, P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX,
+    P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_WSF,
+};
 
 /// NUMA_MIGRATION_ADJUST_STEPS: the threshold moves by 2 x default / 16 per adjustment.
 const ADJUST_STEPS: u64 = 16;
@@ -37,6 +40,9 @@ const ADJUST_STEPS: u64 = 16;
 const PARAMS: &[tierkit_core::ParamDef] = &[
     P_SCAN_PERIOD,
     P_SCAN_SIZE,
+    P_SCAN_PERIOD_MIN,
+    P_SCAN_PERIOD_MAX,
+    P_SCAN_DELAY,
     tierkit_core::ParamDef {
         name: "hot_threshold_ms",
         kind: ParamKind::Int { min: 1, max: 1 << 30 },
@@ -50,13 +56,6 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
         default: "65536",
         unit: "MB/s",
         doc: "most promotion candidates per second (numa_balancing_promote_rate_limit_MBps)",
-    },
-    tierkit_core::ParamDef {
-        name: "scan_period_max_ms",
-        kind: ParamKind::Int { min: 1, max: 1 << 30 },
-        default: "60000",
-        unit: "ms",
-        doc: "period of the hot-threshold adjustment (numa_balancing_scan_period_max_ms)",
     },
     P_WSF,
     P_KSWAPD_SCAN,
@@ -75,8 +74,7 @@ pub struct Nbt {
     name: String,
     /// Placement handed to a layer (Colloid): faults are not acted on here, kswapd still runs.
     delegated: bool,
-    scan_period_ms: f64,
-    scan_size_mb: u64,
+    scan: tierkit_core::NumaScan,
     /// The default threshold (ref_th), ms.
     hot_threshold_ms: u64,
     rate_limit_mbps: u64,
@@ -101,8 +99,7 @@ impl Nbt {
         Nbt {
             delegated: false,
             name: spec_name(INFO.name, PARAMS, p),
-            scan_period_ms: p.float("scan_period_ms"),
-            scan_size_mb: p.u64("scan_size_mb"),
+            scan: numa_scan(p),
             hot_threshold_ms: p.u64("hot_threshold_ms"),
             rate_limit_mbps: p.u64("promote_rate_limit_mbps"),
             th_period_ms: p.u64("scan_period_max_ms"),
@@ -137,8 +134,9 @@ impl Nbt {
     /// pgdat_free_space_enough: more free fast-tier pages than WMARK_PROMO plus the larger of
     /// 1 GiB and 1/16 of the tier.
     fn free_space_enough(&self, free: u64) -> bool {
-        let enough = ((1u64 << 30) / self.t.page_bytes).max(self.t.fast_pages >> 4);
-        free > self.t.wm.promo + enough
+        let pp = self.t.wm.per_page.max(1);
+        let enough = ((1u64 << 30) / 4096).max((self.t.fast_pages * pp) >> 4);
+        self.t.wm.ok(free, self.t.wm.base[3] + enough, 0)
     }
 
     /// numa_promotion_adjust_threshold.
@@ -192,7 +190,7 @@ impl Policy for Nbt {
         let now_ms = tel.now_ns / 1_000_000;
         self.rl_start_ms = now_ms;
         self.th_start_ms = now_ms;
-        out.push(hint_scan(tel, self.scan_period_ms, self.scan_size_mb));
+        out.push(hint_scan(&self.scan));
     }
 
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
@@ -224,7 +222,7 @@ impl Policy for Nbt {
                     continue;
                 }
             }
-            if free > self.t.wm.high + 1 {
+            if self.t.wm.ok(free, self.t.wm.base[2], 1) {
                 self.t.promote(
                     f.page,
                     MigrateMode::Sync {
@@ -428,10 +426,11 @@ mod tests {
         out.clear();
         p.step(&t, &mut mech, &mut out);
         // Below the low watermark: kswapd demotes until WMARK_PROMO pages are free.
-        let promo = p.t.wm.promo;
+        // kswapd_shrink_node passes of nr_to_reclaim = the high watermark each.
+        let (promo, high) = (p.t.wm.promo, p.t.wm.high);
         let m = migrations(&out);
         assert!(
-            m.len() as u64 >= promo && m.len() as u64 <= promo + 31,
+            m.len() as u64 >= promo && m.len() as u64 <= promo + high + 31,
             "{} demotions, promo {promo}",
             m.len()
         );

@@ -27,13 +27,16 @@ use tierkit_core::{
 
 use crate::common::spec_name;
 use crate::lru::{
-    hint_scan, Completion, Tiering, P_DEMOTE_SCALE, P_KSWAPD_SCAN, P_SCAN_PERIOD, P_SCAN_SIZE,
-    P_WSF,
+    hint_scan, numa_scan, Completion, Tiering, P_DEMOTE_SCALE, P_KSWAPD_SCAN, P_SCAN_DELAY,
+    P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_WSF,
 };
 
 const PARAMS: &[tierkit_core::ParamDef] = &[
     P_SCAN_PERIOD,
     P_SCAN_SIZE,
+    P_SCAN_PERIOD_MIN,
+    P_SCAN_PERIOD_MAX,
+    P_SCAN_DELAY,
     tierkit_core::ParamDef {
         name: "queue_len",
         kind: ParamKind::Int {
@@ -60,8 +63,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
 
 pub struct Nomad {
     name: String,
-    scan_period_ms: f64,
-    scan_size_mb: u64,
+    scan: tierkit_core::NumaScan,
     queue_len: u64,
     demote_scale_factor: u64,
     t: Tiering,
@@ -79,8 +81,7 @@ impl Nomad {
     pub fn new(p: &Params) -> Self {
         Nomad {
             name: spec_name(INFO.name, PARAMS, p),
-            scan_period_ms: p.float("scan_period_ms"),
-            scan_size_mb: p.u64("scan_size_mb"),
+            scan: numa_scan(p),
             queue_len: p.u64("queue_len"),
             demote_scale_factor: p.u64("demote_scale_factor"),
             t: Tiering::new(p.u64("watermark_scale_factor"), p.u64("kswapd_scan_per_ms")),
@@ -110,7 +111,7 @@ impl Nomad {
                 self.t.lru.set_mark(p, false);
                 continue;
             }
-            if self.t.fast_free(tel) > self.t.wm.min + 1 {
+            if self.t.wm.ok(self.t.fast_free(tel), self.t.wm.base[0], 1) {
                 self.t.promote(p, MigrateMode::Transactional, true, out);
             } else {
                 self.t.lru.set_mark(p, false);
@@ -133,8 +134,8 @@ impl Policy for Nomad {
         }
     }
 
-    fn init(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
-        out.push(hint_scan(tel, self.scan_period_ms, self.scan_size_mb));
+    fn init(&mut self, _tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
+        out.push(hint_scan(&self.scan));
     }
 
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {

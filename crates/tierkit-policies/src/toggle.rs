@@ -78,6 +78,7 @@ fn build(base: Box<dyn Policy>, p: &Params) -> tierkit_core::Result<Box<dyn Poli
         next_eval: 0.0,
         next_scan: 0.0,
         scans: Vec::new(),
+        scans_reported: 0,
         vetoed: 0,
         passed: 0,
     }))
@@ -290,6 +291,8 @@ pub struct Toggle {
     next_scan: f64,
     /// (time s, pid, accessed PTEs) of every scan, reported in the stats (Fig. 7).
     scans: Vec<(f64, u32, u64)>,
+    /// Scans already handed to the time series.
+    scans_reported: usize,
     vetoed: u64,
     passed: u64,
 }
@@ -438,14 +441,25 @@ impl Policy for Toggle {
         self.refault_filter(start, out);
     }
 
+    /// Per process, the accessed-PTE count of the latest restart scan in the interval
+    /// (Algorithm 2's input; the toggling paper's Fig. 7 plots it).
+    fn series(&mut self, out: &mut Vec<(String, f64)>) {
+        self.base.series(out);
+        let mut last: std::collections::BTreeMap<u32, u64> = Default::default();
+        for &(_, pid, c) in &self.scans[self.scans_reported..] {
+            last.insert(pid, c);
+        }
+        self.scans_reported = self.scans.len();
+        for (pid, c) in last {
+            out.push((format!("toggle.accessed_ptes.p{pid}"), c as f64));
+        }
+    }
+
     fn stats(&self) -> Vec<(String, f64)> {
         let mut s = self.base.stats();
         for (i, p) in self.procs.iter().enumerate() {
             s.push((format!("toggle.stops.p{i}"), p.stops as f64));
             s.push((format!("toggle.restarts.p{i}"), p.restarts as f64));
-        }
-        for &(t, pid, c) in &self.scans {
-            s.push((format!("toggle.accessed_ptes.p{pid}.t{t:08.1}"), c as f64));
         }
         if self.refault.is_some() {
             s.push(("toggle.refault_passed".into(), self.passed as f64));
@@ -603,5 +617,17 @@ mod tests {
         let s: std::collections::BTreeMap<_, _> = pol.stats().into_iter().collect();
         assert_eq!(s["toggle.stops.p0"], 1.0);
         assert_eq!(s["toggle.stops.p1"], 0.0);
+        // While p0 is stopped its restart scans run every scan_period_ms; each report interval
+        // carries the latest count through the time-series channel, once.
+        let mut ch = Vec::new();
+        pol.series(&mut ch);
+        ch.clear();
+        tel.now_ns += 6_000_000_000;
+        pol.step(&tel, &mut mech, &mut out);
+        pol.series(&mut ch);
+        assert_eq!(ch, vec![("toggle.accessed_ptes.p0".to_string(), 0.0)]);
+        ch.clear();
+        pol.series(&mut ch);
+        assert!(ch.is_empty(), "nothing new since the last report");
     }
 }

@@ -23,12 +23,16 @@ use tierkit_core::{
 
 use crate::common::spec_name;
 use crate::lru::{
-    hint_scan, Tiering, P_DEMOTE_SCALE, P_KSWAPD_SCAN, P_SCAN_PERIOD, P_SCAN_SIZE, P_WSF,
+    hint_scan, numa_scan, Tiering, P_DEMOTE_SCALE, P_KSWAPD_SCAN, P_SCAN_DELAY, P_SCAN_PERIOD,
+    P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_WSF,
 };
 
 const PARAMS: &[tierkit_core::ParamDef] = &[
     P_SCAN_PERIOD,
     P_SCAN_SIZE,
+    P_SCAN_PERIOD_MIN,
+    P_SCAN_PERIOD_MAX,
+    P_SCAN_DELAY,
     P_DEMOTE_SCALE,
     P_WSF,
     P_KSWAPD_SCAN,
@@ -57,8 +61,7 @@ pub struct Tpp {
     name: String,
     /// Placement handed to a layer (Colloid): faults are not acted on here, kswapd still runs.
     delegated: bool,
-    scan_period_ms: f64,
-    scan_size_mb: u64,
+    scan: tierkit_core::NumaScan,
     demote_scale_factor: u64,
     t: Tiering,
     /// `lru=pagevec`: per faulting thread, pages waiting to be activated.
@@ -72,8 +75,7 @@ impl Tpp {
         Tpp {
             delegated: false,
             name: spec_name(INFO.name, PARAMS, p),
-            scan_period_ms: p.float("scan_period_ms"),
-            scan_size_mb: p.u64("scan_size_mb"),
+            scan: numa_scan(p),
             demote_scale_factor: p.u64("demote_scale_factor"),
             t: Tiering::new(p.u64("watermark_scale_factor"), p.u64("kswapd_scan_per_ms")),
             pagevec: (p.str("lru") == "pagevec").then(Default::default),
@@ -104,8 +106,8 @@ impl Policy for Tpp {
         }
     }
 
-    fn init(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
-        out.push(hint_scan(tel, self.scan_period_ms, self.scan_size_mb));
+    fn init(&mut self, _tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
+        out.push(hint_scan(&self.scan));
     }
 
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
@@ -145,7 +147,7 @@ impl Policy for Tpp {
                 // Colloid decides promotions in this path (§4.3); the LRU still learns.
                 continue;
             }
-            if self.t.fast_free(tel) > self.t.wm.high + 1 {
+            if self.t.wm.ok(self.t.fast_free(tel), self.t.wm.base[2], 1) {
                 self.t.promote(
                     f.page,
                     MigrateMode::Sync {
@@ -256,12 +258,30 @@ pub(crate) mod tests {
         p.init(&tel(0, 1000, 0), &mut FakeMech::default(), &mut out);
         assert_eq!(
             out,
-            vec![Action::SetHintScan {
+            vec![Action::SetNumaScan {
                 pid: None,
-                period_ms: 1000.0,
-                pages: 65536,
-                tiers: ScanTiers::SlowOnly
+                scan: tierkit_core::NumaScan {
+                    scan_period_min_ms: 1000.0,
+                    scan_period_max_ms: 60_000.0,
+                    scan_size_mb: 256,
+                    scan_delay_ms: 1000.0,
+                    tiers: ScanTiers::SlowOnly,
+                    budget_share: 1.0,
+                }
             }]
+        );
+        // The older name of scan_period_min_ms still works; the newer one wins.
+        let old = |kv: &[(&str, &str)]| {
+            let kv: Vec<(String, String)> = kv
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            Tpp::new(&Params::resolve("tpp", PARAMS, &kv).unwrap()).scan
+        };
+        assert_eq!(old(&[("scan_period_ms", "500")]).scan_period_min_ms, 500.0);
+        assert_eq!(
+            old(&[("scan_period_ms", "500"), ("scan_period_min_ms", "2000")]).scan_period_min_ms,
+            2000.0
         );
         assert!(p.needs().hint_faults);
         assert_eq!(p.name(), "tpp");
@@ -398,9 +418,11 @@ pub(crate) mod tests {
         // kswapd examines at most 1024 pages in a 1 ms epoch, and goes on in the next one.
         assert!(p.t.kswapd.scanned <= 1024 && p.t.kswapd.awake);
         p.step(&tel(2, cap, cap - 500), &mut mech, &mut out);
+        // Passes of nr_to_reclaim (the high watermark) each: up to one pass beyond the deficit.
         let m = migrations(&out);
+        let high = p.t.wm.high as usize;
         assert!(
-            m.len() as u64 >= 1500 && m.len() < 1500 + 32,
+            m.len() as u64 >= 1500 && m.len() < 1500 + high + 32,
             "{} demotions",
             m.len()
         );

@@ -132,6 +132,10 @@ pub struct Summary {
     pub shootdowns: u64,
     pub hint_faults: u64,
     pub samples: u64,
+    /// Accessed-bit tests (kswapd's page_referenced, a policy's scans), and how many of them
+    /// found the bit cleared at the same instant or later: always 0 when aging is right.
+    pub accessed_bit_tests: u64,
+    pub accessed_bit_tests_at_dt0: u64,
     /// TLB-shootdown IPIs to other threads and CPU seconds spent migrating (copy + shootdown).
     pub shootdown_ipis: u64,
     pub migration_cpu_s: f64,
@@ -154,6 +158,27 @@ impl Series {
         match self.columns.iter_mut().find(|c| c.0 == name) {
             Some(c) => c.1.push(v),
             None => self.columns.push((name.to_string(), vec![v])),
+        }
+    }
+    /// Add one row's values of a sparse group of columns (the policy's channel): a new name
+    /// gets NaN for the rows before it, and a known name absent from `values` gets NaN now.
+    fn push_sparse(&mut self, prefix: &str, values: &[(String, f64)], row: usize) {
+        for (name, v) in values {
+            let name = format!("{prefix}{name}");
+            match self.columns.iter_mut().find(|c| c.0 == name) {
+                Some(c) if c.1.len() <= row => c.1.push(*v),
+                Some(_) => {} // the same name twice in one row: the first value stands
+                None => {
+                    let mut col = vec![f64::NAN; row];
+                    col.push(*v);
+                    self.columns.push((name, col));
+                }
+            }
+        }
+        for c in &mut self.columns {
+            if c.0.starts_with(prefix) && c.1.len() <= row {
+                c.1.push(f64::NAN);
+            }
         }
     }
     pub fn get(&self, name: &str) -> Option<&[f64]> {
@@ -252,6 +277,7 @@ fn run_pass(
     let np = m.procs.len();
     let report_every = ((m.exp.report_interval_ms / m.exp.epoch_ms).round() as u64).max(1);
     let mut actions: Vec<Action> = Vec::new();
+    let mut channel: Vec<(String, f64)> = Vec::new();
     let mut policy = policy;
     let mut series = series;
     let mut totals = totals;
@@ -426,6 +452,13 @@ fn run_pass(
                             f64::NAN
                         },
                     );
+                }
+                // The policy's own channel (Policy::series).
+                if let Some(p) = policy.as_deref_mut() {
+                    channel.clear();
+                    p.series(&mut channel);
+                    let row = s.rows().saturating_sub(1);
+                    s.push_sparse("policy.", &channel, row);
                 }
             }
             acc = Acc {
@@ -709,6 +742,8 @@ pub fn run(
         remaps: tot.remaps,
         shootdowns: tot.shootdowns,
         hint_faults: tot.faults,
+        accessed_bit_tests: m.access_tests.tests,
+        accessed_bit_tests_at_dt0: m.access_tests.at_dt0,
         samples: tot.samples,
         shootdown_ipis: tot.ipis,
         migration_cpu_s: tot.migration_cpu_ns * 1e-9,
@@ -754,4 +789,28 @@ pub fn run(
         series,
         timing,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparse_policy_columns_stay_aligned_with_the_rows() {
+        let mut s = Series::default();
+        for row in 0..3 {
+            s.push("t_s", row as f64);
+            let vals: Vec<(String, f64)> = match row {
+                1 => vec![("a".into(), 1.0)],
+                2 => vec![("b".into(), 2.0)],
+                _ => vec![],
+            };
+            s.push_sparse("policy.", &vals, row);
+        }
+        let a = s.get("policy.a").unwrap();
+        let b = s.get("policy.b").unwrap();
+        assert_eq!(a.len(), 3);
+        assert!(a[0].is_nan() && a[1] == 1.0 && a[2].is_nan());
+        assert!(b[0].is_nan() && b[1].is_nan() && b[2] == 2.0);
+    }
 }

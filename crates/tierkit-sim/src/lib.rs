@@ -12,6 +12,7 @@ pub mod dist;
 pub mod engine;
 pub mod error;
 pub mod machine;
+pub mod numa_scan;
 pub mod pact_eval;
 pub mod platform;
 pub mod spec;

@@ -6,13 +6,14 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
-use tierkit_core::action::{Action, MigrateMode, SampleFilter, ScanTiers};
+use tierkit_core::action::{Action, MigrateMode, NumaScan, SampleFilter, ScanTiers};
 use tierkit_core::rng::Rng;
 use tierkit_core::telemetry::*;
 use tierkit_core::{Backend, Mechanism, PageId, TierId};
 
 use crate::dist::{Dist, Region};
 use crate::error::{Result, SimError};
+use crate::numa_scan::{self, ScanState};
 use crate::spec::{Experiment, Pattern};
 
 pub const NONE: u8 = u8::MAX;
@@ -61,6 +62,8 @@ pub struct ProcState {
     pub dist_of: FxHashMap<(usize, usize), usize>,
     pub scan_cursor: u32,
     pub scan_credit: f64,
+    /// Linux's NUMA-balancing scanner state of this process (`SetNumaScan`).
+    pub numa: ScanState,
     /// Shoot down only the threads that map a migrated page (Vulcan §3.4), not the whole mm.
     pub tlb_per_thread: bool,
     /// SetMigration transitions enabled -> disabled and back (migration toggling §4.2-4.3).
@@ -136,11 +139,16 @@ struct Pending {
     keep_shadow: bool,
 }
 
+/// A scanner setting: the fixed-rate marker of `SetHintScan` (every `period_ms`, the next
+/// `pages` pages), or Linux's NUMA-balancing scanner of `SetNumaScan`.
 #[derive(Clone, Copy, Debug)]
-struct ScanCfg {
-    period_ms: f64,
-    pages: u64,
-    tiers: ScanTiers,
+enum ScanCfg {
+    Fixed {
+        period_ms: f64,
+        pages: u64,
+        tiers: ScanTiers,
+    },
+    Numa(NumaScan),
 }
 
 /// Per-epoch measurements the engine aggregates (ground truth, not telemetry).
@@ -161,6 +169,14 @@ pub struct EpochStats {
     pub migration_cpu_ns: f64,
 }
 
+/// Accessed-bit tests over the whole run (ground truth about the mechanism, for tests): how
+/// many, and how many found the bit last cleared at the same instant or later (dt <= 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AccessTests {
+    pub tests: u64,
+    pub at_dt0: u64,
+}
+
 pub struct Machine {
     pub exp: Experiment,
     pub ntiers: usize,
@@ -170,7 +186,11 @@ pub struct Machine {
     page_flags: Vec<u8>,
     /// Per-page mbind target (NONE: none), consulted at first touch.
     page_bind: Vec<u8>,
-    last_clear: Vec<f32>,
+    /// When each page's accessed bit was last cleared (ns): by its allocation or a test.
+    last_clear: Vec<f64>,
+    /// The thread that last hint-faulted on each page (tid + 1; 0: none), for the private /
+    /// shared split of task_numa_fault (last_cpupid).
+    last_fault_tid: Vec<u32>,
     shadow: FxHashMap<u32, (TierId, f64)>,
     shadow_list: Vec<u32>,
     pub procs: Vec<ProcState>,
@@ -201,6 +221,9 @@ pub struct Machine {
     pub wall_sample_s: f64,
     pub cpu_ghz: f64,
     page_bytes: f64,
+    pub access_tests: AccessTests,
+    /// Latest accessed-bit test time (ns): an untimed test comes after it.
+    test_clock: f64,
 }
 
 impl Machine {
@@ -278,6 +301,7 @@ impl Machine {
                 dist_of: FxHashMap::default(),
                 scan_cursor: 0,
                 scan_credit: 0.0,
+                numa: ScanState::default(),
                 tlb_per_thread: false,
                 migration_stops: 0,
                 migration_restarts: 0,
@@ -311,6 +335,7 @@ impl Machine {
             page_flags: vec![0; total],
             page_bind: Vec::new(),
             last_clear: vec![0.0; total],
+            last_fault_tid: Vec::new(),
             shadow: FxHashMap::default(),
             shadow_list: Vec::new(),
             procs,
@@ -339,6 +364,8 @@ impl Machine {
             wall_sample_s: 0.0,
             cpu_ghz: exp.platform.cpu_ghz,
             page_bytes: exp.page_bytes as f64,
+            access_tests: AccessTests::default(),
+            test_clock: 0.0,
             exp: exp.clone(),
         };
         m.init_telemetry();
@@ -421,6 +448,19 @@ impl Machine {
             }
         }
         (r, w)
+    }
+
+    /// Pages marked for a hint fault that has not come yet (O(pages): tests and reports).
+    pub fn marked_pages(&self) -> u64 {
+        self.page_flags
+            .iter()
+            .filter(|&&f| f & F_MARKED != 0)
+            .count() as u64
+    }
+
+    /// Ground truth: a page's access rate (LLC misses per ns) in the current epoch.
+    pub fn page_access_rate(&self, page: u32) -> f64 {
+        self.page_rate(page).0
     }
 
     /// Ground truth: the stall a page causes per ns (misses x latency / MLP over its threads).
@@ -517,7 +557,7 @@ impl Machine {
             o.live = true;
             (o.first, o.pages, o.bind)
         };
-        let now = self.now_ns as f32 * 1e-9;
+        let now = self.now_ns;
         for page in first..first + n {
             let page_bind = self
                 .page_bind
@@ -1173,45 +1213,129 @@ impl Machine {
         self.tel.samples.sort_by_key(|s| (s.time_ns, s.page.0));
     }
 
+    /// Mark pages for hint faults (the fixed-rate marker, or Linux's scanner per process), then
+    /// deliver this epoch's faults in time order.
     fn hint_scan_and_faults(&mut self) {
         let e = self.epoch_ns;
         let end = self.now_ns + e;
         for pi in 0..self.procs.len() {
             let p = &self.procs[pi];
-            if !p.started || p.exited || !p.migration_enabled {
+            if !p.started || p.exited {
                 continue;
             }
             let Some(cfg) = self.scan_pid.get(&pi).copied().or(self.scan) else {
                 continue;
             };
-            if cfg.pages == 0 || cfg.period_ms <= 0.0 {
+            match cfg {
+                ScanCfg::Fixed {
+                    period_ms,
+                    pages,
+                    tiers,
+                } => {
+                    if !p.migration_enabled || pages == 0 || period_ms <= 0.0 {
+                        continue;
+                    }
+                    let credit = p.scan_credit + pages as f64 * (e / (period_ms * 1e6));
+                    let n = credit.floor() as u64;
+                    let (base, len, mut cursor) = (p.base, p.pages, p.scan_cursor);
+                    self.procs[pi].scan_credit = credit - n as f64;
+                    for _ in 0..n.min(len as u64) {
+                        let page = base + cursor;
+                        cursor = (cursor + 1) % len;
+                        let mark = self.now_ns + self.rng_fault.f64() * e;
+                        self.mark(page, tiers, mark);
+                    }
+                    self.procs[pi].scan_cursor = cursor;
+                }
+                ScanCfg::Numa(s) => self.numa_scan(pi, &s, end),
+            }
+        }
+        self.deliver_faults(end);
+    }
+
+    /// change_pte_range for one page under prot_numa: a present page not already PROT_NONE
+    /// (pte_protnone), and in tiering-only mode not on the top tier, gets marked at `at` and
+    /// faults at its first access after it. Returns whether the PTE was updated.
+    fn mark(&mut self, page: u32, tiers: ScanTiers, at: f64) -> bool {
+        let t = self.page_tier[page as usize];
+        if t == NONE || (tiers == ScanTiers::SlowOnly && t == 0) {
+            return false;
+        }
+        let f = &mut self.page_flags[page as usize];
+        if *f & F_MARKED != 0 {
+            return false;
+        }
+        *f |= F_MARKED;
+        let (rate, _) = self.page_rate(page);
+        if rate > 0.0 {
+            let fault = at + self.rng_fault.exp(rate);
+            self.faults.push(Reverse((fault as u64, page, at as u64)));
+        }
+        true
+    }
+
+    /// The windows of Linux's scanner (task_numa_work) for process `pi` that fall before `end`,
+    /// each at its own instant: the first `scan_delay_ms` after the process started, then one
+    /// every numa_scan_period.
+    fn numa_scan(&mut self, pi: usize, s: &NumaScan, end: f64) {
+        let page_bytes = self.page_bytes as u64;
+        let (budget, virt) = numa_scan::window_budgets(s);
+        loop {
+            let p = &mut self.procs[pi];
+            let next = *p
+                .numa
+                .next_ns
+                .get_or_insert(p.start_ns + s.scan_delay_ms * 1e6);
+            if next >= end {
+                return;
+            }
+            let rss = p.resident.iter().sum::<u64>() * page_bytes;
+            if p.numa.period_ms == 0 {
+                // task_tick_numa's first tick: numa_scan_period = task_scan_start.
+                p.numa.period_ms = numa_scan::scan_start_ms(s, rss);
+            }
+            p.numa.next_ns = Some(next + p.numa.period_ms as f64 * 1e6);
+            p.numa.windows += 1;
+            if !p.migration_enabled || p.pages == 0 {
                 continue;
             }
-            let credit = p.scan_credit + cfg.pages as f64 * (e / (cfg.period_ms * 1e6));
-            let n = credit.floor() as u64;
-            let (base, pages, mut cursor) = (p.base, p.pages, p.scan_cursor);
-            self.procs[pi].scan_credit = credit - n as f64;
-            for _ in 0..n.min(pages as u64) {
-                let page = base + cursor;
-                cursor = (cursor + 1) % pages;
-                let t = self.page_tier[page as usize];
-                if t == NONE || (cfg.tiers == ScanTiers::SlowOnly && t == 0) {
-                    continue;
+            // task_numa_work: walk from the offset in ranges of at most the remaining budget
+            // (aligned up to a huge page); a range costs the pages budget only if it updated a
+            // PTE, and always the virtpages budget.
+            let (base, len) = (p.base, p.pages as u64);
+            let mut cursor = p.numa.cursor as u64;
+            let (mut pages, mut virtpages) = (budget as i64, virt as i64);
+            let huge = (2u64 << 20).max(page_bytes);
+            while pages > 0 && virtpages > 0 {
+                let start_b = cursor * page_bytes;
+                let end_b = (start_b + pages as u64).div_ceil(huge) * huge;
+                let n = (end_b - start_b)
+                    .div_ceil(page_bytes)
+                    .clamp(1, len - cursor);
+                let mut updated = 0;
+                for k in cursor..cursor + n {
+                    updated += self.mark(base + k as u32, s.tiers, next) as u64;
                 }
-                let f = &mut self.page_flags[page as usize];
-                if *f & F_MARKED != 0 {
-                    continue;
+                let bytes = (n * page_bytes) as i64;
+                virtpages -= bytes;
+                if updated > 0 {
+                    pages -= bytes;
                 }
-                *f |= F_MARKED;
-                let (rate, _) = self.page_rate(page);
-                if rate > 0.0 {
-                    let mark = self.now_ns + self.rng_fault.f64() * e;
-                    let at = mark + self.rng_fault.exp(rate);
-                    self.faults.push(Reverse((at as u64, page, mark as u64)));
+                cursor += n;
+                if cursor >= len {
+                    // The end of the address space: reset_ptenuma_scan.
+                    cursor = 0;
+                    self.procs[pi].numa.seq += 1;
                 }
             }
-            self.procs[pi].scan_cursor = cursor;
+            self.procs[pi].numa.cursor = cursor as u32;
         }
+    }
+
+    /// Deliver the hint faults due before `end`: the faulting thread is drawn by its share of
+    /// the page's accesses, stalls for the fault, and Linux's scanner accounts the fault where
+    /// task_numa_fault would (a top-tier page; a slow-tier page in tiering mode returns early).
+    fn deliver_faults(&mut self, end: f64) {
         let cost = self.exp.platform.costs.hint_fault_us * 1e3;
         while let Some(&Reverse((at, page, mark))) = self.faults.peek() {
             if at as f64 >= end {
@@ -1224,7 +1348,6 @@ impl Machine {
                 continue;
             }
             *fl &= !F_MARKED;
-            // The faulting thread: drawn by its share of the page's accesses.
             let mut best = None;
             let mut total = 0.0;
             for &ti in &self.procs[pi].threads {
@@ -1240,17 +1363,46 @@ impl Machine {
                 }
             }
             let Some(ti) = best else { continue };
+            let tier = self.page_tier[page as usize];
+            let tid = self.threads[ti].tid;
+            if let Some(ScanCfg::Numa(s)) = self.scan_pid.get(&pi).copied().or(self.scan) {
+                if tier == 0 {
+                    self.account_numa_fault(pi, page, tid, &s, at as f64);
+                }
+            }
             self.threads[ti].stall_ns += cost;
             self.stats.hint_faults += 1;
             self.tel.hint_faults.push(HintFault {
                 page: PageId(page as u64),
-                tier: self.page_tier[page as usize],
+                tier,
                 pid: pi as u32,
-                tid: self.threads[ti].tid,
+                tid,
                 time_to_fault_ns: at - mark,
                 time_ns: at,
             });
         }
+    }
+
+    /// task_numa_fault for a fault on a top-tier page: private when the same thread faulted on
+    /// the page last (or nobody did: first accesses count as private), local since threads run
+    /// on the top tier's node. The page does not move (it is already on the faulting CPU's node).
+    fn account_numa_fault(&mut self, pi: usize, page: u32, tid: u32, s: &NumaScan, now: f64) {
+        let i = page as usize;
+        if self.last_fault_tid.len() <= i {
+            self.last_fault_tid.resize(self.page_tier.len(), 0);
+        }
+        let last = std::mem::replace(&mut self.last_fault_tid[i], tid + 1);
+        let private = last == 0 || last == tid + 1;
+        let base_pages = (self.page_bytes as u64 / 4096).max(1);
+        let p = &mut self.procs[pi];
+        let rss = p.resident.iter().sum::<u64>() * self.page_bytes as u64;
+        let f = numa_scan::Fault {
+            pages: base_pages,
+            private,
+            local: true,
+            failed: false,
+        };
+        p.numa.account_fault(s, rss, f, now);
     }
 
     // ---------------------------------------------------------------- actions
@@ -1459,11 +1611,20 @@ impl Machine {
                     pages,
                     tiers,
                 } => {
-                    let cfg = ScanCfg {
+                    let cfg = ScanCfg::Fixed {
                         period_ms,
                         pages,
                         tiers,
                     };
+                    match pid {
+                        None => self.scan = Some(cfg),
+                        Some(p) => {
+                            self.scan_pid.insert(p as usize, cfg);
+                        }
+                    }
+                }
+                Action::SetNumaScan { pid, scan } => {
+                    let cfg = ScanCfg::Numa(scan);
                     match pid {
                         None => self.scan = Some(cfg),
                         Some(p) => {
@@ -1581,9 +1742,23 @@ impl Mechanism for Machine {
         (t != NONE).then_some(t)
     }
 
+    /// An untimed test (a policy's own access-bit scan) happens just after every earlier test.
     fn test_and_clear_accessed(&mut self, pages: &[PageId], out: &mut Vec<bool>) {
+        let at = self.now_ns.max(self.test_clock + 1.0);
+        self.test_accessed(pages, at, out);
+    }
+
+    fn test_and_clear_accessed_at(&mut self, pages: &[PageId], at_ns: u64, out: &mut Vec<bool>) {
+        self.test_accessed(pages, at_ns as f64, out);
+    }
+}
+
+impl Machine {
+    /// Test and clear accessed bits at time `at`: a page with access rate r whose bit was
+    /// cleared dt earlier reads referenced with probability 1 - exp(-r dt).
+    fn test_accessed(&mut self, pages: &[PageId], at: f64, out: &mut Vec<bool>) {
         out.clear();
-        let now = self.now_ns;
+        self.test_clock = self.test_clock.max(at);
         for p in pages {
             let i = p.0 as usize;
             if i >= self.page_tier.len() || self.page_tier[i] == NONE {
@@ -1591,9 +1766,13 @@ impl Mechanism for Machine {
                 continue;
             }
             let (rate, _) = self.page_rate(i as u32);
-            let dt = (now - self.last_clear[i] as f64 * 1e9).max(0.0);
-            out.push(self.rng_bits.chance(1.0 - (-rate * dt).exp()));
-            self.last_clear[i] = (now * 1e-9) as f32;
+            let dt = at - self.last_clear[i];
+            self.access_tests.tests += 1;
+            if dt <= 0.0 {
+                self.access_tests.at_dt0 += 1;
+            }
+            out.push(self.rng_bits.chance(1.0 - (-rate * dt.max(0.0)).exp()));
+            self.last_clear[i] = self.last_clear[i].max(at);
         }
     }
 }

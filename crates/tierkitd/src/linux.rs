@@ -1101,7 +1101,7 @@ impl Backend for Linux {
                         self.note_once("sampling", n);
                     }
                 }
-                Action::SetHintScan { .. } => self.note_once(
+                Action::SetHintScan { .. } | Action::SetNumaScan { .. } => self.note_once(
                     "hintscan",
                     "SetHintScan ignored: Linux gives user space no per-page NUMA hint faults".into(),
                 ),

@@ -232,10 +232,10 @@ def _plot_micro(ctx: Context, df: pd.DataFrame, phase_s: float) -> None:
         step="post",
         label="toggle: migration stopped",
     )
-    stats = df.loc["micro|tpp+toggle", "summary"]["policy_stats"]
-    pts = sorted(
-        (float(k.rsplit(".t", 1)[1]), v) for k, v in stats.items() if k.startswith("toggle.accessed_ptes.p0.")
-    )
+    # The layer's restart scans, from the policy's time-series channel (Policy::series).
+    s = df.loc["micro|tpp+toggle", "series"]
+    scans = s.get("policy.toggle.accessed_ptes.p0", [])
+    pts = [(t, v) for t, v in zip(s["t_s"], scans, strict=False) if v == v]
     if pts:
         axes[1].plot([t for t, _ in pts], [v for _, v in pts], "o-", label="accessed PTEs (2 MiB stride)")
     for ax in axes:

@@ -1,0 +1,218 @@
+//! Linux's tiering mechanisms on the simulated machine: the NUMA-balancing scanner's windows
+//! and budgets (kernel/sched/fair.c task_numa_work), accessed-bit aging with real time between
+//! tests, and results that do not depend on the epoch length.
+
+use tierkit_core::action::{Action, NumaScan, ScanTiers};
+use tierkit_core::{Mechanism, PageId};
+use tierkit_sim::machine::Machine;
+use tierkit_sim::{load, load_str, run};
+
+/// One process with one object of `mb` MiB of 4 KiB pages, two threads reading it with a Zipf
+/// skew; `fast_mb` of fast tier (the rest of the object lands on the slow tier).
+fn experiment(mb: u32, fast_mb: u32, epoch_ms: f64) -> tierkit_sim::Experiment {
+    let t = format!(
+        "workload = \"custom\"\nplatform = \"icx-numa\"\nduration_s = 10\nepoch_ms = {epoch_ms}\n\
+         fast_tier_gb = {}\nslow_tier_gb = 64\npage_size = \"4KiB\"\n\
+         [[process]]\nname = \"p\"\n[[process.object]]\nname = \"o\"\nsize_mb = {mb}\n\
+         [[process.thread]]\ncount = 2\n[[process.thread.phase]]\nmlp = 4\nread_frac = 1.0\n\
+         [[process.thread.phase.access]]\nobject = \"o\"\nweight = 1.0\npattern = \"zipf\"\n",
+        fast_mb as f64 / 1024.0
+    );
+    load_str("linux_tiering.toml", &t, &[], None).unwrap()
+}
+
+fn step_to(m: &mut Machine, t_s: f64) {
+    while m.now_ns < t_s * 1e9 - 1.0 {
+        m.step().unwrap();
+        m.clear_events();
+    }
+}
+
+fn numa(m: &mut Machine, scan: NumaScan) {
+    m.apply(&mut vec![Action::SetNumaScan { pid: None, scan }]);
+}
+
+#[test]
+fn scanner_starts_after_the_delay_and_covers_the_rss_once_per_scan_period_min() {
+    // 1 GiB, almost all on the slow tier: 4 windows of 256 MB, one every 250 ms
+    // (task_scan_min = 1000 / task_nr_scan_windows), the first 1000 ms after the start.
+    let mut m = Machine::new(&experiment(1024, 16, 1.0), false).unwrap();
+    numa(&mut m, NumaScan::default());
+    step_to(&mut m, 0.999);
+    assert_eq!(m.procs[0].numa.windows, 0, "scan_delay_ms");
+    assert_eq!(m.marked_pages(), 0);
+    step_to(&mut m, 1.001);
+    assert_eq!(m.procs[0].numa.windows, 1);
+    assert_eq!(m.procs[0].numa.period_ms, 250);
+    // One window changed PTEs on scan_size_mb = 65536 pages of 4 KiB (less those faulted
+    // already), the pages budget.
+    let marked = m.marked_pages() + m.stats.hint_faults;
+    assert!(marked <= 65536 && marked > 60_000, "{marked}");
+    step_to(&mut m, 3.0);
+    // Windows at 1.0, 1.25, ..., 2.75 s: eight; two full passes over the address space.
+    assert_eq!(m.procs[0].numa.windows, 8);
+    assert_eq!(m.procs[0].numa.seq, 2);
+    // Tiering mode: slow-node faults never adapt the period (task_numa_fault returns early).
+    assert_eq!(m.procs[0].numa.updates, 0);
+    assert_eq!(m.procs[0].numa.period_ms, 250);
+}
+
+#[test]
+fn top_tier_pages_cost_only_the_virtpages_budget_in_tiering_mode() {
+    // 4 GiB, all on the fast tier: change_pte_range skips every page (numa_balancing=2), so a
+    // window walks 8 x 256 MB = 2 GiB and marks nothing.
+    let mut m = Machine::new(&experiment(4096, 8192, 1.0), false).unwrap();
+    numa(&mut m, NumaScan::default());
+    step_to(&mut m, 1.01);
+    assert_eq!(m.procs[0].numa.windows, 1);
+    assert_eq!(m.marked_pages(), 0);
+    assert_eq!(m.procs[0].numa.cursor as u64, (2u64 << 30) / 4096);
+    // 16 windows of 4 GiB: 1000 / 16 = 62 ms, under the 100 ms floor.
+    assert_eq!(m.procs[0].numa.period_ms, 100);
+    step_to(&mut m, 1.11);
+    assert_eq!((m.procs[0].numa.windows, m.procs[0].numa.seq), (2, 1));
+    // numa_balancing=3 (NUMA_BALANCING_NORMAL): top-tier pages are marked, 256 MB a window,
+    // and their faults (local, private) slow the scanner down once per pass
+    // (update_task_scan_period).
+    let mut m = Machine::new(&experiment(1024, 8192, 1.0), false).unwrap();
+    numa(
+        &mut m,
+        NumaScan {
+            tiers: ScanTiers::All,
+            ..NumaScan::default()
+        },
+    );
+    step_to(&mut m, 1.001);
+    let marked = m.marked_pages() + m.stats.hint_faults;
+    assert!(marked <= 65536 && marked > 60_000, "{marked}");
+    step_to(&mut m, 4.0);
+    let st = &m.procs[0].numa;
+    assert!(st.updates >= 1, "period adapted");
+    assert!(
+        st.period_ms > 250,
+        "local faults slow the scan: {}",
+        st.period_ms
+    );
+}
+
+#[test]
+fn accessed_bits_read_referenced_with_probability_one_minus_exp_minus_r_dt() {
+    let mut m = Machine::new(&experiment(64, 16, 1.0), false).unwrap();
+    step_to(&mut m, 0.01);
+    let n = 64 * 256u64;
+    let pages: Vec<PageId> = (0..n).map(PageId).collect();
+    let mut bits = Vec::new();
+    // Clear every bit at t0, then test page i again dt_i later (dt from 1 us to 100 ms).
+    let t0 = m.now_ns as u64;
+    m.test_and_clear_accessed_at(&pages, t0, &mut bits);
+    let dts = [1e3, 1e4, 1e5, 1e6, 1e7, 1e8];
+    let mut expect = [0.0f64; 6];
+    let mut var = [0.0f64; 6];
+    let mut seen = [0u64; 6];
+    let mut by_dt: Vec<Vec<PageId>> = vec![Vec::new(); 6];
+    for &p in &pages {
+        by_dt[(p.0 % 6) as usize].push(p);
+    }
+    for (k, group) in by_dt.iter().enumerate() {
+        for &p in group {
+            let q = 1.0 - (-m.page_access_rate(p.0 as u32) * dts[k]).exp();
+            expect[k] += q;
+            var[k] += q * (1.0 - q);
+        }
+        m.test_and_clear_accessed_at(group, t0 + dts[k] as u64, &mut bits);
+        seen[k] = bits.iter().filter(|&&b| b).count() as u64;
+    }
+    for k in 0..6 {
+        let z = (seen[k] as f64 - expect[k]) / var[k].sqrt().max(1.0);
+        assert!(
+            z.abs() < 5.0,
+            "dt {} ns: {} referenced, expected {:.1} (z = {z:.2})",
+            dts[k],
+            seen[k],
+            expect[k]
+        );
+    }
+    // The shares span the range: almost none at 1 us, most at 100 ms.
+    assert!(expect[0] < 0.05 * by_dt[0].len() as f64);
+    assert!(expect[5] > 0.5 * by_dt[5].len() as f64);
+    assert_eq!(m.access_tests.at_dt0, 0, "no page tested at dt = 0");
+    // A second test at the same instant is counted (and reads unreferenced).
+    m.test_and_clear_accessed_at(&by_dt[5][..10], t0 + 1e8 as u64, &mut bits);
+    assert_eq!(m.access_tests.at_dt0, 10);
+    assert!(bits.iter().all(|&b| !b));
+}
+
+fn gups(policy: &str, epoch_ms: &str) -> tierkit_sim::Summary {
+    let sets: Vec<String> = [
+        "working_set_gb=6",
+        "hot_set_gb=2",
+        "duration_s=30",
+        &format!("epoch_ms={epoch_ms}"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let e = load("gups-hotset", &sets, Some(1)).unwrap();
+    run(&e, policy, &mut |_, _| true).unwrap().summary
+}
+
+#[test]
+fn kswapd_never_tests_a_page_twice_at_one_instant() {
+    for policy in ["tpp", "nbt"] {
+        let s = gups(policy, "1");
+        assert!(s.accessed_bit_tests > 0, "{policy}: kswapd ran");
+        assert_eq!(s.accessed_bit_tests_at_dt0, 0, "{policy}");
+    }
+}
+
+#[test]
+fn halving_the_epoch_leaves_the_scanner_unchanged() {
+    // The scanner alone (no policy): windows at their own instants, faults at theirs.
+    let faults = |epoch_ms: f64| {
+        let mut m = Machine::new(&experiment(1024, 16, epoch_ms), false).unwrap();
+        numa(&mut m, NumaScan::default());
+        let mut n = 0;
+        while m.now_ns < 6e9 - 1.0 {
+            m.step().unwrap();
+            n += m.stats.hint_faults;
+            m.clear_events();
+        }
+        (m.procs[0].numa.windows, m.procs[0].numa.seq, n)
+    };
+    let a = faults(1.0);
+    for e in [0.5, 0.25] {
+        let b = faults(e);
+        assert_eq!((a.0, a.1), (b.0, b.1), "epoch {e}: windows and passes");
+        assert!(
+            (a.2 as f64 - b.2 as f64).abs() <= 0.01 * a.2 as f64,
+            "epoch {e}: {} vs {} hint faults",
+            a.2,
+            b.2
+        );
+    }
+}
+
+#[test]
+fn halving_the_epoch_leaves_nbt_results_unchanged() {
+    let a = gups("nbt", "1");
+    let b = gups("nbt", "0.5");
+    let close = |x: f64, y: f64, tol: f64| (x - y).abs() <= tol * x.abs().max(y.abs());
+    assert!(
+        close(a.throughput_ops_per_s, b.throughput_ops_per_s, 0.03),
+        "throughput {} vs {}",
+        a.throughput_ops_per_s,
+        b.throughput_ops_per_s
+    );
+    assert!(
+        close(a.hint_faults as f64, b.hint_faults as f64, 0.05),
+        "hint faults {} vs {}",
+        a.hint_faults,
+        b.hint_faults
+    );
+    assert!(
+        close(a.promotions as f64, b.promotions as f64, 0.10),
+        "promotions {} vs {}",
+        a.promotions,
+        b.promotions
+    );
+}
