@@ -202,6 +202,13 @@ pub struct Machine {
     queue: std::collections::VecDeque<Pending>,
     sync_results: Vec<MigrationResult>,
     faults: BinaryHeap<Reverse<(u64, u32, u64)>>,
+    /// Marked pages that nobody accessed when they were marked (or when their fault came):
+    /// (page, mark time). They fault at their first access after it, so they are checked again
+    /// whenever the access distributions change (`dist_gen`).
+    idle_marked: Vec<(u32, u64)>,
+    /// Bumped whenever a thread enters a phase or finishes (the pages' access rates change).
+    dist_gen: u64,
+    idle_checked_gen: u64,
     scan: Option<ScanCfg>,
     scan_pid: FxHashMap<usize, ScanCfg>,
     sampling: Option<(u64, SampleFilter)>,
@@ -347,6 +354,9 @@ impl Machine {
             queue: Default::default(),
             sync_results: Vec::new(),
             faults: BinaryHeap::new(),
+            idle_marked: Vec::new(),
+            dist_gen: 0,
+            idle_checked_gen: 0,
             scan: None,
             scan_pid: FxHashMap::default(),
             sampling: None,
@@ -687,6 +697,7 @@ impl Machine {
     }
 
     fn enter_phase(&mut self, ti: usize, phase: usize) {
+        self.dist_gen += 1;
         let pi = self.threads[ti].proc_.expect("app thread");
         let group = self.threads[ti].group;
         if let Some(old) = self.threads[ti].dist.take() {
@@ -734,6 +745,7 @@ impl Machine {
     }
 
     fn finish_thread(&mut self, ti: usize) {
+        self.dist_gen += 1;
         let th = &mut self.threads[ti];
         if let Some(d) = th.dist.take() {
             self.dists[d].users -= 1;
@@ -1250,6 +1262,7 @@ impl Machine {
                 ScanCfg::Numa(s) => self.numa_scan(pi, &s, end),
             }
         }
+        self.wake_idle_marked();
         self.deliver_faults(end);
     }
 
@@ -1270,8 +1283,38 @@ impl Machine {
         if rate > 0.0 {
             let fault = at + self.rng_fault.exp(rate);
             self.faults.push(Reverse((fault as u64, page, at as u64)));
+        } else {
+            // PROT_NONE until its next access, however late that comes (do_numa_page)
+            self.idle_marked.push((page, at as u64));
         }
         true
+    }
+
+    /// Marked pages that were idle: once the access distributions have changed, those now
+    /// accessed get their fault, at the first access from now (accesses are Poisson, so the
+    /// wait is Exp(rate) from now whatever happened before); the others stay marked and idle.
+    fn wake_idle_marked(&mut self) {
+        if self.idle_checked_gen == self.dist_gen || self.idle_marked.is_empty() {
+            return;
+        }
+        self.idle_checked_gen = self.dist_gen;
+        let now = self.now_ns;
+        let mut idle = std::mem::take(&mut self.idle_marked);
+        idle.retain(|&(page, mark)| {
+            if self.page_flags[page as usize] & F_MARKED == 0
+                || self.page_tier[page as usize] == NONE
+            {
+                return false;
+            }
+            let (rate, _) = self.page_rate(page);
+            if rate <= 0.0 {
+                return true;
+            }
+            let at = now + self.rng_fault.exp(rate);
+            self.faults.push(Reverse((at as u64, page, mark)));
+            false
+        });
+        self.idle_marked = idle;
     }
 
     /// The windows of Linux's scanner (task_numa_work) for process `pi` that fall before `end`,
@@ -1362,7 +1405,12 @@ impl Machine {
                     }
                 }
             }
-            let Some(ti) = best else { continue };
+            let Some(ti) = best else {
+                // nobody accesses the page now: it stays marked until somebody does
+                self.page_flags[page as usize] |= F_MARKED;
+                self.idle_marked.push((page, mark));
+                continue;
+            };
             let tier = self.page_tier[page as usize];
             let tid = self.threads[ti].tid;
             if let Some(ScanCfg::Numa(s)) = self.scan_pid.get(&pi).copied().or(self.scan) {
