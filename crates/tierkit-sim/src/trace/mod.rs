@@ -49,8 +49,10 @@ pub const READS: [u16; 2] = [1, 2];
 /// zstd level of the record stream. Level 9 saves 3% more on the shipped pointer chase but
 /// compresses random traces at a fifth of the speed and decompresses them at two thirds.
 pub const ZSTD_LEVEL: i32 = 3;
-/// Decompressed chunk a [`Reader`]'s helper thread hands over at a time.
-const CHUNK: usize = 1 << 18;
+/// Decompressed chunk a [`Reader`]'s helper thread hands over at a time: the first, and the
+/// largest (each is twice the one before).
+const FIRST_CHUNK: usize = 1 << 14;
+const CHUNK: usize = 1 << 17;
 pub const HEADER_BYTES: usize = 64;
 
 /// A bad or unreadable trace, with where it went wrong.
@@ -460,36 +462,42 @@ impl Pipe {
             1 << 20,
             inp,
         ))?;
-        let (full_tx, full) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(3);
+        let (full_tx, full) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(4);
         let (empty, empty_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
         std::thread::Builder::new()
             .name("tkt-zstd".into())
-            .spawn(move || loop {
-                let mut chunk = empty_rx.try_recv().unwrap_or_else(|_| vec![0u8; CHUNK]);
-                chunk.resize(CHUNK, 0);
-                let mut n = 0;
-                let res = loop {
-                    match z.read(&mut chunk[n..]) {
-                        Ok(0) => break Ok(()),
-                        Ok(k) => {
-                            n += k;
-                            if n == CHUNK {
-                                break Ok(());
+            .spawn(move || {
+                // Small chunks first, so the reader starts at once (a short trace is only a few
+                // chunks), then larger ones.
+                let mut size = FIRST_CHUNK;
+                loop {
+                    let mut chunk = empty_rx.try_recv().unwrap_or_default();
+                    chunk.resize(size, 0);
+                    let mut n = 0;
+                    let res = loop {
+                        match z.read(&mut chunk[n..]) {
+                            Ok(0) => break Ok(()),
+                            Ok(k) => {
+                                n += k;
+                                if n == size {
+                                    break Ok(());
+                                }
                             }
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                            Err(e) => break Err(e),
                         }
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(e) => break Err(e),
+                    };
+                    chunk.truncate(n);
+                    let end = n == 0 || res.is_err();
+                    let msg = match res {
+                        Ok(()) => Ok(chunk),
+                        Err(e) => Err(e),
+                    };
+                    // An empty chunk ends the stream; the reader gone ends the thread.
+                    if full_tx.send(msg).is_err() || end {
+                        return;
                     }
-                };
-                chunk.truncate(n);
-                let end = n == 0 || res.is_err();
-                let msg = match res {
-                    Ok(()) => Ok(chunk),
-                    Err(e) => Err(e),
-                };
-                // An empty chunk ends the stream; the reader gone ends the thread.
-                if full_tx.send(msg).is_err() || end {
-                    return;
+                    size = (size * 2).min(CHUNK);
                 }
             })?;
         Ok(Pipe { full, empty })
