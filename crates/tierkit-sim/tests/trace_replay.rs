@@ -334,3 +334,48 @@ fn windows_shorter_than_an_epoch_get_a_warning() {
     let w = warnings("time_scale = 1000\n");
     assert!(w.is_empty(), "{w:?}");
 }
+
+/// `run_time_s`: the compute time is what the measured run time leaves after the misses' time
+/// on the unloaded fast tier, spread over the accesses; a longer measured run, more compute.
+#[test]
+fn run_time_s_derives_the_compute_time() {
+    let d = traces();
+    let load = |extra: &str| {
+        let text = format!(
+            "workload = \"trace\"\ntrace = {:?}\nplatform = \"skx-cxl-emu\"\nllc_mb = 0.25\nduration_s = 0.05\n{extra}",
+            d.join("pchase.tkt").display().to_string(),
+        );
+        load_str("t.toml", &text, &[], None).unwrap()
+    };
+    let e = load("run_time_s = 0.01\n");
+    let r = &e.replays[0].replay;
+    let fast = e.platform.tiers[0].curve.unloaded_ns();
+    let compute: f64 = r.windows.iter().map(|w| w.compute_ns * w.misses).sum();
+    let memory: f64 = r.windows.iter().map(|w| w.misses * fast / w.mlp).sum();
+    assert!(
+        ((compute + memory) * 1e-9 - 0.01).abs() < 1e-9,
+        "{compute} + {memory} ns"
+    );
+    let e2 = load("run_time_s = 0.1\n");
+    let c2: f64 = e2.replays[0]
+        .replay
+        .windows
+        .iter()
+        .map(|w| w.compute_ns * w.misses)
+        .sum();
+    assert!(c2 > 5.0 * compute, "{c2} vs {compute}");
+    let bad = |extra: &str| match tierkit_sim::load_str(
+        "t.toml",
+        &format!(
+            "workload = \"trace\"\ntrace = {:?}\n{extra}",
+            d.join("pchase.tkt").display().to_string()
+        ),
+        &[],
+        None,
+    ) {
+        Ok(_) => panic!("accepted {extra}"),
+        Err(e) => e.to_string(),
+    };
+    assert!(bad("run_time_s = 1\ncompute_ns = 3\n").contains("not both"));
+    assert!(bad("run_time_s = [1, 2]\n").contains("one per trace"));
+}

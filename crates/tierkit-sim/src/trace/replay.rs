@@ -295,6 +295,8 @@ pub struct Window {
     pub mlp: f64,
     pub compute_ns: f64,
     pub read_frac: f64,
+    /// Trace accesses in the window (hits included).
+    pub accesses: u64,
 }
 
 /// A trace turned into windows over its distinct pages (in address order).
@@ -327,6 +329,23 @@ pub struct MlpStats {
 }
 
 impl Replay {
+    /// Derive compute time from the program's measured run time: the run time less the memory
+    /// time the trace's misses take on an unloaded `fast_latency_ns` tier at each window's MLP,
+    /// spread evenly over the trace accesses (at least 0). Sets every window's compute per miss;
+    /// returns the compute per access, ns.
+    pub fn compute_from_run_time(&mut self, run_time_s: f64, fast_latency_ns: f64) -> f64 {
+        let memory_ns: f64 = self
+            .windows
+            .iter()
+            .map(|w| w.misses * fast_latency_ns / w.mlp)
+            .sum();
+        let per_access = ((run_time_s * 1e9 - memory_ns) / self.accesses.max(1) as f64).max(0.0);
+        for w in &mut self.windows {
+            w.compute_ns = w.accesses as f64 * per_access / w.misses.max(1.0);
+        }
+        per_access
+    }
+
     pub fn mlp_stats(&self) -> MlpStats {
         let mut v: Vec<f64> = self.windows.iter().map(|w| w.mlp).collect();
         v.sort_by(f64::total_cmp);
@@ -493,7 +512,7 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
     let stamped = h.has_stamps();
     let mut mlp = StrideMlp::default();
     // (page ids with counts, misses, mlp, compute_ns, read_frac) per window
-    type RawWindow = (Vec<(u32, f64)>, f64, f64, f64, f64);
+    type RawWindow = (Vec<(u32, f64)>, f64, f64, f64, f64, u64);
     let mut raw: Vec<RawWindow> = Vec::new();
     let mut ids = PageIds::new();
     let mut cur = Open {
@@ -526,7 +545,7 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
             .map(|&id| (id, std::mem::take(&mut cur.counts[id as usize]) as f64))
             .collect();
         cur.ntouched = 0;
-        raw.push((counts, misses, m, z, rf));
+        raw.push((counts, misses, m, z, rf, cur.accesses));
         cur.reset();
     };
     // Records are decoded BATCH at a time and go through the batch in passes, each of which
@@ -664,20 +683,23 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
     let page_numbers: Vec<u64> = order.iter().map(|&i| ids.pages[i as usize]).collect();
     let windows = raw
         .into_iter()
-        .map(|(mut counts, misses, mlp, compute_ns, read_frac)| {
-            for c in &mut counts {
-                c.0 = rank[c.0 as usize];
-            }
-            counts.sort_unstable_by_key(|c| c.0);
-            Window {
-                pages: counts.iter().map(|c| c.0).collect(),
-                counts: counts.iter().map(|c| c.1).collect(),
-                misses,
-                mlp: mlp.max(1.0),
-                compute_ns: compute_ns.max(0.0),
-                read_frac,
-            }
-        })
+        .map(
+            |(mut counts, misses, mlp, compute_ns, read_frac, accesses)| {
+                for c in &mut counts {
+                    c.0 = rank[c.0 as usize];
+                }
+                counts.sort_unstable_by_key(|c| c.0);
+                Window {
+                    pages: counts.iter().map(|c| c.0).collect(),
+                    counts: counts.iter().map(|c| c.1).collect(),
+                    misses,
+                    mlp: mlp.max(1.0),
+                    compute_ns: compute_ns.max(0.0),
+                    read_frac,
+                    accesses,
+                }
+            },
+        )
         .collect();
     Ok(Replay {
         path: path.display().to_string(),
