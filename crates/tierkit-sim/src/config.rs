@@ -957,6 +957,7 @@ pub const TRACE_KEYS: &[(&str, &str)] = &[
     ("llc_mb", "LLC size of the cache model for lackey traces, MiB (default: the platform's)"),
     ("window_accesses", "trace accesses per window (default: the trace's accesses / 32)"),
     ("min_window_misses", "a window closes only after this many misses (default 1000)"),
+    ("window_epochs", "trace windows shorter than this many epochs (at the fast tier's unloaded latency) are merged, their page mixes combined and their time kept, so that results do not depend on the epoch (20 does; default 0 keeps the trace's windows)"),
     ("time_scale", "each traced miss stands for this many misses (default 1)"),
     ("loops", "passes over the trace; 0 repeats until duration_s (default 0)"),
 ];
@@ -1065,6 +1066,7 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
         .u64_opt("min_window_misses", 1, u64::MAX >> 2)?
         .unwrap_or(1000);
     let time_scale = r.f64_or("time_scale", 1e-6, 1e9, 1.0)?;
+    let window_epochs = r.f64_or("window_epochs", 0.0, 1e6, 0.0)?;
     let loops = r.u64_opt("loops", 0, 1 << 40)?.unwrap_or(0);
     let base = Path::new(ctx.file)
         .parent()
@@ -1121,6 +1123,10 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
                 w.mlp = m;
             }
         }
+        // Windows shorter than window_epochs epochs (at the fast tier's unloaded latency, the
+        // fastest they can run) are merged with their timing kept (Replay::merge_short_windows).
+        let fast_ns = exp.platform.tiers[0].curve.unloaded_ns();
+        replay.merge_short_windows(window_epochs * exp.epoch_ms * 1e6, fast_ns, time_scale);
         let name = p
             .file_stem()
             .map_or_else(|| format!("trace{i}"), |s| s.to_string_lossy().into_owned());
