@@ -199,7 +199,15 @@ def test_a_failed_import_leaves_no_output(tk: Tk, tmp_path: Path) -> None:
 def test_describe_trace_lists_its_keys(tk: Tk) -> None:
     proc = tk("describe", "trace")
     assert proc.returncode == 0, proc.stderr
-    for key in ("trace", "mlp", "base_cpi", "instructions_per_access", "llc_mb", "time_scale", "loops"):
+    for key in (
+        "trace",
+        "mlp",
+        "base_cpi",
+        "instructions_per_access",
+        "run_time_s",
+        "window_epochs",
+        "loops",
+    ):
         assert f"  {key} " in proc.stdout
 
 

@@ -682,7 +682,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
             )
             sys.stdout.write(
                 f"{i['path']}: tierkit trace v{i['version']} from {i['source']} "
-                f"({i['unit_bytes']}-byte units, {i['stamp']} stamps)\n"
+                f"({i['unit_bytes']}-byte units, "
+                f"{'no' if i['stamp'] == 'none' else i['stamp']} stamps)\n"
                 f"  accesses {i['accesses']} ({i['stores']} stores) in {i['records']} records\n"
                 f"  pages {i['pages']} (4 KiB), lines {i['lines']}\n"
                 f"  addresses {i['min_addr']:#x}-{i['max_addr']:#x} ({span / 2**20:.1f} MiB span)\n"

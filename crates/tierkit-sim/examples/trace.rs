@@ -9,7 +9,6 @@
 //! compressed). `trace convert IN OUT VERSION` rewrites a trace in format version 1 or 2.
 //! The LLC model is 48 MiB, 12-way (`LLC_MB` sets the size).
 
-use std::io::BufReader;
 use std::path::Path;
 use std::time::Instant;
 
@@ -21,9 +20,7 @@ fn main() {
     let r = match a.first().map(String::as_str) {
         Some("import") if a.len() == 4 => {
             let fmt = import::Format::parse(&a[1]).expect("format: lackey|perf-script|damon");
-            let f = std::fs::File::open(&a[2]).expect("input");
-            import::import(fmt, &a[2], BufReader::new(f), Path::new(&a[3]))
-                .map(|s| println!("{s:?}"))
+            import::import_path(fmt, &a[2], Path::new(&a[3])).map(|s| println!("{s:?}"))
         }
         Some("info") if a.len() == 2 => info(Path::new(&a[1])).map(|i| println!("{i:#?}")),
         Some("convert") if a.len() == 4 => tierkit_sim::trace::convert(

@@ -1106,10 +1106,12 @@ pub const TRACE_KEYS: &[(&str, &str)] = &[
     ("mlp", "MLP of every window, or a list with one entry per trace: a number, or a list with one MLP per window (default: estimated from the misses)"),
     ("compute_ns", "compute per miss, ns (default: from instruction stamps at base_cpi; 10 for time-stamped traces)"),
     ("base_cpi", "cycles per instruction between misses, for instruction-stamped traces and those without stamps (default 0.5)"),
+    ("run_time_s", "the program's measured run time for the traced run, s (one, or one per trace): compute per access = (run time - the misses' time on the unloaded fast tier) / trace accesses; replaces the compute from stamps or instructions_per_access"),
     ("instructions_per_access", "instructions per trace access for a trace without stamps (a lackey trace without `I` lines; default 3: lackey's I lines are about 3 per data access)"),
     ("llc_mb", "LLC size of the cache model for lackey traces, MiB (default: the platform's)"),
     ("window_accesses", "trace accesses per window (default: the trace's accesses / 32)"),
     ("min_window_misses", "a window closes only after this many misses (default 1000)"),
+    ("window_epochs", "trace windows shorter than this many epochs (at the fast tier's unloaded latency) are merged, their page mixes combined and their time kept, so that results do not depend on the epoch (20 does; default 0 keeps the trace's windows)"),
     ("time_scale", "each traced miss stands for this many misses (default 1)"),
     ("loops", "passes over the trace; 0 repeats until duration_s (default 0)"),
 ];
@@ -1180,12 +1182,45 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
     let compute_ns = r.f64_opt("compute_ns", 0.0, 1e6)?;
     let base_cpi = r.f64_or("base_cpi", 0.01, 100.0, 0.5)?;
     let instructions_per_access = r.f64_or("instructions_per_access", 0.0, 1e6, 3.0)?;
+    // The programs' measured run times (one for all traces, or one per trace).
+    let run_times: Vec<Option<f64>> = match r.raw("run_time_s") {
+        Some(Value::Array(a)) => {
+            if a.len() != files.len() {
+                return Err(ctx.err(
+                    "run_time_s",
+                    format!(
+                        "a list of {} entries for {} traces; give one per trace or a single number",
+                        a.len(),
+                        files.len()
+                    ),
+                ));
+            }
+            a.iter()
+                .map(|v| match v {
+                    Value::Integer(i) if *i > 0 => Ok(Some(*i as f64)),
+                    Value::Float(f) if *f > 0.0 && f.is_finite() => Ok(Some(*f)),
+                    other => Err(ctx.err(
+                        "run_time_s",
+                        format!("expected positive numbers of seconds, got {other}"),
+                    )),
+                })
+                .collect::<Result<_>>()?
+        }
+        _ => vec![r.f64_opt("run_time_s", 1e-9, 1e9)?; files.len()],
+    };
+    if compute_ns.is_some() && run_times.iter().any(Option::is_some) {
+        return Err(ctx.err(
+            "run_time_s",
+            "give compute_ns or run_time_s, not both (run_time_s derives the compute time)",
+        ));
+    }
     let llc_mb = r.f64_or("llc_mb", 0.0625, 1e5, exp.platform.llc_mb)?;
     let window_accesses = r.u64_opt("window_accesses", 1, u64::MAX >> 2)?;
     let min_window_misses = r
         .u64_opt("min_window_misses", 1, u64::MAX >> 2)?
         .unwrap_or(1000);
     let time_scale = r.f64_or("time_scale", 1e-6, 1e9, 1.0)?;
+    let window_epochs = r.f64_or("window_epochs", 0.0, 1e6, 0.0)?;
     let loops = r.u64_opt("loops", 0, 1 << 40)?.unwrap_or(0);
     let base = Path::new(ctx.file)
         .parent()
@@ -1214,7 +1249,10 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
         let t0 = std::time::Instant::now();
         let mut replay = build(&p, &opts).map_err(|e| ctx.err("trace", e.to_string()))?;
         exp.replay_seconds += t0.elapsed().as_secs_f64();
-        if !replay.stamped && compute_ns.is_none() {
+        if let Some(t) = run_times[i] {
+            let fast_ns = exp.platform.tiers[0].curve.unloaded_ns();
+            replay.compute_from_run_time(t, fast_ns);
+        } else if !replay.stamped && compute_ns.is_none() {
             exp.warnings.push(format!(
                 "trace {f} has no instruction stamps (a lackey trace without its `I` lines): \
                  compute time is modelled as instructions_per_access = {instructions_per_access} \
@@ -1239,6 +1277,10 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
                 w.mlp = m;
             }
         }
+        // Windows shorter than window_epochs epochs (at the fast tier's unloaded latency, the
+        // fastest they can run) are merged with their timing kept (Replay::merge_short_windows).
+        let fast_ns = exp.platform.tiers[0].curve.unloaded_ns();
+        replay.merge_short_windows(window_epochs * exp.epoch_ms * 1e6, fast_ns, time_scale);
         let stem = p
             .file_stem()
             .map_or_else(|| format!("trace{i}"), |s| s.to_string_lossy().into_owned());

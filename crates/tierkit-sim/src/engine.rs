@@ -775,7 +775,8 @@ pub fn run(
                         "trace process {}: {:.0}% of its misses ran in a window past that window's \
                          own misses (its windows are shorter than an epoch: the replay runs each \
                          epoch in one window), so its page mix and hit ratio depend on the platform's \
-                         speed; lower epoch_ms or raise time_scale until this warning goes \
+                         speed; set window_epochs = 20 to merge short windows with their timing \
+                         kept, or lower epoch_ms or raise time_scale until this warning goes \
                          (docs/traces.md)",
                         p.name,
                         100.0 * share

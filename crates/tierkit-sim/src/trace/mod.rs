@@ -49,8 +49,14 @@ pub const READS: [u16; 2] = [1, 2];
 /// zstd level of the record stream. Level 9 saves 3% more on the shipped pointer chase but
 /// compresses random traces at a fifth of the speed and decompresses them at two thirds.
 pub const ZSTD_LEVEL: i32 = 3;
-/// Decompressed chunk a [`Reader`]'s helper thread hands over at a time.
-const CHUNK: usize = 1 << 18;
+/// Files from this size on are decompressed by a helper thread while the reader's thread
+/// replays (BENCHMARKS.md: on short traces the thread's start and the wait for its first chunk,
+/// and on a loaded machine the wait for a core, cost more than decompressing in line).
+const PIPE_BYTES: u64 = 4 << 20;
+/// Decompressed chunk a [`Reader`]'s helper thread hands over at a time: the first, and the
+/// largest (each is twice the one before).
+const FIRST_CHUNK: usize = 1 << 14;
+const CHUNK: usize = 1 << 17;
 pub const HEADER_BYTES: usize = 64;
 
 /// A bad or unreadable trace, with where it went wrong.
@@ -460,36 +466,42 @@ impl Pipe {
             1 << 20,
             inp,
         ))?;
-        let (full_tx, full) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(3);
+        let (full_tx, full) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(4);
         let (empty, empty_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
         std::thread::Builder::new()
             .name("tkt-zstd".into())
-            .spawn(move || loop {
-                let mut chunk = empty_rx.try_recv().unwrap_or_else(|_| vec![0u8; CHUNK]);
-                chunk.resize(CHUNK, 0);
-                let mut n = 0;
-                let res = loop {
-                    match z.read(&mut chunk[n..]) {
-                        Ok(0) => break Ok(()),
-                        Ok(k) => {
-                            n += k;
-                            if n == CHUNK {
-                                break Ok(());
+            .spawn(move || {
+                // Small chunks first, so the reader starts at once (a short trace is only a few
+                // chunks), then larger ones.
+                let mut size = FIRST_CHUNK;
+                loop {
+                    let mut chunk = empty_rx.try_recv().unwrap_or_default();
+                    chunk.resize(size, 0);
+                    let mut n = 0;
+                    let res = loop {
+                        match z.read(&mut chunk[n..]) {
+                            Ok(0) => break Ok(()),
+                            Ok(k) => {
+                                n += k;
+                                if n == size {
+                                    break Ok(());
+                                }
                             }
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                            Err(e) => break Err(e),
                         }
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(e) => break Err(e),
+                    };
+                    chunk.truncate(n);
+                    let end = n == 0 || res.is_err();
+                    let msg = match res {
+                        Ok(()) => Ok(chunk),
+                        Err(e) => Err(e),
+                    };
+                    // An empty chunk ends the stream; the reader gone ends the thread.
+                    if full_tx.send(msg).is_err() || end {
+                        return;
                     }
-                };
-                chunk.truncate(n);
-                let end = n == 0 || res.is_err();
-                let msg = match res {
-                    Ok(()) => Ok(chunk),
-                    Err(e) => Err(e),
-                };
-                // An empty chunk ends the stream; the reader gone ends the thread.
-                if full_tx.send(msg).is_err() || end {
-                    return;
+                    size = (size * 2).min(CHUNK);
                 }
             })?;
         Ok(Pipe { full, empty })
@@ -512,15 +524,24 @@ pub struct Reader<R: Read> {
 }
 
 impl Reader<File> {
-    /// Open a trace file; a version 2 file's records are decompressed by a helper thread.
+    /// Open a trace file. A version 2 file's records are decompressed in line, or from
+    /// [`PIPE_BYTES`] on by a helper thread.
     pub fn open(path: &Path) -> Result<Self> {
+        let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+        Reader::open_with(path, bytes >= PIPE_BYTES)
+    }
+
+    /// [`Reader::open`], with or without the helper thread.
+    fn open_with(path: &Path, piped: bool) -> Result<Self> {
         let mut f = File::open(path).map_err(|e| io_err(path, format!("cannot open: {e}")))?;
         let name = path.display().to_string();
         let header = read_header(&name, &mut f)?;
         let body = if header.version == 1 {
             Body::Raw(f)
-        } else {
+        } else if piped {
             Body::Thread(Pipe::start(f).map_err(|e| io_err(path, e))?)
+        } else {
+            Body::Zstd(zstd::stream::read::Decoder::new(f).map_err(|e| io_err(path, e))?)
         };
         Ok(Reader::with_body(name, header, body))
     }
@@ -964,6 +985,50 @@ mod tests {
             e.contains("version 3") && e.contains("newer tierkit"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_helper_thread_reads_what_the_inline_decoder_reads() {
+        let d = std::env::temp_dir().join(format!("tk-pipe-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("big.tkt");
+        let mut w =
+            Writer::create(&p, Header::new(6, StampKind::Instructions, Source::Other)).unwrap();
+        let mut x = 1u64;
+        for i in 0..300_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            w.push(i, x >> 40, 1 + (x >> 62), Op::Load).unwrap();
+        }
+        w.finish(300_000).unwrap();
+        let all = |piped: bool, path: &Path| -> Result<Vec<Record>> {
+            let mut r = Reader::open_with(path, piped)?;
+            let mut v = Vec::new();
+            while let Some(x) = r.next_record()? {
+                v.push(x);
+            }
+            Ok(v)
+        };
+        let a = all(false, &p).unwrap();
+        assert_eq!(a.len(), 300_000);
+        assert_eq!(all(true, &p).unwrap(), a);
+        // A damaged frame is an error either way, with the file named.
+        let mut bytes = std::fs::read(&p).unwrap();
+        let n = bytes.len();
+        bytes[n / 2] ^= 0x5a;
+        bytes.truncate(n - 1000);
+        let bad = d.join("bad.tkt");
+        std::fs::write(&bad, bytes).unwrap();
+        for piped in [false, true] {
+            let e = all(piped, &bad).unwrap_err().to_string();
+            assert!(e.contains("bad.tkt: byte "), "{e}");
+        }
+        // Dropping a reader early stops its thread (nothing to join; this must not hang).
+        let mut r = Reader::open_with(&p, true).unwrap();
+        r.next_record().unwrap();
+        drop(r);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

@@ -295,6 +295,8 @@ pub struct Window {
     pub mlp: f64,
     pub compute_ns: f64,
     pub read_frac: f64,
+    /// Trace accesses in the window (hits included).
+    pub accesses: u64,
 }
 
 /// A trace turned into windows over its distinct pages (in address order).
@@ -327,6 +329,92 @@ pub struct MlpStats {
 }
 
 impl Replay {
+    /// Merge consecutive windows until each lasts at least `min_ns` of simulated time at the
+    /// fastest a thread could run them (every miss at `fast_ns` latency), each miss standing for
+    /// `time_scale`: the machine runs an epoch in one window, so windows shorter than an epoch
+    /// would hand their misses to the window before them. A merged window's page mix is its
+    /// windows' misses together, its MLP their miss-weighted harmonic mean and its compute per
+    /// miss their miss-weighted mean, so its time at any one latency L is exactly theirs:
+    /// M (L / m + z) = sum_w M_w (L / m_w + z_w). A short last window joins the one before it.
+    /// Returns the number of windows after merging.
+    pub fn merge_short_windows(&mut self, min_ns: f64, fast_ns: f64, time_scale: f64) -> usize {
+        if min_ns <= 0.0 || self.windows.len() < 2 {
+            return self.windows.len();
+        }
+        let ns = |w: &Window| w.misses * time_scale * (fast_ns / w.mlp + w.compute_ns);
+        let mut groups: Vec<Vec<Window>> = Vec::new();
+        let mut cur: Vec<Window> = Vec::new();
+        let mut cur_ns = 0.0;
+        for w in std::mem::take(&mut self.windows) {
+            cur_ns += ns(&w);
+            cur.push(w);
+            if cur_ns >= min_ns {
+                groups.push(std::mem::take(&mut cur));
+                cur_ns = 0.0;
+            }
+        }
+        if !cur.is_empty() {
+            match groups.last_mut() {
+                Some(g) => g.extend(cur),
+                None => groups.push(cur),
+            }
+        }
+        let mut dense = vec![0.0f64; self.page_numbers.len()];
+        self.windows = groups
+            .into_iter()
+            .map(|g| {
+                if g.len() == 1 {
+                    return g.into_iter().next().expect("one window");
+                }
+                let misses: f64 = g.iter().map(|w| w.misses).sum();
+                let inv: f64 = g.iter().map(|w| w.misses / w.mlp).sum();
+                let compute: f64 = g.iter().map(|w| w.misses * w.compute_ns).sum();
+                let reads: f64 = g.iter().map(|w| w.misses * w.read_frac).sum();
+                let mut pages: Vec<u32> = Vec::new();
+                for w in &g {
+                    for (&p, &c) in w.pages.iter().zip(&w.counts) {
+                        if dense[p as usize] == 0.0 {
+                            pages.push(p);
+                        }
+                        dense[p as usize] += c;
+                    }
+                }
+                pages.sort_unstable();
+                let counts = pages
+                    .iter()
+                    .map(|&p| std::mem::take(&mut dense[p as usize]))
+                    .collect();
+                Window {
+                    pages,
+                    counts,
+                    misses,
+                    mlp: (misses / inv).max(1.0),
+                    compute_ns: compute / misses,
+                    read_frac: reads / misses,
+                    accesses: g.iter().map(|w| w.accesses).sum(),
+                }
+            })
+            .collect();
+        self.windows.len()
+    }
+
+    /// Derive compute time from the program's measured run time: the run time less the memory
+    /// time the trace's misses take on an unloaded `fast_latency_ns` tier at each window's MLP,
+    /// spread evenly over the trace accesses (at least 0). Sets every window's compute per miss;
+    /// returns the compute per access, ns.
+    pub fn compute_from_run_time(&mut self, run_time_s: f64, fast_latency_ns: f64) -> f64 {
+        let memory_ns: f64 = self
+            .windows
+            .iter()
+            .map(|w| w.misses * fast_latency_ns / w.mlp)
+            .sum();
+        let per_access = ((run_time_s * 1e9 - memory_ns) / self.accesses.max(1) as f64).max(0.0);
+        for w in &mut self.windows {
+            w.compute_ns = w.accesses as f64 * per_access / w.misses.max(1.0);
+        }
+        per_access
+    }
+
     pub fn mlp_stats(&self) -> MlpStats {
         let mut v: Vec<f64> = self.windows.iter().map(|w| w.mlp).collect();
         v.sort_by(f64::total_cmp);
@@ -493,7 +581,7 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
     let stamped = h.has_stamps();
     let mut mlp = StrideMlp::default();
     // (page ids with counts, misses, mlp, compute_ns, read_frac) per window
-    type RawWindow = (Vec<(u32, f64)>, f64, f64, f64, f64);
+    type RawWindow = (Vec<(u32, f64)>, f64, f64, f64, f64, u64);
     let mut raw: Vec<RawWindow> = Vec::new();
     let mut ids = PageIds::new();
     let mut cur = Open {
@@ -526,7 +614,7 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
             .map(|&id| (id, std::mem::take(&mut cur.counts[id as usize]) as f64))
             .collect();
         cur.ntouched = 0;
-        raw.push((counts, misses, m, z, rf));
+        raw.push((counts, misses, m, z, rf, cur.accesses));
         cur.reset();
     };
     // Records are decoded BATCH at a time and go through the batch in passes, each of which
@@ -664,20 +752,23 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
     let page_numbers: Vec<u64> = order.iter().map(|&i| ids.pages[i as usize]).collect();
     let windows = raw
         .into_iter()
-        .map(|(mut counts, misses, mlp, compute_ns, read_frac)| {
-            for c in &mut counts {
-                c.0 = rank[c.0 as usize];
-            }
-            counts.sort_unstable_by_key(|c| c.0);
-            Window {
-                pages: counts.iter().map(|c| c.0).collect(),
-                counts: counts.iter().map(|c| c.1).collect(),
-                misses,
-                mlp: mlp.max(1.0),
-                compute_ns: compute_ns.max(0.0),
-                read_frac,
-            }
-        })
+        .map(
+            |(mut counts, misses, mlp, compute_ns, read_frac, accesses)| {
+                for c in &mut counts {
+                    c.0 = rank[c.0 as usize];
+                }
+                counts.sort_unstable_by_key(|c| c.0);
+                Window {
+                    pages: counts.iter().map(|c| c.0).collect(),
+                    counts: counts.iter().map(|c| c.1).collect(),
+                    misses,
+                    mlp: mlp.max(1.0),
+                    compute_ns: compute_ns.max(0.0),
+                    read_frac,
+                    accesses,
+                }
+            },
+        )
         .collect();
     Ok(Replay {
         path: path.display().to_string(),
@@ -1097,6 +1188,61 @@ mod tests {
         .unwrap();
         assert!(a.stamped);
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn merged_windows_keep_their_misses_pages_and_time() {
+        let p = write(
+            "mg.tkt",
+            Source::Other,
+            (0..8000u64).map(|i| (i, (i * 37) % 3000)),
+        );
+        let mut r = build(
+            &p,
+            &ReplayOpts {
+                window_accesses: Some(1000),
+                ..opts()
+            },
+        )
+        .unwrap();
+        for (k, w) in r.windows.iter_mut().enumerate() {
+            w.mlp = [1.0, 8.0, 2.0, 4.0][k % 4];
+            w.compute_ns = k as f64;
+        }
+        let before = r.clone();
+        let time = |r: &Replay, l: f64| -> f64 {
+            r.windows
+                .iter()
+                .map(|w| w.misses * (l / w.mlp + w.compute_ns))
+                .sum()
+        };
+        // Each window takes 1000 x (100 / mlp + z) ns at 100 ns: merged to at least 400 us.
+        let n = r.merge_short_windows(400e3, 100.0, 1.0);
+        assert!(n < before.windows.len() && n > 0, "{n}");
+        assert!(r
+            .windows
+            .iter()
+            .all(|w| w.pages.windows(2).all(|x| x[0] < x[1])));
+        let pages = |r: &Replay| {
+            let mut v = vec![0.0; r.page_numbers.len()];
+            for w in &r.windows {
+                for (&p, &c) in w.pages.iter().zip(&w.counts) {
+                    v[p as usize] += c;
+                }
+            }
+            v
+        };
+        assert_eq!(pages(&r), pages(&before));
+        for l in [70.0, 100.0, 300.0] {
+            assert!((time(&r, l) - time(&before, l)).abs() < 1e-6 * time(&before, l));
+        }
+        // Nothing to merge when every window is long enough, or with min_ns = 0.
+        let mut again = before.clone();
+        assert_eq!(
+            again.merge_short_windows(0.0, 100.0, 1.0),
+            before.windows.len()
+        );
+        assert_eq!(again, before);
     }
 
     #[test]
