@@ -85,8 +85,7 @@ def _micro(ctx: Context, df: pd.DataFrame, phase_s: float) -> None:
         "3 stops, 2 restarts (the best option; TPP-mod)",
         f"memtis+toggle {int(m['stops'])} stops, {int(m['restarts'])} restarts; "
         f"tpp+toggle {int(t['stops'])} stops, {int(t['restarts'])} restarts",
-        m["stops"] == 3 and m["restarts"] == 2,
-        note="held on MEMTIS; see below for TPP",
+        m["stops"] == 3 and m["restarts"] == 2 and t["stops"] == 3 and t["restarts"] == 2,
     )
     ctx.claim(
         "Stopping migration cuts promotions",
