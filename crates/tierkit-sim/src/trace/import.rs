@@ -361,6 +361,10 @@ fn hex(s: &str) -> Option<u64> {
 
 /// lackey: the stamp is the number of instructions (`I` lines) before the access; an access
 /// that straddles cache lines touches each of them.
+/// The largest access one lackey line can mean: one instruction's data access (the widest, an
+/// XSAVE of every register state, is a few KiB); anything larger is a corrupt line.
+const MAX_LACKEY_ACCESS: u64 = 65536;
+
 fn lackey<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>) -> Out {
     let mut st = ImportStats::default();
     let mut instr = 0u64;
@@ -372,7 +376,8 @@ fn lackey<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>) -> O
             st.skipped += 1;
             continue;
         }
-        let (kind, rest) = t.split_at(1);
+        // the first character, whatever its width (a line may begin with any UTF-8 character)
+        let (kind, rest) = t.split_at(t.chars().next().map_or(0, char::len_utf8));
         let op = match kind {
             "I" => {
                 instr += 1;
@@ -408,8 +413,18 @@ fn lackey<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>) -> O
             .trim()
             .parse()
             .map_err(|_| perr(&l.path, l.no, format!("bad size `{}`", clip(sz))))?;
+        if size > MAX_LACKEY_ACCESS {
+            return Err(perr(
+                &l.path,
+                l.no,
+                format!(
+                    "bad size `{size}`: expected at most {MAX_LACKEY_ACCESS} bytes (lackey reports one instruction's access)"
+                ),
+            )
+            .into());
+        }
         let first = addr >> 6;
-        let last = (addr + size.max(1) - 1) >> 6;
+        let last = addr.saturating_add(size.max(1) - 1) >> 6;
         for unit in first..=last {
             w.push(instr, unit, 1, op)?;
         }
@@ -773,6 +788,39 @@ mod tests {
         assert_eq!(i.records, 4);
         assert_eq!(i.pages, 2);
         assert_eq!(i.last_stamp, 2);
+    }
+
+    /// Issue 19 reproducers: a line that begins with a multibyte character panicked ("end byte
+    /// index 1 is not a char boundary"); a 4 GiB access imported as 67M records from one line.
+    #[test]
+    fn lackey_multibyte_lines_and_huge_sizes_are_errors_naming_the_line() {
+        for (text, line, what) in [
+            ("\u{e9}\n", 1, "expected a lackey line"),
+            (" L 10,8\n\u{e9} 10,8\n", 2, "expected a lackey line"),
+            (
+                " L 1000,4294967296\n",
+                1,
+                "bad size `4294967296`: expected at most 65536",
+            ),
+        ] {
+            let out = tmp("mb.tkt");
+            let e = import(Format::Lackey, "u.lackey", text.as_bytes(), &out)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(&format!("u.lackey: line {line}")), "{e}");
+            assert!(e.contains(what), "{e}");
+            assert!(!out.exists(), "no output file is left behind");
+        }
+        // the widest real access still imports, and an address at the top does not overflow
+        let out = tmp("top.tkt");
+        let st = import(
+            Format::Lackey,
+            "u.lackey",
+            " L 1000,65536\n S ffffffffffffffff,8\n".as_bytes(),
+            &out,
+        )
+        .unwrap();
+        assert_eq!(st.accesses, 1024 + 1);
     }
 
     #[test]
