@@ -6,8 +6,11 @@ PORT=9464
 pass() { echo "TKTEST $1 PASS $2"; }
 fail() { echo "TKTEST $1 FAIL $2"; FAILS=$((FAILS + 1)); }
 kv() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -1; }
-# wait_for FILE PATTERN SECONDS
-wait_for() { i=0; while ! grep -q "$2" "$1" 2>/dev/null; do i=$((i + 1)); [ $i -gt $(($3 * 10)) ] && return 1; sleep 0.1; done; return 0; }
+# count_at_least FILE PATTERN N SECONDS: wait until FILE has N lines matching PATTERN; 1 on
+# timeout (a missing FILE counts as none: grep -c then prints nothing)
+count_at_least() { i=0; while n=$(grep -c "$2" "$1" 2>/dev/null); [ "${n:-0}" -lt "$3" ]; do i=$((i + 1)); [ $i -gt $(($4 * 10)) ] && return 1; sleep 0.1; done; return 0; }
+# wait_for FILE PATTERN SECONDS: wait until FILE has a line matching PATTERN; 1 on timeout
+wait_for() { count_at_least "$1" "$2" 1 "$3"; }
 show() { echo "--- $1"; sed 's/^/    /' "$1" | tail -n "${2:-40}"; echo "--- dmesg"; dmesg | grep -iE 'segfault|bug|warn|oops|killed' | tail -n 10; }
 # ticks of CPU (utime + stime) of a pid
 cputicks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
@@ -31,8 +34,6 @@ until_report() {
   done
   return 1
 }
-# count_at_least FILE PATTERN N SECONDS: wait until FILE has N lines matching PATTERN; 1 on timeout
-count_at_least() { i=0; while [ "$(grep -c "$2" "$1" 2>/dev/null)" -lt "$3" ]; do i=$((i + 1)); [ $i -gt $(($4 * 10)) ] && return 1; sleep 0.1; done; return 0; }
 # stop_workload PID OUT: SIGTERM, wait, and its WORKLOAD_RESULT line in $R (in this shell: a
 # command substitution could not wait for the workload)
 stop_workload() { kill -TERM "$1" 2>/dev/null; wait "$1"; R=$(grep WORKLOAD_RESULT "$2"); }
