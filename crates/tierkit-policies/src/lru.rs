@@ -942,7 +942,10 @@ impl Tiering {
                 .max(SWAP_CLUSTER_MAX as u64)
                 .div_ceil(self.wm.per_page.max(1)),
             page_bytes: self.page_bytes,
-            start_ns: tel.now_ns,
+            // kswapd's work is spread over the interval it stands for, the one the telemetry
+            // just covered: its accessed-bit tests then fall where the machine knows what the
+            // threads did (ran or stalled), not in the coming epoch whose accesses are unknown.
+            start_ns: tel.now_ns.saturating_sub(elapsed),
             ns_per_page: 1e6 / self.kswapd_scan_per_ms as f64,
         };
         self.kswapd.run(&mut self.lru, mech, out, &r)

@@ -460,6 +460,44 @@ impl Machine {
         (r, w)
     }
 
+    /// A page's expected accesses (LLC misses) between `t0` and `t1` (ns), from the cumulative
+    /// misses of every phase of its process.
+    fn page_accesses_between(&self, page: u32, t0: f64, t1: f64) -> f64 {
+        if t1 <= t0 {
+            return 0.0;
+        }
+        let pi = self.proc_of(page);
+        let mut n = 0.0;
+        for &d in self.procs[pi].dist_of.values() {
+            let dd = &self.dists[d];
+            if page < dd.lo || page >= dd.hi {
+                continue;
+            }
+            let dc = dd.cum_at(t1) - dd.cum_at(t0);
+            if dc > 0.0 {
+                n += dc * dd.pmf(page);
+            }
+        }
+        n
+    }
+
+    /// A page's access rate while its threads run: as [`Machine::page_rate`], but a phase whose
+    /// threads all stalled this epoch (synchronous migrations) counts at the rate it last ran
+    /// at. A hint fault waits for the page's next access, which a stall delays but does not
+    /// cancel; only a page no running phase touches is idle.
+    fn page_rate_running(&self, page: u32) -> f64 {
+        let pi = self.proc_of(page);
+        let mut r = 0.0;
+        for &d in self.procs[pi].dist_of.values() {
+            let dd = &self.dists[d];
+            let rate = if dd.rate > 0.0 { dd.rate } else { dd.rate_seen };
+            if dd.users > 0 && rate > 0.0 {
+                r += rate * dd.pmf(page);
+            }
+        }
+        r
+    }
+
     /// Pages marked for a hint fault that has not come yet (O(pages): tests and reports).
     pub fn marked_pages(&self) -> u64 {
         self.page_flags
@@ -1123,6 +1161,10 @@ impl Machine {
         self.hint_scan_and_faults();
         self.wall_sample_s += t_sample.elapsed().as_secs_f64();
 
+        let t_end = self.now_ns + e;
+        for d in &mut self.dists {
+            d.record(t_end, e, d.rate);
+        }
         self.now_ns += e;
         self.tel.now_ns = self.now_ns as u64;
         for (i, ti) in self.tel.tiers.iter_mut().enumerate() {
@@ -1279,7 +1321,7 @@ impl Machine {
             return false;
         }
         *f |= F_MARKED;
-        let (rate, _) = self.page_rate(page);
+        let rate = self.page_rate_running(page);
         if rate > 0.0 {
             let fault = at + self.rng_fault.exp(rate);
             self.faults.push(Reverse((fault as u64, page, at as u64)));
@@ -1306,7 +1348,7 @@ impl Machine {
             {
                 return false;
             }
-            let (rate, _) = self.page_rate(page);
+            let rate = self.page_rate_running(page);
             if rate <= 0.0 {
                 return true;
             }
@@ -1802,8 +1844,10 @@ impl Mechanism for Machine {
 }
 
 impl Machine {
-    /// Test and clear accessed bits at time `at`: a page with access rate r whose bit was
-    /// cleared dt earlier reads referenced with probability 1 - exp(-r dt).
+    /// Test and clear accessed bits at time `at`: a page whose bit was cleared at t0 reads
+    /// referenced with probability 1 - exp(-n), n its expected accesses in [t0, at] (r dt at a
+    /// steady rate r; the integral of its rate otherwise, so an epoch in which the threads all
+    /// stalled does not make every page read idle).
     fn test_accessed(&mut self, pages: &[PageId], at: f64, out: &mut Vec<bool>) {
         out.clear();
         self.test_clock = self.test_clock.max(at);
@@ -1813,13 +1857,14 @@ impl Machine {
                 out.push(false);
                 continue;
             }
-            let (rate, _) = self.page_rate(i as u32);
-            let dt = at - self.last_clear[i];
+            let t0 = self.last_clear[i];
             self.access_tests.tests += 1;
-            if dt <= 0.0 {
+            if at - t0 <= 0.0 {
                 self.access_tests.at_dt0 += 1;
             }
-            out.push(self.rng_bits.chance(1.0 - (-rate * dt.max(0.0)).exp()));
+            let seen = self.page_accesses_between(i as u32, t0, at);
+            let b = self.rng_bits.chance(1.0 - (-seen).exp());
+            out.push(b);
             self.last_clear[i] = self.last_clear[i].max(at);
         }
     }

@@ -247,3 +247,44 @@ fn a_page_marked_while_idle_faults_at_its_first_access() {
         s.processes[0].fast_tier_hit_ratio
     );
 }
+
+/// An accessed bit reads what happened since it was cleared, not the page's rate at the moment
+/// of the test: a page accessed for 0.5 s after its clear and idle since (its threads moved to
+/// another object) reads referenced; one cleared after the threads left reads idle. (With the
+/// rate at the test alone both read idle, and kswapd demoted every page it tested in an epoch in
+/// which the threads had all stalled on a synchronous migration.)
+#[test]
+fn accessed_bits_count_the_accesses_since_the_clear_not_the_rate_at_the_test() {
+    let t = "workload = \"custom\"\nplatform = \"icx-numa\"\nduration_s = 4\n\
+             fast_tier_gb = 1\nslow_tier_gb = 8\npage_size = \"4KiB\"\n\
+             [[process]]\nname = \"p\"\n\
+             [[process.object]]\nname = \"a\"\nsize_mb = 16\n\
+             [[process.object]]\nname = \"b\"\nsize_mb = 16\n\
+             [[process.thread]]\ncount = 2\n\
+             [[process.thread.phase]]\nduration_s = 2.0\nmlp = 4\nread_frac = 1.0\n\
+             [[process.thread.phase.access]]\nobject = \"a\"\nweight = 1.0\npattern = \"uniform\"\n\
+             [[process.thread.phase]]\nmlp = 4\nread_frac = 1.0\n\
+             [[process.thread.phase.access]]\nobject = \"b\"\nweight = 1.0\npattern = \"uniform\"\n";
+    let e = load_str("idle_later.toml", t, &[], None).unwrap();
+    let mut m = Machine::new(&e, false).unwrap();
+    let a: Vec<PageId> = (0..16 * 256u64).map(PageId).collect();
+    let mut bits = Vec::new();
+    step_to(&mut m, 1.5);
+    let rate = m.page_access_rate(0);
+    assert!(rate * 0.5e9 > 20.0, "object a is busy in phase 1");
+    m.test_and_clear_accessed_at(&a, m.now_ns as u64, &mut bits);
+    step_to(&mut m, 3.0);
+    assert_eq!(m.page_access_rate(0), 0.0, "object a is idle in phase 2");
+    let t_test = m.now_ns as u64;
+    m.test_and_clear_accessed_at(&a, t_test, &mut bits);
+    let referenced = bits.iter().filter(|&&b| b).count();
+    assert!(
+        referenced as f64 > 0.99 * a.len() as f64,
+        "{referenced} of {} pages read referenced after 0.5 s of accesses",
+        a.len()
+    );
+    // Cleared again in phase 2, tested 0.5 s later: nothing touched them.
+    step_to(&mut m, 3.5);
+    m.test_and_clear_accessed_at(&a, m.now_ns as u64, &mut bits);
+    assert!(bits.iter().all(|&b| !b));
+}
