@@ -12,6 +12,14 @@
 //!   application thread stalls. A slot stays taken until its migration finishes, so at most 512
 //!   promotions are ever in flight. The worker allocates without reclaim: a promotion is
 //!   attempted only while the fast tier keeps more free pages than its min watermark.
+//! - **Retries**: the worker's migration loop (nomad_transit_pages, a copy of migrate_pages)
+//!   makes up to 10 passes over its batch, and a transactional copy that aborted (-EAGAIN: the
+//!   page was written during the copy) is tried again in the next pass. Here a pass is an epoch:
+//!   an aborted promotion keeps its queue slot and is retried until it has been tried
+//!   `NOMAD_PASSES` times; then it fails, and the page waits for its next hint fault. A page
+//!   written throughout every copy (a hot, write-heavy 2 MiB page: 420 us per copy) never moves,
+//!   which is what transactional migration means; Nomad's artifact does not shadow THPs at all
+//!   (demote_shadow_page_breakup BUG()s on one).
 //! - **Page shadowing**: a promoted page keeps its slow-tier copy (`keep_shadow`), so demoting it
 //!   while still clean is a remap; a write drops the shadow (the machine does that).
 //! - **Demotion** as TPP: kswapd below TPP's demotion watermark, from the tail of the fast tier's
@@ -75,7 +83,16 @@ pub struct Nomad {
     queue_full: u64,
     transactional_done: u64,
     queue_peak: u64,
+    /// Attempts so far of each promotion in flight that has aborted at least once.
+    attempts: rustc_hash::FxHashMap<PageId, u8>,
+    retries: u64,
+    /// Promotions abandoned after `NOMAD_PASSES` aborted attempts.
+    gave_up: u64,
 }
+
+/// Passes of nomad_transit_pages over a batch (`pass < 10`): a transactional promotion is
+/// attempted at most this many times.
+pub const NOMAD_PASSES: u8 = 10;
 
 impl Nomad {
     pub fn new(p: &Params) -> Self {
@@ -90,6 +107,9 @@ impl Nomad {
             queue_full: 0,
             transactional_done: 0,
             queue_peak: 0,
+            attempts: Default::default(),
+            retries: 0,
+            gave_up: 0,
         }
     }
 
@@ -140,13 +160,36 @@ impl Policy for Nomad {
 
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         let done = &mut self.transactional_done;
+        let mut aborted = Vec::new();
+        let attempts = &mut self.attempts;
         self.t.begin(tel, |m, c| {
-            if c == (Completion::Ours { mark: true })
-                && m.outcome == tierkit_core::MigrationOutcome::Done
-            {
-                *done += 1;
+            if c != (Completion::Ours { mark: true }) {
+                return;
+            }
+            match m.outcome {
+                tierkit_core::MigrationOutcome::Done => {
+                    *done += 1;
+                    attempts.remove(&m.page);
+                }
+                tierkit_core::MigrationOutcome::Aborted => aborted.push(m.page),
+                _ => {
+                    attempts.remove(&m.page);
+                }
             }
         });
+        // The next pass of nomad_transit_pages: an aborted copy is tried again, in its slot.
+        for p in aborted {
+            let n = self.attempts.entry(p).or_insert(1);
+            if *n < NOMAD_PASSES && self.t.lru.tier(p).is_some() {
+                *n += 1;
+                self.retries += 1;
+                self.t.lru.set_mark(p, true);
+                self.pending.push_front(p);
+            } else {
+                self.attempts.remove(&p);
+                self.gave_up += 1;
+            }
+        }
         for f in &tel.hint_faults {
             if !self.t.fault_actionable(f) || self.t.lru.is_marked(f.page) {
                 continue;
@@ -181,6 +224,8 @@ impl Policy for Nomad {
         v.push(("queue_occupancy".into(), self.queue_occupancy() as f64));
         v.push(("queue_peak".into(), self.queue_peak as f64));
         v.push(("transactional_done".into(), self.transactional_done as f64));
+        v.push(("retries".into(), self.retries as f64));
+        v.push(("gave_up".into(), self.gave_up as f64));
         v
     }
 }
@@ -264,13 +309,29 @@ mod tests {
         t.hint_faults = (512..600).map(|q| fault(q, SLOW, 10)).collect();
         out.clear();
         p.step(&t, &mut mech, &mut out);
+        // Nine slots free up (the aborted page is retried in its slot, first).
         assert_eq!(migrations(&out).len(), 10);
+        assert_eq!(migrations(&out)[0].0, 0);
         assert_eq!(p.queue_occupancy(), 512);
-        assert_eq!(p.t.counts.aborted, 1);
-        // The aborted page stays on the slow tier, active, and can be queued again.
+        assert_eq!((p.t.counts.aborted, p.retries), (1, 1));
+        // Aborted on every pass: after ten attempts it gives up, and the page stays on the
+        // slow tier, active, to be queued again at its next hint fault.
+        for k in 2..=NOMAD_PASSES as u64 {
+            let mut t = tel(2 + k, 100_000, 9);
+            t.migrations = vec![done(0, SLOW, FAST, MigrationOutcome::Aborted)];
+            out.clear();
+            p.step(&t, &mut mech, &mut out);
+            let retried = migrations(&out).iter().any(|m| m.0 == 0);
+            assert_eq!(retried, k < NOMAD_PASSES as u64, "attempt {k}");
+        }
+        assert_eq!((p.retries, p.gave_up), (NOMAD_PASSES as u64 - 1, 1));
         assert_eq!(
-            (p.t.lru.tier(PageId(0)), p.t.lru.is_active(PageId(0))),
-            (Some(SLOW), true)
+            (
+                p.t.lru.tier(PageId(0)),
+                p.t.lru.is_active(PageId(0)),
+                p.t.lru.is_marked(PageId(0))
+            ),
+            (Some(SLOW), true, false)
         );
         p.t.lru.check().unwrap();
     }
