@@ -288,3 +288,82 @@ fn accessed_bits_count_the_accesses_since_the_clear_not_the_rate_at_the_test() {
     m.test_and_clear_accessed_at(&a, m.now_ns as u64, &mut bits);
     assert!(bits.iter().all(|&b| !b));
 }
+
+/// Share of the hot set in the fast tier from gups-hotset's fast-tier hit ratio: with the hot
+/// set (a third of the buffer) taking 90% of the updates plus its share of the uniform 10%, and
+/// the fast tier full, hits = 0.9 f + 0.1 x fast / buffer (f the hot share in the fast tier).
+fn hot_share(hits: f64, fast_pages: f64, buffer_pages: f64) -> f64 {
+    (hits - 0.1 * fast_pages / buffer_pages) / 0.9
+}
+
+/// Issue 14's convergence target on gups-hotset (icx-numa, its defaults, 2 MiB pages, the hot
+/// set fits the fast tier, first touch leaves two thirds of it in the slow tier): NBT promotes
+/// 90% of the hot set within 60 s and holds it, within 10% of the best static placement. TPP
+/// (synchronous 2 MiB promotions, kswapd bursts to its 2% demotion watermark) gets most of it
+/// and its throughput is within 10% of the best too; its remaining gap is in docs/validation.md.
+#[test]
+fn nbt_pulls_the_hot_set_into_the_fast_tier_within_60_s_and_holds_it() {
+    let e = load("gups-hotset", &["duration_s=120".into()], Some(5)).unwrap();
+    let best = run(&e, "static:hot_fraction=1", &mut |_, _| true).unwrap();
+    let best_thr = best.summary.throughput_ops_per_s;
+    for (policy, need_at_60, need_thr) in [("nbt", 0.9, 0.9), ("tpp", 0.6, 0.9)] {
+        let out = run(&e, policy, &mut |_, _| true).unwrap();
+        let s = &out.series;
+        let t = s.get("t_s").unwrap();
+        let hits = s.get("fast_hit_ratio.gups").unwrap();
+        let fast = s.get("fast_pages.gups").unwrap();
+        let rss = s.get("rss_pages.gups").unwrap();
+        let thr = s.get("throughput_ops_per_s").unwrap();
+        let mean_over = |v: &[f64], from: f64, to: f64| {
+            let xs: Vec<f64> = t
+                .iter()
+                .zip(v)
+                .filter(|(&ti, _)| ti > from && ti <= to)
+                .map(|(_, &x)| x)
+                .collect();
+            xs.iter().sum::<f64>() / xs.len() as f64
+        };
+        let share = |from: f64, to: f64| {
+            hot_share(
+                mean_over(hits, from, to),
+                mean_over(fast, from, to),
+                mean_over(rss, from, to),
+            )
+        };
+        let (start, at60, end) = (share(0.0, 1.0), share(59.0, 60.0), share(100.0, 120.0));
+        assert!(
+            start < 0.4,
+            "{policy}: first touch leaves {start:.2} of the hot set fast"
+        );
+        assert!(
+            at60 >= need_at_60,
+            "{policy}: {at60:.3} of the hot set in the fast tier at 60 s (need {need_at_60})"
+        );
+        assert!(
+            end >= need_at_60 - 0.05,
+            "{policy}: does not hold it: {end:.3} over the last 20 s"
+        );
+        let steady = mean_over(thr, 100.0, 120.0);
+        assert!(
+            steady >= need_thr * best_thr,
+            "{policy}: steady throughput {steady:.3e} vs best static {best_thr:.3e}"
+        );
+    }
+}
+
+/// Nomad on the same workload: every update is a read-modify-write, so a hot 2 MiB page is
+/// written many times during its 420 us copy, and the transactional copy aborts on each of its
+/// ten passes (Nomad §3: a page dirtied during the copy is not migrated; its artifact retries
+/// in nomad_transit_pages). Nomad then moves only cold pages; it must not do better than first
+/// touch by accident, and its aborts must outnumber its successes.
+#[test]
+fn nomad_cannot_move_hot_write_heavy_huge_pages() {
+    let e = load("gups-hotset", &["duration_s=60".into()], Some(5)).unwrap();
+    let out = run(&e, "nomad", &mut |_, _| true).unwrap();
+    let st = |k: &str| *out.summary.policy_stats.get(k).expect(k);
+    assert!(st("aborted") > 3.0 * st("transactional_done"));
+    assert!(st("retries") > 0.0 && st("gave_up") > 0.0);
+    let hits = out.series.get("fast_hit_ratio.gups").unwrap();
+    let last = hits[hits.len() - 50..].iter().sum::<f64>() / 50.0;
+    assert!(last < 0.4, "nomad's hit ratio {last:.3}: hot pages moved");
+}
