@@ -188,10 +188,10 @@ pub struct Dist {
     pub users: u32,
     /// Sum of the miss rates of the threads using it (misses per ns), for page rates.
     pub rate: f64,
-    /// The last positive `rate` (misses per ns): what the threads of this phase do while they
-    /// run, for events that wait for a page's next access across an epoch in which they all
-    /// stalled.
+    /// The last positive `rate` (misses per ns).
     pub rate_seen: f64,
+    /// The phase has threads and all of them stalled for the whole last epoch.
+    pub stalled: bool,
     /// Share of loads among memory operations (for write rates).
     pub read_frac: f64,
     pub lo: u32,
@@ -225,6 +225,7 @@ impl Dist {
             users: 0,
             rate: 0.0,
             rate_seen: 0.0,
+            stalled: false,
             read_frac,
             lo,
             hi,

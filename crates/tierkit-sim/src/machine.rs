@@ -201,12 +201,17 @@ pub struct Machine {
     mig_bytes_now: Vec<(f64, f64)>,
     queue: std::collections::VecDeque<Pending>,
     sync_results: Vec<MigrationResult>,
-    faults: BinaryHeap<Reverse<(u64, u32, u64)>>,
+    /// Hint faults to come: (check time, page, mark time, accesses the fault waits for as f32
+    /// bits). A marked page faults at the access that brings its accesses since the mark to an
+    /// Exp(1) draw, counted on the phases' cumulative misses, so stalls and idle spells delay
+    /// the fault by exactly as long as they stop the accesses, whatever the epoch length.
+    faults: BinaryHeap<Reverse<(u64, u32, u64, u32)>>,
     /// Marked pages that nobody accessed when they were marked (or when their fault came):
     /// (page, mark time). They fault at their first access after it, so they are checked again
     /// whenever the access distributions change (`dist_gen`).
-    idle_marked: Vec<(u32, u64)>,
-    /// Bumped whenever a thread enters a phase or finishes (the pages' access rates change).
+    idle_marked: Vec<(u32, u64, f32)>,
+    /// Bumped whenever a thread enters a phase or finishes, or a phase whose threads had all
+    /// stalled runs again (the pages' access rates change).
     dist_gen: u64,
     idle_checked_gen: u64,
     scan: Option<ScanCfg>,
@@ -479,23 +484,6 @@ impl Machine {
             }
         }
         n
-    }
-
-    /// A page's access rate while its threads run: as [`Machine::page_rate`], but a phase whose
-    /// threads all stalled this epoch (synchronous migrations) counts at the rate it last ran
-    /// at. A hint fault waits for the page's next access, which a stall delays but does not
-    /// cancel; only a page no running phase touches is idle.
-    fn page_rate_running(&self, page: u32) -> f64 {
-        let pi = self.proc_of(page);
-        let mut r = 0.0;
-        for &d in self.procs[pi].dist_of.values() {
-            let dd = &self.dists[d];
-            let rate = if dd.rate > 0.0 { dd.rate } else { dd.rate_seen };
-            if dd.users > 0 && rate > 0.0 {
-                r += rate * dd.pmf(page);
-            }
-        }
-        r
     }
 
     /// Pages marked for a hint fault that has not come yet (O(pages): tests and reports).
@@ -1162,8 +1150,16 @@ impl Machine {
         self.wall_sample_s += t_sample.elapsed().as_secs_f64();
 
         let t_end = self.now_ns + e;
+        let mut resumed = false;
         for d in &mut self.dists {
+            // A phase whose threads all stalled last epoch runs again: pages marked while it
+            // stood still fault at their next access now (wake_idle_marked).
+            resumed |= d.users > 0 && d.rate > 0.0 && d.stalled;
+            d.stalled = d.users > 0 && d.rate <= 0.0;
             d.record(t_end, e, d.rate);
+        }
+        if resumed {
+            self.dist_gen += 1;
         }
         self.now_ns += e;
         self.tel.now_ns = self.now_ns as u64;
@@ -1321,15 +1317,24 @@ impl Machine {
             return false;
         }
         *f |= F_MARKED;
-        let rate = self.page_rate_running(page);
+        let need = self.rng_fault.exp(1.0) as f32;
+        let (rate, _) = self.page_rate(page);
         if rate > 0.0 {
-            let fault = at + self.rng_fault.exp(rate);
-            self.faults.push(Reverse((fault as u64, page, at as u64)));
+            let fault = at + need as f64 / rate;
+            self.faults
+                .push(Reverse((fault as u64, page, at as u64, need.to_bits())));
         } else {
             // PROT_NONE until its next access, however late that comes (do_numa_page)
-            self.idle_marked.push((page, at as u64));
+            self.idle_marked.push((page, at as u64, need));
         }
         true
+    }
+
+    /// When a marked page that has seen `seen` of the `need` accesses its fault waits for gets
+    /// them at its present rate (None while nothing accesses it).
+    fn next_fault_at(&self, page: u32, from: f64, seen: f64, need: f32) -> Option<f64> {
+        let (rate, _) = self.page_rate(page);
+        (rate > 0.0).then(|| from + ((need as f64 - seen).max(0.0) / rate).max(1.0))
     }
 
     /// Marked pages that were idle: once the access distributions have changed, those now
@@ -1342,18 +1347,18 @@ impl Machine {
         self.idle_checked_gen = self.dist_gen;
         let now = self.now_ns;
         let mut idle = std::mem::take(&mut self.idle_marked);
-        idle.retain(|&(page, mark)| {
+        idle.retain(|&(page, mark, need)| {
             if self.page_flags[page as usize] & F_MARKED == 0
                 || self.page_tier[page as usize] == NONE
             {
                 return false;
             }
-            let rate = self.page_rate_running(page);
-            if rate <= 0.0 {
+            let seen = self.page_accesses_between(page, mark as f64, now);
+            let Some(at) = self.next_fault_at(page, now, seen, need) else {
                 return true;
-            }
-            let at = now + self.rng_fault.exp(rate);
-            self.faults.push(Reverse((at as u64, page, mark)));
+            };
+            self.faults
+                .push(Reverse((at as u64, page, mark, need.to_bits())));
             false
         });
         self.idle_marked = idle;
@@ -1418,27 +1423,45 @@ impl Machine {
     }
 
     /// Deliver the hint faults due before `end`: the faulting thread is drawn by its share of
-    /// the page's accesses, stalls for the fault, and Linux's scanner accounts the fault where
+    /// the page's accesses (its miss rate times the share of the epoch it ran), stalls for the
+    /// fault, and Linux's scanner accounts the fault where
     /// task_numa_fault would (a top-tier page; a slow-tier page in tiering mode returns early).
     fn deliver_faults(&mut self, end: f64) {
         let cost = self.exp.platform.costs.hint_fault_us * 1e3;
-        while let Some(&Reverse((at, page, mark))) = self.faults.peek() {
+        while let Some(&Reverse((at, page, mark, need_bits))) = self.faults.peek() {
             if at as f64 >= end {
                 break;
             }
             self.faults.pop();
             let pi = self.proc_of(page);
-            let fl = &mut self.page_flags[page as usize];
-            if *fl & F_MARKED == 0 || self.page_tier[page as usize] == NONE {
+            if self.page_flags[page as usize] & F_MARKED == 0
+                || self.page_tier[page as usize] == NONE
+            {
                 continue;
             }
-            *fl &= !F_MARKED;
+            // Has the page had the accesses its fault waits for? Not if its threads stalled or
+            // slowed since the check was scheduled: check again when it will have.
+            let need = f32::from_bits(need_bits);
+            let seen = self.page_accesses_between(page, mark as f64, at as f64);
+            if seen < need as f64 * (1.0 - 1e-6) {
+                match self.next_fault_at(page, at as f64, seen, need) {
+                    Some(next) => self
+                        .faults
+                        .push(Reverse((next as u64, page, mark, need_bits))),
+                    None => self.idle_marked.push((page, mark, need)),
+                }
+                continue;
+            }
+            self.page_flags[page as usize] &= !F_MARKED;
             let mut best = None;
             let mut total = 0.0;
             for &ti in &self.procs[pi].threads {
                 let th = &self.threads[ti];
                 if let (true, Some(d)) = (th.active, th.dist) {
-                    let w = th.x * self.dists[d].pmf(page);
+                    // A thread stalled for the whole epoch (in a synchronous migration, say)
+                    // makes no access, so it cannot take the fault: the page stays marked
+                    // until its threads run again.
+                    let w = th.x * th.avail * self.dists[d].pmf(page);
                     if w > 0.0 {
                         total += w;
                         if self.rng_fault.f64() * total < w {
@@ -1450,7 +1473,7 @@ impl Machine {
             let Some(ti) = best else {
                 // nobody accesses the page now: it stays marked until somebody does
                 self.page_flags[page as usize] |= F_MARKED;
-                self.idle_marked.push((page, mark));
+                self.idle_marked.push((page, mark, 0.0));
                 continue;
             };
             let tier = self.page_tier[page as usize];

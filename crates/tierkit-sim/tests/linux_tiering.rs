@@ -184,7 +184,10 @@ fn halving_the_epoch_leaves_the_scanner_unchanged() {
         let b = faults(e);
         assert_eq!((a.0, a.1), (b.0, b.1), "epoch {e}: windows and passes");
         assert!(
-            (a.2 as f64 - b.2 as f64).abs() <= 0.01 * a.2 as f64,
+            // Within 2.5%: each fault stalls its thread (4.5 us), and the stall is taken at the
+            // start of the next epoch, so the threads' share of running time (which paces the
+            // faults, counted on their accesses) moves a little with the epoch.
+            (a.2 as f64 - b.2 as f64).abs() <= 0.025 * a.2 as f64,
             "epoch {e}: {} vs {} hint faults",
             a.2,
             b.2
