@@ -30,7 +30,7 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,14 @@ def _file_digest(path: Path) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``; did you mean `seeds`?`` for the closest of ``choices``, or "" when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
 def _value_text(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -116,7 +124,10 @@ def expand(spec: Mapping[str, Any], where: str = "sweep", base_dir: Path | None 
     """The points of a parsed sweep table, in a fixed order."""
     unknown = sorted(set(spec) - _TOP_KEYS)
     if unknown:
-        raise _error(f"{where}: unknown key `{unknown[0]}`; expected: {', '.join(sorted(_TOP_KEYS))}")
+        raise _error(
+            f"{where}: unknown key `{unknown[0]}`{_did_you_mean(unknown[0], _TOP_KEYS)}; "
+            f"expected: {', '.join(sorted(_TOP_KEYS))}"
+        )
     experiments = _axis(where, "experiments", spec.get("experiments", []))
     policies = _axis(where, "policies", spec.get("policies", ["notier"]))
     raw_seeds = spec.get("seeds", 1)
@@ -146,7 +157,10 @@ def expand(spec: Mapping[str, Any], where: str = "sweep", base_dir: Path | None 
         if not isinstance(table, dict):
             raise _error(f"{where}: `params.{pol}` must be a table of parameter lists")
         if pol not in policies:
-            raise _error(f"{where}: `params.{pol}`: `{pol}` is not in `policies` ({', '.join(policies)})")
+            raise _error(
+                f"{where}: `params.{pol}`: `{pol}` is not in `policies` ({', '.join(policies)})"
+                + _did_you_mean(pol, policies)
+            )
 
     digests: dict[str, str] = {}
 
