@@ -88,6 +88,47 @@ def set_help() -> str:
     return "\n".join(lines)
 
 
+def trace_set_help() -> str:
+    """The --set section of `tierkit trace info --help`: the trace workload's keys, from the core."""
+    head = "--set KEY=VALUE keys (the trace workload's; also `tierkit describe trace`):"
+    try:
+        from tierkit import trace
+
+        keys = trace.workload_keys()
+    except Exception:  # no extension module, or an older one
+        return head + "\n  platform, llc_mb, mlp, ... (`tierkit describe trace` lists them)"
+    return "\n".join([head, *(line[2:] for line in _key_lines(keys))])
+
+
+def demo_help() -> str:
+    """`tierkit demo --help`'s description, naming the policies from tierkit.demo's own lists."""
+    from tierkit import demo
+
+    fractions = " and ".join(f"{f:g}" for f in demo.STATIC_HOT_FRACTIONS)
+    intensities = " and ".join(str(i) for i in demo.INTENSITIES)
+    policies = ", ".join(demo.BASE_POLICIES)
+    return "\n".join(
+        [
+            *textwrap.wrap(
+                f"Compare placement policies on the built-in {demo.EXPERIMENT} experiment at memory "
+                f"antagonist intensities {intensities} (seed {demo.SEED}; {demo.FULL_DURATION_S:g} "
+                f"simulated seconds per run, {demo.QUICK_DURATION_S:g} with --quick).",
+                width=95,
+            ),
+            "",
+            "The policies (specs as for `tierkit run --policy`):",
+            *textwrap.wrap(policies, width=93, initial_indent="  ", subsequent_indent="  "),
+            f"  and {demo.STATIC_POLICY} placement with hot fractions {fractions}.",
+            "",
+            *textwrap.wrap(
+                "Writes report.md (a Markdown table and plots), results.json, timeseries.parquet and "
+                "PNG plots. Policies that are not built into this version are skipped with a note.",
+                width=95,
+            ),
+        ]
+    )
+
+
 RUN_EXAMPLES = """\
 examples:
   tierkit run gups-hotset --policy hemem --set duration_s=5
@@ -214,7 +255,9 @@ def build_parser() -> Parser:
         metavar="SPEC",
         help="policy stack, `name[:k=v,...][+layer...]` (default: the experiment's own); see below",
     )
-    run.add_argument("--out", type=Path, metavar="DIR", help="write summary.json, timeseries.parquet, PNGs")
+    run.add_argument(
+        "-o", "--out", type=Path, metavar="DIR", help="write summary.json, timeseries.parquet, PNGs"
+    )
     run.add_argument(
         "--json",
         action="store_true",
@@ -224,7 +267,10 @@ def build_parser() -> Parser:
     lister = sub.add_parser(
         "list",
         help="list the built-in policies, workloads or platforms",
-        description="Print one `name  description` line per built-in policy, workload or platform.",
+        description=(
+            "Print one `name  description` line per built-in policy, workload or platform "
+            "(--json: a JSON list)."
+        ),
         formatter_class=formatter,
     )
     lister.add_argument(
@@ -232,6 +278,11 @@ def build_parser() -> Parser:
         metavar="WHAT",
         choices=("policies", "workloads", "platforms"),
         help="policies, workloads or platforms",
+    )
+    lister.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON list of {name, description} objects on stdout",
     )
 
     describe = sub.add_parser(
@@ -249,20 +300,21 @@ def build_parser() -> Parser:
         metavar="NAME",
         help="a policy or layer (`tierkit list policies`) or a workload (`tierkit list workloads`)",
     )
+    describe.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object on stdout: {name, type (policy, workload or trace), "
+        "parameters: [{name, kind, default, unit, doc}]}",
+    )
 
     demo = sub.add_parser(
         "demo",
         help="compare policies on gups-hotset, with and without a memory antagonist",
-        description=textwrap.dedent(
-            """\
-            Compare notier, hemem, tpp, memtis, nbt, nomad and static placement at two hot fractions
-            on the built-in gups-hotset experiment, at antagonist intensities 0 and 3. Writes
-            report.md (a Markdown table and plots), results.json, timeseries.parquet and PNG plots.
-            Policies that are not built into this version are skipped with a note."""
-        ),
+        description=demo_help(),
         formatter_class=formatter,
     )
     demo.add_argument(
+        "-o",
         "--out",
         type=Path,
         metavar="DIR",
@@ -290,6 +342,7 @@ def build_parser() -> Parser:
         "--platform", default="skx-cxl-emu", metavar="NAME", help="platform preset (default: skx-cxl-emu)"
     )
     cal.add_argument(
+        "-o",
         "--out",
         type=Path,
         metavar="FILE",
@@ -328,7 +381,11 @@ def build_parser() -> Parser:
     )
     _experiment_args(prof, "override an experiment key; may be repeated")
     prof.add_argument(
-        "--out", type=Path, metavar="FILE", help="where to write the table as CSV (default: soar-profile.csv)"
+        "-o",
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="where to write the table as CSV (default: soar-profile.csv)",
     )
     prof.add_argument("--json", action="store_true", help="print the table as a JSON list of rows on stdout")
     objs = soar_sub.add_parser(
@@ -342,7 +399,7 @@ def build_parser() -> Parser:
         formatter_class=formatter,
     )
     objs.add_argument("log", metavar="LOG", type=Path, help="the shim's profile log (TKSHIM01)")
-    objs.add_argument("--out", type=Path, metavar="FILE", help="also write the table as CSV")
+    objs.add_argument("-o", "--out", type=Path, metavar="FILE", help="also write the table as CSV")
     objs.add_argument("--json", action="store_true", help="print the table as a JSON list of rows on stdout")
     pl = soar_sub.add_parser(
         "place",
@@ -508,7 +565,9 @@ def build_parser() -> Parser:
     repro.add_argument(
         "paper", metavar="PAPER", help="which paper: colloid, soar-alto, pact, vulcan, toggle, or all"
     )
-    repro.add_argument("--out", type=Path, metavar="DIR", help="output directory (default: reproduce-PAPER)")
+    repro.add_argument(
+        "-o", "--out", type=Path, metavar="DIR", help="output directory (default: reproduce-PAPER)"
+    )
     repro.add_argument("--quick", action="store_true", help="CI-sized runs (smaller, shorter)")
     repro.add_argument(
         "--no-fail",
@@ -538,7 +597,9 @@ def build_parser() -> Parser:
         formatter_class=formatter,
     )
     val.add_argument("target", metavar="TARGET", choices=["kernel"], help="what to validate against: kernel")
-    val.add_argument("--out", type=Path, metavar="DIR", help="output directory (default: validate-kernel)")
+    val.add_argument(
+        "-o", "--out", type=Path, metavar="DIR", help="output directory (default: validate-kernel)"
+    )
     val.add_argument(
         "--recording", type=Path, metavar="FILE", help="a recording (JSON) instead of the shipped one"
     )
@@ -576,7 +637,9 @@ def _add_trace_sweep_report(sub: Any, formatter: type[argparse.HelpFormatter]) -
         ),
         formatter_class=formatter,
     )
-    tsub = trace.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", required=True)
+    tsub = trace.add_subparsers(
+        dest="trace_command", metavar="SUBCOMMAND", required=True, title="subcommands"
+    )
     imp = tsub.add_parser(
         "import",
         help="convert lackey / perf-script / damon input into a binary trace",
@@ -595,36 +658,77 @@ def _add_trace_sweep_report(sub: Any, formatter: type[argparse.HelpFormatter]) -
         ),
         formatter_class=formatter,
     )
-    imp.add_argument("format", metavar="FORMAT", choices=["lackey", "perf-script", "damon"])
-    imp.add_argument("input", metavar="INPUT")
-    imp.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the binary trace to write")
+    imp.add_argument(
+        "format",
+        metavar="FORMAT",
+        choices=["lackey", "perf-script", "damon"],
+        help="the input's format: lackey, perf-script or damon (see above)",
+    )
+    imp.add_argument(
+        "input", metavar="INPUT", help="the trace to convert (plain text, gzip or zstd); `-` reads stdin"
+    )
+    imp.add_argument(
+        "-o",
+        "--out",
+        "--output",
+        dest="output",
+        required=True,
+        metavar="OUTPUT",
+        help="the binary trace to write (--output is the old spelling)",
+    )
     info = tsub.add_parser(
         "info",
         help="summarise a binary trace (accesses, pages, span, stamps, per-window MLP)",
         description=textwrap.dedent(
             """            Summarise a binary trace, validating every record, and show the per-window MLP
             distribution of its replay as `tierkit run trace:FILE` with the same --set options
-            would build it (the LLC model's size matters: --set llc_mb=0.25 for small programs)."""
+            would build it (the LLC model's size matters: --set llc_mb=0.25 for small programs).
+            Prints: format version, source and stamps; accesses, stores and records; distinct 4 KiB
+            pages and 64-byte lines; the address span; the first and last instruction stamps; and
+            the MLP estimate with its per-window distribution."""
         ),
+        epilog=trace_set_help(),
         formatter_class=formatter,
     )
-    info.add_argument("file", metavar="FILE")
-    info.add_argument("--json", action="store_true", help="print the summary as JSON")
+    info.add_argument(
+        "file", metavar="FILE", help="a binary trace (`tierkit trace import` or `trace record`)"
+    )
+    info.add_argument(
+        "--json",
+        action="store_true",
+        help="print the summary as one JSON object (the fields above, and `mlp`: estimate, windows, "
+        "min, p10, p50, p90, max, per_window; or `mlp_error`)",
+    )
     info.add_argument(
         "--set",
         dest="overrides",
         action="append",
         default=[],
+        type=_override,
         metavar="KEY=VALUE",
-        help="a replay setting as for `tierkit run` (platform, llc_mb, mlp, ...); repeatable",
+        help="a replay setting as for `tierkit run` (platform, llc_mb, mlp, ...); repeatable; "
+        "the keys are listed below",
     )
     rec = tsub.add_parser(
         "record",
         help="run a program under valgrind lackey and convert its trace on the fly",
         description="Run CMD under valgrind lackey (thousands of times slower) and write a binary trace.",
     )
-    rec.add_argument("-o", "--output", default="trace.tkt", metavar="OUTPUT", help="default: trace.tkt")
-    rec.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS")
+    rec.add_argument(
+        "-o",
+        "--out",
+        "--output",
+        dest="output",
+        default="trace.tkt",
+        metavar="OUTPUT",
+        help="the binary trace to write (default: trace.tkt; --output is the old spelling)",
+    )
+    rec.add_argument(
+        "cmd",
+        nargs=argparse.REMAINDER,
+        metavar="-- CMD ARGS",
+        help="the program to record and its arguments, after `--`",
+    )
 
     sw = sub.add_parser(
         "sweep",
@@ -638,18 +742,30 @@ def _add_trace_sweep_report(sub: Any, formatter: type[argparse.HelpFormatter]) -
         ),
         formatter_class=formatter,
     )
-    sw.add_argument("sweep", metavar="SWEEP.toml")
+    sw.add_argument(
+        "sweep",
+        metavar="SWEEP.toml",
+        help="the sweep file: experiments, policies, seeds, [grid] (docs/sweeps.md)",
+    )
     sw.add_argument("--workers", type=int, metavar="N", help="local processes (default: one per core)")
     sw.add_argument("--dask", metavar="ADDRESS", help="Dask scheduler address, e.g. tcp://host:8786")
-    sw.add_argument("--out", type=Path, metavar="DIR", help="output directory (default: sweep-NAME)")
+    sw.add_argument("-o", "--out", type=Path, metavar="DIR", help="output directory (default: sweep-NAME)")
 
     rep = sub.add_parser(
         "report",
         help="tables and plots of sweep directories: Markdown with PNGs and one HTML page",
         description="Side-by-side tables and plots of one or more `tierkit sweep` output directories.",
     )
-    rep.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
-    rep.add_argument("--out", type=Path, metavar="OUT", help="where to write (default: FIRST_DIR/report)")
+    rep.add_argument(
+        "dirs",
+        nargs="+",
+        type=Path,
+        metavar="DIR",
+        help="`tierkit sweep` output directories (with results.parquet)",
+    )
+    rep.add_argument(
+        "-o", "--out", type=Path, metavar="OUT", help="where to write (default: FIRST_DIR/report)"
+    )
 
 
 # ------------------------------------------------------------------------------------------ commands
@@ -796,13 +912,23 @@ def cmd_list(args: argparse.Namespace) -> int:
         "workloads": tierkit.list_workloads,
         "platforms": tierkit.list_platforms,
     }[args.what]()
+    if args.json:
+        import json
+
+        rows = [{"name": name, "description": " ".join(description.split())} for name, description in listing]
+        sys.stdout.write(json.dumps(rows) + "\n")
+        return EXIT_OK
     lines = [f"{name}  {' '.join(description.split())}" for name, description in listing]
     sys.stdout.write("".join(line + "\n" for line in lines))
     return EXIT_OK
 
 
+PARAM_FIELDS = ("name", "kind", "default", "unit", "doc")
+
+
 def cmd_describe(args: argparse.Namespace) -> int:
     import difflib
+    import json
 
     import tierkit
 
@@ -812,18 +938,24 @@ def cmd_describe(args: argparse.Namespace) -> int:
     if name == "trace":
         from tierkit import trace
 
+        keys = trace.workload_keys()
+        if args.json:
+            params = [{"name": key, "doc": " ".join(doc.split())} for key, doc in keys]
+            sys.stdout.write(json.dumps({"name": "trace", "type": "trace", "parameters": params}) + "\n")
+            return EXIT_OK
         sys.stdout.write(
             'workload trace: replays trace files (workload = "trace" in an experiment, or '
             "`tierkit run trace:FILE --set KEY=VALUE`; docs/traces.md). Its keys, besides the common "
             "ones (platform, fast_ratio, duration_s, seed, ...):\n"
         )
-        for key, doc in trace.workload_keys():
+        for key, doc in keys:
             sys.stdout.write(f"  {key:<24} {' '.join(doc.split())}\n")
         return EXIT_OK
     if name in policies:
-        params, what = tierkit.describe_policy(name), f"policy {name}"
+        params, kind, what = tierkit.describe_policy(name), "policy", f"policy {name}"
     elif name in workloads:
-        params, what = tierkit.describe_workload(name), f"workload {name} (set with --set KEY=VALUE)"
+        params, kind = tierkit.describe_workload(name), "workload"
+        what = f"workload {name} (set with --set KEY=VALUE)"
     else:
         close = difflib.get_close_matches(name, [*policies, *workloads, "trace"], n=1)
         hint = f"; did you mean `{close[0]}`?" if close else ""
@@ -831,19 +963,52 @@ def cmd_describe(args: argparse.Namespace) -> int:
             f"no policy or workload named `{name}`{hint} "
             "(`tierkit list policies` and `tierkit list workloads` show them)"
         )
+    if args.json:
+        rows = [{key: param.get(key) for key in PARAM_FIELDS} for param in params]
+        sys.stdout.write(json.dumps({"name": name, "type": kind, "parameters": rows}, default=str) + "\n")
+        return EXIT_OK
     if not params:
         sys.stdout.write(f"{what} takes no parameters\n")
+        return EXIT_OK
+    rows = [[_cell(param.get(key)) for key in PARAM_FIELDS] for param in params]
+    if not sys.stdout.isatty():
+        # Piped or redirected: plain aligned columns, one parameter per line, nothing wrapped or split.
+        sys.stdout.write(f"parameters of {what}\n" + _plain_table(PARAM_FIELDS, rows))
         return EXIT_OK
     from rich.console import Console
     from rich.table import Table
 
+    console = Console(highlight=False)
+    widths = [max(len(r[i]) for r in [PARAM_FIELDS, *rows]) for i in range(len(PARAM_FIELDS))]
+    if sum(widths[:-1]) + 3 * len(widths) + 20 > console.width:
+        # Too narrow for the names and a readable doc column: plain lines, which the terminal wraps.
+        sys.stdout.write(f"parameters of {what}\n" + _plain_table(PARAM_FIELDS, rows))
+        return EXIT_OK
     table = Table(title=f"parameters of {what}", title_justify="left")
-    for column in ("name", "kind", "default", "unit", "doc"):
-        table.add_column(column, overflow="fold")
-    for param in params:
-        table.add_row(*(str(param.get(key, "")) for key in ("name", "kind", "default", "unit", "doc")))
-    Console(highlight=False).print(table)
+    for column, width in zip(PARAM_FIELDS, widths, strict=True):
+        # Names, types and defaults never wrap (they are copied into specs); the doc column does.
+        if column == "doc":
+            table.add_column(column, overflow="fold")
+        else:
+            table.add_column(column, no_wrap=True, min_width=width)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
     return EXIT_OK
+
+
+def _cell(value: object) -> str:
+    return "" if value is None else " ".join(str(value).split())
+
+
+def _plain_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns separated by two spaces, padded to the widest cell; the last column is not padded."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+    lines = []
+    for r in [header, *rows]:
+        cells = [cell.ljust(widths[i]) for i, cell in enumerate(r[:-1])] + [r[-1]]
+        lines.append("  ".join(cells).rstrip())
+    return "".join(line + "\n" for line in lines)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

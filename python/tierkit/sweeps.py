@@ -30,7 +30,7 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Point", "SweepResult", "expand", "load_sweep", "run_point", "sweep"]
+__all__ = ["Point", "SweepResult", "expand", "load_sweep", "run_point", "ship_wheel", "sweep"]
 
 _TOP_KEYS = {"name", "description", "experiments", "policies", "seeds", "set", "grid", "params"}
 
@@ -85,6 +85,14 @@ def _file_digest(path: Path) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``; did you mean `seeds`?`` for the closest of ``choices``, or "" when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
 def _value_text(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -116,7 +124,10 @@ def expand(spec: Mapping[str, Any], where: str = "sweep", base_dir: Path | None 
     """The points of a parsed sweep table, in a fixed order."""
     unknown = sorted(set(spec) - _TOP_KEYS)
     if unknown:
-        raise _error(f"{where}: unknown key `{unknown[0]}`; expected: {', '.join(sorted(_TOP_KEYS))}")
+        raise _error(
+            f"{where}: unknown key `{unknown[0]}`{_did_you_mean(unknown[0], _TOP_KEYS)}; "
+            f"expected: {', '.join(sorted(_TOP_KEYS))}"
+        )
     experiments = _axis(where, "experiments", spec.get("experiments", []))
     policies = _axis(where, "policies", spec.get("policies", ["notier"]))
     raw_seeds = spec.get("seeds", 1)
@@ -146,7 +157,10 @@ def expand(spec: Mapping[str, Any], where: str = "sweep", base_dir: Path | None 
         if not isinstance(table, dict):
             raise _error(f"{where}: `params.{pol}` must be a table of parameter lists")
         if pol not in policies:
-            raise _error(f"{where}: `params.{pol}`: `{pol}` is not in `policies` ({', '.join(policies)})")
+            raise _error(
+                f"{where}: `params.{pol}`: `{pol}` is not in `policies` ({', '.join(policies)})"
+                + _did_you_mean(pol, policies)
+            )
 
     digests: dict[str, str] = {}
 
@@ -381,6 +395,89 @@ def _run_dask(
     finally:
         if own:
             client.close()
+
+
+def ship_wheel(
+    client: Any, wheel: str | os.PathLike[str], pip_options: Sequence[str] = ("--no-deps",)
+) -> str:
+    """Install a built tierkit wheel on every worker of a Dask cluster, now and as workers join.
+
+    For workers that do not have tierkit (no index serves it: build the wheel with
+    ``maturin build --release`` or ``pip wheel . -w dist``). The wheel's bytes travel with a worker
+    plugin (no shared file system needed); each worker pip-installs it into its own scratch
+    directory (``--target``, its environment is left alone) and puts that first on ``sys.path``.
+    ``pip_options`` go to ``pip install`` (default ``--no-deps``: the workers' environment must have
+    numpy and pandas, and tomli on Python 3.10; installing the dependencies beside a running worker
+    would shadow its own dask). Returns the plugin's name. Call it before the sweep,
+    on workers that have not imported tierkit yet (a worker that has raises, naming the module's path:
+    restart the workers with ``client.restart()``).
+    """
+    path = Path(wheel)
+    if path.suffix != ".whl" or not path.is_file():
+        raise _error(f"`{path}` is not a wheel file (build one with `maturin build --release`)")
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+    except zipfile.BadZipFile:
+        raise _error(f"`{path}` is not a wheel file (not a zip archive)") from None
+    if "tierkit/__init__.py" not in names or not any(n.startswith("tierkit/_core") for n in names):
+        raise _error(
+            f"`{path}` does not hold the tierkit package and its extension (an editable wheel of "
+            "`pip install -e`?); build one with `maturin build --release`"
+        )
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    name = f"tierkit-wheel-{digest}"
+    plugin = _wheel_plugin(path.name, data, digest, tuple(pip_options))
+    register = getattr(client, "register_plugin", None) or client.register_worker_plugin
+    register(plugin, name=name)
+    return name
+
+
+def _wheel_plugin(filename: str, data: bytes, digest: str, pip_options: tuple[str, ...]) -> Any:
+    """The worker plugin of :func:`ship_wheel`. Its class is made here, not at module level, so that
+    Dask pickles it by value: workers unpickle it without having tierkit."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class TierkitWheel(WorkerPlugin):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.filename, self.data, self.digest, self.pip_options = filename, data, digest, pip_options
+
+        def setup(self, worker: Any) -> None:
+            import os
+            import subprocess
+            import sys
+
+            target = os.path.join(worker.local_directory, "tierkit-wheel", self.digest)
+            if not os.path.exists(os.path.join(target, ".installed")):
+                os.makedirs(target, exist_ok=True)
+                whl = os.path.join(os.path.dirname(target), self.filename)
+                with open(whl, "wb") as f:
+                    f.write(self.data)
+                cmd = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+                proc = subprocess.run(
+                    [*cmd, *self.pip_options, "--upgrade", "--target", target, whl],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                if proc.returncode != 0:
+                    raise RuntimeError(
+                        f"pip install {self.filename} failed on the worker: {proc.stderr[-2000:]}"
+                    )
+                open(os.path.join(target, ".installed"), "w").close()
+            if target not in sys.path:
+                sys.path.insert(0, target)
+            loaded = sys.modules.get("tierkit")
+            if loaded is not None and not str(getattr(loaded, "__file__", "")).startswith(target):
+                raise RuntimeError(
+                    f"this worker imported tierkit before the wheel was installed ({loaded.__file__}); "
+                    "restart the workers (client.restart()) and ship the wheel again"
+                )
+
+    return TierkitWheel()
 
 
 class _Progress:
