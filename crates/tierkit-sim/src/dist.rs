@@ -190,6 +190,8 @@ pub struct Dist {
     pub rate: f64,
     /// The last positive `rate` (misses per ns).
     pub rate_seen: f64,
+    /// What `rate` would be if none of the threads had stalled this epoch.
+    pub rate_full: f64,
     /// The phase has threads and all of them stalled for the whole last epoch.
     pub stalled: bool,
     /// Share of loads among memory operations (for write rates).
@@ -225,6 +227,7 @@ impl Dist {
             users: 0,
             rate: 0.0,
             rate_seen: 0.0,
+            rate_full: 0.0,
             stalled: false,
             read_frac,
             lo,

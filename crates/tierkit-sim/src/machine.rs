@@ -1056,6 +1056,7 @@ impl Machine {
         self.stats.app_misses = vec![0.0; nt];
         for d in &mut self.dists {
             d.rate = 0.0;
+            d.rate_full = 0.0;
         }
         let lat = self.lat.clone();
         for (k, &ti) in idx.iter().enumerate() {
@@ -1081,6 +1082,7 @@ impl Machine {
             }
             if let Some(d) = th.dist {
                 self.dists[d].rate += x * th.avail;
+                self.dists[d].rate_full += x;
             }
             let wb = th.writebacks_per_miss();
             let busy = (x * l / th.m).min(1.0); // b = q / m
@@ -1318,9 +1320,7 @@ impl Machine {
         }
         *f |= F_MARKED;
         let need = self.rng_fault.exp(1.0) as f32;
-        let (rate, _) = self.page_rate(page);
-        if rate > 0.0 {
-            let fault = at + need as f64 / rate;
+        if let Some(fault) = self.next_fault_at(page, at, 0.0, need) {
             self.faults
                 .push(Reverse((fault as u64, page, at as u64, need.to_bits())));
         } else {
@@ -1330,10 +1330,19 @@ impl Machine {
         true
     }
 
-    /// When a marked page that has seen `seen` of the `need` accesses its fault waits for gets
-    /// them at its present rate (None while nothing accesses it).
+    /// When to check whether a marked page that has seen `seen` of the `need` accesses its
+    /// fault waits for has had them: as soon as it could have, at the rate its threads access it
+    /// while they run (None while no thread's phase touches it). A check that comes early (the
+    /// threads stalled meanwhile) only schedules the next one; a late one would delay the fault.
     fn next_fault_at(&self, page: u32, from: f64, seen: f64, need: f32) -> Option<f64> {
-        let (rate, _) = self.page_rate(page);
+        let pi = self.proc_of(page);
+        let mut rate = 0.0;
+        for &d in self.procs[pi].dist_of.values() {
+            let dd = &self.dists[d];
+            if dd.users > 0 && dd.rate_full > 0.0 {
+                rate += dd.rate_full * dd.pmf(page);
+            }
+        }
         (rate > 0.0).then(|| from + ((need as f64 - seen).max(0.0) / rate).max(1.0))
     }
 
