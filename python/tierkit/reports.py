@@ -184,21 +184,15 @@ def _provenance(table: Any) -> str:
 
     made = f"tierkit {tierkit.__version__}"
     here = Path(__file__).resolve().parent
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", "-C", str(here), *args], capture_output=True, text=True, timeout=10, check=False
+        )
+
     try:
-        commit = subprocess.run(
-            ["git", "-C", str(here), "log", "-1", "--format=%h %cs"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-        dirty = subprocess.run(
-            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
+        commit = git("log", "-1", "--format=%h %cs")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         commit = dirty = None
     if commit is not None and commit.returncode == 0 and commit.stdout.strip():
