@@ -152,28 +152,49 @@ pub fn wrap_input(name: &str, raw: Box<dyn Read + Send>) -> Result<(Input, Compr
     Ok((inp, c))
 }
 
+/// The longest input line the text importers read, in bytes: a lackey, perf script or damo
+/// line is a few hundred bytes; a longer one is not such a line (and a compressed input could
+/// otherwise expand into one line as large as memory).
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
 struct Lines<R: BufRead> {
     inp: R,
     path: String,
     no: u64,
+    raw: Vec<u8>,
 }
 
 impl<R: BufRead> Lines<R> {
     fn next<'b>(&mut self, buf: &'b mut String) -> Result<Option<&'b str>> {
         buf.clear();
-        let n = self.inp.read_line(buf).map_err(|e| TraceError::Parse {
-            path: self.path.clone(),
-            line: self.no + 1,
-            msg: if e.kind() == std::io::ErrorKind::InvalidData && e.to_string().contains("UTF-8") {
-                "not text (invalid UTF-8); tierkit reads plain, gzip and zstd text traces".into()
-            } else {
-                format!("cannot read: {e}")
-            },
-        })?;
+        self.raw.clear();
+        let line = self.no + 1;
+        let n = (&mut self.inp)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut self.raw)
+            .map_err(|e| perr(&self.path, line, format!("cannot read: {e}")))?;
         if n == 0 {
             return Ok(None);
         }
-        self.no += 1;
+        if n > MAX_LINE_BYTES && self.raw.last() != Some(&b'\n') {
+            return Err(perr(
+                &self.path,
+                line,
+                format!(
+                    "line longer than {MAX_LINE_BYTES} bytes; not a text trace (tierkit reads plain, \
+                     gzip and zstd text traces)"
+                ),
+            ));
+        }
+        let text = std::str::from_utf8(&self.raw).map_err(|_| {
+            perr(
+                &self.path,
+                line,
+                "not text (invalid UTF-8); tierkit reads plain, gzip and zstd text traces",
+            )
+        })?;
+        buf.push_str(text);
+        self.no = line;
         Ok(Some(buf.trim_end_matches(['\n', '\r'])))
     }
 }
@@ -183,13 +204,6 @@ fn perr(path: &str, line: u64, msg: impl Into<String>) -> TraceError {
         path: path.to_string(),
         line,
         msg: msg.into(),
-    }
-}
-
-fn werr(path: &Path, e: std::io::Error) -> TraceError {
-    TraceError::Io {
-        path: path.display().to_string(),
-        msg: format!("cannot write: {e}"),
     }
 }
 
@@ -255,22 +269,40 @@ pub fn import(
 fn import_to(
     format: Format,
     input_name: &str,
-    mut inp: impl BufRead,
+    inp: impl BufRead,
     path: &Path,
     output: &Path,
 ) -> Result<ImportStats> {
-    let header = match format {
+    let f = std::fs::File::create(path).map_err(|e| TraceError::Io {
+        path: output.display().to_string(),
+        msg: format!("cannot create: {e}"),
+    })?;
+    let out_name = output.display().to_string();
+    import_into(format, input_name, inp, f, super::VERSION, &out_name).map(|(st, _)| st)
+}
+
+/// [`import`] into any writer (an in-memory trace, a fuzz target's sink), in trace format
+/// `version` (1 or 2); `output_name` names `out` in write errors. Returns the stats and `out`,
+/// holding the complete trace.
+pub fn import_into<W: Write + Seek>(
+    format: Format,
+    input_name: &str,
+    mut inp: impl BufRead,
+    out: W,
+    version: u16,
+    output_name: &str,
+) -> Result<(ImportStats, W)> {
+    let mut header = match format {
         Format::Lackey => Header::new(6, StampKind::Instructions, Source::Lackey),
         Format::PerfScript => Header::new(6, StampKind::Nanoseconds, Source::PerfMem),
         Format::Damon => Header::new(12, StampKind::Nanoseconds, Source::Damon),
     };
-    let mut w = Writer::create(path, header).map_err(|e| match e {
-        TraceError::Io { msg, .. } => TraceError::Io {
-            path: output.display().to_string(),
-            msg,
-        },
-        e => e,
-    })?;
+    header.version = version;
+    let werr = |e: std::io::Error| TraceError::Io {
+        path: output_name.to_string(),
+        msg: format!("cannot write: {e}"),
+    };
+    let mut w = Writer::new(out, header).map_err(werr)?;
     let enc = match format {
         Format::Damon => {
             let head = inp
@@ -282,7 +314,7 @@ fn import_to(
     };
     let (stats, last) = if enc != damo::Encoding::Text {
         damo::read(inp, enc, input_name, &mut w).map_err(|e| match e {
-            Ok(io) => werr(output, io),
+            Ok(io) => werr(io),
             Err(t) => t,
         })?
     } else {
@@ -290,6 +322,7 @@ fn import_to(
             inp,
             path: input_name.to_string(),
             no: 0,
+            raw: Vec::new(),
         };
         match format {
             Format::Lackey => lackey(&mut lines, &mut w),
@@ -298,14 +331,14 @@ fn import_to(
         }
         .map_err(|e| match e {
             Either::Trace(t) => t,
-            Either::Io(e) => werr(output, e),
+            Either::Io(e) => werr(e),
         })?
     };
     if format == Format::Lackey && stats.instructions == 0 {
         // No `I` lines: the trace has no time in it; replay models compute per access.
         w.set_stamp_kind(StampKind::None);
     }
-    let h = w.finish(last).map_err(|e| werr(output, e))?;
+    let (h, out) = w.finish_into(last).map_err(werr)?;
     if h.records == 0 {
         return Err(perr(
             input_name,
@@ -323,11 +356,14 @@ fn import_to(
             ),
         ));
     }
-    Ok(ImportStats {
-        records: h.records,
-        accesses: h.accesses,
-        ..stats
-    })
+    Ok((
+        ImportStats {
+            records: h.records,
+            accesses: h.accesses,
+            ..stats
+        },
+        out,
+    ))
 }
 
 enum Either {
@@ -538,6 +574,7 @@ pub fn perf_llc_misses(path: &Path) -> Result<(Vec<(u64, u64)>, ImportStats)> {
         inp,
         path: name,
         no: 0,
+        raw: Vec::new(),
     };
     let mut st = ImportStats::default();
     let mut out = Vec::new();
@@ -922,6 +959,36 @@ nr_regions: 2
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         e.write_all(b).unwrap();
         e.finish().unwrap()
+    }
+
+    /// A compressed input can expand into one line as large as memory (zstd frames of a
+    /// repeated byte): a line past MAX_LINE_BYTES is an error naming the input and the line,
+    /// and the importer holds at most that much of it.
+    #[test]
+    fn overlong_lines_are_errors_naming_the_line() {
+        let mut text = b"\n".to_vec();
+        text.extend(std::iter::repeat_n(b'7', MAX_LINE_BYTES + 10));
+        text.push(b'\n');
+        for (fmt, name) in [
+            (Format::Lackey, "lk"),
+            (Format::PerfScript, "pf"),
+            (Format::Damon, "dm"),
+        ] {
+            let zs = tmp(&format!("{name}-long.zst"));
+            std::fs::write(&zs, zstd::encode_all(text.as_slice(), 3).unwrap()).unwrap();
+            let e = import_file(fmt, &zs, &tmp(&format!("{name}-long.tkt")))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with(&format!("{}: line 2: line longer than", zs.display())),
+                "{e}"
+            );
+        }
+        // A line of exactly MAX_LINE_BYTES (with its newline after) is read as a line.
+        let mut text = vec![b' '; MAX_LINE_BYTES - 10];
+        text.extend(b" L 1000,8\n");
+        let st = import(Format::Lackey, "in", text.as_slice(), &tmp("exact.tkt")).unwrap();
+        assert_eq!(st.accesses, 1);
     }
 
     /// The shipped lackey text of a shipped program (zstd-compressed in examples/traces).
