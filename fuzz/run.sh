@@ -48,8 +48,9 @@ for t in "${TARGETS[@]}"; do
         failed+=("$t")
         continue
     fi
-    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1)
+    # the log may hold binary bytes (inputs libFuzzer echoes): read it as text
+    execs=$(grep -a '^stat::number_of_executed_units:' "$log" | tail -n 1 | tr -dc 0-9)
+    cov=$(grep -ao 'cov: [0-9]*' "$log" | tail -n 1)
     echo "fuzz: $t: ${execs:-?} executions in $(($(date +%s) - start)) s, $cov, $(ls "fuzz/work/$t" | wc -l) corpus inputs, no failure"
 done
 if [ ${#failed[@]} -gt 0 ]; then
