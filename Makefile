@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 
 .PHONY: all demo test install clean
-.PHONY: test-kernel test-shim test-kernel-soak
+.PHONY: test-kernel test-shim test-kernel-soak fuzz fuzz-long
 
 all: test
 
@@ -22,8 +22,10 @@ demo: install
 
 test: install
 	cargo fmt --all --check
+	cargo fmt --manifest-path fuzz/Cargo.toml --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace
+	$(MAKE) fuzz
 	$(BIN)/ruff check python tests
 	$(BIN)/python -m pytest -q tests
 	$(MAKE) test-shim
@@ -32,6 +34,15 @@ test: install
 # tierkitd's allocation shim (C, LD_PRELOAD) and its tests
 test-shim:
 	$(MAKE) -C shim test
+
+# fuzz targets (docs/fuzzing.md): experiment TOML, policy specs, the lackey, perf script and DAMON
+# importers and the binary trace reader, each from its committed seed corpus, one after another;
+# cargo-fuzz is installed into .tools/ and runs on stable Rust. FUZZ_SECONDS is the time per
+# target: `make fuzz` (part of make test) 25 by default, `make fuzz-long` 600.
+fuzz:
+	fuzz/run.sh -t $(or $(FUZZ_SECONDS),25)
+fuzz-long:
+	fuzz/run.sh -t $(or $(FUZZ_SECONDS),600)
 
 # tierkitd on real kernels in QEMU (installs qemu, busybox and the Debian kernels itself):
 # the full suite on 6.12 (DAMON), then the soft-dirty fallback on 6.1 (no DAMON)
@@ -47,4 +58,4 @@ test-kernel-soak:
 	tests/kernel/soak.sh -k 612 -n $(SOAK_RUNS) $(SOAK_FLAGS)
 
 clean:
-	rm -rf $(VENV) demo-out .pytest_cache .ruff_cache
+	rm -rf $(VENV) demo-out .pytest_cache .ruff_cache fuzz/work fuzz/artifacts

@@ -156,7 +156,8 @@ impl<W: Write + Seek> Sink<'_, W> {
             let nr = match r.nr_accesses.as_ref().and_then(|n| n.samples.as_ref()) {
                 Some(n) => n
                     .int()
-                    .ok_or_else(|| region(format!("bad nr_accesses.samples {}", n.show())))?,
+                    .ok_or_else(|| region(format!("bad nr_accesses.samples {}", n.show())))
+                    .and_then(|nr| super::import::damon_nr(nr).map_err(region))?,
                 None => return Err(region("no nr_accesses.samples".into())),
             };
             if nr == 0 {

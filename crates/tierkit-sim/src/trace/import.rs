@@ -152,28 +152,49 @@ pub fn wrap_input(name: &str, raw: Box<dyn Read + Send>) -> Result<(Input, Compr
     Ok((inp, c))
 }
 
+/// The longest input line the text importers read, in bytes: a lackey, perf script or damo
+/// line is a few hundred bytes; a longer one is not such a line (and a compressed input could
+/// otherwise expand into one line as large as memory).
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
 struct Lines<R: BufRead> {
     inp: R,
     path: String,
     no: u64,
+    raw: Vec<u8>,
 }
 
 impl<R: BufRead> Lines<R> {
     fn next<'b>(&mut self, buf: &'b mut String) -> Result<Option<&'b str>> {
         buf.clear();
-        let n = self.inp.read_line(buf).map_err(|e| TraceError::Parse {
-            path: self.path.clone(),
-            line: self.no + 1,
-            msg: if e.kind() == std::io::ErrorKind::InvalidData && e.to_string().contains("UTF-8") {
-                "not text (invalid UTF-8); tierkit reads plain, gzip and zstd text traces".into()
-            } else {
-                format!("cannot read: {e}")
-            },
-        })?;
+        self.raw.clear();
+        let line = self.no + 1;
+        let n = (&mut self.inp)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut self.raw)
+            .map_err(|e| perr(&self.path, line, format!("cannot read: {e}")))?;
         if n == 0 {
             return Ok(None);
         }
-        self.no += 1;
+        if n > MAX_LINE_BYTES && self.raw.last() != Some(&b'\n') {
+            return Err(perr(
+                &self.path,
+                line,
+                format!(
+                    "line longer than {MAX_LINE_BYTES} bytes; not a text trace (tierkit reads plain, \
+                     gzip and zstd text traces)"
+                ),
+            ));
+        }
+        let text = std::str::from_utf8(&self.raw).map_err(|_| {
+            perr(
+                &self.path,
+                line,
+                "not text (invalid UTF-8); tierkit reads plain, gzip and zstd text traces",
+            )
+        })?;
+        buf.push_str(text);
+        self.no = line;
         Ok(Some(buf.trim_end_matches(['\n', '\r'])))
     }
 }
@@ -183,13 +204,6 @@ fn perr(path: &str, line: u64, msg: impl Into<String>) -> TraceError {
         path: path.to_string(),
         line,
         msg: msg.into(),
-    }
-}
-
-fn werr(path: &Path, e: std::io::Error) -> TraceError {
-    TraceError::Io {
-        path: path.display().to_string(),
-        msg: format!("cannot write: {e}"),
     }
 }
 
@@ -255,22 +269,40 @@ pub fn import(
 fn import_to(
     format: Format,
     input_name: &str,
-    mut inp: impl BufRead,
+    inp: impl BufRead,
     path: &Path,
     output: &Path,
 ) -> Result<ImportStats> {
-    let header = match format {
+    let f = std::fs::File::create(path).map_err(|e| TraceError::Io {
+        path: output.display().to_string(),
+        msg: format!("cannot create: {e}"),
+    })?;
+    let out_name = output.display().to_string();
+    import_into(format, input_name, inp, f, super::VERSION, &out_name).map(|(st, _)| st)
+}
+
+/// [`import`] into any writer (an in-memory trace, a fuzz target's sink), in trace format
+/// `version` (1 or 2); `output_name` names `out` in write errors. Returns the stats and `out`,
+/// holding the complete trace.
+pub fn import_into<W: Write + Seek>(
+    format: Format,
+    input_name: &str,
+    mut inp: impl BufRead,
+    out: W,
+    version: u16,
+    output_name: &str,
+) -> Result<(ImportStats, W)> {
+    let mut header = match format {
         Format::Lackey => Header::new(6, StampKind::Instructions, Source::Lackey),
         Format::PerfScript => Header::new(6, StampKind::Nanoseconds, Source::PerfMem),
         Format::Damon => Header::new(12, StampKind::Nanoseconds, Source::Damon),
     };
-    let mut w = Writer::create(path, header).map_err(|e| match e {
-        TraceError::Io { msg, .. } => TraceError::Io {
-            path: output.display().to_string(),
-            msg,
-        },
-        e => e,
-    })?;
+    header.version = version;
+    let werr = |e: std::io::Error| TraceError::Io {
+        path: output_name.to_string(),
+        msg: format!("cannot write: {e}"),
+    };
+    let mut w = Writer::new(out, header).map_err(werr)?;
     let enc = match format {
         Format::Damon => {
             let head = inp
@@ -282,7 +314,7 @@ fn import_to(
     };
     let (stats, last) = if enc != damo::Encoding::Text {
         damo::read(inp, enc, input_name, &mut w).map_err(|e| match e {
-            Ok(io) => werr(output, io),
+            Ok(io) => werr(io),
             Err(t) => t,
         })?
     } else {
@@ -290,6 +322,7 @@ fn import_to(
             inp,
             path: input_name.to_string(),
             no: 0,
+            raw: Vec::new(),
         };
         match format {
             Format::Lackey => lackey(&mut lines, &mut w),
@@ -298,14 +331,14 @@ fn import_to(
         }
         .map_err(|e| match e {
             Either::Trace(t) => t,
-            Either::Io(e) => werr(output, e),
+            Either::Io(e) => werr(e),
         })?
     };
     if format == Format::Lackey && stats.instructions == 0 {
         // No `I` lines: the trace has no time in it; replay models compute per access.
         w.set_stamp_kind(StampKind::None);
     }
-    let h = w.finish(last).map_err(|e| werr(output, e))?;
+    let (h, out) = w.finish_into(last).map_err(werr)?;
     if h.records == 0 {
         return Err(perr(
             input_name,
@@ -323,11 +356,14 @@ fn import_to(
             ),
         ));
     }
-    Ok(ImportStats {
-        records: h.records,
-        accesses: h.accesses,
-        ..stats
-    })
+    Ok((
+        ImportStats {
+            records: h.records,
+            accesses: h.accesses,
+            ..stats
+        },
+        out,
+    ))
 }
 
 enum Either {
@@ -504,7 +540,11 @@ pub fn perf_mem_sample(line: &str) -> std::result::Result<Option<PerfSample>, St
     while f.len() < 9 {
         f.push('0');
     }
-    let ns = secs * 1_000_000_000 + f.parse::<u64>().map_err(|_| format!("bad time `{time}`"))?;
+    let frac_ns = f.parse::<u64>().map_err(|_| format!("bad time `{time}`"))?;
+    let ns = secs
+        .checked_mul(1_000_000_000)
+        .and_then(|ns| ns.checked_add(frac_ns))
+        .ok_or_else(|| format!("bad time `{time}`: more than 2^64 ns"))?;
     let ei = toks[ti + 1..]
         .iter()
         .position(|x| x.ends_with(':'))
@@ -538,6 +578,7 @@ pub fn perf_llc_misses(path: &Path) -> Result<(Vec<(u64, u64)>, ImportStats)> {
         inp,
         path: name,
         no: 0,
+        raw: Vec::new(),
     };
     let mut st = ImportStats::default();
     let mut out = Vec::new();
@@ -583,6 +624,18 @@ fn perf_script<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>)
         w.push(last, s.addr >> 6, 1, op)?;
     }
     Ok((st, last))
+}
+
+/// DAMON's access counts are 32-bit (`nr_accesses` of `struct damon_region`); a larger one is a
+/// corrupt line (and could overflow the records' counts).
+pub(super) fn damon_nr(nr: u64) -> std::result::Result<u64, String> {
+    if nr > u64::from(u32::MAX) {
+        return Err(format!(
+            "nr_accesses {nr} is above {} (DAMON counts are 32-bit)",
+            u32::MAX
+        ));
+    }
+    Ok(nr)
 }
 
 pub(super) fn damon_time_ns(s: &str) -> Option<u64> {
@@ -672,6 +725,7 @@ fn damon<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>) -> Ou
             if b <= a {
                 return Err(perr(&l.path, l.no, format!("empty region {a:x}-{b:x}")).into());
             }
+            let nr = damon_nr(nr).map_err(|m| perr(&l.path, l.no, m))?;
             if nr == 0 {
                 continue;
             }
@@ -747,6 +801,7 @@ fn damon<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>) -> Ou
             .unwrap_or("")
             .parse()
             .map_err(|_| bad())?;
+        let nr = damon_nr(nr).map_err(|m| perr(&l.path, l.no, m))?;
         let Some(ts) = now else {
             return Err(perr(&l.path, l.no, "region before any `monitoring_end:` line").into());
         };
@@ -918,10 +973,79 @@ nr_regions: 2
         assert!(e.contains("line 1") && e.contains("decimal"), "{e}");
     }
 
+    /// Found by inspection while fuzzing (the import fuzz targets panic on them without the
+    /// fixes; the inputs are in fuzz/corpus): a perf time past 2^64 ns overflowed, and DAMON
+    /// counts past 32 bits overflowed a run's count (issue 19).
+    #[test]
+    fn huge_times_and_counts_are_errors_naming_the_line() {
+        for (fmt, text, want) in [
+            (
+                Format::PerfScript,
+                "  s 1 [0] 99999999999.5: ev: 7f0000002040 1 |OP LOAD|LVL RAM hit|\n",
+                "in: line 1: bad time `99999999999.5`: more than 2^64 ns",
+            ),
+            (
+                Format::Damon,
+                "monitoring_end: 1 ms\n0-1000(4 KiB): 5\n0-1000(4 KiB): 18446744073709551615\n",
+                "in: line 3: nr_accesses 18446744073709551615 is above 4294967295",
+            ),
+            (
+                Format::Damon,
+                " k 1 [0] 1.5: damon:damon_aggregated: target_id=1 nr_regions=1 0-4096: 4294967296\n",
+                "in: line 1: nr_accesses 4294967296 is above",
+            ),
+            (
+                Format::Damon,
+                r#"[{"snapshots": [{"end_time": 1, "regions": [{"start": 0, "end": 4096,
+                    "nr_accesses": {"samples": 4294967296}}]}]}]"#,
+                "region 0: nr_accesses 4294967296 is above",
+            ),
+        ] {
+            let e = import(fmt, "in", text.as_bytes(), &tmp("huge.tkt"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want) && e.starts_with("in: "), "{e}");
+        }
+        // The largest DAMON count imports.
+        let text = "monitoring_end: 1 ms\n0-1000(4 KiB): 4294967295\n0-1000(4 KiB): 4294967295\n";
+        let st = import(Format::Damon, "in", text.as_bytes(), &tmp("max.tkt")).unwrap();
+        assert_eq!(st.accesses, 2 * u64::from(u32::MAX));
+    }
+
     fn gzip(b: &[u8]) -> Vec<u8> {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         e.write_all(b).unwrap();
         e.finish().unwrap()
+    }
+
+    /// A compressed input can expand into one line as large as memory (zstd frames of a
+    /// repeated byte): a line past MAX_LINE_BYTES is an error naming the input and the line,
+    /// and the importer holds at most that much of it.
+    #[test]
+    fn overlong_lines_are_errors_naming_the_line() {
+        let mut text = b"\n".to_vec();
+        text.extend(std::iter::repeat_n(b'7', MAX_LINE_BYTES + 10));
+        text.push(b'\n');
+        for (fmt, name) in [
+            (Format::Lackey, "lk"),
+            (Format::PerfScript, "pf"),
+            (Format::Damon, "dm"),
+        ] {
+            let zs = tmp(&format!("{name}-long.zst"));
+            std::fs::write(&zs, zstd::encode_all(text.as_slice(), 3).unwrap()).unwrap();
+            let e = import_file(fmt, &zs, &tmp(&format!("{name}-long.tkt")))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with(&format!("{}: line 2: line longer than", zs.display())),
+                "{e}"
+            );
+        }
+        // A line of exactly MAX_LINE_BYTES (with its newline after) is read as a line.
+        let mut text = vec![b' '; MAX_LINE_BYTES - 10];
+        text.extend(b" L 1000,8\n");
+        let st = import(Format::Lackey, "in", text.as_slice(), &tmp("exact.tkt")).unwrap();
+        assert_eq!(st.accesses, 1);
     }
 
     /// The shipped lackey text of a shipped program (zstd-compressed in examples/traces).

@@ -172,7 +172,13 @@ impl Header {
         b[..8].copy_from_slice(MAGIC);
         b[8..10].copy_from_slice(&self.version.to_le_bytes());
         b[10] = self.unit_shift;
-        b[11] = self.stamp as u8;
+        // Version 1 has no kind for "no stamps": such a trace is written as instruction stamps
+        // that are all 0 (which `has_stamps` reads as none for a lackey trace, the only kind of
+        // trace without stamps). Kind 2 there made a file the reader refuses.
+        b[11] = match (self.version, self.stamp) {
+            (1, StampKind::None) => StampKind::Instructions as u8,
+            (_, k) => k as u8,
+        };
         b[12] = self.source as u8;
         b[13] = self.complete as u8;
         b[16..24].copy_from_slice(&self.records.to_le_bytes());
@@ -366,8 +372,11 @@ impl<W: Write + Seek> Writer<W> {
         }
         if let Some(p) = &mut self.pending {
             if p.unit == unit && p.op == op {
-                p.count += count;
-                return Ok(());
+                // A run whose count would overflow u64 goes on in a second record.
+                if let Some(c) = p.count.checked_add(count) {
+                    p.count = c;
+                    return Ok(());
+                }
             }
             let p = *p;
             self.emit(p)?;
@@ -397,7 +406,8 @@ impl<W: Write + Seek> Writer<W> {
         self.prev_stamp = r.stamp;
         self.prev_unit = r.unit;
         self.header.records += 1;
-        self.header.accesses += r.count;
+        // The header's total is a summary: it saturates where the records' counts cannot.
+        self.header.accesses = self.header.accesses.saturating_add(r.count);
         Ok(())
     }
 
@@ -840,15 +850,15 @@ pub fn info(path: &Path) -> Result<Info> {
     let (mut lo, mut hi) = (u64::MAX, 0);
     while let Some(rec) = r.next_record()? {
         n += 1;
-        acc += rec.count;
+        acc = rec.count.saturating_add(acc);
         if rec.op != Op::Load {
-            st += rec.count;
+            st = rec.count.saturating_add(st);
         }
         first.get_or_insert(rec.stamp);
         last = rec.stamp;
         let addr = rec.unit << shift;
         lo = lo.min(addr);
-        hi = hi.max(addr + (1 << shift) - 1);
+        hi = hi.max(addr.saturating_add((1 << shift) - 1));
         pages.insert(addr >> 12);
         if shift <= 6 {
             lines.insert(addr >> 6);
@@ -897,6 +907,48 @@ mod tests {
             v.push(x);
         }
         Ok(v)
+    }
+
+    /// Found by the trace_reader/import fuzz targets' round trip: a lackey trace without `I`
+    /// lines (stamp kind none) written as version 1 had stamp kind 2, which version 1 readers
+    /// refuse ("unknown stamp kind 2"); `convert` to version 1 made such files.
+    #[test]
+    fn stampless_trace_in_version_1_reads_back_without_stamps() {
+        let mut h = Header::new(6, StampKind::None, Source::Lackey);
+        h.version = 1;
+        let mut w = Writer::new(Cursor::new(Vec::new()), h).unwrap();
+        w.push(0, 5, 1, Op::Load).unwrap();
+        w.push(0, 9, 1, Op::Store).unwrap();
+        let (_, c) = w.finish_into(0).unwrap();
+        let bytes = c.into_inner();
+        let r = Reader::new("t".into(), Cursor::new(bytes.clone())).unwrap();
+        assert_eq!(r.header.version, 1);
+        assert!(!r.header.has_stamps());
+        assert_eq!(read_all(&bytes).unwrap().len(), 2);
+    }
+
+    /// A run whose count would overflow u64 is split, not a panic; the header's total and
+    /// `info`'s sums saturate; a unit at the top of the address space does not overflow
+    /// `info`'s range (fuzzing, issue 19).
+    #[test]
+    fn huge_counts_and_top_units_do_not_overflow() {
+        let recs = [
+            (0, 7, u64::MAX, Op::Load),
+            (1, 7, 5, Op::Load),
+            (2, u64::MAX, 2, Op::Store),
+        ];
+        let (bytes, h) = roundtrip(&recs);
+        assert_eq!((h.records, h.accesses), (3, u64::MAX));
+        let got = read_all(&bytes).unwrap();
+        assert_eq!(
+            got.iter().map(|r| (r.unit, r.count)).collect::<Vec<_>>(),
+            [(7, u64::MAX), (7, 5), (u64::MAX, 2)]
+        );
+        let p = std::env::temp_dir().join(format!("tk-huge-{}.tkt", std::process::id()));
+        std::fs::write(&p, &bytes).unwrap();
+        let i = info(&p).unwrap();
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!((i.accesses, i.stores, i.max_addr), (u64::MAX, 2, u64::MAX));
     }
 
     #[test]
