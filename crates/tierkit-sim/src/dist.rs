@@ -188,8 +188,6 @@ pub struct Dist {
     pub users: u32,
     /// Sum of the miss rates of the threads using it (misses per ns), for page rates.
     pub rate: f64,
-    /// The last positive `rate` (misses per ns).
-    pub rate_seen: f64,
     /// What `rate` would be if none of the threads had stalled this epoch.
     pub rate_full: f64,
     /// The phase has threads and all of them stalled for the whole last epoch.
@@ -226,7 +224,6 @@ impl Dist {
             mass: vec![0.0; ntiers],
             users: 0,
             rate: 0.0,
-            rate_seen: 0.0,
             rate_full: 0.0,
             stalled: false,
             read_frac,
@@ -243,9 +240,6 @@ impl Dist {
     /// accesses of the page in expectation, whatever the threads did in between (stalls,
     /// phases, idle epochs), not the instantaneous rate times the gap.
     pub fn record(&mut self, t_end: f64, e: f64, rate: f64) {
-        if rate > 0.0 {
-            self.rate_seen = rate;
-        }
         let n = self.hist_t.len();
         if n == 0 {
             self.hist_t.extend([t_end - e, t_end]);
@@ -374,7 +368,6 @@ mod tests {
         assert!((d.cum_at(3500.0) - 4500.0).abs() < 1e-9);
         // Past the last epoch: extended at the current rate.
         assert!((d.cum_at(5000.0) - 6000.0).abs() < 1e-9);
-        assert_eq!(d.rate_seen, 1.0);
     }
 
     #[test]

@@ -207,8 +207,8 @@ pub struct Machine {
     /// the fault by exactly as long as they stop the accesses, whatever the epoch length.
     faults: BinaryHeap<Reverse<(u64, u32, u64, u32)>>,
     /// Marked pages that nobody accessed when they were marked (or when their fault came):
-    /// (page, mark time). They fault at their first access after it, so they are checked again
-    /// whenever the access distributions change (`dist_gen`).
+    /// (page, mark time, accesses the fault waits for). They are checked again whenever the
+    /// access distributions change (`dist_gen`).
     idle_marked: Vec<(u32, u64, f32)>,
     /// Bumped whenever a thread enters a phase or finishes, or a phase whose threads had all
     /// stalled runs again (the pages' access rates change).
@@ -1347,8 +1347,8 @@ impl Machine {
     }
 
     /// Marked pages that were idle: once the access distributions have changed, those now
-    /// accessed get their fault, at the first access from now (accesses are Poisson, so the
-    /// wait is Exp(rate) from now whatever happened before); the others stay marked and idle.
+    /// accessed get their fault check scheduled for when they can have had the accesses their
+    /// fault still waits for; the others stay marked and idle.
     fn wake_idle_marked(&mut self) {
         if self.idle_checked_gen == self.dist_gen || self.idle_marked.is_empty() {
             return;
@@ -1895,8 +1895,7 @@ impl Machine {
                 self.access_tests.at_dt0 += 1;
             }
             let seen = self.page_accesses_between(i as u32, t0, at);
-            let b = self.rng_bits.chance(1.0 - (-seen).exp());
-            out.push(b);
+            out.push(self.rng_bits.chance(1.0 - (-seen).exp()));
             self.last_clear[i] = self.last_clear[i].max(at);
         }
     }
