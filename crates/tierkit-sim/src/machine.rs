@@ -19,6 +19,10 @@ use crate::spec::{Experiment, Pattern};
 pub const NONE: u8 = u8::MAX;
 const F_PROMOTED: u8 = 1;
 const F_MARKED: u8 = 2;
+/// Marked pages waiting for their fault, earliest first: (key: the check time in ns, or a
+/// phase's cumulative misses as f64 bits, page, mark time in ns, f32 bits of the accesses the
+/// fault waits for).
+type FaultHeap = BinaryHeap<Reverse<(u64, u32, u64, u32)>>;
 const LINE: f64 = 64.0;
 /// Async migrations waiting beyond this are refused (a policy flooding the queue).
 const MAX_QUEUE: usize = 1 << 20;
@@ -205,11 +209,25 @@ pub struct Machine {
     /// bits). A marked page faults at the access that brings its accesses since the mark to an
     /// Exp(1) draw, counted on the phases' cumulative misses, so stalls and idle spells delay
     /// the fault by exactly as long as they stop the accesses, whatever the epoch length.
-    faults: BinaryHeap<Reverse<(u64, u32, u64, u32)>>,
-    /// Marked pages that nobody accessed when they were marked (or when their fault came):
-    /// (page, mark time, accesses the fault waits for). They are checked again whenever the
-    /// access distributions change (`dist_gen`).
+    faults: FaultHeap,
+    /// Marked pages that only one running phase accesses, per phase (index of `dists`): (the
+    /// phase's cumulative misses at which the page faults as f64 bits, page, mark time, f32
+    /// bits of the accesses the fault waits for). A page with probability p in the phase faults
+    /// when the phase's misses since the mark reach need / p, so the fault time follows from
+    /// the phase's cumulative misses alone: exact whatever the threads' stalls, and checked
+    /// once (`deliver_faults`). Entries move when the phases that cover their page change.
+    count_faults: Vec<FaultHeap>,
+    /// Phases that gained their first thread, and phases that lost their last, since the last
+    /// epoch: the pages they cover are placed again (`replace_marked`).
+    dists_started: Vec<usize>,
+    dists_stopped: Vec<usize>,
+    /// Marked pages that no running phase accesses: (page, mark time, accesses the fault waits
+    /// for). They are placed again when a phase starts.
     idle_marked: Vec<(u32, u64, f32)>,
+    /// Marked pages whose fault came while every thread that accesses them had stalled the
+    /// whole epoch, among pages several phases cover (a single phase's pages wait in
+    /// `count_faults`): placed again whenever `dist_gen` moves.
+    stalled_marked: Vec<(u32, u64, f32)>,
     /// Bumped whenever a thread enters a phase or finishes, or a phase whose threads had all
     /// stalled runs again (the pages' access rates change).
     dist_gen: u64,
@@ -359,7 +377,11 @@ impl Machine {
             queue: Default::default(),
             sync_results: Vec::new(),
             faults: BinaryHeap::new(),
+            count_faults: Vec::new(),
+            dists_started: Vec::new(),
+            dists_stopped: Vec::new(),
             idle_marked: Vec::new(),
+            stalled_marked: Vec::new(),
             dist_gen: 0,
             idle_checked_gen: 0,
             scan: None,
@@ -728,6 +750,9 @@ impl Machine {
         let group = self.threads[ti].group;
         if let Some(old) = self.threads[ti].dist.take() {
             self.dists[old].users -= 1;
+            if self.dists[old].users == 0 {
+                self.dists_stopped.push(old);
+            }
         }
         let nph = self.exp.processes[pi].threads[group].phases.len();
         let mut phase = phase;
@@ -755,6 +780,9 @@ impl Machine {
                 (t != NONE).then_some(t)
             });
         }
+        if self.dists[d].users == 0 {
+            self.dists_started.push(d);
+        }
         self.dists[d].users += 1;
         let spec = &self.exp.processes[pi].threads[group].phases[phase];
         let th = &mut self.threads[ti];
@@ -775,6 +803,9 @@ impl Machine {
         let th = &mut self.threads[ti];
         if let Some(d) = th.dist.take() {
             self.dists[d].users -= 1;
+            if self.dists[d].users == 0 {
+                self.dists_stopped.push(d);
+            }
         }
         th.active = false;
         th.done = true;
@@ -1155,7 +1186,7 @@ impl Machine {
         let mut resumed = false;
         for d in &mut self.dists {
             // A phase whose threads all stalled last epoch runs again: pages marked while it
-            // stood still fault at their next access now (wake_idle_marked).
+            // stood still fault at their next access now (replace_marked).
             resumed |= d.users > 0 && d.rate > 0.0 && d.stalled;
             d.stalled = d.users > 0 && d.rate <= 0.0;
             d.record(t_end, e, d.rate);
@@ -1302,7 +1333,7 @@ impl Machine {
                 ScanCfg::Numa(s) => self.numa_scan(pi, &s, end),
             }
         }
-        self.wake_idle_marked();
+        self.replace_marked();
         self.deliver_faults(end);
     }
 
@@ -1320,57 +1351,124 @@ impl Machine {
         }
         *f |= F_MARKED;
         let need = self.rng_fault.exp(1.0) as f32;
-        if let Some(fault) = self.next_fault_at(page, at, 0.0, need) {
-            self.faults
-                .push(Reverse((fault as u64, page, at as u64, need.to_bits())));
-        } else {
-            // PROT_NONE until its next access, however late that comes (do_numa_page)
-            self.idle_marked.push((page, at as u64, need));
-        }
+        self.place_marked(page, at as u64, 0.0, at, need);
         true
     }
 
+    /// Schedule the fault of a marked page (marked at `mark`) that has seen `seen` of the `need`
+    /// accesses its fault waits for by time `from`: on the cumulative misses of the one running
+    /// phase that accesses it, in the time heap when several do, or among the idle marked pages
+    /// when none does (PROT_NONE until its next access, however late that comes: do_numa_page).
+    fn place_marked(&mut self, page: u32, mark: u64, seen: f64, from: f64, need: f32) {
+        let pi = self.proc_of(page);
+        let mut one = None;
+        let mut n = 0;
+        for &d in self.procs[pi].dist_of.values() {
+            let dd = &self.dists[d];
+            if dd.users > 0 {
+                let pmf = dd.pmf(page);
+                if pmf > 0.0 {
+                    n += 1;
+                    one = Some((d, pmf));
+                }
+            }
+        }
+        match (n, one) {
+            (1, Some((d, pmf))) => {
+                let thr = self.dists[d].cum_at(from) + (need as f64 - seen).max(0.0) / pmf;
+                if self.count_faults.len() < self.dists.len() {
+                    self.count_faults
+                        .resize_with(self.dists.len(), BinaryHeap::new);
+                }
+                self.count_faults[d].push(Reverse((thr.to_bits(), page, mark, need.to_bits())));
+            }
+            _ => match self.next_fault_at(page, from, seen, need) {
+                Some(at) => {
+                    self.faults
+                        .push(Reverse((at.ceil() as u64, page, mark, need.to_bits())))
+                }
+                None => self.idle_marked.push((page, mark, need)),
+            },
+        }
+    }
+
     /// When to check whether a marked page that has seen `seen` of the `need` accesses its
-    /// fault waits for has had them: as soon as it could have, at the rate its threads access it
-    /// while they run (None while no thread's phase touches it). A check that comes early (the
-    /// threads stalled meanwhile) only schedules the next one; a late one would delay the fault.
+    /// fault waits for has had them. Within the current epoch the phases' rates are known, so a
+    /// fault that falls in it is placed exactly (one check). One that does not is checked again
+    /// as soon as it could have come at the rate its threads access the page while they run
+    /// (never late), but not before the epoch's end: at most one check per epoch for a page
+    /// whose threads stall, instead of a geometric series of early checks. None while no
+    /// thread's phase touches the page.
     fn next_fault_at(&self, page: u32, from: f64, seen: f64, need: f32) -> Option<f64> {
         let pi = self.proc_of(page);
-        let mut rate = 0.0;
+        let (mut full, mut now) = (0.0, 0.0);
         for &d in self.procs[pi].dist_of.values() {
             let dd = &self.dists[d];
             if dd.users > 0 && dd.rate_full > 0.0 {
-                rate += dd.rate_full * dd.pmf(page);
+                let pmf = dd.pmf(page);
+                full += dd.rate_full * pmf;
+                now += dd.rate * pmf;
             }
         }
-        (rate > 0.0).then(|| from + ((need as f64 - seen).max(0.0) / rate).max(1.0))
+        if full <= 0.0 {
+            return None;
+        }
+        let rem = (need as f64 - seen).max(0.0);
+        let end = self.now_ns + self.epoch_ns;
+        if now > 0.0 {
+            let exact = from + rem / now;
+            if exact < end {
+                return Some(exact.max(from + 1.0));
+            }
+        }
+        Some((from + rem / full).max(end).max(from + 1.0))
     }
 
-    /// Marked pages that were idle: once the access distributions have changed, those now
-    /// accessed get their fault check scheduled for when they can have had the accesses their
-    /// fault still waits for; the others stay marked and idle.
-    fn wake_idle_marked(&mut self) {
-        if self.idle_checked_gen == self.dist_gen || self.idle_marked.is_empty() {
-            return;
+    /// Place marked pages again where the phases that access them changed since the last
+    /// epoch: those waiting on a phase that lost its threads, those waiting on a phase of the
+    /// same process beside one that started, and the idle ones once a phase started; and the
+    /// stalled ones whenever the access distributions moved (`dist_gen`).
+    fn replace_marked(&mut self) {
+        let started = std::mem::take(&mut self.dists_started);
+        let stopped = std::mem::take(&mut self.dists_stopped);
+        let mut moved: Vec<(u32, u64, f32)> = Vec::new();
+        let mut drain = |heap: &mut FaultHeap| {
+            moved.extend(
+                heap.drain()
+                    .map(|Reverse((_, page, mark, need))| (page, mark, f32::from_bits(need))),
+            );
+        };
+        for &d in &stopped {
+            if self.dists[d].users == 0 && d < self.count_faults.len() {
+                drain(&mut self.count_faults[d]);
+            }
         }
-        self.idle_checked_gen = self.dist_gen;
+        for &s in &started {
+            let (pi, lo, hi) = (self.dists[s].proc_, self.dists[s].lo, self.dists[s].hi);
+            for &d in self.procs[pi].dist_of.values() {
+                let dd = &self.dists[d];
+                if d != s && d < self.count_faults.len() && dd.lo < hi && lo < dd.hi {
+                    drain(&mut self.count_faults[d]);
+                }
+            }
+        }
+        if !started.is_empty() {
+            moved.append(&mut self.idle_marked);
+        }
+        if self.idle_checked_gen != self.dist_gen {
+            self.idle_checked_gen = self.dist_gen;
+            moved.append(&mut self.stalled_marked);
+        }
         let now = self.now_ns;
-        let mut idle = std::mem::take(&mut self.idle_marked);
-        idle.retain(|&(page, mark, need)| {
+        for (page, mark, need) in moved {
             if self.page_flags[page as usize] & F_MARKED == 0
                 || self.page_tier[page as usize] == NONE
             {
-                return false;
+                continue;
             }
             let seen = self.page_accesses_between(page, mark as f64, now);
-            let Some(at) = self.next_fault_at(page, now, seen, need) else {
-                return true;
-            };
-            self.faults
-                .push(Reverse((at as u64, page, mark, need.to_bits())));
-            false
-        });
-        self.idle_marked = idle;
+            self.place_marked(page, mark, seen, now, need);
+        }
     }
 
     /// The windows of Linux's scanner (task_numa_work) for process `pi` that fall before `end`,
@@ -1437,6 +1535,28 @@ impl Machine {
     /// task_numa_fault would (a top-tier page; a slow-tier page in tiering mode returns early).
     fn deliver_faults(&mut self, end: f64) {
         let cost = self.exp.platform.costs.hint_fault_us * 1e3;
+        // Pages whose phase's cumulative misses reach their fault's count this epoch fault at
+        // the instant they do (the phase's rate is steady within the epoch).
+        let now = self.now_ns;
+        for d in 0..self.count_faults.len() {
+            let dd = &self.dists[d];
+            if self.count_faults[d].is_empty() || dd.rate <= 0.0 {
+                continue;
+            }
+            let (rate, c_now) = (dd.rate, dd.cum_at(now));
+            let c_end = c_now + rate * (end - now);
+            while let Some(&Reverse((thr, page, mark, _))) = self.count_faults[d].peek() {
+                let thr = f64::from_bits(thr);
+                if thr > c_end {
+                    break;
+                }
+                self.count_faults[d].pop();
+                let at = (now + (thr - c_now).max(0.0) / rate).max(mark as f64);
+                // need 0: the accesses are already counted, the fault comes at `at`
+                self.faults
+                    .push(Reverse((at.ceil() as u64, page, mark, 0f32.to_bits())));
+            }
+        }
         while let Some(&Reverse((at, page, mark, need_bits))) = self.faults.peek() {
             if at as f64 >= end {
                 break;
@@ -1454,9 +1574,10 @@ impl Machine {
             let seen = self.page_accesses_between(page, mark as f64, at as f64);
             if seen < need as f64 * (1.0 - 1e-6) {
                 match self.next_fault_at(page, at as f64, seen, need) {
-                    Some(next) => self
-                        .faults
-                        .push(Reverse((next as u64, page, mark, need_bits))),
+                    Some(next) => {
+                        self.faults
+                            .push(Reverse((next.ceil() as u64, page, mark, need_bits)))
+                    }
                     None => self.idle_marked.push((page, mark, need)),
                 }
                 continue;
@@ -1480,9 +1601,10 @@ impl Machine {
                 }
             }
             let Some(ti) = best else {
-                // nobody accesses the page now: it stays marked until somebody does
+                // Its threads all stalled this epoch: the page stays marked and faults at their
+                // next access (one phase counts it at once; several wait for dist_gen).
                 self.page_flags[page as usize] |= F_MARKED;
-                self.idle_marked.push((page, mark, 0.0));
+                self.stalled_marked.push((page, mark, 0.0));
                 continue;
             };
             let tier = self.page_tier[page as usize];

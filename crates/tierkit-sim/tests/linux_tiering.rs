@@ -370,3 +370,63 @@ fn nomad_cannot_move_hot_write_heavy_huge_pages() {
     let last = hits[hits.len() - 50..].iter().sum::<f64>() / 50.0;
     assert!(last < 0.4, "nomad's hit ratio {last:.3}: hot pages moved");
 }
+
+/// Hint faults of one thread that keeps stalling on its own faults: every fault comes when the
+/// page has had the Exp(1) accesses its mark drew, counted on the phase's cumulative misses. So
+/// over the faults, pmf x (misses between mark and fault) averages 1, and halving the epoch
+/// leaves the faults' count and their mean time to fault where they were. (A fault timed on the
+/// thread's rate without stalls comes early; one rechecked once per epoch comes late.)
+#[test]
+fn hint_faults_come_at_the_drawn_access_whatever_the_stalls_and_the_epoch() {
+    let pages = 2048u32;
+    let run_with = |epoch_ms: f64| {
+        let t = format!(
+            "workload = \"custom\"\nplatform = \"icx-numa\"\nduration_s = 6\nepoch_ms = {epoch_ms}\n\
+             fast_tier_gb = 1\nslow_tier_gb = 1\npage_size = \"4KiB\"\n[[process]]\nname = \"p\"\n\
+             [[process.object]]\nname = \"o\"\nsize_mb = 8\ntier = \"slow\"\n\
+             [[process.thread]]\n[[process.thread.phase]]\nmlp = 1\ncompute_ns = 2000\n\
+             [[process.thread.phase.access]]\nobject = \"o\"\n"
+        );
+        let mut exp = load_str("stalls.toml", &t, &[], None).unwrap();
+        // faults that cost 100 us: the thread spends most epochs stalled on them
+        exp.platform.costs.hint_fault_us = 100.0;
+        let mut m = Machine::new(&exp, false).unwrap();
+        // mark every page every 100 ms
+        m.apply(&mut vec![Action::SetHintScan {
+            pid: None,
+            period_ms: 100.0,
+            pages: pages as u64,
+            tiers: ScanTiers::All,
+        }]);
+        let (mut n, mut ttf, mut drawn) = (0u64, 0.0, 0.0);
+        while m.now_ns < 6e9 - 1.0 {
+            m.step().unwrap();
+            let d = &m.dists[0];
+            for f in std::mem::take(&mut m.tel.hint_faults) {
+                let (t1, t0) = (f.time_ns as f64, (f.time_ns - f.time_to_fault_ns) as f64);
+                // marks from 0.5 to 3 s: all but a negligible share of them fault by 6 s
+                if !(0.5e9..3e9).contains(&t0) {
+                    continue;
+                }
+                n += 1;
+                ttf += f.time_to_fault_ns as f64;
+                drawn += (d.cum_at(t1) - d.cum_at(t0)) * d.pmf(f.page.0 as u32);
+            }
+            m.clear_events();
+        }
+        (n, ttf / n as f64, drawn / n as f64)
+    };
+    let (n1, t1, a1) = run_with(1.0);
+    let (n2, t2, a2) = run_with(0.5);
+    assert!(n1 > 10_000, "{n1} faults");
+    for a in [a1, a2] {
+        // the mean of the pages' Exp(1) draws
+        assert!((0.97..1.03).contains(&a), "accesses per fault {a1} {a2}");
+    }
+    let dn = (n1 as f64 - n2 as f64).abs() / n1 as f64;
+    let dt = (t1 - t2).abs() / t1;
+    assert!(
+        dn < 0.02 && dt < 0.03,
+        "faults {n1} vs {n2}, mean time to fault {t1} vs {t2} ns"
+    );
+}
