@@ -60,7 +60,7 @@ def test_no_fail_exits_0_and_all_names_every_reproduction(tmp_path: Path) -> Non
             "-m",
             "tierkit",
             "reproduce",
-            "vulcan",
+            "pact",
             "--quick",
             "--no-fail",
             "--out",
