@@ -205,6 +205,7 @@ def test_describe_trace_lists_its_keys(tk: Tk) -> None:
         "base_cpi",
         "instructions_per_access",
         "run_time_s",
+        "window_ms",
         "window_epochs",
         "loops",
     ):

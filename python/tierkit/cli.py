@@ -682,7 +682,9 @@ def _add_trace_sweep_report(sub: Any, formatter: type[argparse.HelpFormatter]) -
         description=textwrap.dedent(
             """            Summarise a binary trace, validating every record, and show the per-window MLP
             distribution of its replay as `tierkit run trace:FILE` with the same --set options
-            would build it (the LLC model's size matters: --set llc_mb=0.25 for small programs).
+            would build it (the LLC model's size matters: --set llc_mb=0.25 for small programs),
+            over the trace's own windows unless --set window_ms or window_epochs is given, and
+            how many windows a run replays after merging the short ones.
             Prints: format version, source and stamps; accesses, stores and records; distinct 4 KiB
             pages and 64-byte lines; the address span; the first and last instruction stamps; and
             the MLP estimate with its per-window distribution."""
@@ -830,6 +832,12 @@ def _mlp_text(i: dict[str, Any]) -> str:
         f"  MLP estimate {m['estimate']:.2f} over {m['windows']} windows ({m['misses']} misses, "
         f"{m['platform']} LLC model): min {m['min']:.2f}, p10 {m['p10']:.2f}, median {m['p50']:.2f}, "
         f"p90 {m['p90']:.2f}, max {m['max']:.2f}\n"
+        + (
+            f"  a run replays them as {m['run_windows']} window{'s' if m['run_windows'] != 1 else ''}"
+            " (window_ms merges short ones)\n"
+            if m.get("run_windows", m["windows"]) != m["windows"]
+            else ""
+        )
     )
 
 

@@ -408,7 +408,9 @@ fn trace_import<'py>(
 
 /// Summarise a binary trace (reads and validates every record), and its replay's per-window
 /// MLP as a run with these overrides (`KEY=VALUE`: platform, llc_mb, window_accesses, ...)
-/// would build it; `mlp_error` says why there is none (every access hits the LLC model...).
+/// would build it, over the trace's own windows unless the overrides set `window_ms` or
+/// `window_epochs` (`run_windows`: the windows the run replays after merging); `mlp_error` says
+/// why there is none (every access hits the LLC model...).
 #[pyfunction]
 #[pyo3(signature = (path, overrides=Vec::new()))]
 fn trace_info<'py>(
@@ -435,9 +437,29 @@ fn trace_info<'py>(
     d.set_item("last_stamp", i.last_stamp)?;
     d.set_item("min_addr", i.min_addr)?;
     d.set_item("max_addr", i.max_addr)?;
-    let exp = py.detach(|| tierkit_sim::load(&format!("trace:{path}"), &overrides, None));
+    // The trace's own windows (no merging) unless the overrides set the merge threshold; the
+    // windows a run with these overrides replays are counted apart (`run_windows`).
+    let spec = format!("trace:{path}");
+    let sets_merge = overrides
+        .iter()
+        .any(|o| o.starts_with("window_ms=") || o.starts_with("window_epochs="));
+    let mut own = overrides.clone();
+    if !sets_merge {
+        own.push("window_epochs=0".into());
+    }
+    let exp = py.detach(|| tierkit_sim::load(&spec, &own, None));
     match exp {
         Ok(exp) => {
+            let run_windows = if sets_merge {
+                exp.replays[0].replay.windows.len()
+            } else {
+                py.detach(|| tierkit_sim::load(&spec, &overrides, None))
+                    .map_err(err)?
+                    .replays[0]
+                    .replay
+                    .windows
+                    .len()
+            };
             let r = &exp.replays[0].replay;
             let st = r.mlp_stats();
             let m = PyDict::new(py);
@@ -457,6 +479,7 @@ fn trace_info<'py>(
                 r.windows.iter().map(|w| w.misses).collect::<Vec<_>>(),
             )?;
             m.set_item("misses", r.misses)?;
+            m.set_item("run_windows", run_windows)?;
             m.set_item("platform", exp.platform.name.clone())?;
             d.set_item("mlp", m)?;
         }

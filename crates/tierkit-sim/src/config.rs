@@ -1111,7 +1111,8 @@ pub const TRACE_KEYS: &[(&str, &str)] = &[
     ("llc_mb", "LLC size of the cache model for lackey traces, MiB (default: the platform's)"),
     ("window_accesses", "trace accesses per window (default: the trace's accesses / 32)"),
     ("min_window_misses", "a window closes only after this many misses (default 1000)"),
-    ("window_epochs", "trace windows shorter than this many epochs (at the fast tier's unloaded latency) are merged, their page mixes combined and their time kept, so that results do not depend on the epoch (20 does; default 0 keeps the trace's windows)"),
+    ("window_ms", "trace windows shorter than this, ms (at the fast tier's unloaded latency, the fastest they run), are merged with the next, their page mixes combined and their time kept, so that results do not depend on the epoch (default 20: 20 epochs of 1 ms; 0 keeps the trace's windows)"),
+    ("window_epochs", "the same threshold in epochs (window_ms = window_epochs x epoch_ms); replaces window_ms"),
     ("time_scale", "each traced miss stands for this many misses (default 1)"),
     ("loops", "passes over the trace; 0 repeats until duration_s (default 0)"),
 ];
@@ -1220,7 +1221,18 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
         .u64_opt("min_window_misses", 1, u64::MAX >> 2)?
         .unwrap_or(1000);
     let time_scale = r.f64_or("time_scale", 1e-6, 1e9, 1.0)?;
-    let window_epochs = r.f64_or("window_epochs", 0.0, 1e6, 0.0)?;
+    // The merge threshold in ns: window_ms (default 20 ms), or window_epochs epochs.
+    let window_ms = r.f64_opt("window_ms", 0.0, 1e9)?;
+    let window_epochs = r.f64_opt("window_epochs", 0.0, 1e6)?;
+    let merge_ns =
+        match (window_ms, window_epochs) {
+            (Some(_), Some(_)) => return Err(ctx.err(
+                "window_epochs",
+                "set one of window_ms and window_epochs (the same threshold in ms or in epochs)",
+            )),
+            (_, Some(n)) => n * exp.epoch_ms * 1e6,
+            (ms, None) => ms.unwrap_or(20.0) * 1e6,
+        };
     let loops = r.u64_opt("loops", 0, 1 << 40)?.unwrap_or(0);
     let base = Path::new(ctx.file)
         .parent()
@@ -1277,10 +1289,11 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
                 w.mlp = m;
             }
         }
-        // Windows shorter than window_epochs epochs (at the fast tier's unloaded latency, the
-        // fastest they can run) are merged with their timing kept (Replay::merge_short_windows).
+        // Windows shorter than merge_ns (at the fast tier's unloaded latency, the fastest they
+        // can run) are merged with their timing kept (Replay::merge_short_windows). The threshold
+        // is a time, not a number of epochs, so halving the epoch leaves the windows as they are.
         let fast_ns = exp.platform.tiers[0].curve.unloaded_ns();
-        replay.merge_short_windows(window_epochs * exp.epoch_ms * 1e6, fast_ns, time_scale);
+        replay.merge_short_windows(merge_ns, fast_ns, time_scale);
         let stem = p
             .file_stem()
             .map_or_else(|| format!("trace{i}"), |s| s.to_string_lossy().into_owned());

@@ -775,9 +775,9 @@ pub fn run(
                         "trace process {}: {:.0}% of its misses ran in a window past that window's \
                          own misses (its windows are shorter than an epoch: the replay runs each \
                          epoch in one window), so its page mix and hit ratio depend on the platform's \
-                         speed; set window_epochs = 20 to merge short windows with their timing \
-                         kept, or lower epoch_ms or raise time_scale until this warning goes \
-                         (docs/traces.md)",
+                         speed; raise window_epochs (default 20; it merges short windows with \
+                         their timing kept, 0 keeps the trace's windows), or lower epoch_ms or raise \
+                         time_scale until this warning goes (docs/traces.md)",
                         p.name,
                         100.0 * share
                     )

@@ -60,7 +60,8 @@ pub struct ProcState {
     pub misses: Vec<f64>,
     /// Trace replay: misses run in a window past that window's own misses (an epoch runs in one
     /// window, so when windows are shorter than an epoch the next windows' misses take this one's
-    /// pages, and windows that fit inside the overrun are skipped).
+    /// pages, and windows that fit inside the overrun are skipped). Not counted for a trace of
+    /// one window, whose next window is itself.
     pub replay_overrun: f64,
     /// Dist cache: (thread group, phase) -> dist index.
     pub dist_of: FxHashMap<(usize, usize), usize>,
@@ -762,10 +763,14 @@ impl Machine {
                 phase = 0;
             }
             if phase < nph {
-                // Overshoot of the last window counts against this one.
+                // Overshoot of the last window counts against this one. It distorts the replay
+                // only where the windows differ: a trace that is one window (merged, looping)
+                // runs on in the same pages.
                 let left = self.threads[ti].phase_work_left.unwrap_or(0.0).min(0.0);
                 carry = Some(rs.window_work(phase) + left);
-                self.procs[pi].replay_overrun -= left;
+                if nph > 1 {
+                    self.procs[pi].replay_overrun -= left;
+                }
             }
         }
         if phase >= nph {
