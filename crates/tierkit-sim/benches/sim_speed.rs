@@ -8,6 +8,9 @@
 //!    sampling are timed separately.
 //! 2. Each policy's own cost per epoch on the same machine (10 s simulated), against the
 //!    machine's cost per epoch in the same run.
+//! 3. Hint-fault-heavy runs: `toggle-phases` (one thread over 2 GiB of 4 KiB pages, a fast tier
+//!    of a fifth) under tpp and nbt, whose thread spends most epochs stalled on its own faults
+//!    and synchronous promotions, and `gups-hotset` (2 MiB pages) under tpp and nbt.
 use tierkit_sim::{load, run};
 
 const CASE: [&str; 5] = [
@@ -92,5 +95,30 @@ fn main() {
             out.timing.machine_s / epochs * 1e6,
         );
         println!("| {policy} | {p:.2} | {m:.2} | {:.2} |", p / m);
+    }
+    let dur = if quick { "5" } else { "20" };
+    println!("\n### Hint-fault-heavy runs, {dur} s simulated\n");
+    println!("| experiment | policy | hint faults | promotions | sim s / wall s |");
+    println!("|---|---|---|---|---|");
+    let fault_cases: [(&str, &[&str]); 2] = [
+        ("toggle-phases", &["threads=1", "rss_gb=2", "phase_s=60"]),
+        ("gups-hotset", &[]),
+    ];
+    for (name, extra) in fault_cases {
+        for policy in ["tpp", "nbt"] {
+            let mut s: Vec<String> = extra.iter().map(|x| x.to_string()).collect();
+            s.push(format!("duration_s={dur}"));
+            let e = load(name, &s, Some(1)).expect("experiment");
+            let t = std::time::Instant::now();
+            let out = run(&e, policy, &mut |_, _| true).expect("run");
+            let wall = t.elapsed().as_secs_f64() - out.timing.reference_s;
+            println!(
+                "| {name} {} | {policy} | {} | {} | {:.1}x |",
+                extra.join(" "),
+                out.summary.hint_faults,
+                out.summary.promotions,
+                out.summary.sim_seconds / wall
+            );
+        }
     }
 }
