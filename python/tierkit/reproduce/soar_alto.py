@@ -207,8 +207,12 @@ def _alto(ctx: Context) -> None:
         "up to ~100x fewer promotions (Table 5)",
         ", ".join(f"{r['base']}: {100 * r['promotion reduction']:.0f}%" for r in rows),
         len(cut) >= 2,
-        note="when it fails here: the graph workload's AOL sits near the calibrated AOL_high, where Alto "
-        "lets most candidates through, and TPP re-promotes a vetoed page at its next hint fault",
+        note="when it fails here: TPP promotes once, while the fast tier has room (about 16k pages in the "
+        "first 2 s of the quick run), and then nearly every candidate fails for lack of free pages "
+        "(4.6M promote_fail_nomem): kswapd finds nearly every fast-tier page referenced (graph-objects "
+        "touches its objects often against kswapd's rotation through the list: 20M tests, 17k demotions "
+        "in 20 s), so free pages stay under the watermark and there are almost no promotions left for "
+        "Alto to cut (docs/validation.md)",
     )
     worse = [r["base"] for r in rows if r["slowdown +alto"] > 1.03 * r["slowdown"]]
     ctx.claim(
