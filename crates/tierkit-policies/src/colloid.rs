@@ -3,10 +3,18 @@
 //!
 //! A layer over a base policy's access tracking (§4): `hemem+colloid` and `memtis+colloid`
 //! choose pages from the base's tracker (HeMem's frequency bins, MEMTIS's hot lists) every
-//! quantum; `tpp+colloid` (and `nbt+colloid`) decides in the hint-fault path, with the page's
-//! access probability from its time to fault, p = 1 / (dt * r) (§4.3), and hint faults enabled
-//! on the default tier so hot pages can be demoted. The base keeps tracking accesses and keeps
-//! making room when a tier is full; Colloid replaces its placement decisions.
+//! quantum, and replace the base's placement decisions; the base keeps tracking accesses and
+//! keeps making room when a tier is full.
+//!
+//! `tpp+colloid` (and `nbt+colloid`) works in the hint-fault path (§4.3): the base's hint-fault
+//! handler still decides which faulting alternate-tier pages are hot enough to promote (TPP's
+//! active list, NBT's hint-fault latency), and Colloid lets such a promotion through only while
+//! the default tier's loaded latency is below the alternate tier's and the page's access
+//! probability from its time to fault, p = 1 / (dt * r), fits in what is left of Δp; any other
+//! promotion is refused. The artifact's TPP fork does the same in should_numa_migrate_memory:
+//! the kernel's promotion test, then no promotion while colloid_local_lat_gt_remote. Hint faults
+//! are enabled on the default tier so that hot pages can be demoted when the default tier is the
+//! slower one (Colloid's own decision, p <= Δp).
 //!
 //! Per-tier latency comes from CHA/TOR counters by Little's law, L = O / R, with an EWMA on
 //! occupancy and rate (§3.1); p = R_D / (R_D + R_A). Algorithm 1 chooses the mode, Algorithm 2
@@ -53,7 +61,9 @@ fn build(mut base: Box<dyn Policy>, p: &Params) -> tierkit_core::Result<Box<dyn 
             ),
         });
     }
-    if !base.delegate_placement() {
+    // The fault-path version keeps the base's own promotion test and gates it (§4.3); the
+    // tracker version replaces the base's placement.
+    if !fault_path && !base.delegate_placement() {
         return Err(Error::BadStack {
             name: "colloid".into(),
             why: format!("`{base_name}` cannot hand its placement decisions to a layer"),
@@ -173,6 +183,7 @@ struct Stats {
     promotions: u64,
     demotions: u64,
     resets: u64,
+    promotions_refused: u64,
     balanced_quanta: u64,
     room_demotions: u64,
     last_l_d: f64,
@@ -385,10 +396,50 @@ impl Colloid {
         self.scratch = scratch;
     }
 
-    /// The TPP version (§4.3): on a hint fault, move the page if this quantum's mode says so and
-    /// its access probability, 1 / (dt * r), fits in what is left of Δp.
+    /// The TPP version's promotions (§4.3): the base promoted the pages its own hint-fault test
+    /// deems hot (from `start` on in `out`); each goes through only while this quantum's mode is
+    /// promotion (L_D < L_A) and its access probability, 1 / (dt * r) from this step's fault on
+    /// it, fits in what is left of Δp and of the migration limit. The others are refused (the
+    /// base sees a refused migration, as after a failed one).
+    fn gate_promotions(
+        &mut self,
+        tel: &Telemetry,
+        mech: &dyn Mechanism,
+        start: usize,
+        out: &mut [Action],
+    ) {
+        let rate = self.r[0].unwrap_or(0.0) + self.r[1].unwrap_or(0.0);
+        let page_bytes = tel.page_bytes as f64;
+        for a in &mut out[start..] {
+            let Action::Migrate { page, to, .. } = *a else {
+                continue;
+            };
+            if to != FAST || mech.tier_of(page) != Some(SLOW) {
+                continue;
+            }
+            let open = self.budget.active && self.budget.promote && rate > 0.0;
+            let pr = tel
+                .hint_faults
+                .iter()
+                .rev()
+                .find(|f| f.page == page)
+                .map_or(0.0, |f| 1.0 / ((f.time_to_fault_ns as f64).max(1.0) * rate));
+            if open && pr <= self.budget.dp && self.budget.bytes >= page_bytes {
+                self.budget.dp -= pr;
+                self.budget.bytes -= page_bytes;
+                self.stats.promotions += 1;
+            } else {
+                self.stats.promotions_refused += 1;
+                *a = Action::Refuse { page, to };
+            }
+        }
+    }
+
+    /// The TPP version's demotions (§4.3): on a hint fault of a default-tier page, demote it
+    /// while this quantum's mode is demotion (L_D > L_A) and its access probability,
+    /// 1 / (dt * r), fits in what is left of Δp.
     fn fault_path(&mut self, tel: &Telemetry, out: &mut Vec<Action>) {
-        if !self.budget.active {
+        if !self.budget.active || self.budget.promote {
             return;
         }
         let rate = self.r[0].unwrap_or(0.0) + self.r[1].unwrap_or(0.0);
@@ -396,14 +447,12 @@ impl Colloid {
             return;
         }
         let page_bytes = tel.page_bytes as f64;
-        let (src, dst) = if self.budget.promote {
-            (SLOW, FAST)
-        } else {
-            (FAST, SLOW)
-        };
-        let mut free = tel.tier(dst).map_or(0, |t| t.free_pages());
+        let mut free = tel.tier(SLOW).map_or(0, |t| t.free_pages());
         for f in &tel.hint_faults {
-            if f.tier != src || self.budget.dp <= 0.0 || self.budget.bytes < page_bytes || free == 0
+            if f.tier != FAST
+                || self.budget.dp <= 0.0
+                || self.budget.bytes < page_bytes
+                || free == 0
             {
                 continue;
             }
@@ -415,15 +464,7 @@ impl Colloid {
             if pr > self.budget.dp {
                 continue;
             }
-            let mode = if dst == FAST {
-                MigrateMode::Sync {
-                    pid: f.pid,
-                    tid: f.tid,
-                }
-            } else {
-                MigrateMode::Async
-            };
-            self.issue(f.page, dst, mode, out);
+            self.issue(f.page, SLOW, MigrateMode::Async, out);
             self.budget.dp -= pr;
             self.budget.bytes -= page_bytes;
             free -= 1;
@@ -456,6 +497,9 @@ impl Policy for Colloid {
         let start = out.len();
         self.base.step(tel, mech, out);
         self.rewrite(start, out);
+        if self.fault_path {
+            self.gate_promotions(tel, mech, start, out);
+        }
         self.sample_counters(tel);
         let now = tel.now_ns as f64;
         if now + 1e-6 >= self.next_quantum {
@@ -484,6 +528,7 @@ impl Policy for Colloid {
             ("colloid.promotions", c.promotions as f64),
             ("colloid.demotions", c.demotions as f64),
             ("colloid.room_demotions", c.room_demotions as f64),
+            ("colloid.promotions_refused", c.promotions_refused as f64),
             ("colloid.watermark_resets", c.resets as f64),
             ("colloid.balanced_quanta", c.balanced_quanta as f64),
             ("colloid.last_l_d_ns", c.last_l_d),
