@@ -58,6 +58,8 @@ def test_release_profile_strips_debug_info_and_profiling_keeps_it() -> None:
 def test_package_metadata() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["license"] == "Apache-2.0"
+    assert project["license-files"] == ["LICENSE"]
+    assert "Apache License" in (ROOT / "LICENSE").read_text()
     assert project["authors"]
     assert project["description"]
     classifiers = project["classifiers"]
