@@ -116,9 +116,14 @@ fn icx_numa() -> Platform {
         tiers: vec![
             tier("dram", 205.0, rule_curve(70.0, 205.0)),
             // Remote socket: design.md's SPR remote fit (k 28 ns, 56% read) scaled to the UPI.
+            // Reads alone load one direction of the 75 GB/s link (saturation at 0.9 of it); mixed
+            // traffic loads both (reads come back one way, write-backs go the other), so its
+            // saturation is 0.75 of the 150 GB/s both directions carry, as rule_curve takes 0.75
+            // of a DRAM tier's peak. Checked against Colloid §2.2 with the antagonist's MLP: the
+            // best placement at 3x beats HeMem 2.04x (paper 2.3x), at 1x 1.24x (paper 1.21x).
             tier(
                 "remote",
-                75.0,
+                150.0,
                 Curve::Queueing {
                     l0_ns: 135.0,
                     read_only: QueueFit {
@@ -126,7 +131,7 @@ fn icx_numa() -> Platform {
                         k_ns: 20.0,
                     },
                     mixed: QueueFit {
-                        bsat_gbps: 60.0,
+                        bsat_gbps: 112.0,
                         k_ns: 28.0,
                     },
                     mixed_read_frac: 0.56,

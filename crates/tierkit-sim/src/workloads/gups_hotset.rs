@@ -85,6 +85,13 @@ const P: &[ParamDef] = &[
         doc: "memory antagonist on the fast tier: 0-3x = 0, 5, 10, 15 cores",
     },
     ParamDef {
+        name: "antagonist_mlp",
+        kind: ParamKind::Float { min: 1.0, max: 256.0 },
+        default: "22",
+        unit: "misses",
+        doc: "outstanding misses per antagonist core (its loaded bandwidth: cores x MLP x 64 B / latency); 22 gives Colloid §2.2's ~3.5x default-tier latency from 0x to 3x under HeMem (3.55x on icx-numa)",
+    },
+    ParamDef {
         name: "antagonist_start_s",
         kind: ParamKind::Float { min: 0.0, max: 1e6 },
         default: "0",
@@ -215,7 +222,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
         vec![AntagonistSpec {
             tier: 0,
             cores,
-            mlp: 16.0,
+            mlp: p.float("antagonist_mlp"),
             read_frac: 0.5,
             start_s: p.float("antagonist_start_s"),
             stop_s: None,
