@@ -39,9 +39,9 @@ printf 'PRAGMA cache_size = -16384;\n' >"$tmp/start.sql"
 # The shell's start-up (the dynamic loader, sqlite's initialisation, reading the schema: about
 # 3.2M lackey lines, 10600 LLC misses at MLP 1.1-1.3) is the same in both runs and is not the
 # workload: a replay repeats the trace, and the start-up would come back every pass, a
-# low-MLP phase as long as a third of the scan. Its length is measured by tracing the shell
-# with no query, and that many lines are cut from the start of each trace (the shell's exit, a
-# few thousand lines of that run, is cut from the query's start with it).
+# low-MLP phase with 60% as many misses as the scan itself. Its length is measured by tracing
+# the shell with no query, and that many lines are cut from the start of each trace (that run's
+# exit is counted too, so as many lines of the query's beginning go with it).
 run() { valgrind --tool=lackey --trace-mem=yes --log-file="$2" sqlite3 -batch -readonly "$db" <"$1"; }
 run "$tmp/start.sql" "$tmp/start.lackey"
 skip=$(wc -l <"$tmp/start.lackey")
