@@ -27,12 +27,15 @@ const DURATION_S: f64 = 3.0;
 
 /// The two programs in the given order. The 256 KiB LLC model keeps the 1.3 MiB table
 /// memory-bound, as a table of tens of GiB is on a server's LLC; `window_epochs = 20` merges
-/// the trace's windows until each lasts 20 epochs (docs/traces.md, "Replay").
-fn experiment(order: [&str; 2]) -> tierkit_sim::Experiment {
+/// the trace's windows until each lasts 20 epochs (docs/traces.md, "Replay"). At
+/// `time_scale = 1` a pass of either trace (about 10 ms) is one window; at 50 each of the
+/// trace's windows lasts longer than PACT's 20 ms window, so PACT sees the programs' phases.
+fn experiment(order: [&str; 2], time_scale: f64) -> tierkit_sim::Experiment {
     let d = traces();
     let text = format!(
         "workload = \"trace\"\ntrace = [{:?}, {:?}]\nplatform = \"skx-cxl-emu\"\nllc_mb = 0.25\n\
-         window_epochs = 20\nfast_ratio = \"1:2\"\nduration_s = {DURATION_S}\n",
+         window_epochs = 20\nfast_ratio = \"1:2\"\nduration_s = {DURATION_S}\n\
+         time_scale = {time_scale}\n",
         d.join(format!("{}.tkt", order[0])).display().to_string(),
         d.join(format!("{}.tkt", order[1])).display().to_string(),
     );
@@ -53,8 +56,8 @@ struct Outcome {
     scan_slowdown: f64,
 }
 
-fn run(order: [&str; 2], policy: &str) -> Outcome {
-    let e = experiment(order);
+fn run(order: [&str; 2], time_scale: f64, policy: &str) -> Outcome {
+    let e = experiment(order, time_scale);
     let out = tierkit_sim::run(&e, policy, &mut |_, _| true).unwrap();
     let s = &out.series;
     let col = |name: &str| s.get(name).unwrap_or_else(|| panic!("no column {name}"));
@@ -85,7 +88,7 @@ fn run(order: [&str; 2], policy: &str) -> Outcome {
         lookup_slowdown: slowdown(LOOKUP),
         scan_slowdown: slowdown(SCAN),
     };
-    eprintln!("{order:?} {policy}: {o:?}");
+    eprintln!("{order:?} time_scale {time_scale} {policy}: {o:?}");
     o
 }
 
@@ -95,7 +98,7 @@ fn run(order: [&str; 2], policy: &str) -> Outcome {
 /// show the spread: the scan's first window holds the query's set-up (MLP about 1.1).
 #[test]
 fn the_lookups_read_as_low_mlp_and_the_scan_as_high() {
-    let e = experiment([LOOKUP, SCAN]);
+    let e = experiment([LOOKUP, SCAN], 1.0);
     let (lookup, scan) = (
         e.replays[0].replay.mlp_stats(),
         e.replays[1].replay.mlp_stats(),
@@ -121,19 +124,24 @@ fn the_lookups_read_as_low_mlp_and_the_scan_as_high() {
 }
 
 fn check(policy: &str) {
-    for order in [[LOOKUP, SCAN], [SCAN, LOOKUP]] {
-        let hemem = run(order, "hemem");
-        let pact = run(order, policy);
+    for (order, time_scale) in [
+        ([LOOKUP, SCAN], 1.0),
+        ([SCAN, LOOKUP], 1.0),
+        ([LOOKUP, SCAN], 50.0),
+        ([SCAN, LOOKUP], 50.0),
+    ] {
+        let hemem = run(order, time_scale, "hemem");
+        let pact = run(order, time_scale, policy);
         assert!(
             pact.lookup_share > 0.5,
-            "{policy}, {order:?}: the lookups hold {:.3} of the fast tier ({:.0} pages against the scan's {:.0})",
+            "{policy}, {order:?}, time_scale {time_scale}: the lookups hold {:.3} of the fast tier ({:.0} pages against the scan's {:.0})",
             pact.lookup_share,
             pact.lookup_fast_pages,
             pact.scan_fast_pages
         );
         assert!(
             pact.lookup_slowdown < hemem.lookup_slowdown,
-            "{policy}, {order:?}: the lookups' slowdown {:.4} against {:.4} under hemem",
+            "{policy}, {order:?}, time_scale {time_scale}: the lookups' slowdown {:.4} against {:.4} under hemem",
             pact.lookup_slowdown,
             hemem.lookup_slowdown
         );
@@ -142,7 +150,7 @@ fn check(policy: &str) {
         let worst = |o: &Outcome| o.lookup_slowdown.max(o.scan_slowdown);
         assert!(
             worst(&pact) < worst(&hemem),
-            "{policy}, {order:?}: {pact:?} against hemem's {hemem:?}"
+            "{policy}, {order:?}, time_scale {time_scale}: {pact:?} against hemem's {hemem:?}"
         );
     }
 }
@@ -163,7 +171,7 @@ fn latency_weighted_pact_gives_the_low_mlp_lookups_the_fast_tier_in_either_order
 #[test]
 fn listing_order_does_not_decide_the_first_touch() {
     let summary = |order: [&str; 2]| {
-        let e = experiment(order);
+        let e = experiment(order, 1.0);
         let mut e = e;
         e.duration_s = 0.2;
         let out = tierkit_sim::run(&e, "notier", &mut |_, _| true).unwrap();
@@ -199,7 +207,7 @@ fn listing_order_does_not_decide_the_first_touch() {
             "{x:?} vs {y:?}"
         );
     }
-    let e = experiment([LOOKUP, SCAN]);
+    let e = experiment([LOOKUP, SCAN], 1.0);
     let pages: Vec<f64> = e
         .replays
         .iter()
