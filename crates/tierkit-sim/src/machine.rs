@@ -611,13 +611,45 @@ impl Machine {
     }
 
     fn allocate_object(&mut self, pi: usize, oi: usize) -> Result<()> {
-        let (first, n, bind) = {
+        let (first, n) = {
             let o = &mut self.procs[pi].objects[oi];
             o.live = true;
-            (o.first, o.pages, o.bind)
+            (o.first, o.pages)
         };
-        let now = self.now_ns;
         for page in first..first + n {
+            self.allocate_page(pi, oi, page)?;
+        }
+        Ok(())
+    }
+
+    /// Trace processes that start at the same instant run their first touches at the same time,
+    /// so their pages are allocated interleaved, each process's in its own order and at a pace
+    /// in proportion to its footprint: which process the experiment lists first does not decide
+    /// which one the fast tier holds (pages of one pass of each trace, in address order,
+    /// stand in for the order of first touch). Synthetic workloads keep list order.
+    fn allocate_interleaved(&mut self, procs: &[usize]) -> Result<()> {
+        let mut order: Vec<(f64, usize, usize, u32)> = Vec::new();
+        for &pi in procs {
+            for oi in 0..self.procs[pi].objects.len() {
+                let o = &mut self.procs[pi].objects[oi];
+                o.live = true;
+                let n = o.pages.max(1) as f64;
+                for k in 0..o.pages {
+                    order.push(((k as f64 + 0.5) / n, pi, oi, o.first + k));
+                }
+            }
+        }
+        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        for (_, pi, oi, page) in order {
+            self.allocate_page(pi, oi, page)?;
+        }
+        Ok(())
+    }
+
+    fn allocate_page(&mut self, pi: usize, oi: usize, page: u32) -> Result<()> {
+        let bind = self.procs[pi].objects[oi].bind;
+        let now = self.now_ns;
+        {
             let page_bind = self
                 .page_bind
                 .get(page as usize)
@@ -820,6 +852,22 @@ impl Machine {
     /// Start processes and threads, allocate and free objects, move threads between phases.
     fn lifecycle(&mut self) -> Result<()> {
         let now = self.now_ns;
+        // Trace processes starting now, together (their objects all allocated at the start).
+        let costart: Vec<usize> = (0..self.procs.len())
+            .filter(|&pi| {
+                let p = &self.procs[pi];
+                !p.exited
+                    && !p.started
+                    && p.start_ns <= now
+                    && self.exp.replays.iter().any(|r| r.process == pi)
+                    && p.objects
+                        .iter()
+                        .all(|o| o.bind.is_none() && o.alloc_ns <= now)
+            })
+            .collect();
+        if costart.len() > 1 {
+            self.allocate_interleaved(&costart)?;
+        }
         for pi in 0..self.procs.len() {
             if self.procs[pi].exited {
                 continue;
@@ -833,7 +881,8 @@ impl Machine {
                 let mut order: Vec<usize> = (0..self.procs[pi].objects.len()).collect();
                 order.sort_by_key(|&o| self.procs[pi].objects[o].bind.is_none());
                 for oi in order {
-                    if self.procs[pi].objects[oi].alloc_ns <= now {
+                    let o = &self.procs[pi].objects[oi];
+                    if o.alloc_ns <= now && !o.live {
                         self.allocate_object(pi, oi)?;
                     }
                 }
@@ -1275,7 +1324,21 @@ impl Machine {
                     // the tier's whole loaded latency; a load whose line a prefetcher already has
                     // in flight (a stream running m lines ahead) waits for the rest, ~L/m.
                     let full = self.lat[t as usize];
-                    let covered = prefetched > 0.0 && self.rng_sample.chance(prefetched);
+                    // The slow-loads event (MEM_LOAD_L3_MISS_RETIRED.REMOTE_DRAM) counts retired
+                    // loads whose data came from the slow tier. A load whose line a prefetcher
+                    // fetched finds it in L2/LLC or in flight there: the prefetch carried the
+                    // miss, and the load retires with a cache data source, so it is not an
+                    // event and is not sampled (docs/model.md, "Sampling"). At most 1 - 1/m of
+                    // a thread's misses are covered: a stream still misses where a prefetcher
+                    // (re)starts, about one line in m.
+                    if slow_only {
+                        let drop = prefetched.min(1.0 - 1.0 / th_m);
+                        if drop > 0.0 && self.rng_sample.chance(drop) {
+                            continue;
+                        }
+                    }
+                    let covered =
+                        !slow_only && prefetched > 0.0 && self.rng_sample.chance(prefetched);
                     let lat = if covered {
                         full / th_m * (0.5 + self.rng_sample.f64())
                     } else {

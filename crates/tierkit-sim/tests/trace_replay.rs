@@ -1,9 +1,9 @@
 //! The shipped real traces (examples/traces: a pointer-chasing list walk and a streaming sum,
 //! traced with valgrind lackey) replay, their estimated MLPs come out as the method says, and
 //! the model's per-page stall contribution ranks the pointer-chased pages above the streamed
-//! ones although the streamed pages are accessed more often. PACT ranks them the same way: plain
-//! PACT when the programs take turns, its latency-weighted attribution (§4.3.7) when they run
-//! together.
+//! ones although the streamed pages are accessed more often. PACT ranks them the same way, when
+//! the programs take turns and when they run together: its samples are slow-tier loads, and the
+//! streamed loads a prefetcher covered are not among them.
 
 use std::path::PathBuf;
 
@@ -185,10 +185,14 @@ fn pact_means(e: &tierkit_sim::Experiment, spec: &str) -> ((f64, f64, f64), (f64
 }
 
 /// Plain PACT (proportional attribution, pact.rs) ranks the pointer-chased pages above the
-/// streamed ones, as the ground truth does, although it samples them less often: the programs
-/// take turns (the chase for half as many passes, then the stream), so each PAC window holds one
-/// access pattern and its per-tier MLP (TOR counters) prices a chased miss at the slow tier's
-/// whole latency and a streamed one at a fraction of it (PACT §4.3.1, "phase-level shifts").
+/// streamed ones, as the ground truth does, although they are accessed less often: PACT samples
+/// retired loads whose data came from the slow tier, and a streamed load mostly finds its line
+/// brought in by the prefetcher (which carried the miss), so the chased pages are sampled more
+/// often per page (docs/model.md, "Sampling"). The programs take turns here (the chase for half
+/// as many passes, then the stream), so each PAC window holds one access pattern and its per-tier
+/// MLP (TOR counters) prices the window's samples (PACT §4.3.1, "phase-level shifts"): a
+/// streamed sample stands for m misses at L/m each, a chased one for one miss at L, so a sample
+/// costs about the same in either window and PAC follows the samples.
 #[test]
 fn pact_ranks_the_chased_pages_first_when_the_programs_take_turns() {
     let mut e = experiment("duration_s = 0.7\nfast_tier_gb = 0\nloops = 40\nwindow_epochs = 0\n");
@@ -197,8 +201,8 @@ fn pact_ranks_the_chased_pages_first_when_the_programs_take_turns() {
     e.processes[0].threads[0].work_ops = Some(w / 2.0);
     let ((s_pc, a_pc, t_pc), (s_st, a_st, t_st)) = pact_means(&e, "pact:max_promotions=0");
     assert!(
-        s_pc < 0.6 * s_st,
-        "chased pages are sampled less often: {s_pc} vs {s_st}"
+        s_pc > 2.0 * s_st,
+        "chased pages are sampled more often: {s_pc} vs {s_st}"
     );
     assert!(t_pc > 2.0 * t_st, "ground truth: {t_pc} vs {t_st}");
     assert!(
@@ -208,37 +212,35 @@ fn pact_ranks_the_chased_pages_first_when_the_programs_take_turns() {
 }
 
 /// When the two programs run at the same time, every PAC window holds both, and proportional
-/// attribution gives a window's stall to its samples alike: plain PACT's PAC follows the sample
-/// counts and ranks the streamed pages first, against the ground truth. This is the limitation
-/// PACT §4.3.7 names for colocated patterns. Its proposed remedy, latency-weighted attribution
-/// (`score=latency`, S_p = S * A_p l_p / sum A_i l_i), ranks the chased pages first from the
-/// same samples: a chased load reports the slow tier's whole latency, a streamed load finds its
-/// line already in flight (docs/model.md).
+/// attribution gives a window's stall to its samples alike (the limitation PACT §4.3.7 names for
+/// colocated patterns): PAC follows the sample counts. It still ranks the chased pages first,
+/// as the ground truth does, because the streamed loads the prefetcher covered are not events
+/// of the sampled counter. Latency-weighted attribution (`score=latency`, S_p = S * A_p l_p /
+/// sum A_i l_i, §4.3.7's proposal) ranks them alike: every sampled load reports the slow tier's
+/// whole latency.
 #[test]
-fn colocated_programs_need_pacts_latency_weighting() {
+fn colocated_programs_rank_the_chased_pages_first_from_the_samples() {
     let e = experiment("duration_s = 1.0\nfast_tier_gb = 0\nwindow_epochs = 0\n");
     let ((s_pc, a_pc, t_pc), (s_st, a_st, t_st)) = pact_means(&e, "pact:max_promotions=0");
-    assert!(s_pc < 0.5 * s_st, "samples: {s_pc} vs {s_st}");
+    assert!(s_pc > 1.5 * s_st, "samples: {s_pc} vs {s_st}");
     assert!(t_pc > 1.5 * t_st, "ground truth: {t_pc} vs {t_st}");
     let (pac_ratio, sample_ratio) = (a_pc / a_st, s_pc / s_st);
     assert!(
         (pac_ratio / sample_ratio - 1.0).abs() < 0.3,
         "plain PAC follows the sample counts: PAC ratio {pac_ratio}, sample ratio {sample_ratio}"
     );
+    assert!(pac_ratio > 1.5, "the chased pages first: {a_pc} vs {a_st}");
     let ((_, l_pc, _), (_, l_st, _)) = pact_means(&e, "pact:score=latency,max_promotions=0");
     assert!(
-        l_pc > l_st && l_pc / l_st > 3.0 * pac_ratio,
-        "latency weighting ranks the chased pages first: {l_pc} vs {l_st} (plain {a_pc} vs {a_st})"
+        l_pc / l_st > 1.5 && (l_pc / l_st / pac_ratio - 1.0).abs() < 0.3,
+        "latency weighting ranks them alike: {l_pc} vs {l_st} (plain {a_pc} vs {a_st})"
     );
 }
 
-/// PACT §4.3.7's proposal (`score=latency`): weighting each sample by the load latency it
-/// reports separates the co-running programs (a chased load waits the slow tier's whole latency,
-/// a streamed load finds its line in flight from the prefetcher). PACT then ranks the chased
-/// pages first and moves them into the fast tier: the chase serves more of its misses from the
-/// fast tier than under plain PACT, which ranks by sample counts and favours the stream.
+/// With promotions on, PACT (plain and latency-weighted) moves the chase into the fast tier and
+/// leaves the stream in the slow tier: the chase serves most of its misses from the fast tier.
 #[test]
-fn pact_with_latency_weighting_ranks_the_chased_pages_first() {
+fn pact_moves_the_chased_pages_into_the_fast_tier() {
     let e = experiment("duration_s = 1.0\nfast_ratio = \"1:4\"\n");
     let hit = |spec: &str| {
         let s = tierkit_sim::run(&e, spec, &mut |_, _| true)
@@ -249,17 +251,14 @@ fn pact_with_latency_weighting_ranks_the_chased_pages_first() {
             s.processes[1].fast_tier_hit_ratio,
         )
     };
-    let (chase_lat, stream_lat) = hit("pact:score=latency");
-    let (chase_plain, stream_plain) = hit("pact");
-    eprintln!("fast-tier hit ratio: latency-weighted chase {chase_lat:.3} stream {stream_lat:.3}; plain chase {chase_plain:.3} stream {stream_plain:.3}");
-    assert!(
-        chase_lat > chase_plain + 0.1,
-        "the chase gains the fast tier: {chase_lat} vs {chase_plain}"
-    );
-    assert!(
-        chase_lat - stream_lat > chase_plain - stream_plain,
-        "the ranking moves towards the chase"
-    );
+    for spec in ["pact", "pact:score=latency"] {
+        let (chase, stream) = hit(spec);
+        eprintln!("{spec}: fast-tier hit ratio chase {chase:.3} stream {stream:.3}");
+        assert!(
+            chase > 0.5 && chase > stream + 0.4,
+            "{spec}: chase {chase} stream {stream}"
+        );
+    }
 }
 
 #[test]
@@ -384,7 +383,7 @@ fn run_time_s_derives_the_compute_time() {
     assert!(bad("run_time_s = [1, 2]\n").contains("one per trace"));
 }
 
-/// One shipped trace alone at the defaults (`window_epochs` 20): (slowdown, fast-tier hit ratio)
+/// One shipped trace alone at the defaults (`window_ms` 20): (slowdown, fast-tier hit ratio)
 /// of a run.
 fn alone(trace: &str, policy: &str, extra: &str) -> (f64, f64) {
     let dur = if extra.contains("duration_s") {

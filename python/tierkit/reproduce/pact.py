@@ -417,10 +417,11 @@ def _fig12(ctx: Context, df: pd.DataFrame, get: Any, pols: tuple[str, ...]) -> N
         f"rand tenant slowdown {lat.loc['pact:score=latency', 'rand slowdown']:.3f} (latency) vs "
         f"{lat.loc['pact', 'rand slowdown']:.3f} (PAC)",
         lat.loc["pact:score=latency", "rand slowdown"] < lat.loc["pact", "rand slowdown"] * 0.99,
-        "the simulator's samples report the whole loaded latency for the random tenant's misses and "
-        "about L/m for the sequential tenant's prefetched ones (docs/model.md), so the weighting has a "
-        "real signal here; on the shipped lackey traces it moves the pointer chase into the fast tier "
-        "(tests/trace_replay.rs)",
+        "PACT's slow-loads samples leave out the loads a prefetcher covered (they retire as cache "
+        "hits, docs/model.md), so every sampled load reports about the slow tier's whole loaded "
+        "latency and the weighting follows the latency's variation over time, not the access "
+        "pattern; the separation of the tenants comes from the samples themselves "
+        "(crates/tierkit-sim/tests/pact_real.rs)",
     )
 
 
