@@ -147,7 +147,7 @@ def test_an_nbtpress_log_carries_the_fill_and_the_cold_region() -> None:
 
 
 def test_the_press_recording_shows_linux_promoting_cold_pages_that_kswapd_demotes_again() -> None:
-    from tierkit.validate_press import PRESS_RECORDING, fast_tier
+    from tierkit.validate_press import PRESS_RECORDING, fast_tier, scan_intervals
     from tierkit.validate_press import kernel_timeline as press_timeline
     from tierkit.validate_press import metrics as press_metrics
 
@@ -165,6 +165,10 @@ def test_the_press_recording_shows_linux_promoting_cold_pages_that_kswapd_demote
     assert m["demotions_per_s"] > 50
     assert m["churn_share"] > 0.5
     assert 0.1 < m["cold_fast_share"] < 0.9
+    # the kernel's scan period grew far past scan_period_min_ms (1 s): ~20 s between scans
+    intervals = scan_intervals(rec)
+    assert len(intervals) >= 5
+    assert sorted(intervals)[len(intervals) // 2] > 10
 
 
 def test_validate_kernel_press_writes_the_side_by_side(tk: Callable[..., object], tmp_path: Path) -> None:

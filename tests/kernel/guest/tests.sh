@@ -403,7 +403,7 @@ t_nbtrec() {
 #     with demotion enabled; /proc/vmstat, node 0's MemFree, the workload's CPU ticks (wl_ticks) and
 #     both regions' placement every 100 ms (0.15-0.2 s in practice: the loop's own work). Parameters from
 #     the kernel command line: tkpress=HOT_MIB,COLD_MIB,SECONDS,FREE_MIB,COLD_PER_S (default
-#     32,64,40,16,8192). Passes when the data is intact and the kernel promoted at least the hot
+#     32,64,100,16,8192). Passes when the data is intact and the kernel promoted at least the hot
 #     region's size; it checks no rate (the recording is what matters).
 t_nbtpress() {
   [ -e /proc/sys/kernel/numa_balancing ] || { fail nbtpress "no numa_balancing"; return; }
