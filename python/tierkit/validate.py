@@ -13,6 +13,8 @@ region, counted from the process's start.
 
 A recording ships with the package (``data/kernel_nbt_612.json``), so the comparison runs
 anywhere; ``--record`` makes a new one on a machine that boots the guest (``tests/kernel``).
+``--scenario press`` compares the ``nbtpress`` recording instead (the fast node nearly full):
+:mod:`tierkit.validate_press`.
 """
 
 from __future__ import annotations
