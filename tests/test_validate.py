@@ -130,3 +130,65 @@ def test_validate_kernel_refuses_a_bad_recording(tk: Callable[..., object], tmp_
     assert proc.returncode != 0  # type: ignore[attr-defined]
     assert "r.json: format: expected" in proc.stderr  # type: ignore[attr-defined]
     assert "Traceback" not in proc.stderr  # type: ignore[attr-defined]
+
+
+def test_an_nbtpress_log_carries_the_fill_and_the_cold_region() -> None:
+    text = GUEST_LOG.replace("hot_mib=1 ", "scenario=press hot_mib=1 ").replace(
+        "TKREC_W WORKLOAD_START",
+        "TKREC_W WORKLOAD_FILL fill_mib=2.0 node0_free_kb_before=10240 node0_free_kb=8192\n"
+        "TKREC_W WORKLOAD_START",
+    )
+    rec = parse_guest_log(text, "guest.log")
+    assert rec["scenario"] == "press"
+    assert rec["fill"]["node0_free_kb"] == 8192
+    assert rec["cold_node0"][-1] == [4.9, 0]
+    with pytest.raises(ValidationError, match="without its WORKLOAD_FILL"):
+        parse_guest_log(text.replace("TKREC_W WORKLOAD_FILL", "TKREC_X"), "guest.log")
+
+
+def test_the_press_recording_shows_linux_promoting_cold_pages_that_kswapd_demotes_again() -> None:
+    from tierkit.validate_press import PRESS_RECORDING, fast_tier, scan_intervals
+    from tierkit.validate_press import kernel_timeline as press_timeline
+    from tierkit.validate_press import metrics as press_metrics
+
+    rec = load_recording(PRESS_RECORDING)
+    assert rec["scenario"] == "press"
+    assert rec["corrupt"] == 0
+    # the fill left node 0 some free pages above its high watermark, fewer than the hot region
+    _, _, free_above_high = fast_tier(rec)
+    assert 0 < free_above_high < rec["hot_pages"]
+    m = press_metrics(press_timeline(rec), rec)
+    # the hot region ends on node 0; in the steady state the kernel keeps promoting cold pages
+    # and demoting as many: churn, and part of the cold region on each node
+    assert m["hot_fast_share"] > 0.95
+    assert m["promotions_per_s"] > 50
+    assert m["demotions_per_s"] > 50
+    assert m["churn_share"] > 0.5
+    assert 0.1 < m["cold_fast_share"] < 0.9
+    # the kernel's scan period grew far past scan_period_min_ms (1 s): ~20 s between scans
+    intervals = scan_intervals(rec)
+    assert len(intervals) >= 5
+    assert sorted(intervals)[len(intervals) // 2] > 10
+
+
+def test_validate_kernel_press_writes_the_side_by_side(tk: Callable[..., object], tmp_path: Path) -> None:
+    out = tmp_path / "vp"
+    proc = tk("validate", "kernel", "--scenario", "press", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr  # type: ignore[attr-defined]
+    comparison = json.loads(proc.stdout)  # type: ignore[attr-defined]
+    assert comparison["scenario"] == "press"
+    for name in ("report.md", "timeline.png", "moves.png", "kernel.csv", "sim.csv", "experiment.toml"):
+        assert (out / name).is_file(), name
+    rows = {r["metric"]: r for r in comparison["rows"]}
+    compared = {m for m, r in rows.items() if r["compared"]}
+    assert {
+        "promotions_per_s",
+        "demotions_per_s",
+        "churn_per_s",
+        "hot_fast_share",
+        "cold_fast_share",
+    } == compared
+    # the simulated fast tier holds the hot region: it ends there as in the kernel
+    assert rows["hot_fast_share"]["sim"] > 0.9
+    assert comparison["within_tolerance"] == all(rows[m]["within_tolerance"] for m in compared)
+    assert "churn" in (out / "report.md").read_text()

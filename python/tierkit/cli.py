@@ -590,6 +590,12 @@ def build_parser() -> Parser:
             hint faults per second and the time to promote 50% and 90% of the hot region, each with
             the ratio to the kernel's and whether it is within 25%.
 
+            --scenario press compares the recording of the fast node nearly full instead (tests/kernel
+            scenario nbtpress: cold region first on node 0, hot on node 1, node 0 filled with mlocked
+            pages, cold pages touched at a set rate): promotions and demotions per second in the
+            steady state, the hot and cold regions on the fast tier, and the churn (pages promoted
+            and demoted again).
+
             The recording that ships with tierkit is used unless --recording names another;
             --record boots the guest to make a new one first (a tierkit source checkout, QEMU and
             the Debian kernel, which tests/kernel/run.sh installs; about a minute)."""
@@ -615,10 +621,17 @@ def build_parser() -> Parser:
         help="the tierkit source checkout for --record (default: the one this package runs from)",
     )
     val.add_argument(
+        "--scenario",
+        choices=["empty", "press"],
+        default="empty",
+        help="empty: node 0 nearly empty (the original recording; default); press: node 0 nearly full",
+    )
+    val.add_argument(
         "--record-size",
-        metavar="HOT,COLD,SECONDS",
-        default="32,480,20",
-        help="the recorded workload: hot and cold MiB and seconds (default 32,480,20)",
+        metavar="HOT,COLD,SECONDS[,FREE,RATE]",
+        help="the recorded workload: hot and cold MiB and seconds (default 32,480,20); with --scenario"
+        " press also the MiB left free above node 0's high watermark and the cold touches per second"
+        " (default 32,64,100,16,8192)",
     )
     val.add_argument("--seed", type=int, default=1, help="the simulation's seed (default 1)")
     val.add_argument("--json", action="store_true", help="print the comparison as one JSON object on stdout")
@@ -1199,15 +1212,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
     recording = args.recording
     try:
         if args.record:
-            parts = args.record_size.split(",")
-            if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
-                raise CliError(
-                    f"--record-size: expected HOT,COLD,SECONDS (three integers), got `{args.record_size}`"
-                )
+            press = args.scenario == "press"
+            size = args.record_size or ("32,64,100,16,8192" if press else "32,480,20")
+            parts = size.split(",")
+            if len(parts) != (5 if press else 3) or not all(p.strip().isdigit() for p in parts):
+                want = "HOT,COLD,SECONDS,FREE,RATE (five" if press else "HOT,COLD,SECONDS (three"
+                raise CliError(f"--record-size: expected {want} integers), got `{size}`")
             repo = args.repo or Path(__file__).resolve().parents[2]
-            recording = record(repo, recording or out / "recording.json", *(int(p) for p in parts))
+            recording = record(
+                repo, recording or out / "recording.json", *(int(p) for p in parts), scenario=args.scenario
+            )
             sys.stderr.write(f"recorded {recording}\n")
-        comparison = validate_kernel(out, recording, seed=args.seed, progress=stderr_is_terminal())
+        comparison = validate_kernel(
+            out, recording, seed=args.seed, progress=stderr_is_terminal(), scenario=args.scenario
+        )
     except ValidationError as err:
         raise CliError(str(err)) from None
     if args.json:

@@ -13,6 +13,8 @@ region, counted from the process's start.
 
 A recording ships with the package (``data/kernel_nbt_612.json``), so the comparison runs
 anywhere; ``--record`` makes a new one on a machine that boots the guest (``tests/kernel``).
+``--scenario press`` compares the ``nbtpress`` recording instead (the fast node nearly full):
+:mod:`tierkit.validate_press`.
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
     meta: dict[str, str] = {}
     vm: list[dict[str, float]] = []
     hot: list[list[float]] = []
+    cold: list[list[float]] = []
+    fill: dict[str, str] = {}
     start: dict[str, str] = {}
     result: dict[str, str] = {}
     start_ticks = None
@@ -79,12 +83,19 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
                 start_ticks = int(_kv(line)["start_ticks"])
             elif line.startswith("TKREC_VM "):
                 kv = _kv(line)
-                vm.append({"t": float(kv["t"]), **{k: float(kv.get(k, "nan")) for k in VM_KEYS}})
+                sample = {"t": float(kv["t"]), **{k: float(kv.get(k, "nan")) for k in VM_KEYS}}
+                for extra in ("node0_free_kb", "wl_ticks"):  # nbtpress: node 0's free memory and
+                    if extra in kv:  # the workload's CPU time (ticks) too
+                        sample[extra] = float(kv[extra])
+                vm.append(sample)
+            elif line.startswith("TKREC_W WORKLOAD_FILL"):
+                fill = _kv(line)
             elif line.startswith("TKREC_W WORKLOAD_START"):
                 start = _kv(line)
             elif line.startswith("TKREC_W WORKLOAD_REPORT"):
                 kv = _kv(line)
                 hot.append([float(kv["mono"]), int(kv["hot_node0"])])
+                cold.append([float(kv["mono"]), int(kv["cold_node0"])])
             elif line.startswith("TKREC_W WORKLOAD_RESULT"):
                 result = _kv(line)
         except (KeyError, ValueError) as err:
@@ -107,7 +118,7 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
         raise ValidationError(f"{source}: not an nbtrec guest log: no {', '.join(missing)}")
     hz = float(meta.get("hz", "100"))
     end = hot[-1][0]
-    return {
+    rec: dict[str, Any] = {
         "format": "tierkit-kernel-recording/1",
         "source": "tests/kernel/guest/tests.sh t_nbtrec",
         "meta": meta,
@@ -121,6 +132,36 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
         "vmstat": vm,
         "hot_node0": hot,
     }
+    if meta.get("scenario") == "press":
+        if not fill:
+            raise ValidationError(f"{source}: an nbtpress guest log without its WORKLOAD_FILL line")
+        span = max(end - float(start["mono"]), 1e-9)
+        rec["source"] = "tests/kernel/guest/tests.sh t_nbtpress"
+        rec["scenario"] = "press"
+        rec["fill"] = {k: float(v) for k, v in fill.items()}
+        rec["cold_touches"] = int(result.get("cold_touches", "0"))
+        rec["cold_touch_per_s"] = rec["cold_touches"] / span
+        rec["cold_node0"] = cold
+    return rec
+
+
+def compact_json(rec: Mapping[str, Any]) -> str:
+    """A recording as compact JSON: whole numbers without ``.0``, one vmstat sample a line."""
+
+    def tidy(v: Any) -> Any:
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        if isinstance(v, dict):
+            return {k: tidy(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [tidy(x) for x in v]
+        return v
+
+    t = tidy(dict(rec))
+    vm = t.pop("vmstat")
+    head = json.dumps(t, separators=(",", ":"))[:-1]
+    rows = ",\n".join(json.dumps(s, separators=(",", ":")) for s in vm)
+    return f'{head},"vmstat":[\n{rows}]}}'
 
 
 def load_recording(path: Path) -> dict[str, Any]:
@@ -150,24 +191,52 @@ def load_recording(path: Path) -> dict[str, Any]:
     return rec
 
 
-def record(repo: Path, out: Path, hot_mib: int = 32, cold_mib: int = 480, seconds: int = 20) -> Path:
-    """Boot the real-kernel tests' guest with the ``nbtrec`` scenario and write its recording."""
+#: the scenarios of ``--scenario``: the guest test, its kernel argument and sizes (name, default,
+#: lo, hi); ``empty`` is the original recording (node 0 nearly empty), ``press`` node 0 nearly full
+SCENARIOS: dict[str, tuple[str, str, tuple[tuple[str, int, int, int], ...]]] = {
+    "empty": ("nbtrec", "tkrec", (("hot", 32, 1, 256), ("cold", 480, 0, 768), ("seconds", 20, 2, 600))),
+    "press": (
+        "nbtpress",
+        "tkpress",
+        (
+            ("hot", 32, 1, 256),
+            ("cold", 64, 1, 768),
+            ("seconds", 100, 2, 600),
+            ("free", 16, 0, 2048),
+            ("cold-rate", 8192, 0, 1_000_000),
+        ),
+    ),
+}
+
+
+def record(
+    repo: Path,
+    out: Path,
+    hot_mib: int = 32,
+    cold_mib: int = 480,
+    seconds: int = 20,
+    *extra: int,
+    scenario: str = "empty",
+) -> Path:
+    """Boot the real-kernel tests' guest with the scenario's test (``nbtrec``; ``nbtpress`` for
+    ``press``, whose ``extra`` are the MiB left free above node 0's high watermark and the cold
+    touches per second) and write its recording."""
     runner = repo / "tests" / "kernel" / "run.sh"
     if not runner.is_file():
         raise ValidationError(
             f"`{runner}` does not exist: --record needs a tierkit source checkout (give it with --repo)"
         )
-    for name, v, lo, hi in (
-        ("hot", hot_mib, 1, 256),
-        ("cold", cold_mib, 0, 768),
-        ("seconds", seconds, 2, 600),
-    ):
+    test, arg, sizes = SCENARIOS[scenario]
+    values = (hot_mib, cold_mib, seconds, *extra)
+    if len(values) != len(sizes):
+        raise ValidationError(f"--record-size: {scenario} takes {len(sizes)} values, got {len(values)}")
+    for (name, _, lo, hi), v in zip(sizes, values, strict=True):
         if not lo <= v <= hi:
             raise ValidationError(f"--record-{name}: expected {lo}..{hi}, got {v}")
     with tempfile.TemporaryDirectory(prefix="tierkit-rec-") as tmp:
-        env = dict(os.environ, TK_APPEND=f"tkrec={hot_mib},{cold_mib},{seconds}")
+        env = dict(os.environ, TK_APPEND=f"{arg}={','.join(str(v) for v in values)}")
         proc = subprocess.run(
-            [str(runner), "-k", "612", "-t", "nbtrec", "-n", "1", "-o", tmp],
+            [str(runner), "-k", "612", "-t", test, "-n", "1", "-o", tmp],
             env=env,
             cwd=repo,
             stdout=subprocess.DEVNULL,
@@ -183,7 +252,8 @@ def record(repo: Path, out: Path, hot_mib: int = 32, cold_mib: int = 480, second
         rec = parse_guest_log(log.read_text(errors="replace"), str(log))
     out.parent.mkdir(parents=True, exist_ok=True)
     part = out.with_name(out.name + ".part")
-    part.write_text(json.dumps(rec, indent=1) + "\n")
+    # the press recording is written compact (hundreds of samples of both regions)
+    part.write_text((compact_json(rec) if scenario == "press" else json.dumps(rec, indent=1)) + "\n")
     part.replace(out)
     return out
 
@@ -349,13 +419,24 @@ def _fmt(v: float) -> str:
 
 
 def validate_kernel(
-    out: Path, recording: Path | None = None, seed: int = 1, progress: bool = False
+    out: Path,
+    recording: Path | None = None,
+    seed: int = 1,
+    progress: bool = False,
+    scenario: str = "empty",
 ) -> dict[str, Any]:
     """Compare the recording with the simulator's ``nbt``; write report.md, timeline.png,
-    kernel.csv, sim.csv, experiment.toml and comparison.json into ``out``; return the comparison."""
+    kernel.csv, sim.csv, experiment.toml and comparison.json into ``out``; return the comparison.
+    ``scenario="press"`` compares an ``nbtpress`` recording (the fast node nearly full) instead:
+    :mod:`tierkit.validate_press`."""
     import tierkit
     from tierkit.output import new_axes, save_figure
 
+    if scenario == "press":
+        from tierkit.validate_press import PRESS_RECORDING, validate_press
+
+        path = recording or PRESS_RECORDING
+        return validate_press(out, load_recording(path), path, seed=seed, progress=progress)
     path = recording or DEFAULT_RECORDING
     rec = load_recording(path)
     out.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,16 @@
  * TLB misses of a real CPU would. Under QEMU's TCG the emulated TLB grows to hold the whole hot
  * region and x86 Linux clears accessed bits without a TLB flush (ptep_clear_flush_young), so
  * without such switches the hot pages' accessed bits are never set again and DAMON reads them idle.
+ * WORKLOAD_COLD_TOUCH_PER_S=R keeps touching the cold region after its first touch: R cold pages a
+ * second (paced by CLOCK_MONOTONIC between sweeps), each a pseudo-random page of the region
+ * (xorshift, the same sequence every run), one read-modify-write of its pattern word. Each cold
+ * page is then touched about every COLD_PAGES / R seconds, at random times (as a simulated uniform
+ * access pattern): its NUMA hint faults come that long after a scan marks it, on average.
+ * WORKLOAD_NODE0_FREE_MIB=F fills node 0 after both regions are placed so that F MiB stay free:
+ * it maps MemFree(node 0) - F MiB, binds it to node 0 (MPOL_BIND) and mlocks it (unevictable, so
+ * kswapd demotes only the workload's own pages), then prints
+ *         WORKLOAD_FILL fill_mib=.. node0_free_kb_before=.. node0_free_kb=.. (node 0's MemFree
+ * after the fill, from /sys/devices/system/node/node0/meminfo) before WORKLOAD_START.
  * Exit 0 when the data survived every migration intact, 1 otherwise, 2 on setup errors.
  */
 #define _GNU_SOURCE
@@ -67,6 +77,37 @@ static void count(char *p, size_t len, long *n0, long *n1, long *other)
     free(pages); free(st);
 }
 
+static long node0_free_kb(void)
+{
+    FILE *f = fopen("/sys/devices/system/node/node0/meminfo", "r");
+    char line[256];
+    long kb = -1;
+    if (!f) return -1;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "MemFree:")) { sscanf(strstr(line, "MemFree:") + 8, "%ld", &kb); break; }
+    fclose(f);
+    return kb;
+}
+
+/* WORKLOAD_NODE0_FREE_MIB: fill node 0 with mlocked pages until that much stays free */
+static void fill_node0(long free_mib)
+{
+    long before = node0_free_kb();
+    if (before < 0) { fprintf(stderr, "fill: no node0 meminfo\n"); exit(2); }
+    long fill_kb = before - free_mib * 1024;
+    if (fill_kb > 0) {
+        size_t len = (size_t)fill_kb << 10;
+        char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) { perror("fill mmap"); exit(2); }
+        madvise(p, len, MADV_NOHUGEPAGE);
+        unsigned long mask = 1UL;
+        if (syscall(SYS_mbind, p, len, MPOL_BIND, &mask, 64, 0) != 0) { perror("fill mbind"); exit(2); }
+        if (mlock(p, len) != 0) { perror("fill mlock"); exit(2); }
+    }
+    printf("WORKLOAD_FILL fill_mib=%.1f node0_free_kb_before=%ld node0_free_kb=%ld\n", fill_kb / 1024.0, before, node0_free_kb());
+    fflush(stdout);
+}
+
 static long corrupt(char *p, size_t len)
 {
     long bad = 0;
@@ -91,6 +132,10 @@ int main(int argc, char **argv)
         _exit(0);
     }
     char *h = hot ? region(hot, hn) : NULL, *c = cold ? region(cold, cn) : NULL;
+    if (getenv("WORKLOAD_NODE0_FREE_MIB")) fill_node0(atol(getenv("WORKLOAD_NODE0_FREE_MIB")));
+    double cold_rate = getenv("WORKLOAD_COLD_TOUCH_PER_S") && cold ? atof(getenv("WORKLOAD_COLD_TOUCH_PER_S")) : 0;
+    unsigned long cold_touches = 0;
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
     pid_t child = 0;
     if (getenv("WORKLOAD_FORK") && (child = fork()) == 0) { for (;;) pause(); }
     printf("WORKLOAD_START child=%d pid=%d hot_pages=%zu cold_pages=%zu hot_node=%d cold_node=%d mono=%.3f\n", (int)child, getpid(), hot / PAGE, cold / PAGE, hn, cn, now());
@@ -108,12 +153,20 @@ int main(int argc, char **argv)
             w[64] += 1;
         }
         sweeps++;
+        if (cold_rate > 0) {
+            unsigned long due = (unsigned long)(cold_rate * (now() - t0));
+            for (; cold_touches < due; cold_touches++) {
+                rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+                uint64_t *w = (uint64_t *)(c + (rng % (cold / PAGE)) * PAGE);
+                *w = (*w & 0xffff000000000000ull) | ((*w + 1) & 0x0000ffffffffffffull);
+            }
+        }
         if (stop || (secs > 0 && now() - t0 >= secs)) break;
         if (report) {
             report = 0;
             long a = 0, b = 0, x = 0, y = 0, o = 0;
             count(h, hot, &a, &b, &o); if (cold && !getenv("WORKLOAD_REPORT_HOT")) count(c, cold, &x, &y, &o);
-            printf("WORKLOAD_REPORT pid=%d hot_node0=%ld hot_node1=%ld cold_node0=%ld cold_node1=%ld other=%ld sweeps=%lu mono=%.3f\n", getpid(), a, b, x, y, o, sweeps, now());
+            printf("WORKLOAD_REPORT pid=%d hot_node0=%ld hot_node1=%ld cold_node0=%ld cold_node1=%ld other=%ld sweeps=%lu cold_touches=%lu mono=%.3f\n", getpid(), a, b, x, y, o, sweeps, cold_touches, now());
             fflush(stdout);
         }
         if (!hot) usleep(10000);
@@ -124,8 +177,8 @@ int main(int argc, char **argv)
     long bad = (hot ? corrupt(h, hot) : 0) + (cold ? corrupt(c, cold) : 0);
     if (child > 0) kill(child, SIGKILL);
     if (ticker > 0) kill(ticker, SIGKILL);
-    printf("WORKLOAD_RESULT pid=%d hot_node0=%ld hot_node1=%ld cold_node0=%ld cold_node1=%ld other=%ld sweeps=%lu corrupt=%ld\n",
-           getpid(), a, b, x, y, o, sweeps, bad);
+    printf("WORKLOAD_RESULT pid=%d hot_node0=%ld hot_node1=%ld cold_node0=%ld cold_node1=%ld other=%ld sweeps=%lu cold_touches=%lu corrupt=%ld\n",
+           getpid(), a, b, x, y, o, sweeps, cold_touches, bad);
     fflush(stdout);
     return bad ? 1 : 0;
 }

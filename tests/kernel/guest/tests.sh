@@ -395,6 +395,55 @@ t_nbtrec() {
   if [ "$bad" = 0 ] && pct_ge "${h0:-0}" $n 90; then pass nbtrec "$d"; else fail nbtrec "$d"; fi
 }
 
+# nbtpress: like nbtrec, with the fast node nearly full (`tierkit validate kernel --scenario press
+#     --record`). The cold region is first placed on node 0, the hot one on node 1; the workload then
+#     fills node 0 with mlocked pages (WORKLOAD_NODE0_FREE_MIB) so that FREE_MIB stay free above its high watermark: node 0 holds the hot region
+#     but not hot + cold, and keeps touching random cold pages at a set rate
+#     (WORKLOAD_COLD_TOUCH_PER_S) so cold pages on node 1 take hint faults too. numa_balancing=2
+#     with demotion enabled; /proc/vmstat, node 0's MemFree, the workload's CPU ticks (wl_ticks) and
+#     both regions' placement every 100 ms (0.15-0.2 s in practice: the loop's own work). Parameters from
+#     the kernel command line: tkpress=HOT_MIB,COLD_MIB,SECONDS,FREE_MIB,COLD_PER_S (default
+#     32,64,100,16,8192). Passes when the data is intact and the kernel promoted at least the hot
+#     region's size; it checks no rate (the recording is what matters).
+t_nbtpress() {
+  [ -e /proc/sys/kernel/numa_balancing ] || { fail nbtpress "no numa_balancing"; return; }
+  set -- $(sed -n 's/.*tkpress=\([0-9]*\),\([0-9]*\),\([0-9]*\),\([0-9]*\),\([0-9]*\).*/\1 \2 \3 \4 \5/p' /proc/cmdline) 32 64 40 16 8192
+  rh=$1 rc=$2 rs=$3 rf=$4 rr=$5
+  mount -t debugfs none /sys/kernel/debug 2>/dev/null
+  nbd=/sys/kernel/debug/sched/numa_balancing
+  meta="kernel=$(uname -r) scenario=press hot_mib=$rh cold_mib=$rc seconds=$rs free_above_high_mib=$rf cold_touch_per_s=$rr page_size=4096 hz=100"
+  for k in scan_delay_ms scan_period_min_ms scan_period_max_ms scan_size_mb hot_threshold_ms; do meta="$meta $k=$(cat $nbd/$k 2>/dev/null || echo na)"; done
+  meta="$meta promote_rate_limit_MBps=$(cat /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps 2>/dev/null || echo na)"
+  # node 0's watermarks (pages, summed over its zones) and its free memory before the workload
+  meta="$meta $(awk '/^Node 0, zone/{z=1} /^Node 1/{z=0} z&&$1=="min"{m+=$2} z&&$1=="low"{l+=$2} z&&$1=="high"{h+=$2} z&&$1=="promo"{p+=$2} END{printf "node0_wmark_min=%d node0_wmark_low=%d node0_wmark_high=%d node0_wmark_promo=%d", m, l, h, p}' /proc/zoneinfo)"
+  meta="$meta node0_free_kb_start=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo)"
+  echo 1 > /sys/kernel/mm/numa/demotion_enabled 2>/dev/null
+  echo 2 > /proc/sys/kernel/numa_balancing
+  vm() { awk '/^(numa_hint_faults|numa_pte_updates|pgpromote_candidate|pgpromote_success|pgdemote_kswapd|pgdemote_direct) /{printf " %s=%s", $1, $2}' /proc/vmstat; }
+  echo "TKREC_META $meta"
+  # FREE_MIB counts above node 0's high watermark: promotions need free pages above it
+  fm=$(( ($(kv node0_wmark_high "$meta") * 4 + 1023) / 1024 + rf ))
+  WORKLOAD_NODE0_FREE_MIB=$fm WORKLOAD_COLD_TOUCH_PER_S=$rr /bin/workload "$rh" "$rc" 0 1 0 > /tmp/wp.out &
+  W=$!
+  echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm)"
+  echo "TKREC_PROC start_ticks=$(awk '{print $22}' /proc/$W/stat)"
+  i=0 j=0
+  while [ $i -lt $((rs * 10)) ]; do
+    if grep -q WORKLOAD_START /tmp/wp.out; then kill -USR1 $W; i=$((i + 1)); else j=$((j + 1)); fi
+    [ $j -gt 600 ] && { kill $W; echo 0 > /proc/sys/kernel/numa_balancing; cat /tmp/wp.out; fail nbtpress "workload did not start"; return; }
+    sleep 0.1
+    echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm) node0_free_kb=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo) wl_ticks=$(cputicks $W)"
+  done
+  stop_workload $W /tmp/wp.out
+  echo 0 > /proc/sys/kernel/numa_balancing
+  grep -E '^WORKLOAD_(FILL|START|REPORT|RESULT)' /tmp/wp.out | sed 's/^/TKREC_W /'
+  last=$(grep WORKLOAD_REPORT /tmp/wp.out | tail -1)
+  bad=$(kv corrupt "$R"); n=$((rh * 256))
+  prom=$(awk '/^pgpromote_success /{print $2}' /proc/vmstat)
+  d="hot_on_node0=$(kv hot_node0 "$last")/$n cold_on_node0=$(kv cold_node0 "$last")/$((rc * 256)) pgpromote_success=$prom pgdemote_kswapd=$(awk '/^pgdemote_kswapd /{print $2}' /proc/vmstat) fill=\"$(grep WORKLOAD_FILL /tmp/wp.out)\" corrupt=$bad"
+  if [ "$bad" = 0 ] && [ "${prom:-0}" -ge "$n" ]; then pass nbtpress "$d"; else fail nbtpress "$d"; fi
+}
+
 ALL="cli damon limit kill fork dryrun softdirty shim nb2 bench"
 [ $# -gt 0 ] || set -- $ALL
 for t in "$@"; do

@@ -1,0 +1,383 @@
+"""``tierkit validate kernel --scenario press``: the simulator's ``nbt`` beside upstream Linux's
+NUMA-balancing tiering with the fast node nearly full (issue 14: does the kernel keep promoting cold
+pages that kswapd demotes again?).
+
+The recording (``tests/kernel/guest/tests.sh``, scenario ``nbtpress``) places the workload's cold
+region on node 0 and its hot region on node 1, fills node 0 with mlocked pages so that a set amount
+stays free above node 0's high watermark (the fast tier then holds the hot region but not hot +
+cold), and keeps touching random cold pages at a set rate while the hot region is swept. It samples
+``/proc/vmstat`` and both regions' placement every 100 ms.
+
+The simulated experiment has the same page counts and first placement, a fast tier of the cold
+region + the free pages the guest left above its high watermark + the simulator's own high
+watermark, the guest's watermark step (``watermark_scale_factor`` chosen so that the step between
+the low, high and promo marks is the guest's), the cold pages touched at the measured rate (a
+thread of its own, one access per ``1e9 / rate`` ns, uniformly over the region as the guest's
+pseudo-random touches) and the hot region swept by another. The hot and cold regions are two
+processes in the simulator, so that its per-process fast-page counts give each region's; the
+scanner covers both whole regions every window either way (256 MB a window, 96 MiB here).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from tierkit.validate import KNOBS, PAGE, TOLERANCE, ValidationError
+
+#: the nbtpress recording shipped with the package
+PRESS_RECORDING = Path(__file__).parent / "data" / "kernel_nbt_press_612.json"
+#: the simulated processes' stack-like object (pages): fast at the start, subtracted from counts
+STACK_PAGES = 16
+#: the steady state: the last this share of the time since the first sweep
+STEADY_SHARE = 0.5
+
+
+def check_press(rec: dict[str, Any], path: Path) -> None:
+    """The nbtpress fields the comparison uses."""
+    for key, kind in (("fill", dict), ("cold_node0", list), ("cold_touch_per_s", (int, float))):
+        if not isinstance(rec.get(key), kind):
+            raise ValidationError(f"{path}: {key}: missing or of the wrong type (not an nbtpress recording)")
+    for key in ("node0_wmark_low", "node0_wmark_high", "node0_wmark_promo"):
+        if key not in rec["meta"]:
+            raise ValidationError(f"{path}: meta.{key}: missing (not an nbtpress recording)")
+
+
+def kernel_timeline(rec: dict[str, Any]) -> pd.DataFrame:
+    """The kernel's run: ``t_s`` since the process started, cumulative hint faults, promotion
+    candidates, promotions and demotions (kswapd + direct), and each region's pages on node 0."""
+    t0 = float(rec["process_start_s"])
+    vm = pd.DataFrame(rec["vmstat"]).sort_values("t")
+    base = vm.iloc[0]
+    frame = pd.DataFrame(
+        {
+            "t_s": vm["t"] - t0,
+            "hint_faults": vm["numa_hint_faults"] - base["numa_hint_faults"],
+            "candidates": vm["pgpromote_candidate"] - base["pgpromote_candidate"],
+            "promotions": vm["pgpromote_success"] - base["pgpromote_success"],
+            "demotions": (vm["pgdemote_kswapd"] - base["pgdemote_kswapd"])
+            + (vm["pgdemote_direct"] - base["pgdemote_direct"]),
+        }
+    )
+    for key, col in (("hot_node0", "hot_fast_pages"), ("cold_node0", "cold_fast_pages")):
+        reg = pd.DataFrame(rec[key], columns=["t", col]).sort_values("t")
+        reg["t_s"] = reg["t"] - t0
+        frame = pd.merge_asof(frame, reg[["t_s", col]], on="t_s", direction="backward")
+    frame["hot_fast_pages"] = frame["hot_fast_pages"].fillna(0.0)
+    frame["cold_fast_pages"] = frame["cold_fast_pages"].fillna(float(rec["cold_pages"]))
+    return frame.reset_index(drop=True)
+
+
+def scan_intervals(rec: dict[str, Any]) -> list[float]:
+    """Seconds between the kernel's scans of the workload: the samples where ``numa_pte_updates``
+    grew after a quiet sample (a scan's PTE updates land within one or two samples)."""
+    times, prev, quiet = [], None, True
+    for s in sorted(rec["vmstat"], key=lambda v: v["t"]):
+        grew = prev is not None and s["numa_pte_updates"] > prev["numa_pte_updates"]
+        if grew and quiet:
+            times.append(float(s["t"]))
+        quiet = not grew
+        prev = s
+    return [round(b - a, 2) for a, b in itertools.pairwise(times)]
+
+
+def _linux_wmarks(node_pages: int, total_pages: int, wsf: int) -> tuple[int, int]:
+    """min and step of the simulator's Watermarks::linux (tierkit-policies lru.rs), 4 KiB pages."""
+    total_kb = total_pages * PAGE // 1024
+    min_free_kb = min(max(math.isqrt(total_kb * 16), 128), 262_144)
+    min_total = min_free_kb * 1024 // PAGE
+    wmin = min_total * node_pages // max(total_pages, 1)
+    return wmin, max(wmin // 4, node_pages * wsf // 10_000)
+
+
+def fast_tier(rec: dict[str, Any]) -> tuple[int, int, int]:
+    """The simulated fast tier (pages), its watermark_scale_factor and the free pages above its high
+    watermark at the start: the workload's pages there (cold region + stacks) + the free pages the
+    guest left above node 0's high watermark + the simulator's high watermark, whose step is the
+    guest's (low - min = high - low = promo - high)."""
+    meta = rec["meta"]
+    step_guest = int(meta["node0_wmark_high"]) - int(meta["node0_wmark_low"])
+    free_above_high = int(rec["fill"]["node0_free_kb"]) // 4 - int(meta["node0_wmark_high"])
+    slow = 1 << 18  # node 1: 1 GiB
+    used = int(rec["cold_pages"]) + 2 * STACK_PAGES
+    node, wsf = used + free_above_high + 2 * step_guest, 10
+    for _ in range(20):
+        wsf = min(max(round(step_guest * 10_000 / node), 1), 3000)
+        wmin, step = _linux_wmarks(node, node + slow, wsf)
+        node = used + max(free_above_high, 0) + wmin + 2 * step
+    return node, wsf, free_above_high
+
+
+def sim_experiment(rec: dict[str, Any], policy_params: set[str], seed: int = 1) -> tuple[str, str]:
+    """The recorded nbtpress run as a simulator experiment (TOML) and the ``nbt`` policy spec."""
+    meta = rec["meta"]
+    setup_s = max(float(rec["sweep_start_s"]) - float(rec["process_start_s"]), 0.001)
+    end_s = max(float(rec["vmstat"][-1]["t"]), float(rec["hot_node0"][-1][0])) - float(rec["process_start_s"])
+    hot_mb = rec["hot_pages"] * PAGE / 2**20
+    cold_mb = rec["cold_pages"] * PAGE / 2**20
+    stack_mb = STACK_PAGES * PAGE / 2**20
+    node, wsf, _ = fast_tier(rec)
+    rate = float(rec["cold_touch_per_s"])
+    params = []
+    for knob, param in KNOBS.items():
+        value = meta.get(knob)
+        if param in policy_params and value not in (None, "na"):
+            params.append(f"{param}={value}")
+    if "watermark_scale_factor" in policy_params:
+        params.append(f"watermark_scale_factor={wsf}")
+    spec = "nbt" + (":" + ",".join(params) if params else "")
+
+    def setup(name: str) -> str:
+        return f"""[[process.thread.phase]]
+duration_s = {setup_s:.3f}
+mlp = 1
+compute_ns = 100000
+[[process.thread.phase.access]]
+object = "stack_{name}"
+pattern = "uniform"
+"""
+
+    # Two processes (the hot and the cold region) so that the per-process fast-page counts give
+    # each region's; both start at exec, idle (a stack-like object) until the guest's first sweep.
+    source = rec.get("source", "a recording")
+    text = f"""# generated by `tierkit validate kernel --scenario press` from {source}
+workload = "custom"
+name = "validate-kernel-nbt-press"
+platform = "icx-numa"
+duration_s = {end_s:.3f}
+fast_tier_gb = {node * PAGE / 2**30:.6f}
+slow_tier_gb = 1
+page_size = "4KiB"
+report_interval_ms = 100
+seed = {seed}
+
+[[process]]
+name = "hot"
+[[process.object]]
+name = "stack_hot"
+size_mb = {stack_mb:g}
+tier = "fast"
+[[process.object]]
+name = "hot"
+size_mb = {hot_mb:g}
+tier = "slow"
+[[process.thread]]
+count = 1
+{setup("hot")}[[process.thread.phase]]
+mlp = 8
+compute_ns = 0
+[[process.thread.phase.access]]
+object = "hot"
+pattern = "uniform"
+
+[[process]]
+name = "cold"
+[[process.object]]
+name = "stack_cold"
+size_mb = {stack_mb:g}
+tier = "fast"
+[[process.object]]
+name = "cold"
+size_mb = {cold_mb:g}
+tier = "fast"
+[[process.thread]]
+count = 1
+{setup("cold")}[[process.thread.phase]]
+mlp = 1
+compute_ns = {1e9 / max(rate, 1e-3):.0f}
+[[process.thread.phase.access]]
+object = "cold"
+pattern = "uniform"
+"""
+    return text, spec
+
+
+def sim_timeline(ts: pd.DataFrame) -> pd.DataFrame:
+    """The simulated run in the kernel timeline's columns (cumulative counts)."""
+    return pd.DataFrame(
+        {
+            "t_s": ts["t_s"],
+            "hint_faults": ts["hint_faults"].cumsum() if "hint_faults" in ts else math.nan,
+            "candidates": math.nan,
+            "promotions": ts["promotions"].cumsum(),
+            "demotions": ts["demotions"].cumsum(),
+            "hot_fast_pages": ts["fast_pages.hot"] - STACK_PAGES,
+            "cold_fast_pages": ts["fast_pages.cold"] - STACK_PAGES,
+        }
+    )
+
+
+def metrics(frame: pd.DataFrame, rec: dict[str, Any]) -> dict[str, float]:
+    """The compared figures of one timeline. Steady state: the last half of the time since the
+    first sweep. Churn: pages promoted and demoted again in the steady state, min(promotions,
+    demotions) of the window (its net change of the regions' node-0 pages is the difference)."""
+    hot, cold = int(rec["hot_pages"]), int(rec["cold_pages"])
+    sweep = float(rec["sweep_start_s"]) - float(rec["process_start_s"])
+    end = float(frame["t_s"].iloc[-1])
+    a = sweep + (1 - STEADY_SHARE) * (end - sweep)
+    win = frame[frame["t_s"] >= a]
+    span = float(win["t_s"].iloc[-1] - win["t_s"].iloc[0]) if len(win) > 1 else math.nan
+
+    def rate(col: str) -> float:
+        return float(win[col].iloc[-1] - win[col].iloc[0]) / span if span and span > 0 else math.nan
+
+    prom, dem = rate("promotions"), rate("demotions")
+    churn = min(prom, dem)
+    hit = frame[frame["hot_fast_pages"] >= 0.9 * hot]
+    return {
+        "promotions_per_s": prom,
+        "demotions_per_s": dem,
+        "hint_faults_per_s": rate("hint_faults"),
+        "churn_per_s": churn,
+        "churn_share": churn / prom if prom > 0 else math.nan,
+        "hot_fast_share": float(win["hot_fast_pages"].mean()) / hot,
+        "cold_fast_share": float(win["cold_fast_pages"].mean()) / cold,
+        "t90_s": float(hit["t_s"].iloc[0]) if len(hit) else math.nan,
+        "promotions": float(frame["promotions"].iloc[-1]),
+        "demotions": float(frame["demotions"].iloc[-1]),
+        "steady_from_s": a,
+    }
+
+
+COMPARED = ("promotions_per_s", "demotions_per_s", "churn_per_s", "hot_fast_share", "cold_fast_share")
+LABELS = {
+    "promotions_per_s": "promotions per second (steady state)",
+    "demotions_per_s": "demotions per second (steady state, kswapd + direct)",
+    "churn_per_s": "churn: pages promoted and demoted again per second (steady state)",
+    "churn_share": "share of the steady state's promotions demoted again",
+    "hint_faults_per_s": "hint faults per second (steady state)",
+    "hot_fast_share": "share of the hot region on the fast tier (steady-state mean)",
+    "cold_fast_share": "share of the cold region on the fast tier (steady-state mean)",
+    "t90_s": "time to 90% of the hot region on the fast tier (s from process start)",
+    "promotions": "promotions (total)",
+    "demotions": "demotions (total)",
+}
+
+
+@dataclass
+class Row:
+    metric: str
+    kernel: float
+    sim: float
+
+    @property
+    def ratio(self) -> float:
+        return self.sim / self.kernel if self.kernel and not math.isnan(self.kernel) else math.nan
+
+    @property
+    def within(self) -> bool:
+        return not math.isnan(self.ratio) and abs(self.ratio - 1.0) <= TOLERANCE
+
+
+def _fmt(v: float) -> str:
+    if math.isnan(v):
+        return "n/a"
+    return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+
+
+def validate_press(
+    out: Path, rec: dict[str, Any], path: Path, seed: int = 1, progress: bool = False
+) -> dict[str, Any]:
+    """Compare an nbtpress recording with the simulator's ``nbt``; write report.md, timeline.png,
+    moves.png, kernel.csv, sim.csv, experiment.toml and comparison.json into ``out``."""
+    import tierkit
+    from tierkit.output import new_axes, save_figure
+
+    check_press(rec, path)
+    out.mkdir(parents=True, exist_ok=True)
+    params = {p["name"] for p in tierkit.describe_policy("nbt")}
+    text, spec = sim_experiment(rec, params, seed)
+    exp_path = out / "experiment.toml"
+    exp_path.write_text(text)
+    result = tierkit.run(exp_path, policy=spec, seed=seed, progress=progress)
+    k = kernel_timeline(rec)
+    s = sim_timeline(result.timeseries)
+    k.to_csv(out / "kernel.csv", index=False)
+    s.to_csv(out / "sim.csv", index=False)
+    km, sm = metrics(k, rec), metrics(s, rec)
+    rows = [Row(m, km[m], sm[m]) for m in LABELS]
+
+    fig, axes = new_axes("regions on the fast tier", "pages", "seconds since the process started")
+    for col, what in (("hot_fast_pages", "hot"), ("cold_fast_pages", "cold")):
+        axes.plot(k["t_s"], k[col], label=f"{what}: Linux (guest)", linewidth=1.4)
+        axes.plot(s["t_s"], s[col], label=f"{what}: tierkit nbt", linewidth=1.4, linestyle="--")
+    axes.legend(fontsize=8)
+    save_figure(fig, out / "timeline.png")
+    fig, axes = new_axes(
+        "promotions and demotions (cumulative)", "pages", "seconds since the process started"
+    )
+    for col in ("promotions", "demotions"):
+        axes.plot(k["t_s"], k[col], label=f"{col}: Linux (guest)", linewidth=1.4)
+        axes.plot(s["t_s"], s[col], label=f"{col}: tierkit nbt", linewidth=1.4, linestyle="--")
+    axes.legend(fontsize=8)
+    save_figure(fig, out / "moves.png")
+
+    meta = rec["meta"]
+    node, wsf, free_above_high = fast_tier(rec)
+    comparison = {
+        "recording": str(path),
+        "scenario": "press",
+        "kernel": meta.get("kernel"),
+        "policy": spec,
+        "tolerance": TOLERANCE,
+        "steady_from_s": km["steady_from_s"],
+        "kernel_scan_intervals_s": scan_intervals(rec),
+        "rows": [
+            {
+                "metric": r.metric,
+                "kernel": r.kernel,
+                "sim": r.sim,
+                "ratio": r.ratio,
+                "compared": r.metric in COMPARED,
+                "within_tolerance": r.within,
+            }
+            for r in rows
+        ],
+        "within_tolerance": all(r.within for r in rows if r.metric in COMPARED),
+    }
+    (out / "comparison.json").write_text(json.dumps(comparison, indent=1, default=str) + "\n")
+    lines = [
+        "# tierkit validate kernel --scenario press: `nbt` against Linux with the fast node nearly full",
+        "",
+        f"Recording: `{path.name}` (kernel {meta.get('kernel')}, QEMU guest of tests/kernel). "
+        f"{rec['hot_pages']} hot pages first placed on node 1 (slow) and swept about "
+        f"{rec['sweeps_per_s']:.0f} times a second; {rec['cold_pages']} cold pages first placed on node 0 "
+        f"(fast), touched at random {rec['cold_touch_per_s']:.0f} times a second (each page about every "
+        f"{rec['cold_pages'] / max(rec['cold_touch_per_s'], 1e-9):.2g} s). Node 0 filled with mlocked pages "
+        f"so that {free_above_high} pages ({free_above_high * PAGE / 2**20:.1f} MiB) stayed free above its "
+        f"high watermark (node 0 MemFree after the fill {rec['fill']['node0_free_kb']:.0f} kB; watermarks "
+        f"low/high/promo {meta.get('node0_wmark_low')}/{meta.get('node0_wmark_high')}/"
+        f"{meta.get('node0_wmark_promo')} pages).",
+        f"Kernel knobs: {', '.join(f'{k}={meta.get(k)}' for k in KNOBS)}.",
+        f"Simulated: `tierkit run experiment.toml --policy {spec}` (this directory): a fast tier of "
+        f"{node} pages (watermark_scale_factor {wsf}: the guest's watermark step).",
+        f"Steady state: from {km['steady_from_s']:.1f} s (the last {STEADY_SHARE:.0%} of the time since "
+        "the first sweep) to the end. Churn: min(promotions, demotions) of the steady state.",
+        "",
+        f"| figure | Linux | tierkit | tierkit / Linux | within {TOLERANCE:.0%} |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        mark = ("yes" if r.within else "**no**") if r.metric in COMPARED else "(shown)"
+        lines.append(f"| {LABELS[r.metric]} | {_fmt(r.kernel)} | {_fmt(r.sim)} | {_fmt(r.ratio)} | {mark} |")
+    iv = ", ".join(f"{v:g}" for v in scan_intervals(rec))
+    period = meta.get("scan_period_min_ms")
+    lines += [
+        "",
+        f"The kernel's scans of the workload (numa_pte_updates jumps) came {iv} s",
+        "apart: the scan period grew from scan_period_min_ms. The simulated nbt scans every",
+        f"scan_period_min_ms ({period} ms) in tiering mode, so it marks the cold pages on",
+        "the slow tier more often and promotes (and demotes) more of them per second.",
+        "",
+        "![regions on the fast tier](timeline.png)",
+        "",
+        "![moves](moves.png)",
+    ]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    return comparison
