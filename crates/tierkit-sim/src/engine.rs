@@ -443,6 +443,16 @@ fn run_pass(
                         &format!("migration_enabled.{}", p.name),
                         if p.migration_enabled { 1.0 } else { 0.0 },
                     );
+                    // Linux's scanner: the process's numa_scan_period (NaN without one, or
+                    // before its first window).
+                    s.push(
+                        &format!("numa_scan_period_ms.{}", p.name),
+                        if p.numa.period_ms > 0 {
+                            p.numa.period_ms as f64
+                        } else {
+                            f64::NAN
+                        },
+                    );
                     // The interval's MLP (miss-weighted harmonic mean over its epochs).
                     s.push(
                         &format!("mlp.{}", p.name),

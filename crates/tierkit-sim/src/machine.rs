@@ -1679,7 +1679,7 @@ impl Machine {
             let tid = self.threads[ti].tid;
             if let Some(ScanCfg::Numa(s)) = self.scan_pid.get(&pi).copied().or(self.scan) {
                 if tier == 0 {
-                    self.account_numa_fault(pi, page, tid, &s, at as f64);
+                    self.account_numa_fault(pi, page, tid, &s, at as f64, false);
                 }
             }
             self.threads[ti].stall_ns += cost;
@@ -1697,21 +1697,42 @@ impl Machine {
 
     /// task_numa_fault for a fault on a top-tier page: private when the same thread faulted on
     /// the page last (or nobody did: first accesses count as private), local since threads run
-    /// on the top tier's node. The page does not move (it is already on the faulting CPU's node).
-    fn account_numa_fault(&mut self, pi: usize, page: u32, tid: u32, s: &NumaScan, now: f64) {
+    /// on the top tier's node (TNF_FAULT_LOCAL). The page does not move (it is already on the
+    /// faulting CPU's node).
+    ///
+    /// `promoted`: a slow-tier page the faulting thread moved up (do_numa_page, TNF_MIGRATED),
+    /// accounted on the top-tier node it moved to. In tiering mode the slow page's cpupid field
+    /// held its scan time (folio_use_access_time), so last_cpupid is -1 and the fault counts as
+    /// a first access, private; TNF_FAULT_LOCAL is unset (the page was on another node than the
+    /// CPU's when it faulted), so it is not local. Mostly such faults leave local + shared at 0,
+    /// and update_task_scan_period doubles the period: the kernel's scans of a process that keeps
+    /// promoting come further and further apart (tierkit validate kernel --scenario press).
+    fn account_numa_fault(
+        &mut self,
+        pi: usize,
+        page: u32,
+        tid: u32,
+        s: &NumaScan,
+        now: f64,
+        promoted: bool,
+    ) {
         let i = page as usize;
         if self.last_fault_tid.len() <= i {
             self.last_fault_tid.resize(self.page_tier.len(), 0);
         }
-        let last = std::mem::replace(&mut self.last_fault_tid[i], tid + 1);
-        let private = last == 0 || last == tid + 1;
+        // The moved folio's cpupid is reset (folio_migrate_flags on a top-tier target).
+        let last = std::mem::replace(
+            &mut self.last_fault_tid[i],
+            if promoted { 0 } else { tid + 1 },
+        );
+        let private = promoted || last == 0 || last == tid + 1;
         let base_pages = (self.page_bytes as u64 / 4096).max(1);
         let p = &mut self.procs[pi];
         let rss = p.resident.iter().sum::<u64>() * self.page_bytes as u64;
         let f = numa_scan::Fault {
             pages: base_pages,
             private,
-            local: true,
+            local: !promoted,
             failed: false,
         };
         p.numa.account_fault(s, rss, f, now);
@@ -1890,6 +1911,20 @@ impl Machine {
                             let (r, cost) = self.do_migrate(pg, to, false, keep_shadow, thread);
                             if let Some(ti) = thread {
                                 self.threads[ti].stall_ns += cost;
+                            }
+                            // do_numa_page: a hint fault whose page the faulting thread moved
+                            // up (TNF_MIGRATED) is accounted on the node it moved to, the top
+                            // tier, so task_numa_fault counts it (private, not local) and the
+                            // scan period adapts to it; a failed or slow-tier one returns early
+                            // there.
+                            let pi = pid as usize;
+                            if r.outcome == MigrationOutcome::Done && to == 0 && r.from > 0 {
+                                if let Some(ScanCfg::Numa(s)) =
+                                    self.scan_pid.get(&pi).copied().or(self.scan)
+                                {
+                                    let now = self.now_ns;
+                                    self.account_numa_fault(pi, pg, tid, &s, now, true);
+                                }
                             }
                             self.sync_results.push(r);
                         }

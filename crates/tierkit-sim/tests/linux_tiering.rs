@@ -300,20 +300,19 @@ fn hot_share(hits: f64, fast_pages: f64, buffer_pages: f64) -> f64 {
 }
 
 /// Issue 14's convergence target on gups-hotset (icx-numa, its defaults, 2 MiB pages, the hot
-/// set fits the fast tier, first touch leaves two thirds of it in the slow tier): NBT promotes
-/// 90% of the hot set within about 60 s (the issue's 60 s: 0.955 before the icx-numa remote-tier
-/// recalibration, 0.896 since, with 0.94 over 60-70 s and all of it from 80 s; docs/validation.md)
-/// and holds it, within 10% of the best static placement. TPP (synchronous 2 MiB promotions,
-/// kswapd bursts to its 2% demotion watermark) gets most of it and its throughput is within 10%
-/// of the best too; its remaining gap is in docs/validation.md.
+/// set fits the fast tier, first touch leaves two thirds of it in the slow tier), as Linux's
+/// scanner paces it. A hint fault whose page is promoted counts private and not local in
+/// task_numa_fault, so update_task_scan_period doubles the scan period of a process that keeps
+/// promoting (the kernel does: `tierkit validate kernel --scenario press`), and NBT's convergence
+/// takes minutes, not the issue's 60 s (the Colloid paper: TPP takes "100s of seconds"): about
+/// 60% of the hot set at 60 s, 90% by 300 s, held after; throughput within 10% of the best static
+/// placement. TPP holds 70-80% of it (docs/validation.md).
 #[test]
-fn nbt_pulls_the_hot_set_into_the_fast_tier_within_60_s_and_holds_it() {
-    let e = load("gups-hotset", &["duration_s=120".into()], Some(5)).unwrap();
+fn nbt_pulls_the_hot_set_into_the_fast_tier_within_minutes_and_holds_it() {
+    let e = load("gups-hotset", &["duration_s=400".into()], Some(5)).unwrap();
     let best = run(&e, "static:hot_fraction=1", &mut |_, _| true).unwrap();
     let best_thr = best.summary.throughput_ops_per_s;
-    for (policy, need_at_60, need_by_70, need_thr) in
-        [("nbt", 0.85, 0.9, 0.9), ("tpp", 0.6, 0.6, 0.9)]
-    {
+    for (policy, need_by_300, need_thr) in [("nbt", 0.9, 0.9), ("tpp", 0.65, 0.9)] {
         let out = run(&e, policy, &mut |_, _| true).unwrap();
         let s = &out.series;
         let t = s.get("t_s").unwrap();
@@ -337,30 +336,57 @@ fn nbt_pulls_the_hot_set_into_the_fast_tier_within_60_s_and_holds_it() {
                 mean_over(rss, from, to),
             )
         };
-        let (start, at60, end) = (share(0.0, 1.0), share(59.0, 60.0), share(100.0, 120.0));
-        let by70 = share(60.0, 70.0);
-        assert!(
-            by70 >= need_by_70,
-            "{policy}: {by70:.3} of the hot set in the fast tier over 60-70 s (need {need_by_70})"
-        );
+        let (start, by300, end) = (share(0.0, 1.0), share(300.0, 330.0), share(360.0, 400.0));
         assert!(
             start < 0.4,
             "{policy}: first touch leaves {start:.2} of the hot set fast"
         );
         assert!(
-            at60 >= need_at_60,
-            "{policy}: {at60:.3} of the hot set in the fast tier at 60 s (need {need_at_60})"
+            by300 >= need_by_300,
+            "{policy}: {by300:.3} of the hot set in the fast tier over 300-330 s (need {need_by_300})"
         );
         assert!(
-            end >= need_by_70 - 0.05,
-            "{policy}: does not hold it: {end:.3} over the last 20 s"
+            end >= need_by_300 - 0.05,
+            "{policy}: does not hold it: {end:.3} over the last 40 s"
         );
-        let steady = mean_over(thr, 100.0, 120.0);
+        let steady = mean_over(thr, 300.0, 400.0);
         assert!(
             steady >= need_thr * best_thr,
             "{policy}: steady throughput {steady:.3e} vs best static {best_thr:.3e}"
         );
     }
+}
+
+/// update_task_scan_period under NBT (kernel/sched/fair.c): the faults task_numa_fault counts
+/// for a process that only promotes are private (the slow page's cpupid held its scan time, so
+/// last_cpupid is -1) and not local (TNF_FAULT_LOCAL: the page was not on the CPU's node), so
+/// local + shared is 0 at each placement and the period doubles, up to task_scan_max. Without
+/// promotions (a policy that never moves a page) the period stays where it started.
+#[test]
+fn promotions_double_the_scan_period() {
+    let e = load("gups-hotset", &["duration_s=40".into()], Some(5)).unwrap();
+    let periods = |policy: &str| {
+        let out = run(&e, policy, &mut |_, _| true).unwrap();
+        let col = out.series.get("numa_scan_period_ms.gups").unwrap().to_vec();
+        let mut v: Vec<f64> = Vec::new();
+        for x in col.into_iter().filter(|x| x.is_finite()) {
+            if v.last() != Some(&x) {
+                v.push(x);
+            }
+        }
+        v
+    };
+    let p = periods("nbt");
+    assert!(p.len() >= 3, "{p:?}");
+    for w in p.windows(2) {
+        assert!(
+            w[1] == 2.0 * w[0] || w[1] == 60_000.0 / 96.0,
+            "doubling up to task_scan_max: {p:?}"
+        );
+    }
+    // the promotion rate limit at its smallest: no page moves, no fault is counted
+    let still = periods("nbt:promote_rate_limit_mbps=1");
+    assert!(still.len() <= 2, "{still:?}");
 }
 
 /// Nomad on the same workload: every update is a read-modify-write, so a hot 2 MiB page is
