@@ -4,8 +4,10 @@
 //! per-window budgets of `task_numa_work` (pages with PTE updates, and `virtpages` = 8x for the
 //! address space walked) and the period adaptation of `update_task_scan_period`, which
 //! `task_numa_placement` applies once per completed scan pass (`numa_scan_seq`) when a fault is
-//! accounted. In tiering mode a fault on a slow (not top-tier) node returns from
-//! `task_numa_fault` before any accounting, so it never adapts the period.
+//! accounted. In tiering mode a fault that leaves its page on a slow (not top-tier) node returns
+//! from `task_numa_fault` before any accounting; one whose page was promoted is accounted on the
+//! top-tier node it moved to, private and not local, so promotions double the period
+//! (`Machine::account_numa_fault`).
 //!
 //! The machine owns the page table, so it walks the pages ([`crate::machine::Machine`]); this
 //! file holds the arithmetic and the per-process state, in the kernel's units (ms, base pages).
