@@ -164,6 +164,7 @@ impl<W: Write + Seek> Sink<'_, W> {
                 self.st.skipped += 1;
                 continue;
             }
+            super::import::damon_region(a, b).map_err(region)?;
             self.last = ts;
             for page in a >> 12..b.div_ceil(4096) {
                 self.w.push(ts, page, nr, Op::Load).map_err(Failure::Io)?;

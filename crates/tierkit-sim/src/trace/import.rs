@@ -638,6 +638,27 @@ pub(super) fn damon_nr(nr: u64) -> std::result::Result<u64, String> {
     Ok(nr)
 }
 
+/// The largest region one DAMON line may import: 64 GiB, 16M records of 4 KiB pages (every page
+/// of an accessed region becomes a record). DAMON keeps at most max_nr_regions (1000 by default)
+/// regions over a target's mappings and splits them as it monitors, so an accessed region this
+/// large is rare in a real recording; a short corrupt line could otherwise name one of up to
+/// 2^64 bytes and keep the import writing for hours.
+pub(super) const MAX_DAMON_REGION_BYTES: u64 = 64 << 30;
+
+/// Refuse an accessed region larger than [`MAX_DAMON_REGION_BYTES`].
+pub(super) fn damon_region(a: u64, b: u64) -> std::result::Result<(), String> {
+    if b - a > MAX_DAMON_REGION_BYTES {
+        return Err(format!(
+            "region {a:x}-{b:x} spans {:.1} GiB, above the {} GiB an accessed region may import as \
+             (one record per 4 KiB page); a DAMON recording splits its regions (max_nr_regions), \
+             so this line is corrupt or the recording needs more regions",
+            (b - a) as f64 / f64::from(1u32 << 30),
+            MAX_DAMON_REGION_BYTES >> 30
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn damon_time_ns(s: &str) -> Option<u64> {
     // "104.599 ms", "1 m 2.3 s", "0 ns", or a bare number of ns.
     let toks: Vec<&str> = s.split_whitespace().collect();
@@ -729,6 +750,7 @@ fn damon<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>) -> Ou
             if nr == 0 {
                 continue;
             }
+            damon_region(a, b).map_err(|m| perr(&l.path, l.no, m))?;
             last = ns.max(last);
             for page in a >> 12..b.div_ceil(4096) {
                 w.push(last, page, nr, Op::Load)?;
@@ -808,6 +830,7 @@ fn damon<R: BufRead, W: Write + Seek>(l: &mut Lines<R>, w: &mut Writer<W>) -> Ou
         if nr == 0 {
             continue;
         }
+        damon_region(a, b).map_err(|m| perr(&l.path, l.no, m))?;
         last = ts;
         for page in a >> 12..b.div_ceil(4096) {
             w.push(ts, page, nr, Op::Load)?;
@@ -947,6 +970,29 @@ nr_regions: 2
         .unwrap_err()
         .to_string();
         assert!(e.contains("line 2") && e.contains("empty region"), "{e}");
+    }
+
+    /// A short line naming a huge accessed region is refused at once, in every DAMON format,
+    /// instead of importing one record per page for hours; 64 GiB still imports.
+    #[test]
+    fn huge_damon_regions_are_refused() {
+        let raw = "monitoring_end: 1 ms\n0-ffffffffffff(1 B): 3\n";
+        let perf =
+            " k 1 [0] 1.5: damon:damon_aggregated: target_id=1 nr_regions=1 0-281474976710655: 3\n";
+        let json = r#"[{"snapshots": [{"end_time": 1, "regions": [{"start": 0, "end": 281474976710655, "nr_accesses": {"samples": 3}}]}]}]"#;
+        for (name, text) in [("raw.txt", raw), ("perf.txt", perf), ("d.json", json)] {
+            let out = tmp(&format!("huge-{name}.tkt"));
+            let e = import(Format::Damon, name, text.as_bytes(), &out)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(name) && e.contains("64 GiB"), "{e}");
+            assert!(!out.exists(), "{name}: no partial output");
+        }
+        assert!(damon_region(0, MAX_DAMON_REGION_BYTES).is_ok());
+        assert!(damon_region(0, MAX_DAMON_REGION_BYTES + 1).is_err());
+        let ok = "monitoring_end: 1 ms\n0-40000000(1 GiB): 3\n";
+        let st = import(Format::Damon, "ok.txt", ok.as_bytes(), &tmp("ok.tkt")).unwrap();
+        assert_eq!(st.records, 1 << 18);
     }
 
     #[test]
