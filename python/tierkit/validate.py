@@ -25,7 +25,7 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -418,6 +418,34 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
 
 
+def rows_json(rows: Sequence[Row], compared: Collection[str]) -> list[dict[str, Any]]:
+    """comparison.json's rows: each figure, the kernel's and ours, their ratio, and whether it is
+    one of the compared figures and within the tolerance."""
+    return [
+        {
+            "metric": r.metric,
+            "kernel": r.kernel,
+            "sim": r.sim,
+            "ratio": r.ratio,
+            "compared": r.metric in compared,
+            "within_tolerance": r.within,
+        }
+        for r in rows
+    ]
+
+
+def rows_table(rows: Sequence[Row], labels: Mapping[str, str], compared: Collection[str]) -> list[str]:
+    """The report's table of the rows (Markdown lines, header included)."""
+    lines = [
+        f"| figure | Linux | tierkit | tierkit / Linux | within {TOLERANCE:.0%} |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        mark = ("yes" if r.within else "**no**") if r.metric in compared else "(shown)"
+        lines.append(f"| {labels[r.metric]} | {_fmt(r.kernel)} | {_fmt(r.sim)} | {_fmt(r.ratio)} | {mark} |")
+    return lines
+
+
 def validate_kernel(
     out: Path,
     recording: Path | None = None,
@@ -470,17 +498,7 @@ def validate_kernel(
         "kernel": meta.get("kernel"),
         "policy": spec,
         "tolerance": TOLERANCE,
-        "rows": [
-            {
-                "metric": r.metric,
-                "kernel": r.kernel,
-                "sim": r.sim,
-                "ratio": r.ratio,
-                "compared": r.metric in COMPARED,
-                "within_tolerance": r.within,
-            }
-            for r in rows
-        ],
+        "rows": rows_json(rows, COMPARED),
         "within_tolerance": all(r.within for r in rows if r.metric in COMPARED),
     }
     (out / "comparison.json").write_text(json.dumps(comparison, indent=1, default=str) + "\n")
@@ -494,12 +512,8 @@ def validate_kernel(
         f"Kernel knobs: {', '.join(f'{k}={meta.get(k)}' for k in KNOBS)}.",
         f"Simulated: `tierkit run experiment.toml --policy {spec}` (this directory).",
         "",
-        f"| figure | Linux | tierkit | tierkit / Linux | within {TOLERANCE:.0%} |",
-        "|---|---|---|---|---|",
+        *rows_table(rows, LABELS, COMPARED),
     ]
-    for r in rows:
-        mark = ("yes" if r.within else "**no**") if r.metric in COMPARED else "(shown)"
-        lines.append(f"| {LABELS[r.metric]} | {_fmt(r.kernel)} | {_fmt(r.sim)} | {_fmt(r.ratio)} | {mark} |")
     lines += [
         "",
         "![hot region on the fast tier](timeline.png)",

@@ -23,13 +23,12 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from tierkit.validate import KNOBS, PAGE, TOLERANCE, ValidationError
+from tierkit.validate import KNOBS, PAGE, TOLERANCE, Row, ValidationError, rows_json, rows_table
 
 #: the nbtpress recording shipped with the package
 PRESS_RECORDING = Path(__file__).parent / "data" / "kernel_nbt_press_612.json"
@@ -275,27 +274,6 @@ LABELS = {
 }
 
 
-@dataclass
-class Row:
-    metric: str
-    kernel: float
-    sim: float
-
-    @property
-    def ratio(self) -> float:
-        return self.sim / self.kernel if self.kernel and not math.isnan(self.kernel) else math.nan
-
-    @property
-    def within(self) -> bool:
-        return not math.isnan(self.ratio) and abs(self.ratio - 1.0) <= TOLERANCE
-
-
-def _fmt(v: float) -> str:
-    if math.isnan(v):
-        return "n/a"
-    return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
-
-
 def validate_press(
     out: Path, rec: dict[str, Any], path: Path, seed: int = 1, progress: bool = False
 ) -> dict[str, Any]:
@@ -344,17 +322,7 @@ def validate_press(
         "steady_from_s": km["steady_from_s"],
         "kernel_scan_intervals_s": scan_intervals(rec),
         "sim_scan_periods_ms": sim_scan_periods(result.timeseries),
-        "rows": [
-            {
-                "metric": r.metric,
-                "kernel": r.kernel,
-                "sim": r.sim,
-                "ratio": r.ratio,
-                "compared": r.metric in COMPARED,
-                "within_tolerance": r.within,
-            }
-            for r in rows
-        ],
+        "rows": rows_json(rows, COMPARED),
         "within_tolerance": all(r.within for r in rows if r.metric in COMPARED),
     }
     (out / "comparison.json").write_text(json.dumps(comparison, indent=1, default=str) + "\n")
@@ -376,12 +344,8 @@ def validate_press(
         f"Steady state: from {km['steady_from_s']:.1f} s (the last {STEADY_SHARE:.0%} of the time since "
         "the first sweep) to the end. Churn: min(promotions, demotions) of the steady state.",
         "",
-        f"| figure | Linux | tierkit | tierkit / Linux | within {TOLERANCE:.0%} |",
-        "|---|---|---|---|---|",
+        *rows_table(rows, LABELS, COMPARED),
     ]
-    for r in rows:
-        mark = ("yes" if r.within else "**no**") if r.metric in COMPARED else "(shown)"
-        lines.append(f"| {LABELS[r.metric]} | {_fmt(r.kernel)} | {_fmt(r.sim)} | {_fmt(r.ratio)} | {mark} |")
     iv = ", ".join(f"{v:g}" for v in scan_intervals(rec))
     periods = sim_scan_periods(result.timeseries)
     sim_iv = "; ".join(
