@@ -21,6 +21,63 @@ use serde::Deserialize;
 use super::import::ImportStats;
 use super::{Op, TraceError, Writer};
 
+/// The inflated JSON may be at most this many times the compressed bytes read so far (plus
+/// [`INFLATE_FLOOR`]): a damo record compresses about 10-30x, and a bound proportional to the
+/// input keeps a small crafted stream from inflating into gigabytes (one huge JSON token is held
+/// whole while it is parsed).
+pub const MAX_INFLATE_RATIO: u64 = 200;
+/// Inflated bytes always allowed, whatever the ratio (small files compress less).
+pub const INFLATE_FLOOR: u64 = 64 << 20;
+
+/// Counts the compressed bytes the decoder consumes.
+struct Counted<R> {
+    inner: R,
+    read: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl<R: BufRead> std::io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.set(self.read.get() + n as u64);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Counted<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, amt: usize) {
+        self.read.set(self.read.get() + amt as u64);
+        self.inner.consume(amt);
+    }
+}
+
+/// The inflated stream, refused once it outgrows [`MAX_INFLATE_RATIO`] x the compressed input.
+struct Inflated<R> {
+    inner: R,
+    compressed: std::rc::Rc<std::cell::Cell<u64>>,
+    inflated: u64,
+    floor: u64,
+}
+
+impl<R: std::io::Read> std::io::Read for Inflated<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.inflated += n as u64;
+        let limit = self.floor + MAX_INFLATE_RATIO * self.compressed.get();
+        if self.inflated > limit {
+            return Err(std::io::Error::other(format!(
+                "the compressed JSON inflates to more than {MAX_INFLATE_RATIO}x its size ({} MiB \
+                 from {} KiB; damo's records compress about 10-30x): corrupt or crafted",
+                self.inflated >> 20,
+                self.compressed.get() >> 10
+            )));
+        }
+        Ok(n)
+    }
+}
+
 /// How a damo record file is encoded, from its first bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Encoding {
@@ -279,7 +336,20 @@ pub(super) fn read<R: BufRead, W: Write + Seek>(
     };
     let res = match enc {
         Encoding::Zlib => {
-            let z = BufReader::with_capacity(1 << 16, flate2::bufread::ZlibDecoder::new(inp));
+            let read = std::rc::Rc::new(std::cell::Cell::new(0u64));
+            let counted = Counted {
+                inner: inp,
+                read: read.clone(),
+            };
+            let z = BufReader::with_capacity(
+                1 << 16,
+                Inflated {
+                    inner: flate2::bufread::ZlibDecoder::new(counted),
+                    compressed: read,
+                    inflated: 0,
+                    floor: INFLATE_FLOOR,
+                },
+            );
             let mut de = serde_json::Deserializer::from_reader(z);
             de.deserialize_seq(Records(&mut sink))
                 .and_then(|()| de.end())
@@ -311,6 +381,42 @@ pub(super) fn read<R: BufRead, W: Write + Seek>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A zlib stream that inflates far beyond its size (a run of one byte) is cut off once it
+    /// passes MAX_INFLATE_RATIO x the compressed bytes read (plus the floor, small here), with an
+    /// error that says why; an ordinary one passes.
+    #[test]
+    fn inflation_is_bounded_by_the_compressed_size() {
+        use std::io::{Read, Write};
+        let pack = |data: &[u8]| {
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+            z.write_all(data).unwrap();
+            z.finish().unwrap()
+        };
+        let inflate = |packed: &[u8]| {
+            let read = std::rc::Rc::new(std::cell::Cell::new(0u64));
+            let counted = Counted {
+                inner: packed,
+                read: read.clone(),
+            };
+            let mut r = Inflated {
+                inner: flate2::bufread::ZlibDecoder::new(counted),
+                compressed: read,
+                inflated: 0,
+                floor: 1 << 10,
+            };
+            let mut out = Vec::new();
+            r.read_to_end(&mut out).map(|_| out.len())
+        };
+        let bomb = pack(&vec![b' '; 8 << 20]);
+        assert!(bomb.len() * 1000 < 8 << 20, "{} bytes", bomb.len());
+        let e = inflate(&bomb).unwrap_err().to_string();
+        assert!(e.contains("inflates to more than 200x"), "{e}");
+        let text: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| format!("{i},").into_bytes())
+            .collect();
+        assert_eq!(inflate(&pack(&text)).unwrap(), text.len());
+    }
     use crate::trace::import::{import, Format};
     use crate::trace::info;
 
