@@ -169,3 +169,8 @@ put("trace_reader", "v2.tkt", trace(2, recs))
 put("trace_reader", "v2-ns-damon.tkt", trace(2, recs, unit_shift=12, stamp=1, source=2))
 put("trace_reader", "v2-no-stamps.tkt", trace(2, [(0, u, 1, 0) for u in range(20)], stamp=2))
 put("trace_reader", "v1-empty.tkt", trace(1, []))
+# The replay target reads the same traces, and a lackey-sourced one whose lines miss the LLC model.
+for name in ("v1.tkt", "v2.tkt", "v2-ns-damon.tkt", "v2-no-stamps.tkt", "v1-empty.tkt"):
+    put("trace_replay", name, (C / "trace_reader" / name).read_bytes())
+put("trace_replay", "v2-lackey-many-lines.tkt",
+    trace(2, [(i, (i * 4099) % 50000, 1, i % 3) for i in range(3000)], source=0))

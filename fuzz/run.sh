@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 CARGO_FUZZ_VERSION=0.13.2
-TARGETS=(experiment_toml policy_spec import_lackey import_perf_script import_damon trace_reader)
+TARGETS=(experiment_toml policy_spec import_lackey import_perf_script import_damon trace_reader trace_replay)
 
 seconds=${FUZZ_SECONDS:-30}
 while getopts t: o; do

@@ -508,9 +508,10 @@ impl Open {
     /// `n` misses to page `id`, by a store or not.
     #[inline]
     fn miss(&mut self, id: u32, n: u64, store: bool) {
-        self.misses += n;
+        // A record's count may be anything up to u64::MAX (the format saturates its sums).
+        self.misses = self.misses.saturating_add(n);
         if store {
-            self.stores += n;
+            self.stores = self.stores.saturating_add(n);
         }
         self.add(id, n);
     }
@@ -691,16 +692,16 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
             id[k] = ids.id(t, (unit[k] << shift) >> page_shift);
             cur.prefetch(id[k]);
         }
-        let batch_acc: u64 = count[..n].iter().sum();
-        if n > 0 && cur.accesses + batch_acc < window_acc {
+        let batch_acc: u64 = count[..n].iter().fold(0u64, |a, &c| a.saturating_add(c));
+        if n > 0 && cur.accesses.saturating_add(batch_acc) < window_acc {
             // No window closes in this batch: its accesses in one sum, then its misses.
             cur.first_stamp.get_or_insert(stamp[0]);
             cur.accesses += batch_acc;
-            total_acc += batch_acc;
+            total_acc = total_acc.saturating_add(batch_acc);
             last_stamp = stamp[n - 1];
             for &k in &miss_at[..nmiss] {
                 let missed = missed[k];
-                total_miss += missed;
+                total_miss = total_miss.saturating_add(missed);
                 cur.miss(id[k], missed, store[k]);
                 if o.mlp.is_none() {
                     mlp.miss((unit[k] << shift) >> line_shift);
@@ -709,12 +710,12 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
         } else {
             for k in 0..n {
                 cur.first_stamp.get_or_insert(stamp[k]);
-                cur.accesses += count[k];
-                total_acc += count[k];
+                cur.accesses = cur.accesses.saturating_add(count[k]);
+                total_acc = total_acc.saturating_add(count[k]);
                 last_stamp = stamp[k];
                 let missed = missed[k];
                 if missed > 0 {
-                    total_miss += missed;
+                    total_miss = total_miss.saturating_add(missed);
                     cur.miss(id[k], missed, store[k]);
                     if o.mlp.is_none() {
                         mlp.miss((unit[k] << shift) >> line_shift);
@@ -838,6 +839,32 @@ mod tests {
         }
         w.finish(last).unwrap();
         p
+    }
+
+    /// Runs whose counts sum past u64 (the format allows any count; found by the `trace_replay`
+    /// fuzz target) replay with saturated sums instead of an overflow panic, with and without
+    /// the LLC model.
+    #[test]
+    fn huge_run_counts_saturate() {
+        let d = std::env::temp_dir().join(format!("tk-replay-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        for (name, src) in [
+            ("huge-l.tkt", Source::Lackey),
+            ("huge-o.tkt", Source::Other),
+        ] {
+            let p = d.join(name);
+            let mut w = Writer::create(&p, Header::new(6, StampKind::Instructions, src)).unwrap();
+            w.push(1, 0x40, u64::MAX - 3, Op::Load).unwrap();
+            w.push(2, 0x4000, u64::MAX / 2, Op::Store).unwrap();
+            w.push(3, 0x80, 7, Op::Load).unwrap();
+            w.finish(3).unwrap();
+            let r = build(&p, &opts()).unwrap();
+            assert!(r.misses >= 3, "{name}: {} misses", r.misses);
+            assert!(r
+                .windows
+                .iter()
+                .all(|w| w.misses.is_finite() && w.misses > 0.0));
+        }
     }
 
     /// The LLC model as it was before its sets were laid out one cache line each and the
