@@ -480,11 +480,11 @@ mod tests {
     }
 
     fn with_file(text: &str, args: &[&str]) -> Result<Config> {
-        let p = std::env::temp_dir().join(format!(
-            "tierkitd-cfg-{}-{}.toml",
-            std::process::id(),
-            text.len()
-        ));
+        // One file per call: tests run in parallel threads of one process, and a name made of
+        // the text's length alone let two tests share (and delete) each other's file.
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("tierkitd-cfg-{}-{n}.toml", std::process::id()));
         std::fs::write(&p, text).unwrap();
         let mut a = vec!["--config", p.to_str().unwrap()];
         a.extend_from_slice(args);
