@@ -72,8 +72,6 @@ pub const INFO: PolicyInfo = PolicyInfo {
 
 pub struct Nbt {
     name: String,
-    /// Placement handed to a layer (Colloid): faults are not acted on here, kswapd still runs.
-    delegated: bool,
     scan: tierkit_core::NumaScan,
     /// The default threshold (ref_th), ms.
     hot_threshold_ms: u64,
@@ -97,7 +95,6 @@ pub struct Nbt {
 impl Nbt {
     pub fn new(p: &Params) -> Self {
         Nbt {
-            delegated: false,
             name: spec_name(INFO.name, PARAMS, p),
             scan: numa_scan(p),
             hot_threshold_ms: p.u64("hot_threshold_ms"),
@@ -195,12 +192,7 @@ impl Policy for Nbt {
 
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         self.t.begin(tel, |_, _| {});
-        let faults: &[tierkit_core::HintFault] = if self.delegated {
-            &[]
-        } else {
-            &tel.hint_faults
-        };
-        for f in faults {
+        for f in &tel.hint_faults {
             if !self.t.fault_actionable(f) {
                 continue;
             }
@@ -239,11 +231,6 @@ impl Policy for Nbt {
         }
         let (low, promo) = (self.t.wm.low, self.t.wm.promo);
         self.t.run_kswapd(tel, mech, out, low, promo);
-    }
-
-    fn delegate_placement(&mut self) -> bool {
-        self.delegated = true;
-        true
     }
 
     fn stats(&self) -> Vec<(String, f64)> {

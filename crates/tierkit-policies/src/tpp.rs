@@ -59,8 +59,6 @@ pub const INFO: PolicyInfo = PolicyInfo {
 
 pub struct Tpp {
     name: String,
-    /// Placement handed to a layer (Colloid): faults are not acted on here, kswapd still runs.
-    delegated: bool,
     scan: tierkit_core::NumaScan,
     demote_scale_factor: u64,
     t: Tiering,
@@ -73,7 +71,6 @@ pub struct Tpp {
 impl Tpp {
     pub fn new(p: &Params) -> Self {
         Tpp {
-            delegated: false,
             name: spec_name(INFO.name, PARAMS, p),
             scan: numa_scan(p),
             demote_scale_factor: p.u64("demote_scale_factor"),
@@ -143,10 +140,6 @@ impl Policy for Tpp {
                 }
                 continue;
             }
-            if self.delegated {
-                // Colloid decides promotions in this path (§4.3); the LRU still learns.
-                continue;
-            }
             if self.t.wm.ok(self.t.fast_free(tel), self.t.wm.base[2], 1) {
                 self.t.promote(
                     f.page,
@@ -163,11 +156,6 @@ impl Policy for Tpp {
         }
         let demote = self.demote_wmark();
         self.t.run_kswapd(tel, mech, out, demote, demote);
-    }
-
-    fn delegate_placement(&mut self) -> bool {
-        self.delegated = true;
-        true
     }
 
     fn stats(&self) -> Vec<(String, f64)> {

@@ -232,7 +232,7 @@ pub struct Machine {
     /// Bumped whenever a thread enters a phase or finishes, or a phase whose threads had all
     /// stalled runs again (the pages' access rates change).
     dist_gen: u64,
-    idle_checked_gen: u64,
+    stalled_checked_gen: u64,
     scan: Option<ScanCfg>,
     scan_pid: FxHashMap<usize, ScanCfg>,
     sampling: Option<(u64, SampleFilter)>,
@@ -384,7 +384,7 @@ impl Machine {
             idle_marked: Vec::new(),
             stalled_marked: Vec::new(),
             dist_gen: 0,
-            idle_checked_gen: 0,
+            stalled_checked_gen: 0,
             scan: None,
             scan_pid: FxHashMap::default(),
             sampling: None,
@@ -1523,8 +1523,8 @@ impl Machine {
         if !started.is_empty() {
             moved.append(&mut self.idle_marked);
         }
-        if self.idle_checked_gen != self.dist_gen {
-            self.idle_checked_gen = self.dist_gen;
+        if self.stalled_checked_gen != self.dist_gen {
+            self.stalled_checked_gen = self.dist_gen;
             moved.append(&mut self.stalled_marked);
         }
         let now = self.now_ns;
