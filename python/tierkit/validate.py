@@ -280,22 +280,37 @@ def kernel_timeline(rec: Mapping[str, Any]) -> pd.DataFrame:
     return merged.reset_index(drop=True)
 
 
+def run_span(rec: Mapping[str, Any]) -> tuple[float, float]:
+    """A recording's setup (s from the process's start to its first sweep, at least 1 ms) and its
+    end (s from the process's start to the last sample)."""
+    t0 = float(rec["process_start_s"])
+    setup_s = max(float(rec["sweep_start_s"]) - t0, 0.001)
+    end_s = max(float(rec["vmstat"][-1]["t"]), float(rec["hot_node0"][-1][0])) - t0
+    return setup_s, end_s
+
+
+def nbt_spec(meta: Mapping[str, Any], policy_params: set[str], *extra: str) -> str:
+    """The ``nbt`` policy spec with the guest kernel's knobs (only those the policy has), then
+    ``extra`` parameters."""
+    params = [
+        f"{param}={meta[knob]}"
+        for knob, param in KNOBS.items()
+        if param in policy_params and meta.get(knob) not in (None, "na")
+    ]
+    params += extra
+    return "nbt" + (":" + ",".join(params) if params else "")
+
+
 def sim_experiment(rec: Mapping[str, Any], policy_params: set[str], seed: int = 1) -> tuple[str, str]:
     """The recorded run as a simulator experiment (TOML) and the ``nbt`` policy spec with the
     guest kernel's knobs (only those the policy has)."""
     meta = rec["meta"]
-    setup_s = max(float(rec["sweep_start_s"]) - float(rec["process_start_s"]), 0.0)
-    end_s = max(float(rec["vmstat"][-1]["t"]), float(rec["hot_node0"][-1][0])) - float(rec["process_start_s"])
+    setup_s, end_s = run_span(rec)
     hot_mb = rec["hot_pages"] * PAGE / 2**20
     cold_mb = rec["cold_pages"] * PAGE / 2**20
     # node 0 of the guest: the free memory the kernel reported; node 1: 1 GiB
     fast_gb = float(meta.get("node0_free_kb", 2908144)) / 2**20
-    params = []
-    for knob, param in KNOBS.items():
-        value = meta.get(knob)
-        if param in policy_params and value not in (None, "na"):
-            params.append(f"{param}={value}")
-    spec = "nbt" + (":" + ",".join(params) if params else "")
+    spec = nbt_spec(meta, policy_params)
     cold = (
         f"""
 [[process.object]]
@@ -337,7 +352,7 @@ tier = "slow"
 [[process.thread]]
 count = 1
 [[process.thread.phase]]
-duration_s = {max(setup_s, 0.001):.3f}
+duration_s = {setup_s:.3f}
 mlp = 1
 compute_ns = 100000
 [[process.thread.phase.access]]

@@ -28,7 +28,17 @@ from typing import Any
 
 import pandas as pd
 
-from tierkit.validate import KNOBS, PAGE, TOLERANCE, Row, ValidationError, rows_json, rows_table
+from tierkit.validate import (
+    KNOBS,
+    PAGE,
+    TOLERANCE,
+    Row,
+    ValidationError,
+    nbt_spec,
+    rows_json,
+    rows_table,
+    run_span,
+)
 
 #: the nbtpress recording shipped with the package
 PRESS_RECORDING = Path(__file__).parent / "data" / "kernel_nbt_press_612.json"
@@ -115,30 +125,43 @@ def fast_tier(rec: dict[str, Any]) -> tuple[int, int, int]:
 
 def sim_experiment(rec: dict[str, Any], policy_params: set[str], seed: int = 1) -> tuple[str, str]:
     """The recorded nbtpress run as a simulator experiment (TOML) and the ``nbt`` policy spec."""
-    meta = rec["meta"]
-    setup_s = max(float(rec["sweep_start_s"]) - float(rec["process_start_s"]), 0.001)
-    end_s = max(float(rec["vmstat"][-1]["t"]), float(rec["hot_node0"][-1][0])) - float(rec["process_start_s"])
+    setup_s, end_s = run_span(rec)
     hot_mb = rec["hot_pages"] * PAGE / 2**20
     cold_mb = rec["cold_pages"] * PAGE / 2**20
     stack_mb = STACK_PAGES * PAGE / 2**20
     node, wsf, _ = fast_tier(rec)
     rate = float(rec["cold_touch_per_s"])
-    params = []
-    for knob, param in KNOBS.items():
-        value = meta.get(knob)
-        if param in policy_params and value not in (None, "na"):
-            params.append(f"{param}={value}")
-    if "watermark_scale_factor" in policy_params:
-        params.append(f"watermark_scale_factor={wsf}")
-    spec = "nbt" + (":" + ",".join(params) if params else "")
+    extra = [f"watermark_scale_factor={wsf}"] if "watermark_scale_factor" in policy_params else []
+    spec = nbt_spec(rec["meta"], policy_params, *extra)
 
-    def setup(name: str) -> str:
-        return f"""[[process.thread.phase]]
+    def process(name: str, size_mb: float, tier: str, mlp: int, compute_ns: str) -> str:
+        """A process with its region on `tier`: idle on a stack-like object on the fast tier
+        until the guest's first sweep, then accessing its region uniformly."""
+        return f"""
+[[process]]
+name = "{name}"
+[[process.object]]
+name = "stack_{name}"
+size_mb = {stack_mb:g}
+tier = "fast"
+[[process.object]]
+name = "{name}"
+size_mb = {size_mb:g}
+tier = "{tier}"
+[[process.thread]]
+count = 1
+[[process.thread.phase]]
 duration_s = {setup_s:.3f}
 mlp = 1
 compute_ns = 100000
 [[process.thread.phase.access]]
 object = "stack_{name}"
+pattern = "uniform"
+[[process.thread.phase]]
+mlp = {mlp}
+compute_ns = {compute_ns}
+[[process.thread.phase.access]]
+object = "{name}"
 pattern = "uniform"
 """
 
@@ -155,45 +178,9 @@ slow_tier_gb = 1
 page_size = "4KiB"
 report_interval_ms = 100
 seed = {seed}
-
-[[process]]
-name = "hot"
-[[process.object]]
-name = "stack_hot"
-size_mb = {stack_mb:g}
-tier = "fast"
-[[process.object]]
-name = "hot"
-size_mb = {hot_mb:g}
-tier = "slow"
-[[process.thread]]
-count = 1
-{setup("hot")}[[process.thread.phase]]
-mlp = 8
-compute_ns = 0
-[[process.thread.phase.access]]
-object = "hot"
-pattern = "uniform"
-
-[[process]]
-name = "cold"
-[[process.object]]
-name = "stack_cold"
-size_mb = {stack_mb:g}
-tier = "fast"
-[[process.object]]
-name = "cold"
-size_mb = {cold_mb:g}
-tier = "fast"
-[[process.thread]]
-count = 1
-{setup("cold")}[[process.thread.phase]]
-mlp = 1
-compute_ns = {1e9 / max(rate, 1e-3):.0f}
-[[process.thread.phase.access]]
-object = "cold"
-pattern = "uniform"
 """
+    text += process("hot", hot_mb, "slow", 8, "0")
+    text += process("cold", cold_mb, "fast", 1, f"{1e9 / max(rate, 1e-3):.0f}")
     return text, spec
 
 
