@@ -622,21 +622,49 @@ impl Machine {
         Ok(())
     }
 
-    /// Trace processes that start at the same instant run their first touches at the same time,
-    /// so their pages are allocated interleaved, each process's in its own order and at a pace
-    /// in proportion to its footprint: which process the experiment lists first does not decide
-    /// which one the fast tier holds (pages of one pass of each trace, in address order,
-    /// stand in for the order of first touch). Synthetic workloads keep list order.
+    /// Processes that start at the same instant run their first touches at the same time, so
+    /// their pages are allocated interleaved, at a pace in proportion to each one's footprint:
+    /// which process the experiment lists first does not decide which one the fast tier holds.
+    /// Only the objects allocated at the start take part; bound objects are placed first (each
+    /// in its own tier, as `lifecycle` does for one process).
+    /// A synthetic process touches its objects in its own listing order (a program allocates and
+    /// initialises them one after another); a trace process touches its objects side by side
+    /// (pages of one pass of the trace, in address order, stand in for the order of first touch).
     fn allocate_interleaved(&mut self, procs: &[usize]) -> Result<()> {
-        let mut order: Vec<(f64, usize, usize, u32)> = Vec::new();
         for &pi in procs {
             for oi in 0..self.procs[pi].objects.len() {
+                let o = &self.procs[pi].objects[oi];
+                if o.bind.is_some() && o.alloc_ns <= self.now_ns && !o.live {
+                    self.allocate_object(pi, oi)?;
+                }
+            }
+        }
+        let mut order: Vec<(f64, usize, usize, u32)> = Vec::new();
+        for &pi in procs {
+            let trace = self.exp.replays.iter().any(|r| r.process == pi);
+            let unbound: Vec<usize> = (0..self.procs[pi].objects.len())
+                .filter(|&oi| {
+                    let o = &self.procs[pi].objects[oi];
+                    o.bind.is_none() && o.alloc_ns <= self.now_ns && !o.live
+                })
+                .collect();
+            let total: u64 = unbound
+                .iter()
+                .map(|&oi| self.procs[pi].objects[oi].pages as u64)
+                .sum();
+            let mut before = 0u64;
+            for oi in unbound {
                 let o = &mut self.procs[pi].objects[oi];
                 o.live = true;
-                let n = o.pages.max(1) as f64;
+                let (offset, n) = if trace {
+                    (0.0, o.pages.max(1) as f64)
+                } else {
+                    (before as f64, total.max(1) as f64)
+                };
                 for k in 0..o.pages {
-                    order.push(((k as f64 + 0.5) / n, pi, oi, o.first + k));
+                    order.push(((offset + k as f64 + 0.5) / n, pi, oi, o.first + k));
                 }
+                before += o.pages as u64;
             }
         }
         order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -852,17 +880,11 @@ impl Machine {
     /// Start processes and threads, allocate and free objects, move threads between phases.
     fn lifecycle(&mut self) -> Result<()> {
         let now = self.now_ns;
-        // Trace processes starting now, together (their objects all allocated at the start).
+        // Processes starting now, together: their first touches are interleaved.
         let costart: Vec<usize> = (0..self.procs.len())
             .filter(|&pi| {
                 let p = &self.procs[pi];
-                !p.exited
-                    && !p.started
-                    && p.start_ns <= now
-                    && self.exp.replays.iter().any(|r| r.process == pi)
-                    && p.objects
-                        .iter()
-                        .all(|o| o.bind.is_none() && o.alloc_ns <= now)
+                !p.exited && !p.started && p.start_ns <= now
             })
             .collect();
         if costart.len() > 1 {

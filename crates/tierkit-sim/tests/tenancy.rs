@@ -106,3 +106,63 @@ fn vulcan_with_a_fast_tier_smaller_than_its_unit_never_does_worse_than_notier() 
     );
     assert!(v.policy_stats["unit_pages"] >= 1.0 && v.policy_stats["unit_pages"] < 4096.0);
 }
+
+/// Two synthetic processes that start together, written in either order: the listing order is
+/// not the order of first touch, so without migration (`notier`) each gets the same pages and
+/// result in both orders, and each holds fast-tier pages in proportion to its footprint.
+#[test]
+fn listing_order_of_synthetic_processes_does_not_decide_the_first_touch() {
+    let proc_block = |name: &str, gb: f64, mlp: u32| {
+        format!(
+            "[[process]]\nname = \"{name}\"\n[[process.object]]\nname = \"a\"\nsize_gb = {gb}\n\
+             [[process.object]]\nname = \"b\"\nsize_gb = {gb}\n\
+             [[process.thread]]\ncount = 1\n[[process.thread.phase]]\nmlp = {mlp}\ncompute_ns = 5\n\
+             [[process.thread.phase.access]]\nobject = \"a\"\npattern = \"uniform\"\n\
+             [[process.thread.phase.access]]\nobject = \"b\"\npattern = \"uniform\"\n"
+        )
+    };
+    let head = "workload = \"custom\"\nplatform = \"icx-numa\"\nduration_s = 0.2\n\
+                fast_ratio = \"1:3\"\nseed = 1\n";
+    let (big, small) = (proc_block("big", 0.375, 4), proc_block("small", 0.125, 1));
+    let summary = |text: String| {
+        let e = tierkit_sim::config::load_str("t.toml", &text, &[], None).unwrap();
+        let out = run(&e, "notier", &mut |_, _| true).unwrap();
+        let mut v: Vec<(String, f64, f64, f64)> = out
+            .summary
+            .processes
+            .iter()
+            .map(|p| {
+                let fast = *out
+                    .series
+                    .get(&format!("fast_pages.{}", p.name))
+                    .unwrap()
+                    .last()
+                    .unwrap();
+                (
+                    p.name.clone(),
+                    fast,
+                    p.slowdown_vs_fast_only,
+                    p.fast_tier_hit_ratio,
+                )
+            })
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    let a = summary(format!("{head}{big}{small}"));
+    let b = summary(format!("{head}{small}{big}"));
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.0, y.0);
+        assert!((x.1 - y.1).abs() <= 1.0, "{x:?} vs {y:?}");
+        assert!(
+            (x.2 / y.2 - 1.0).abs() < 2e-3 && (x.3 - y.3).abs() < 2e-3,
+            "{x:?} vs {y:?}"
+        );
+    }
+    // big holds 3/4 of the fast tier; both hit it as often as a quarter of their pages allow
+    let (fb, fs) = (a[0].1, a[1].1);
+    assert!((fb / (fb + fs) - 0.75).abs() < 0.01, "big {fb}, small {fs}");
+    for x in &a {
+        assert!((x.3 - 0.25).abs() < 0.01, "{x:?}");
+    }
+}
