@@ -29,6 +29,10 @@ RATIOS = ("8:1", "4:1", "2:1", "1:1", "1:2", "1:4", "1:8")
 # PACT §5.2); the PEBS-based HeMem version is kept as a second Colloid baseline
 BASELINES = ("tpp+colloid", "hemem+colloid", "nbt", "tpp+colloid+alto", "nomad", "tpp", "memtis", "notier")
 SYSTEMS = ("pact", *BASELINES)
+# Fig. 11: PACT against the second-best baselines of the paper's 4 KiB and THP setups, Colloid
+# (its TPP version) and MEMTIS, under 1-8 MLC threads
+MLC_THREADS = (1, 2, 4, 8)
+CONTENTION = ("pact", "tpp+colloid", "memtis")
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -82,20 +86,16 @@ def run(ctx: Context) -> None:
     )
     for pol in (*colo_pols, "notier"):
         specs.append(RunSpec(f"{pol}@colo", "masim-colocate", pol, colo))
-    gups = ("working_set_gb=1.5", "hot_set_gb=0.5") if ctx.quick else ("working_set_gb=24", "hot_set_gb=8")
-    for i in (0, 1, 2, 3):
-        for pol in ("pact", "hemem+colloid", "memtis", "notier"):
+    # Fig. 11 (§5.8): bc-kron with Intel MLC threads reading the local node, 1-8 threads of
+    # ~8 GB/s each; slowdowns against the fast-only run under the same contention
+    for n in MLC_THREADS:
+        for pol in CONTENTION:
             specs.append(
                 RunSpec(
-                    f"{pol}@ant{i}",
-                    "gups-hotset",
+                    f"{pol}@mlc{n}",
+                    "graph-kron",
                     pol,
-                    (
-                        *gups,
-                        f"antagonist_intensity={i}",
-                        f"duration_s={ctx.dur(40.0, 3.0)}",
-                        "platform=skx-cxl-emu",
-                    ),
+                    (*kron, "fast_ratio=1:4", f"mlc_threads={n}"),
                 )
             )
     kv = ("values_gb=0.5", "index_gb=0.05") if ctx.quick else ("values_gb=8", "index_gb=1")
@@ -355,26 +355,56 @@ def _fig10(ctx: Context, get: Any, sens: list[str]) -> None:
 
 def _fig11(ctx: Context, get: Any) -> None:
     rows = []
-    for i in (0, 1, 2, 3):
-        rows.append(
-            {"antagonist": f"{i}x", **{p: get(p, f"ant{i}") for p in ("pact", "hemem+colloid", "memtis")}}
-        )
+    for n in MLC_THREADS:
+        row: dict[str, Any] = {"MLC threads": n}
+        for p in CONTENTION:
+            row[p] = get(p, f"mlc{n}")
+        for p in CONTENTION:
+            row[f"{p} promotions"] = int(get(p, f"mlc{n}", "promotions"))
+        rows.append(row)
     t = pd.DataFrame(rows)
     ctx.section(
-        "Bandwidth contention (Fig. 11)",
-        "gups-hotset (4 KiB pages' worth of hot set on 2 MiB pages, Colloid's setup) on skx-cxl-emu "
-        "with a fast-tier memory antagonist at 0x-3x; slowdown vs the fast-only run.",
+        "Bandwidth contention (Fig. 11, §5.8)",
+        "graph-kron (bc-kron-like) at fast:slow 1:4 on skx-cxl-emu with 1-8 Intel-MLC-like "
+        "threads reading the fast tier (`mlc_threads`, ~8 GB/s each on the idle tier); slowdown "
+        "against the fast-only run under the same contention. Colloid is its TPP version, as "
+        "PACT ran it.",
     )
     ctx.table(t)
-    wins = sum(1 for _, r in t.iterrows() if r["pact"] <= min(r["hemem+colloid"], r["memtis"]) * 1.02)
+    worst = max(r["pact"] / min(r["tpp+colloid"], r["memtis"]) for _, r in t.iterrows())
     ctx.claim(
         "Under bandwidth contention PACT stays at or below the baselines",
-        "PACT outperforms baselines at 1x-3x antagonist intensity (Fig. 11)",
-        f"PACT best or within 2% at {wins} of 4 intensities",
-        wins >= 3,
-        "the workload is Colloid's GUPS with the antagonist on the fast tier, where moving hot pages "
-        "out of the contended tier pays (slowdowns below 1); PACT samples slow-tier loads only and "
-        "never demotes for latency balance, Colloid does; the paper's Fig. 11 contends differently",
+        "PACT comparable to or better than Colloid and MEMTIS at 1-8 MLC threads (Fig. 11)",
+        f"PACT's slowdown at most {worst:.3f}x the better of Colloid and MEMTIS over "
+        f"{len(MLC_THREADS)} levels (comparable: within 3%)",
+        worst <= 1.03,
+        paper_value=1.0,
+        ours_value=worst,
+        tolerance=0.03,
+    )
+    fewer_c = min(r["tpp+colloid promotions"] / max(r["pact promotions"], 1) for _, r in t.iterrows())
+    fewer_m = min(r["memtis promotions"] / max(r["pact promotions"], 1) for _, r in t.iterrows())
+    ctx.claim(
+        "Under bandwidth contention PACT promotes several times fewer pages than Colloid",
+        "3.5-4.7x fewer promotions than Colloid (§5.8)",
+        f"Colloid promotes at least {fewer_c:.2f}x PACT's pages at every level",
+        fewer_c >= 2.0,
+        "as without contention (the §5.4 claim above): the hint-fault Colloid promotes at the "
+        "NUMA scanner's pace, whose period doubles while it promotes (docs/validation.md 1c), and "
+        "PACT from PEBS samples every 20 ms window",
+        paper_value=3.5,
+        ours_value=fewer_c,
+        tolerance=0.5,
+    )
+    ctx.claim(
+        "Under bandwidth contention PACT promotes fewer pages than MEMTIS",
+        "2.2x fewer promotions than MEMTIS (§5.8, THP)",
+        f"MEMTIS promotes at least {fewer_m:.2f}x PACT's pages at every level (4 KiB pages)",
+        fewer_m >= 1.5,
+        "the paper's 2.2x compares PACT with THP to MEMTIS with THP; here both use 4 KiB pages",
+        paper_value=2.2,
+        ours_value=fewer_m,
+        tolerance=0.5,
     )
 
 

@@ -7,6 +7,7 @@
 //! edge arrays and updates the frontier (independent loads: MLP ~8). Phases alternate every
 //! `iteration_s`, so the slow tier's MLP changes window to window: the same access count costs
 //! several times more stall in an expand window than in a scan window (PACT §3, Fig. 1).
+//! `mlc_threads` adds PACT §5.8's bandwidth contention: Intel MLC threads reading the fast tier.
 
 use tierkit_core::params::{ParamDef, ParamKind, Params};
 use tierkit_core::telemetry::QosClass;
@@ -102,6 +103,23 @@ const P: &[ParamDef] = &[
         unit: "misses",
         doc: "MLP of the edge stream",
     },
+    ParamDef {
+        name: "mlc_threads",
+        kind: ParamKind::Int { min: 0, max: 256 },
+        default: "0",
+        unit: "threads",
+        doc: "bandwidth antagonist on the fast tier, as PACT §5.8 co-locates Intel MLC on the local node (1-8 threads)",
+    },
+    ParamDef {
+        name: "mlc_gbps",
+        kind: ParamKind::Float {
+            min: 0.1,
+            max: 1000.0,
+        },
+        default: "8",
+        unit: "GB/s",
+        doc: "each MLC thread's read bandwidth on the idle fast tier (PACT §5.8: ~8 GB/s); its outstanding misses are this times the tier's unloaded latency over 64 B, so under load it gets less, as MLC does",
+    },
 ];
 
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -183,6 +201,24 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
                 phases,
             }],
         }],
-        Vec::new(),
+        mlc(p, e),
     ))
+}
+
+/// PACT §5.8's bandwidth contention: MLC threads reading the local (fast) node, each with the
+/// outstanding misses that give `mlc_gbps` at the tier's unloaded latency (Little's law).
+fn mlc(p: &Params, e: &Experiment) -> Vec<AntagonistSpec> {
+    let threads = p.int("mlc_threads") as u32;
+    if threads == 0 {
+        return Vec::new();
+    }
+    let l0_ns = e.platform.tiers[0].curve.unloaded_ns();
+    vec![AntagonistSpec {
+        tier: 0,
+        cores: threads,
+        mlp: p.float("mlc_gbps") * l0_ns / 64.0,
+        read_frac: 1.0,
+        start_s: 0.0,
+        stop_s: None,
+    }]
 }
