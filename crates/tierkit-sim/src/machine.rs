@@ -1588,7 +1588,7 @@ impl Machine {
             }
             // task_numa_work: walk from the offset in ranges of at most the remaining budget
             // (aligned up to a huge page); a range costs the pages budget only if it updated a
-            // PTE, and always the virtpages budget.
+            // PTE, and always the virtpages budget; a window never wraps past the end.
             let (base, len) = (p.base, p.pages as u64);
             let mut cursor = p.numa.cursor as u64;
             let (mut pages, mut virtpages) = (budget as i64, virt as i64);
@@ -1610,9 +1610,11 @@ impl Machine {
                 }
                 cursor += n;
                 if cursor >= len {
-                    // The end of the address space: reset_ptenuma_scan.
+                    // The end of the address space ends the window (task_numa_work's VMA loop
+                    // runs out; `out:` calls reset_ptenuma_scan): the next window starts over.
                     cursor = 0;
                     self.procs[pi].numa.seq += 1;
+                    break;
                 }
             }
             self.procs[pi].numa.cursor = cursor as u32;

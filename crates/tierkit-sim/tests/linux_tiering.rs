@@ -96,6 +96,22 @@ fn top_tier_pages_cost_only_the_virtpages_budget_in_tiering_mode() {
 }
 
 #[test]
+fn a_window_ends_at_the_end_of_the_address_space() {
+    // 64 MiB, under one window's budgets: each window walks the process once and stops
+    // (task_numa_work's VMA loop runs out and `out:` resets the offset); it does not wrap and
+    // walk it again within the same window.
+    let mut m = Machine::new(&experiment(64, 8192, 1.0), false).unwrap();
+    numa(&mut m, NumaScan::default());
+    step_to(&mut m, 1.001);
+    let st = &m.procs[0].numa;
+    assert_eq!((st.windows, st.seq, st.cursor), (1, 1, 0));
+    step_to(&mut m, 3.001);
+    // task_scan_min: 1000 ms for one window
+    let st = &m.procs[0].numa;
+    assert_eq!((st.windows, st.seq), (3, 3));
+}
+
+#[test]
 fn accessed_bits_read_referenced_with_probability_one_minus_exp_minus_r_dt() {
     let mut m = Machine::new(&experiment(64, 16, 1.0), false).unwrap();
     step_to(&mut m, 0.01);
