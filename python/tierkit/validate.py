@@ -84,8 +84,10 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
             elif line.startswith("TKREC_VM "):
                 kv = _kv(line)
                 sample = {"t": float(kv["t"]), **{k: float(kv.get(k, "nan")) for k in VM_KEYS}}
-                for extra in ("node0_free_kb", "wl_ticks"):  # nbtpress: node 0's free memory and
-                    if extra in kv:  # the workload's CPU time (ticks) too
+                # nbtpress: node 0's free memory, the workload's CPU time (ticks) and its NUMA
+                # scan passes (mm->numa_scan_seq) too
+                for extra in ("node0_free_kb", "wl_ticks", "scan_seq"):
+                    if extra in kv:
                         sample[extra] = float(kv[extra])
                 vm.append(sample)
             elif line.startswith("TKREC_W WORKLOAD_FILL"):

@@ -67,13 +67,32 @@ def _seq_pc(ctx: Context) -> None:
     )
     ctx.table(tab)
     rt = dict(zip(df["label"], df["sim_seconds"], strict=True))
+    sd = dict(zip(df["label"], df["slowdown_vs_fast_only"], strict=True))
     hot, cold = rt["Hot-on-DRAM (seq in fast)"], rt["Cold-on-DRAM (pc in fast)"]
     ctx.claim(
         "Placing the cold, low-MLP pointer-chase buffer in DRAM beats placing the hot stream there",
-        "Cold-on-DRAM faster than Hot-on-DRAM (Fig. 1c)",
+        "Cold-on-DRAM 34% faster than Hot-on-DRAM (Fig. 1c)",
         f"{hot / cold:.2f}x faster",
         cold < hot,
+        paper_value=1.34,
+        ours_value=hot / cold,
+        tolerance=0.25,
     )
+    # Fig. 1c's bars, performance relative to All-on-DRAM: Hot-on-DRAM 52.4%, all on CXL 47.4%
+    for label, case, paper in (
+        ("Hot-on-DRAM", "Hot-on-DRAM (seq in fast)", 0.524),
+        ("All on the slow tier", "all slow", 0.474),
+    ):
+        ours = 1.0 / float(sd[case])
+        ctx.claim(
+            f"{label} runs at the paper's share of All-on-DRAM's performance",
+            f"{100 * paper:.1f}% of All-on-DRAM (Fig. 1c)",
+            f"{100 * ours:.1f}%",
+            abs(ours / paper - 1) <= 0.25,
+            paper_value=paper,
+            ours_value=ours,
+            tolerance=0.25,
+        )
     ctx.claim(
         "Soar places the pointer-chase buffer in the fast tier (its runtime matches Cold-on-DRAM)",
         "Soar ranks by performance impact, not hotness (§2.1, §4)",
