@@ -14,6 +14,8 @@ wait_for() { count_at_least "$1" "$2" 1 "$3"; }
 show() { echo "--- $1"; sed 's/^/    /' "$1" | tail -n "${2:-40}"; echo "--- dmesg"; dmesg | grep -iE 'segfault|bug|warn|oops|killed' | tail -n 10; }
 # ticks of CPU (utime + stime) of a pid
 cputicks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# the process's NUMA scan passes (mm->numa_scan_seq in /proc/PID/sched; -1 without SCHED_DEBUG)
+scanseq() { awk '/numa_scan_seq/{print $NF; f=1} END{if(!f) print -1}' "/proc/$1/sched" 2>/dev/null || echo -1; }
 conf() { # conf FILE key=value... -> TOML
   : > "$1"; f=$1; shift
   for kvp in "$@"; do echo "$kvp" >> "$f"; done
@@ -423,6 +425,10 @@ t_nbtpress() {
   echo "TKREC_META $meta"
   # FREE_MIB counts above node 0's high watermark: promotions need free pages above it
   fm=$(( ($(kv node0_wmark_high "$meta") * 4 + 1023) / 1024 + rf ))
+  # the scanner's per-VMA skips (6.7+ tracepoint sched_skip_vma_numa), dumped at the end
+  tr=/sys/kernel/tracing; mount -t tracefs none $tr 2>/dev/null
+  skip=$tr/events/sched/sched_skip_vma_numa/enable
+  [ -e $skip ] && { echo > $tr/trace; echo 4096 > $tr/buffer_size_kb; echo 1 > $skip; }
   WORKLOAD_NODE0_FREE_MIB=$fm WORKLOAD_COLD_TOUCH_PER_S=$rr /bin/workload "$rh" "$rc" 0 1 0 > /tmp/wp.out &
   W=$!
   echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm)"
@@ -432,11 +438,17 @@ t_nbtpress() {
     if grep -q WORKLOAD_START /tmp/wp.out; then kill -USR1 $W; i=$((i + 1)); else j=$((j + 1)); fi
     [ $j -gt 600 ] && { kill $W; echo 0 > /proc/sys/kernel/numa_balancing; cat /tmp/wp.out; fail nbtpress "workload did not start"; return; }
     sleep 0.1
-    echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm) node0_free_kb=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo) wl_ticks=$(cputicks $W)"
+    echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm) node0_free_kb=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo) wl_ticks=$(cputicks $W) scan_seq=$(scanseq $W)"
   done
+  maps=$(awk '{printf "%s:%s ", $1, $6}' /proc/$W/maps 2>/dev/null | head -c 2000)
   stop_workload $W /tmp/wp.out
   echo 0 > /proc/sys/kernel/numa_balancing
   grep -E '^WORKLOAD_(FILL|START|REPORT|RESULT)' /tmp/wp.out | sed 's/^/TKREC_W /'
+  echo "TKREC_VMAS $maps"
+  if [ -e $skip ]; then
+    echo 0 > $skip
+    grep 'sched_skip_vma_numa:' $tr/trace | sed 's/^ */TKREC_SKIP /' | head -n 5000
+  fi
   last=$(grep WORKLOAD_REPORT /tmp/wp.out | tail -1)
   bad=$(kv corrupt "$R"); n=$((rh * 256))
   prom=$(awk '/^pgpromote_success /{print $2}' /proc/vmstat)
