@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use tierkit_core::backend;
 use tierkitd::linux::{Linux, Settings, Targets};
-use tierkitd::log::{Format, Logger};
 use tierkitd::source::softdirty::SoftDirty;
 use tierkitd::topology::TierMap;
 
@@ -80,10 +79,6 @@ fn main() {
             settings,
             source,
             &STOP,
-            Logger {
-                format: Format::Text,
-                min: tierkitd::log::Level::Error,
-            },
         )
         .expect("backend");
         (lx, tierkit_policies::build("hemem").unwrap())

@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tierkit_core::{backend, Backend};
+use tracing::{debug, info};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::linux::{cgroup_procs, Linux, Targets};
-use crate::log::Logger;
 use crate::topology::{self, Topology};
 
 /// Set by SIGTERM/SIGINT; checked between intervals and between migration batches.
@@ -38,7 +38,6 @@ pub fn install_signals() {
 
 /// Run until stopped. Errors before the loop starts are start-up refusals.
 pub fn run(cfg: Config) -> Result<()> {
-    let log = Logger::new(cfg.log_format);
     let mut policy = tierkit_policies::build(&cfg.policy)?;
     // The targets first: a refused or absent process is reported whatever the host's topology.
     let pids = match &cfg.targets {
@@ -59,22 +58,22 @@ pub fn run(cfg: Config) -> Result<()> {
     let rights = crate::select::check_access(&pids)?;
     let topo = Topology::read_system()?;
     let tiers = topo.choose(cfg.fast_nodes.as_deref(), cfg.slow_nodes.as_deref())?;
-    log.info(format!(
+    info!(
         "tierkitd {} starting: policy {}",
         env!("CARGO_PKG_VERSION"),
         policy.name()
-    ));
+    );
     for l in topo.describe() {
-        log.info(format!("topology: {l}"));
+        info!("topology: {l}");
     }
-    log.info(format!(
+    info!(
         "tiers: fast = node(s) {}, slow = node(s) {} ({})",
         topology::fmt_list(&tiers.fast),
         topology::fmt_list(&tiers.slow),
         tiers.reason
-    ));
+    );
     for n in rights {
-        log.info(format!("rights: {n}"));
+        info!("rights: {n}");
     }
     let needs = policy.needs();
     let choice = crate::select::choose(
@@ -85,10 +84,10 @@ pub fn run(cfg: Config) -> Result<()> {
         cfg.samples_per_page,
     )?;
     for l in &choice.report {
-        log.info(l);
+        info!("{}", l);
     }
     let s = &cfg.settings;
-    log.info(format!(
+    info!(
         "settings: interval {} ms, batch {} pages, migration limit {}, fast-limit {}{}",
         s.interval.as_millis(),
         s.batch_pages,
@@ -104,12 +103,12 @@ pub fn run(cfg: Config) -> Result<()> {
         } else {
             ""
         }
-    ));
+    );
     install_signals();
     let metrics_text = Arc::new(Mutex::new(String::new()));
     if let Some(addr) = cfg.metrics_addr {
         let bound = crate::metrics::serve(addr, metrics_text.clone())?;
-        log.info(format!("metrics: http://{bound}/metrics"));
+        info!("metrics: http://{bound}/metrics");
     }
     let mut lx = Linux::new(
         cfg.targets.clone(),
@@ -118,17 +117,12 @@ pub fn run(cfg: Config) -> Result<()> {
         cfg.settings.clone(),
         choice.source,
         &STOP,
-        log,
     )?;
     lx.metrics.policy = policy.name();
     lx.set_cha(choice.cha);
     let mut actions = Vec::new();
     backend::init(policy.as_mut(), &mut lx, &mut actions);
-    log.info(format!(
-        "running on {} target(s): {:?}",
-        lx.pids().len(),
-        lx.pids()
-    ));
+    info!("running on {} target(s): {:?}", lx.pids().len(), lx.pids());
     let mut last_status = Instant::now();
     let mut idle_logged = false;
     let mut last_moves = (0u64, 0u64);
@@ -157,20 +151,20 @@ pub fn run(cfg: Config) -> Result<()> {
             lx.metrics.migrate_seconds_sum - last_calls.1,
         );
         if moved != (0, 0) {
-            log.info(format!(
+            info!(
                 "interval {}: promoted {} pages, demoted {} (pass {:.4} s: {calls} move_pages call(s) {:.4} s)",
                 lx.metrics.intervals,
                 moved.0,
                 moved.1,
                 lx.last_apply.as_secs_f64(),
                 in_calls
-            ));
+            );
         }
         last_calls = (lx.metrics.migrate_calls, lx.metrics.migrate_seconds_sum);
         last_moves = (promos, demos);
         if lx.pids().is_empty() {
             if !idle_logged {
-                log.info("no live targets; waiting for targets (SIGTERM to stop)");
+                info!("no live targets; waiting for targets (SIGTERM to stop)");
                 idle_logged = true;
             }
         } else {
@@ -179,14 +173,14 @@ pub fn run(cfg: Config) -> Result<()> {
         if last_status.elapsed() >= cfg.status_every {
             last_status = Instant::now();
             let m = &lx.metrics;
-            log.info(format!(
+            info!(
                 "status: {} target(s), {}; samples/s {:.0}; promoted {promos}, demoted {demos}; errors {}; policy step {:.3} ms",
                 m.targets,
                 lx.tier_summary(),
                 m.samples_per_second,
                 m.errors.values().sum::<u64>(),
                 m.step_seconds_last * 1e3
-            ));
+            );
         }
         if let Ok(mut t) = metrics_text.lock() {
             *t = lx.metrics.render();
@@ -194,7 +188,7 @@ pub fn run(cfg: Config) -> Result<()> {
     }
     lx.stop_source();
     let m = &lx.metrics;
-    log.info(format!(
+    info!(
         "stopped by signal after {} intervals: promoted {}, demoted {}, pages migrated {} in {:.4} s of migration passes ({:.0} pages/s; move_pages itself {:.4} s in {} calls)",
         m.intervals,
         m.promotions.values().sum::<u64>(),
@@ -204,9 +198,9 @@ pub fn run(cfg: Config) -> Result<()> {
         m.pages_migrated as f64 / m.apply_seconds_sum.max(1e-9),
         m.migrate_seconds_sum,
         m.migrate_calls
-    ));
+    );
     for (k, v) in policy.stats() {
-        log.debug(format!("policy stat {k} = {v}"));
+        debug!("policy stat {k} = {v}");
     }
     Ok(())
 }

@@ -20,13 +20,14 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use tracing::{debug, error, info, warn};
+
 use tierkit_core::{
     Action, Backend, Mechanism, MigrationOutcome, MigrationResult, PageEvent, PageId, Pid,
     ProcInfo, QosClass, Telemetry, TierId, TierInfo, FAST, SLOW,
 };
 
 use crate::error::{Error, Result};
-use crate::log::Logger;
 use crate::mech::{self, PAGE_SIZE};
 use crate::metrics::Metrics;
 use crate::pages::PageTable;
@@ -131,7 +132,6 @@ pub struct Linux {
     last_tick: Instant,
     bucket: Bucket,
     stop: &'static AtomicBool,
-    log: Logger,
     pub metrics: Metrics,
     /// Free pages per node at the last observation.
     node_free: BTreeMap<u32, u64>,
@@ -220,7 +220,6 @@ impl Linux {
         settings: Settings,
         source: Box<dyn Source>,
         stop: &'static AtomicBool,
-        log: Logger,
     ) -> Result<Linux> {
         let now = Instant::now();
         let rate = settings.migrate_mib_s * (1 << 20) as f64 / PAGE_SIZE as f64;
@@ -246,7 +245,6 @@ impl Linux {
             next_tick: now,
             last_tick: now,
             stop,
-            log,
             metrics: Metrics::default(),
             node_free: BTreeMap::new(),
             node_total: BTreeMap::new(),
@@ -306,7 +304,7 @@ impl Linux {
             Err(e) => {
                 // a cgroup removed under us: nothing to manage, keep running
                 self.metrics.error("cgroup");
-                self.log.warn(format!("targets: {e}"));
+                warn!("targets: {e}");
                 Vec::new()
             }
         };
@@ -325,8 +323,7 @@ impl Linux {
             match self.procs.get_mut(&pid) {
                 None => {
                     if !first {
-                        self.log
-                            .info(format!("pid {pid} ({comm}) joined the targets"));
+                        info!("pid {pid} ({comm}) joined the targets");
                     }
                     self.procs.insert(
                         pid,
@@ -345,10 +342,10 @@ impl Linux {
                     changed = true;
                 }
                 Some(p) if p.exe != exe && !exe.is_empty() && !p.exe.is_empty() => {
-                    self.log.info(format!(
+                    info!(
                         "pid {pid} exec'd ({} -> {exe}); its old pages are forgotten",
                         p.exe
-                    ));
+                    );
                     p.exe = exe;
                     p.name = comm;
                     // every page is re-learned by the next scan
@@ -384,11 +381,10 @@ impl Linux {
         if changed {
             let pids = self.pids();
             match self.source.set_targets(&pids) {
-                Ok(notes) => notes.iter().for_each(|n| self.log.info(n)),
+                Ok(notes) => notes.iter().for_each(|n| info!("{}", n)),
                 Err(e) => {
                     self.metrics.error("telemetry");
-                    self.log
-                        .error(format!("telemetry source {}: {e}", self.source.name()));
+                    error!("telemetry source {}: {e}", self.source.name());
                 }
             }
         }
@@ -418,11 +414,11 @@ impl Linux {
         self.metrics.target_exits += 1;
         // counters stay (Prometheus counters do not vanish); the page gauges go
         self.metrics.pages.retain(|(p, _), _| *p != pid);
-        self.log.info(format!(
+        info!(
             "pid {pid} ({}) {why}; forgot its {n} pages; still running with {} target(s)",
             p.name,
             self.procs.len()
-        ));
+        );
     }
 
     fn read_nodes(&mut self) -> Result<()> {
@@ -538,9 +534,7 @@ impl Linux {
             }
             Err(ScanError::Failed(e)) => {
                 self.metrics.error("scan");
-                self.log.warn(format!(
-                    "pid {pid}: scan failed, keeping last interval's view: {e}"
-                ));
+                warn!("pid {pid}: scan failed, keeping last interval's view: {e}");
                 return;
             }
         };
@@ -616,7 +610,7 @@ impl Linux {
             if let Err(e) = scan::clear_soft_dirty(pid as i32) {
                 if alive(pid) {
                     self.metrics.error("clear_refs");
-                    self.log.warn(format!("pid {pid}: clear_refs: {e}"));
+                    warn!("pid {pid}: clear_refs: {e}");
                 }
             }
         }
@@ -642,7 +636,7 @@ impl Linux {
 
     fn note_once(&mut self, key: &'static str, msg: String) {
         if self.noted.insert(key) {
-            self.log.info(msg);
+            info!("{}", msg);
         }
     }
 
@@ -700,16 +694,16 @@ impl Linux {
                     if let Some(p) = self.procs.get_mut(&pid) {
                         p.gone = true;
                     }
-                    self.log.info(format!(
+                    info!(
                         "pid {pid} exited mid-batch (ESRCH): {} moves dropped",
                         batch.len()
-                    ));
+                    );
                     MigrationOutcome::NoPage
                 } else {
-                    self.log.warn(format!(
+                    warn!(
                         "pid {pid}: move_pages of {} pages failed: {kind} ({e})",
                         batch.len()
-                    ));
+                    );
                     MigrationOutcome::Refused
                 };
                 for &(_, id) in batch {
@@ -772,11 +766,6 @@ impl Linux {
                     if !repeat {
                         self.last_warn.insert(pid, (kinds, now));
                     }
-                    let level = if repeat {
-                        crate::log::Level::Debug
-                    } else {
-                        crate::log::Level::Warn
-                    };
                     let tail = if repeat {
                         ""
                     } else {
@@ -789,7 +778,11 @@ impl Linux {
                         batch.len(),
                         list.join(", "),
                     );
-                    self.log.log(level, msg);
+                    if repeat {
+                        debug!("{msg}");
+                    } else {
+                        warn!("{msg}");
+                    }
                 }
             }
         }
@@ -877,12 +870,12 @@ impl Linux {
         if self.settings.dry_run {
             for ((k, pid), pages) in &groups {
                 let to = u8::MAX - k;
-                self.log.info(format!(
+                info!(
                     "dry-run: would {} {} pages of pid {pid} to node {}",
                     if to == FAST { "promote" } else { "demote" },
                     pages.len(),
                     self.dest_node(to).map_or("?".into(), |n| n.to_string())
-                ));
+                );
             }
             self.metrics.dry_run_skipped += total as u64;
             for ((k, _), pages) in groups {
@@ -943,17 +936,15 @@ impl Linux {
         }
         self.metrics.rate_limited += limited as u64;
         if limited > 0 {
-            self.log.info(format!(
+            info!(
                 "rate limit ({} MiB/s): {limited} migrations deferred",
                 self.settings.migrate_mib_s
-            ));
+            );
         }
         if stopped > 0 {
-            self.log
-                .info(format!("stopping: {stopped} migrations not started"));
+            info!("stopping: {stopped} migrations not started");
         }
-        self.log
-            .debug(format!("asked: promote {promoted}, demote {demoted}"));
+        debug!("asked: promote {promoted}, demote {demoted}");
     }
 
     pub fn stop_source(&mut self) {
@@ -1024,7 +1015,7 @@ impl Backend for Linux {
         if !gone.is_empty() {
             let pids = self.pids();
             if let Ok(notes) = self.source.set_targets(&pids) {
-                notes.iter().for_each(|n| self.log.debug(n));
+                notes.iter().for_each(|n| debug!("{}", n));
             }
             self.metrics.targets = pids.len() as u64;
         }
@@ -1041,17 +1032,16 @@ impl Backend for Linux {
         match self.source.collect(&mut ctx) {
             Ok(st) => {
                 if st.lost > 0 {
-                    self.log.warn(format!(
+                    warn!(
                         "{}: the kernel dropped {} records",
                         self.source.name(),
                         st.lost
-                    ));
+                    );
                 }
             }
             Err(e) => {
                 self.metrics.error("telemetry");
-                self.log
-                    .warn(format!("telemetry source {}: {e}", self.source.name()));
+                warn!("telemetry source {}: {e}", self.source.name());
             }
         }
         self.tel.samples = samples;
@@ -1059,14 +1049,14 @@ impl Backend for Linux {
             Some(Ok(v)) => v,
             Some(Err(e)) => {
                 self.metrics.error("uncore");
-                self.log.warn(format!("uncore counters: {e}"));
+                warn!("uncore counters: {e}");
                 Vec::new()
             }
             None => self.source.tier_counters().unwrap_or_default(),
         };
         if let Err(e) = self.read_nodes() {
             self.metrics.error("meminfo");
-            self.log.warn(format!("node memory: {e}"));
+            warn!("node memory: {e}");
         }
         self.fill_tiers();
         self.fill_processes();
@@ -1143,7 +1133,6 @@ impl Backend for Linux {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::{Format, Level};
     use tierkit_core::MigrateMode;
 
     static STOP: AtomicBool = AtomicBool::new(false);
@@ -1166,10 +1155,6 @@ mod tests {
             settings,
             Box::new(crate::source::NoSource),
             &STOP,
-            Logger {
-                format: Format::Text,
-                min: Level::Error,
-            },
         )
         .unwrap()
     }

@@ -136,7 +136,7 @@ t_kill() {
   wait_for /tmp/wa.out WORKLOAD_START 20 && wait_for /tmp/wb.out WORKLOAD_START 20 || { fail kill "workloads did not start"; return; }
   /bin/tierkitd --cgroup /sys/fs/cgroup/tk --policy hemem --config /tmp/kill.toml --log-format json 2> /tmp/d3.log &
   D=$!
-  wait_for /tmp/d3.log '"msg":"interval [0-9]*: promoted' 30
+  wait_for /tmp/d3.log '"message":"interval [0-9]*: promoted' 30
   kill -KILL $A; wait $A 2>/dev/null
   wait_for /tmp/d3.log "pid $A .*exited" 10; ex=$?
   sh -c 'echo $$ > /sys/fs/cgroup/tk/cgroup.procs; exec /bin/workload 4 4 0 1 1' > /tmp/wc.out &
@@ -151,7 +151,8 @@ t_kill() {
   alive=0; kill -0 $D 2>/dev/null && alive=1
   kill -TERM $D; wait $D; drc=$?
   rb=$(grep WORKLOAD_RESULT /tmp/wb.out); bh0=$(kv hot_node0 "$rb")
-  json_ok=1; grep -vE '^\{"level":"[a-z]+","msg":".*","ts":"[0-9T:.-]+Z"\}$' /tmp/d3.log | grep -q . && json_ok=0
+  # every line one JSON object in tracing-subscriber's shape (crates/tierkitd/src/log.rs)
+  json_ok=1; grep -vE '^\{"timestamp":"[0-9T:.-]+Z","level":"(ERROR|WARN|INFO|DEBUG|TRACE)","message":".*","target":"tierkitd(::[a-z_]+)*"\}$' /tmp/d3.log | grep -q . && json_ok=0
   d="exit_logged=$((1 - ex)) join_logged=$((1 - jo)) idle_logged=$((1 - idle)) alive_after=$alive log_lines=$n1->$n2 B_hot_on_node0=$bh0/2048 json=$json_ok daemon_rc=$drc timed_out=$waited"
   if [ $waited = 0 ] && [ $ex = 0 ] && [ $jo = 0 ] && [ $idle = 0 ] && [ $alive = 1 ] && [ $n2 -gt $n1 ] && [ $drc = 0 ] && [ $json_ok = 1 ] && pct_ge "${bh0:-0}" 2048 50; then
     pass kill "$d"
