@@ -3,7 +3,6 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tierkit_core::{backend, Backend};
@@ -12,6 +11,7 @@ use tracing::{debug, info};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::linux::{cgroup_procs, Linux, Targets};
+use crate::metrics::Metrics;
 use crate::topology::{self, Topology};
 
 /// Set by SIGTERM/SIGINT; checked between intervals and between migration batches.
@@ -105,9 +105,9 @@ pub fn run(cfg: Config) -> Result<()> {
         }
     );
     install_signals();
-    let metrics_text = Arc::new(Mutex::new(String::new()));
+    let metrics = Metrics::new();
     if let Some(addr) = cfg.metrics_addr {
-        let bound = crate::metrics::serve(addr, metrics_text.clone())?;
+        let bound = crate::metrics::serve(addr, metrics.registry())?;
         info!("metrics: http://{bound}/metrics");
     }
     let mut lx = Linux::new(
@@ -117,8 +117,9 @@ pub fn run(cfg: Config) -> Result<()> {
         cfg.settings.clone(),
         choice.source,
         &STOP,
+        metrics,
     )?;
-    lx.metrics.policy = policy.name();
+    lx.metrics.set_info(&policy.name(), lx.source_name());
     lx.set_cha(choice.cha);
     let mut actions = Vec::new();
     backend::init(policy.as_mut(), &mut lx, &mut actions);
@@ -137,30 +138,37 @@ pub fn run(cfg: Config) -> Result<()> {
         let t0 = Instant::now();
         backend::decide(policy.as_mut(), &mut lx, &mut actions);
         let step = t0.elapsed().saturating_sub(lx.last_apply).as_secs_f64();
-        lx.metrics.step_seconds_last = step;
-        lx.metrics.apply_seconds_sum += lx.last_apply.as_secs_f64();
-        lx.metrics.step_seconds_sum += step;
-        let promos: u64 = lx.metrics.promotions.values().sum();
-        let demos: u64 = lx.metrics.demotions.values().sum();
+        let m = &mut lx.metrics;
+        m.step_seconds_last = step;
+        m.policy_step_seconds.observe(step);
+        let (promos, demos) = (m.promoted_total(), m.demoted_total());
         let moved = (
             promos.saturating_sub(last_moves.0),
             demos.saturating_sub(last_moves.1),
         );
-        let (calls, in_calls) = (
-            lx.metrics.migrate_calls - last_calls.0,
-            lx.metrics.migrate_seconds_sum - last_calls.1,
+        let calls_now = (
+            m.move_pages_seconds.get_sample_count(),
+            m.move_pages_seconds.get_sample_sum(),
+        );
+        let (calls, in_calls) = (calls_now.0 - last_calls.0, calls_now.1 - last_calls.1);
+        let pass = lx.last_apply.as_secs_f64();
+        debug!(
+            "interval {}: {} target process(es), {} samples, observe {:.3} ms, policy step {:.3} ms, migration pass {pass:.4} s",
+            m.intervals.get(),
+            m.target_processes.get(),
+            m.samples_last,
+            m.observe_seconds_last * 1e3,
+            step * 1e3
         );
         if moved != (0, 0) {
             info!(
-                "interval {}: promoted {} pages, demoted {} (pass {:.4} s: {calls} move_pages call(s) {:.4} s)",
-                lx.metrics.intervals,
+                "interval {}: promoted {} pages, demoted {} (pass {pass:.4} s: {calls} move_pages call(s) {in_calls:.4} s)",
+                m.intervals.get(),
                 moved.0,
                 moved.1,
-                lx.last_apply.as_secs_f64(),
-                in_calls
             );
         }
-        last_calls = (lx.metrics.migrate_calls, lx.metrics.migrate_seconds_sum);
+        last_calls = calls_now;
         last_moves = (promos, demos);
         if lx.pids().is_empty() {
             if !idle_logged {
@@ -175,29 +183,28 @@ pub fn run(cfg: Config) -> Result<()> {
             let m = &lx.metrics;
             info!(
                 "status: {} target(s), {}; samples/s {:.0}; promoted {promos}, demoted {demos}; errors {}; policy step {:.3} ms",
-                m.targets,
+                m.target_processes.get(),
                 lx.tier_summary(),
                 m.samples_per_second,
-                m.errors.values().sum::<u64>(),
+                m.errors_total(),
                 m.step_seconds_last * 1e3
             );
-        }
-        if let Ok(mut t) = metrics_text.lock() {
-            *t = lx.metrics.render();
         }
     }
     lx.stop_source();
     let m = &lx.metrics;
+    let (migrated, passes) = (
+        m.pages_migrated.get(),
+        m.migration_pass_seconds.get_sample_sum(),
+    );
     info!(
-        "stopped by signal after {} intervals: promoted {}, demoted {}, pages migrated {} in {:.4} s of migration passes ({:.0} pages/s; move_pages itself {:.4} s in {} calls)",
-        m.intervals,
-        m.promotions.values().sum::<u64>(),
-        m.demotions.values().sum::<u64>(),
-        m.pages_migrated,
-        m.apply_seconds_sum,
-        m.pages_migrated as f64 / m.apply_seconds_sum.max(1e-9),
-        m.migrate_seconds_sum,
-        m.migrate_calls
+        "stopped by signal after {} intervals: promoted {}, demoted {}, pages migrated {migrated} in {passes:.4} s of migration passes ({:.0} pages/s; move_pages itself {:.4} s in {} calls)",
+        m.intervals.get(),
+        m.promoted_total(),
+        m.demoted_total(),
+        migrated as f64 / passes.max(1e-9),
+        m.move_pages_seconds.get_sample_sum(),
+        m.move_pages_seconds.get_sample_count()
     );
     for (k, v) in policy.stats() {
         debug!("policy stat {k} = {v}");
