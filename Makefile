@@ -24,7 +24,8 @@ test: install
 	cargo fmt --all --check
 	cargo fmt --manifest-path fuzz/Cargo.toml --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo test --workspace
+# promtool (from Debian's prometheus package) checks tierkitd's metrics in its tests
+	PROMTOOL=$$(tests/kernel/fetch.sh promtool) cargo test --workspace
 	$(MAKE) fuzz
 	$(BIN)/ruff check python tests
 	$(BIN)/python -m pytest -q tests

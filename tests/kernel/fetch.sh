@@ -3,6 +3,9 @@
 # two guest kernels into a cache (nothing is installed on the host but qemu and busybox).
 #   KCACHE: cache directory (default: <repo>/target/kernel-cache)
 # Prints nothing on success but a line per kernel: "<flavour> <dir> <version>".
+# `fetch.sh promtool` instead prints the path of a `promtool` (Prometheus' checker of metrics
+# scrapes): the host's, else the one from Debian's `prometheus` package, unpacked into the cache
+# alone (installing the package would also install and start a Prometheus server).
 # Kernels:
 #   612: linux-image-cloud-amd64 from bookworm-backports (6.12: DAMON sysfs, NUMA balancing)
 #   61:  linux-image-cloud-amd64 from bookworm (6.1: memory tiers and demotion; no DAMON)
@@ -14,6 +17,23 @@ log() { printf '[fetch %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 mkdir -p "$KCACHE"
+APTOPT=(); [ "$(id -u)" = 0 ] && APTOPT=(-o APT::Sandbox::User=root)
+
+if [ "${1:-}" = promtool ]; then
+  if command -v promtool >/dev/null 2>&1; then command -v promtool; exit 0; fi
+  pt="$KCACHE/promtool/usr/bin/promtool"
+  if [ ! -x "$pt" ]; then
+    log "downloading Debian's prometheus package for its promtool"
+    rm -rf "$KCACHE/dl-promtool" "$KCACHE/promtool"; mkdir -p "$KCACHE/dl-promtool" "$KCACHE/promtool"
+    (cd "$KCACHE/dl-promtool" && { apt-get download -qq "${APTOPT[@]}" prometheus 2>/dev/null ||
+      { $SUDO apt-get update -qq && apt-get download -qq "${APTOPT[@]}" prometheus; }; }) || die "cannot download the prometheus package"
+    dpkg-deb --fsys-tarfile "$KCACHE"/dl-promtool/prometheus_*.deb | tar -x -C "$KCACHE/promtool" ./usr/bin/promtool
+    rm -rf "$KCACHE/dl-promtool"
+  fi
+  "$pt" --version >/dev/null 2>&1 || die "$pt does not run"
+  echo "$pt"
+  exit 0
+fi
 
 # 1. host packages: the emulator, a static busybox for the guest, a C compiler for the static
 #    test programs, and the decompressors for the kernel modules.
@@ -56,7 +76,6 @@ unpack() {  # $1 = name (612|61), $2 = suite
   [ -n "$pkg" ] || die "cannot resolve linux-image-cloud-amd64 in $2"
   log "downloading $pkg"
   rm -rf "$dir" "$KCACHE/dl-$1"; mkdir -p "$dir" "$KCACHE/dl-$1"
-  APTOPT=(); [ "$(id -u)" = 0 ] && APTOPT=(-o APT::Sandbox::User=root)
   (cd "$KCACHE/dl-$1" && apt-get download -qq "${APTOPT[@]}" "$pkg")
   local deb; deb=$(ls "$KCACHE/dl-$1"/*.deb)
   # the image, its config and the two dax modules that hot-add the slow node (not all 400 MB)

@@ -30,8 +30,9 @@ done
 log() { printf '[kernel-tests %s] %s\n' "$(date +%T)" "$*" >&2; }
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 
-# 1. packages and kernels
+# 1. packages, kernels, and promtool for the metrics scrapes the guest prints
 KLINE=$(KERNELS=$KERNEL "$HERE/fetch.sh" | tail -1)
+PROMTOOL=$("$HERE/fetch.sh" promtool)
 KDIR=$(echo "$KLINE" | cut -d' ' -f2)
 log "kernel $KLINE"
 
@@ -83,8 +84,23 @@ for run in $(seq 1 "$RUNS"); do
   ok=1
   [ $qrc = 124 ] && { log "run $run: TIMEOUT after $TIMEOUT s"; ok=0; }
   grep -aq '^TKTESTS_DONE rc=0' "$GLOG" || ok=0
+  # metrics scrapes from the guest (TKSCRAPE NAME LINE...; TKSCRAPE_END NAME lines=N): whole,
+  # and passing `promtool check metrics`, else the test that printed them fails
+  declare -A SCRAPE_BAD=()
+  for name in $(sed -n 's/^TKSCRAPE_END \([a-z0-9]*\) .*/\1/p' "$GLOG"); do
+    f="$OUT/scrape-$name-$KERNEL-$run.txt"
+    sed -n "s/^TKSCRAPE $name //p" "$GLOG" > "$f"
+    want=$(sed -n "s/^TKSCRAPE_END $name lines=//p" "$GLOG" | head -1)
+    if [ "$(wc -l < "$f")" != "$want" ]; then
+      log "run $run: the $name scrape is cut ($(wc -l < "$f") of $want lines reached the host)"; SCRAPE_BAD[$name]=1
+    elif ! pt=$("$PROMTOOL" check metrics < "$f" 2>&1) || [ -n "$pt" ]; then
+      log "run $run: promtool check metrics on the $name scrape ($f):"; printf '%s\n' "$pt" | sed 's/^/    /' >&2; SCRAPE_BAD[$name]=1
+    else
+      log "run $run: the $name scrape ($(grep -c '^tierkitd_' "$f") series) passes promtool check metrics"
+    fi
+  done
   for t in $TESTS; do
-    if grep -aq "^TKTEST $t PASS" "$GLOG"; then PASSES[$t]=$((PASSES[$t] + 1)); else log "run $run: $t did not pass"; ok=0; fi
+    if grep -aq "^TKTEST $t PASS" "$GLOG" && [ -z "${SCRAPE_BAD[$t]:-}" ]; then PASSES[$t]=$((PASSES[$t] + 1)); else log "run $run: $t did not pass"; ok=0; fi
   done
   log "run $run: $([ $ok = 1 ] && echo PASS || echo FAIL) in $(( $(date +%s) - t0 )) s"
   [ $ok = 1 ] || fails=$((fails + 1))

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use tierkit_core::backend;
 use tierkitd::linux::{Linux, Settings, Targets};
-use tierkitd::log::{Format, Logger};
 use tierkitd::source::softdirty::SoftDirty;
 use tierkitd::topology::TierMap;
 
@@ -80,10 +79,7 @@ fn main() {
             settings,
             source,
             &STOP,
-            Logger {
-                format: Format::Text,
-                min: tierkitd::log::Level::Error,
-            },
+            tierkitd::metrics::Metrics::new(),
         )
         .expect("backend");
         (lx, tierkit_policies::build("hemem").unwrap())
@@ -127,9 +123,9 @@ fn main() {
         println!(
             "monitor: {how}: CPU per step {:.3} ms (observe {:.3} ms wall per step); pages queried {}, reused {}; at the default 500 ms interval {:.2} ms CPU per second of monitoring ({:.3}% of a CPU)",
             per.as_secs_f64() * 1e3,
-            m.observe_seconds_sum / m.intervals as f64 * 1e3,
-            m.scan_pages_queried,
-            m.scan_pages_reused,
+            m.observe_seconds.get_sample_sum() / m.intervals.get() as f64 * 1e3,
+            m.scan_pages_queried.get(),
+            m.scan_pages_reused.get(),
             per.as_secs_f64() * 2.0 * 1e3,
             per.as_secs_f64() * 2.0 * 100.0
         );

@@ -11,7 +11,7 @@ use clap::Parser;
 
 use crate::error::{Error, Result};
 use crate::linux::{Settings, Targets};
-use crate::log::Format;
+use crate::log::{self, Format};
 use crate::source::damon::Attrs;
 use crate::topology::parse_list;
 
@@ -25,7 +25,7 @@ use crate::topology::parse_list;
     name = "tierkitd",
     version,
     after_help = AFTER_HELP,
-    override_usage = "tierkitd (--pid PID... | --cgroup PATH) --policy SPEC [--config FILE] [--fast-nodes LIST] [--slow-nodes LIST]\n                [--fast-limit BYTES] [--dry-run] [--metrics-addr 127.0.0.1:PORT] [--log-format text|json]\n       (targets and policy may also come from the config file)"
+    override_usage = "tierkitd (--pid PID... | --cgroup PATH) --policy SPEC [--config FILE] [--fast-nodes LIST] [--slow-nodes LIST]\n                [--fast-limit BYTES] [--dry-run] [--metrics-addr 127.0.0.1:PORT] [--log-format text|json]\n                [--log-level LEVEL]\n       (targets and policy may also come from the config file)"
 )]
 pub struct Cli {
     /// Target process IDs (several after one --pid, or --pid repeated). Only these are touched.
@@ -65,13 +65,18 @@ pub struct Cli {
     /// Log format on stderr.
     #[arg(long, value_name = "text|json")]
     pub log_format: Option<String>,
+    /// Log level: error, warn, info (default), debug or trace. Without this flag the TIERKITD_LOG
+    /// environment variable, then the config file's log-level, set it; TIERKITD_LOG also takes
+    /// per-module directives, e.g. TIERKITD_LOG=info,tierkitd::linux=debug.
+    #[arg(long, value_name = "LEVEL")]
+    pub log_level: Option<String>,
 }
 
 const AFTER_HELP: &str = "\
 Config-file-only settings (defaults): interval-ms (500), batch-pages (4096), migrate-mib-s (512; 0 = unlimited),
 fast-reserve-pct (2), source (auto | pebs | damon | softdirty), samples-per-page (1.0), damon-sample-us (5000),
 damon-aggr-us (100000), damon-update-us (1000000), damon-min-regions (10), damon-max-regions (500),
-status-every-s (10).
+status-every-s (10), log-level (info).
 
 Exit status: 0 after SIGTERM/SIGINT, 2 for bad flags or config, 1 when the host cannot serve the policy
 (missing telemetry, rights, topology). See docs/operator-guide.md.";
@@ -95,6 +100,8 @@ pub struct Config {
     pub settings: Settings,
     pub metrics_addr: Option<SocketAddr>,
     pub log_format: Format,
+    /// `tracing` filter directives: a level, or TIERKITD_LOG's directives.
+    pub log_filter: String,
     pub source: SourcePref,
     pub damon: Attrs,
     pub samples_per_page: f64,
@@ -111,6 +118,7 @@ const KEYS: &[&str] = &[
     "dry-run",
     "metrics-addr",
     "log-format",
+    "log-level",
     "interval-ms",
     "batch-pages",
     "migrate-mib-s",
@@ -262,6 +270,12 @@ fn read_file(cli: &mut Cli, table: &toml::Table) -> Result<FileSettings> {
         };
         slot.get_or_insert(text);
     }
+    let log_level = file("log-level")
+        .map(|v| {
+            as_str("log-level", v)
+                .and_then(|t| log::parse_level(t).map_err(|e| cfg_err("log-level", e)))
+        })
+        .transpose()?;
     if let Some(v) = file("dry-run") {
         let d = v
             .as_bool()
@@ -315,6 +329,7 @@ fn read_file(cli: &mut Cli, table: &toml::Table) -> Result<FileSettings> {
         source,
         samples_per_page,
         status_every,
+        log_level,
     })
 }
 
@@ -328,10 +343,17 @@ struct FileSettings {
     source: SourcePref,
     samples_per_page: f64,
     status_every: Duration,
+    log_level: Option<&'static str>,
 }
 
-/// Build the configuration from the command line and, if given, the config file.
+/// Build the configuration from the command line, the environment (`TIERKITD_LOG`) and, if
+/// given, the config file.
 pub fn resolve(cli: Cli) -> Result<Config> {
+    resolve_with_env(cli, std::env::var(log::ENV).ok())
+}
+
+/// [`resolve`] with `TIERKITD_LOG`'s value given.
+pub fn resolve_with_env(cli: Cli, log_env: Option<String>) -> Result<Config> {
     let mut cli = cli;
     let mut table = toml::Table::new();
     if let Some(path) = &cli.config {
@@ -346,6 +368,7 @@ pub fn resolve(cli: Cli) -> Result<Config> {
         source,
         samples_per_page,
         status_every,
+        log_level: file_log_level,
     } = read_file(&mut cli, &table).map_err(|e| match (e, &cli.config) {
         (Error::Config { field, why }, Some(path)) => {
             let shown = path.display().to_string();
@@ -406,6 +429,17 @@ pub fn resolve(cli: Cli) -> Result<Config> {
         .map(|f| parse_format(&f).map_err(|e| cfg_err("--log-format", e)))
         .transpose()?
         .unwrap_or(Format::Text);
+    // the flag, then the environment, then the file
+    let log_filter = match (cli.log_level, log_env.filter(|e| !e.trim().is_empty())) {
+        (Some(l), _) => log::parse_level(&l)
+            .map_err(|e| cfg_err("--log-level", e))?
+            .to_string(),
+        (None, Some(env)) => {
+            log::check_directives(&env).map_err(|e| cfg_err(log::ENV, e))?;
+            env
+        }
+        (None, None) => file_log_level.unwrap_or("info").to_string(),
+    };
     Ok(Config {
         targets,
         policy,
@@ -414,6 +448,7 @@ pub fn resolve(cli: Cli) -> Result<Config> {
         settings: s,
         metrics_addr,
         log_format,
+        log_filter,
         source,
         damon: Attrs {
             samples_per_page,
@@ -678,6 +713,52 @@ mod tests {
         .unwrap();
         assert!(c.settings.dry_run);
         assert_eq!(c.settings.fast_limit_bytes, Some(1 << 30));
+    }
+
+    #[test]
+    fn log_level_from_the_flag_the_environment_or_the_file() {
+        let args = ["--pid", "1", "--policy", "x"];
+        let with = |text: &str, extra: &[&str], env: Option<&str>| {
+            static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let p =
+                std::env::temp_dir().join(format!("tierkitd-log-{}-{n}.toml", std::process::id()));
+            std::fs::write(&p, text).unwrap();
+            let mut a = vec!["--config", p.to_str().unwrap()];
+            a.extend_from_slice(&args);
+            a.extend_from_slice(extra);
+            let r = resolve_with_env(cli(&a).unwrap(), env.map(String::from));
+            let _ = std::fs::remove_file(&p);
+            r
+        };
+        assert_eq!(with("", &[], None).unwrap().log_filter, "info");
+        assert_eq!(
+            with("log-level = \"warn\"\n", &[], None)
+                .unwrap()
+                .log_filter,
+            "warn"
+        );
+        let env = Some("info,tierkitd::linux=debug");
+        assert_eq!(
+            with("log-level = \"warn\"\n", &[], env).unwrap().log_filter,
+            "info,tierkitd::linux=debug"
+        );
+        let c = with("log-level = \"warn\"\n", &["--log-level", "DEBUG"], env).unwrap();
+        assert_eq!(c.log_filter, "debug");
+        let e = |r: Result<Config>| r.unwrap_err().to_string();
+        assert!(e(with("", &["--log-level", "loud"], None))
+            .starts_with("--log-level: `loud` is not a log level"),);
+        assert!(e(with("", &[], Some("verbose"))).starts_with("TIERKITD_LOG: `verbose` is neither"));
+        // the file's key is checked even where the flag or the environment decides
+        let bad = e(with(
+            "log-level = \"loud\"\n",
+            &["--log-level", "info"],
+            None,
+        ));
+        assert!(
+            bad.starts_with("log-level: `loud`") && bad.contains(".toml)"),
+            "{bad}"
+        );
     }
 
     #[test]

@@ -3,15 +3,15 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tierkit_core::{backend, Backend};
+use tracing::{debug, info};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::linux::{cgroup_procs, Linux, Targets};
-use crate::log::Logger;
+use crate::metrics::Metrics;
 use crate::topology::{self, Topology};
 
 /// Set by SIGTERM/SIGINT; checked between intervals and between migration batches.
@@ -38,7 +38,6 @@ pub fn install_signals() {
 
 /// Run until stopped. Errors before the loop starts are start-up refusals.
 pub fn run(cfg: Config) -> Result<()> {
-    let log = Logger::new(cfg.log_format);
     let mut policy = tierkit_policies::build(&cfg.policy)?;
     // The targets first: a refused or absent process is reported whatever the host's topology.
     let pids = match &cfg.targets {
@@ -59,22 +58,22 @@ pub fn run(cfg: Config) -> Result<()> {
     let rights = crate::select::check_access(&pids)?;
     let topo = Topology::read_system()?;
     let tiers = topo.choose(cfg.fast_nodes.as_deref(), cfg.slow_nodes.as_deref())?;
-    log.info(format!(
+    info!(
         "tierkitd {} starting: policy {}",
         env!("CARGO_PKG_VERSION"),
         policy.name()
-    ));
+    );
     for l in topo.describe() {
-        log.info(format!("topology: {l}"));
+        info!("topology: {l}");
     }
-    log.info(format!(
+    info!(
         "tiers: fast = node(s) {}, slow = node(s) {} ({})",
         topology::fmt_list(&tiers.fast),
         topology::fmt_list(&tiers.slow),
         tiers.reason
-    ));
+    );
     for n in rights {
-        log.info(format!("rights: {n}"));
+        info!("rights: {n}");
     }
     let needs = policy.needs();
     let choice = crate::select::choose(
@@ -85,10 +84,10 @@ pub fn run(cfg: Config) -> Result<()> {
         cfg.samples_per_page,
     )?;
     for l in &choice.report {
-        log.info(l);
+        info!("{}", l);
     }
     let s = &cfg.settings;
-    log.info(format!(
+    info!(
         "settings: interval {} ms, batch {} pages, migration limit {}, fast-limit {}{}",
         s.interval.as_millis(),
         s.batch_pages,
@@ -104,12 +103,12 @@ pub fn run(cfg: Config) -> Result<()> {
         } else {
             ""
         }
-    ));
+    );
     install_signals();
-    let metrics_text = Arc::new(Mutex::new(String::new()));
+    let metrics = Metrics::new();
     if let Some(addr) = cfg.metrics_addr {
-        let bound = crate::metrics::serve(addr, metrics_text.clone())?;
-        log.info(format!("metrics: http://{bound}/metrics"));
+        let bound = crate::metrics::serve(addr, metrics.registry())?;
+        info!("metrics: http://{bound}/metrics");
     }
     let mut lx = Linux::new(
         cfg.targets.clone(),
@@ -118,17 +117,13 @@ pub fn run(cfg: Config) -> Result<()> {
         cfg.settings.clone(),
         choice.source,
         &STOP,
-        log,
+        metrics,
     )?;
-    lx.metrics.policy = policy.name();
+    lx.metrics.set_info(&policy.name(), lx.source_name());
     lx.set_cha(choice.cha);
     let mut actions = Vec::new();
     backend::init(policy.as_mut(), &mut lx, &mut actions);
-    log.info(format!(
-        "running on {} target(s): {:?}",
-        lx.pids().len(),
-        lx.pids()
-    ));
+    info!("running on {} target(s): {:?}", lx.pids().len(), lx.pids());
     let mut last_status = Instant::now();
     let mut idle_logged = false;
     let mut last_moves = (0u64, 0u64);
@@ -143,34 +138,41 @@ pub fn run(cfg: Config) -> Result<()> {
         let t0 = Instant::now();
         backend::decide(policy.as_mut(), &mut lx, &mut actions);
         let step = t0.elapsed().saturating_sub(lx.last_apply).as_secs_f64();
-        lx.metrics.step_seconds_last = step;
-        lx.metrics.apply_seconds_sum += lx.last_apply.as_secs_f64();
-        lx.metrics.step_seconds_sum += step;
-        let promos: u64 = lx.metrics.promotions.values().sum();
-        let demos: u64 = lx.metrics.demotions.values().sum();
+        let m = &mut lx.metrics;
+        m.step_seconds_last = step;
+        m.policy_step_seconds.observe(step);
+        let (promos, demos) = (m.promoted_total(), m.demoted_total());
         let moved = (
             promos.saturating_sub(last_moves.0),
             demos.saturating_sub(last_moves.1),
         );
-        let (calls, in_calls) = (
-            lx.metrics.migrate_calls - last_calls.0,
-            lx.metrics.migrate_seconds_sum - last_calls.1,
+        let calls_now = (
+            m.move_pages_seconds.get_sample_count(),
+            m.move_pages_seconds.get_sample_sum(),
+        );
+        let (calls, in_calls) = (calls_now.0 - last_calls.0, calls_now.1 - last_calls.1);
+        let pass = lx.last_apply.as_secs_f64();
+        debug!(
+            "interval {}: {} target process(es), {} samples, observe {:.3} ms, policy step {:.3} ms, migration pass {pass:.4} s",
+            m.intervals.get(),
+            m.target_processes.get(),
+            m.samples_last,
+            m.observe_seconds_last * 1e3,
+            step * 1e3
         );
         if moved != (0, 0) {
-            log.info(format!(
-                "interval {}: promoted {} pages, demoted {} (pass {:.4} s: {calls} move_pages call(s) {:.4} s)",
-                lx.metrics.intervals,
+            info!(
+                "interval {}: promoted {} pages, demoted {} (pass {pass:.4} s: {calls} move_pages call(s) {in_calls:.4} s)",
+                m.intervals.get(),
                 moved.0,
                 moved.1,
-                lx.last_apply.as_secs_f64(),
-                in_calls
-            ));
+            );
         }
-        last_calls = (lx.metrics.migrate_calls, lx.metrics.migrate_seconds_sum);
+        last_calls = calls_now;
         last_moves = (promos, demos);
         if lx.pids().is_empty() {
             if !idle_logged {
-                log.info("no live targets; waiting for targets (SIGTERM to stop)");
+                info!("no live targets; waiting for targets (SIGTERM to stop)");
                 idle_logged = true;
             }
         } else {
@@ -179,34 +181,33 @@ pub fn run(cfg: Config) -> Result<()> {
         if last_status.elapsed() >= cfg.status_every {
             last_status = Instant::now();
             let m = &lx.metrics;
-            log.info(format!(
+            info!(
                 "status: {} target(s), {}; samples/s {:.0}; promoted {promos}, demoted {demos}; errors {}; policy step {:.3} ms",
-                m.targets,
+                m.target_processes.get(),
                 lx.tier_summary(),
                 m.samples_per_second,
-                m.errors.values().sum::<u64>(),
+                m.errors_total(),
                 m.step_seconds_last * 1e3
-            ));
-        }
-        if let Ok(mut t) = metrics_text.lock() {
-            *t = lx.metrics.render();
+            );
         }
     }
     lx.stop_source();
     let m = &lx.metrics;
-    log.info(format!(
-        "stopped by signal after {} intervals: promoted {}, demoted {}, pages migrated {} in {:.4} s of migration passes ({:.0} pages/s; move_pages itself {:.4} s in {} calls)",
-        m.intervals,
-        m.promotions.values().sum::<u64>(),
-        m.demotions.values().sum::<u64>(),
-        m.pages_migrated,
-        m.apply_seconds_sum,
-        m.pages_migrated as f64 / m.apply_seconds_sum.max(1e-9),
-        m.migrate_seconds_sum,
-        m.migrate_calls
-    ));
+    let (migrated, passes) = (
+        m.pages_migrated.get(),
+        m.migration_pass_seconds.get_sample_sum(),
+    );
+    info!(
+        "stopped by signal after {} intervals: promoted {}, demoted {}, pages migrated {migrated} in {passes:.4} s of migration passes ({:.0} pages/s; move_pages itself {:.4} s in {} calls)",
+        m.intervals.get(),
+        m.promoted_total(),
+        m.demoted_total(),
+        migrated as f64 / passes.max(1e-9),
+        m.move_pages_seconds.get_sample_sum(),
+        m.move_pages_seconds.get_sample_count()
+    );
     for (k, v) in policy.stats() {
-        log.debug(format!("policy stat {k} = {v}"));
+        debug!("policy stat {k} = {v}");
     }
     Ok(())
 }

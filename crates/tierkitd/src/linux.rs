@@ -20,13 +20,14 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use tracing::{debug, error, info, trace, warn};
+
 use tierkit_core::{
     Action, Backend, Mechanism, MigrationOutcome, MigrationResult, PageEvent, PageId, Pid,
     ProcInfo, QosClass, Telemetry, TierId, TierInfo, FAST, SLOW,
 };
 
 use crate::error::{Error, Result};
-use crate::log::Logger;
 use crate::mech::{self, PAGE_SIZE};
 use crate::metrics::Metrics;
 use crate::pages::PageTable;
@@ -131,8 +132,11 @@ pub struct Linux {
     last_tick: Instant,
     bucket: Bucket,
     stop: &'static AtomicBool,
-    log: Logger,
     pub metrics: Metrics,
+    /// The `target` label of a cgroup target (metrics::cgroup_label); pids label themselves.
+    cgroup_label: Option<String>,
+    /// Target labels with resident_bytes series, to remove those of departed targets.
+    resident_labels: BTreeSet<String>,
     /// Free pages per node at the last observation.
     node_free: BTreeMap<u32, u64>,
     node_total: BTreeMap<u32, u64>,
@@ -220,9 +224,13 @@ impl Linux {
         settings: Settings,
         source: Box<dyn Source>,
         stop: &'static AtomicBool,
-        log: Logger,
+        metrics: Metrics,
     ) -> Result<Linux> {
         let now = Instant::now();
+        let cgroup_label = match &targets {
+            Targets::Cgroup(dir) => Some(crate::metrics::cgroup_label(dir)),
+            Targets::Pids(_) => None,
+        };
         let rate = settings.migrate_mib_s * (1 << 20) as f64 / PAGE_SIZE as f64;
         let mut l = Linux {
             bucket: Bucket {
@@ -246,8 +254,9 @@ impl Linux {
             next_tick: now,
             last_tick: now,
             stop,
-            log,
-            metrics: Metrics::default(),
+            metrics,
+            cgroup_label,
+            resident_labels: BTreeSet::new(),
             node_free: BTreeMap::new(),
             node_total: BTreeMap::new(),
             scratch_addrs: Vec::new(),
@@ -257,7 +266,6 @@ impl Linux {
             last_warn: BTreeMap::new(),
             last_apply: Duration::ZERO,
         };
-        l.metrics.source = l.source.name();
         l.tel.page_bytes = PAGE_SIZE;
         l.tel.cpu_ghz = cpu_ghz();
         l.refresh_targets(true)?;
@@ -306,7 +314,7 @@ impl Linux {
             Err(e) => {
                 // a cgroup removed under us: nothing to manage, keep running
                 self.metrics.error("cgroup");
-                self.log.warn(format!("targets: {e}"));
+                warn!("targets: {e}");
                 Vec::new()
             }
         };
@@ -325,8 +333,7 @@ impl Linux {
             match self.procs.get_mut(&pid) {
                 None => {
                     if !first {
-                        self.log
-                            .info(format!("pid {pid} ({comm}) joined the targets"));
+                        info!("pid {pid} ({comm}) joined the targets");
                     }
                     self.procs.insert(
                         pid,
@@ -345,10 +352,10 @@ impl Linux {
                     changed = true;
                 }
                 Some(p) if p.exe != exe && !exe.is_empty() && !p.exe.is_empty() => {
-                    self.log.info(format!(
+                    info!(
                         "pid {pid} exec'd ({} -> {exe}); its old pages are forgotten",
                         p.exe
-                    ));
+                    );
                     p.exe = exe;
                     p.name = comm;
                     // every page is re-learned by the next scan
@@ -384,15 +391,14 @@ impl Linux {
         if changed {
             let pids = self.pids();
             match self.source.set_targets(&pids) {
-                Ok(notes) => notes.iter().for_each(|n| self.log.info(n)),
+                Ok(notes) => notes.iter().for_each(|n| info!("{}", n)),
                 Err(e) => {
                     self.metrics.error("telemetry");
-                    self.log
-                        .error(format!("telemetry source {}: {e}", self.source.name()));
+                    error!("telemetry source {}: {e}", self.source.name());
                 }
             }
         }
-        self.metrics.targets = self.pids().len() as u64;
+        self.metrics.target_processes.set(self.pids().len() as i64);
         Ok(())
     }
 
@@ -415,14 +421,14 @@ impl Linux {
             }
             self.table.release(id);
         }
-        self.metrics.target_exits += 1;
-        // counters stay (Prometheus counters do not vanish); the page gauges go
-        self.metrics.pages.retain(|(p, _), _| *p != pid);
-        self.log.info(format!(
+        // counters stay (Prometheus counters do not vanish); a given pid's resident_bytes go at
+        // the next fill_processes
+        self.metrics.target_exits.inc();
+        info!(
             "pid {pid} ({}) {why}; forgot its {n} pages; still running with {} target(s)",
             p.name,
             self.procs.len()
-        ));
+        );
     }
 
     fn read_nodes(&mut self) -> Result<()> {
@@ -479,8 +485,18 @@ impl Linux {
         self.tel.tiers = tiers;
     }
 
+    /// The `target` label of a target process's series: the cgroup's, or the pid given.
+    fn target_label(&self, pid: Pid) -> String {
+        self.cgroup_label.clone().unwrap_or_else(|| pid.to_string())
+    }
+
     fn fill_processes(&mut self) {
         let mut v = Vec::new();
+        // resident pages per target and tier: a cgroup's members add up under its label
+        let mut resident: BTreeMap<String, [u64; 2]> = BTreeMap::new();
+        if let Some(l) = &self.cgroup_label {
+            resident.insert(l.clone(), [0, 0]);
+        }
         for (&pid, p) in &self.procs {
             let mut rss = vec![0u64; 2];
             for &id in &p.pages.ids {
@@ -488,8 +504,9 @@ impl Linux {
                     rss[s.tier as usize] += 1;
                 }
             }
-            self.metrics.pages.insert((pid, "fast"), rss[0]);
-            self.metrics.pages.insert((pid, "slow"), rss[1]);
+            let r = resident.entry(self.target_label(pid)).or_default();
+            r[0] += rss[0];
+            r[1] += rss[1];
             v.push(ProcInfo {
                 pid,
                 name: p.name.clone(),
@@ -504,6 +521,27 @@ impl Linux {
             });
         }
         self.tel.processes = v;
+        for (label, r) in &resident {
+            for (tier, pages) in [("fast", r[0]), ("slow", r[1])] {
+                self.metrics
+                    .resident_bytes
+                    .with_label_values(&[label.as_str(), tier])
+                    .set((pages * PAGE_SIZE) as i64);
+            }
+        }
+        for gone in self
+            .resident_labels
+            .iter()
+            .filter(|l| !resident.contains_key(*l))
+        {
+            for tier in ["fast", "slow"] {
+                let _ = self
+                    .metrics
+                    .resident_bytes
+                    .remove_label_values(&[gone.as_str(), tier]);
+            }
+        }
+        self.resident_labels = resident.into_keys().collect();
     }
 
     /// Scan one target and turn what changed into page events.
@@ -520,8 +558,8 @@ impl Linux {
             self.settings.scan_reuse_frames,
             &mut st,
         );
-        self.metrics.scan_pages_queried += st.queried;
-        self.metrics.scan_pages_reused += st.reused;
+        self.metrics.scan_pages_queried.inc_by(st.queried);
+        self.metrics.scan_pages_reused.inc_by(st.reused);
         if st.hidden_pfn > 0 && self.settings.scan_reuse_frames {
             self.note_once(
                 "hiddenpfn",
@@ -538,9 +576,7 @@ impl Linux {
             }
             Err(ScanError::Failed(e)) => {
                 self.metrics.error("scan");
-                self.log.warn(format!(
-                    "pid {pid}: scan failed, keeping last interval's view: {e}"
-                ));
+                warn!("pid {pid}: scan failed, keeping last interval's view: {e}");
                 return;
             }
         };
@@ -583,7 +619,7 @@ impl Linux {
                     tier,
                 });
             } else if old != tier {
-                self.metrics.external_moves += 1;
+                self.metrics.external_moves.inc();
                 self.tel.migrations.push(MigrationResult {
                     page: id,
                     from: old,
@@ -616,7 +652,7 @@ impl Linux {
             if let Err(e) = scan::clear_soft_dirty(pid as i32) {
                 if alive(pid) {
                     self.metrics.error("clear_refs");
-                    self.log.warn(format!("pid {pid}: clear_refs: {e}"));
+                    warn!("pid {pid}: clear_refs: {e}");
                 }
             }
         }
@@ -642,7 +678,7 @@ impl Linux {
 
     fn note_once(&mut self, key: &'static str, msg: String) {
         if self.noted.insert(key) {
-            self.log.info(msg);
+            info!("{}", msg);
         }
     }
 
@@ -689,8 +725,8 @@ impl Linux {
             &mut self.scratch_status,
             mech::MPOL_MF_MOVE,
         );
-        self.metrics.migrate_seconds_sum += t0.elapsed().as_secs_f64();
-        self.metrics.migrate_calls += 1;
+        let took = t0.elapsed().as_secs_f64();
+        self.metrics.move_pages_seconds.observe(took);
         let from = if to == FAST { SLOW } else { FAST };
         match r {
             Err(e) => {
@@ -700,16 +736,16 @@ impl Linux {
                     if let Some(p) = self.procs.get_mut(&pid) {
                         p.gone = true;
                     }
-                    self.log.info(format!(
+                    info!(
                         "pid {pid} exited mid-batch (ESRCH): {} moves dropped",
                         batch.len()
-                    ));
+                    );
                     MigrationOutcome::NoPage
                 } else {
-                    self.log.warn(format!(
+                    warn!(
                         "pid {pid}: move_pages of {} pages failed: {kind} ({e})",
                         batch.len()
-                    ));
+                    );
                     MigrationOutcome::Refused
                 };
                 for &(_, id) in batch {
@@ -742,7 +778,11 @@ impl Linux {
                     };
                     self.result(id, from, to, outcome);
                 }
-                self.metrics.pages_migrated += moved;
+                self.metrics.pages_migrated.inc_by(moved);
+                trace!(
+                    "pid {pid}: move_pages of {} pages to node {node}: {moved} moved in {took:.4} s",
+                    batch.len()
+                );
                 let p = self.procs.get_mut(&pid);
                 if let Some(p) = p {
                     if to == FAST {
@@ -752,11 +792,11 @@ impl Linux {
                     }
                 }
                 let m = if to == FAST {
-                    &mut self.metrics.promotions
+                    &self.metrics.promotions
                 } else {
-                    &mut self.metrics.demotions
+                    &self.metrics.demotions
                 };
-                *m.entry(pid).or_default() += moved;
+                m.with_label_values(&[self.target_label(pid)]).inc_by(moved);
                 if let Some(n) = self.node_free.get_mut(&node) {
                     *n = n.saturating_sub(moved);
                 }
@@ -772,11 +812,6 @@ impl Linux {
                     if !repeat {
                         self.last_warn.insert(pid, (kinds, now));
                     }
-                    let level = if repeat {
-                        crate::log::Level::Debug
-                    } else {
-                        crate::log::Level::Warn
-                    };
                     let tail = if repeat {
                         ""
                     } else {
@@ -789,7 +824,11 @@ impl Linux {
                         batch.len(),
                         list.join(", "),
                     );
-                    self.log.log(level, msg);
+                    if repeat {
+                        debug!("{msg}");
+                    } else {
+                        warn!("{msg}");
+                    }
                 }
             }
         }
@@ -877,14 +916,14 @@ impl Linux {
         if self.settings.dry_run {
             for ((k, pid), pages) in &groups {
                 let to = u8::MAX - k;
-                self.log.info(format!(
+                info!(
                     "dry-run: would {} {} pages of pid {pid} to node {}",
                     if to == FAST { "promote" } else { "demote" },
                     pages.len(),
                     self.dest_node(to).map_or("?".into(), |n| n.to_string())
-                ));
+                );
             }
-            self.metrics.dry_run_skipped += total as u64;
+            self.metrics.dry_run_skipped.inc_by(total as u64);
             for ((k, _), pages) in groups {
                 for (_, id) in pages {
                     let to = u8::MAX - k;
@@ -941,19 +980,17 @@ impl Linux {
                 demoted += n;
             }
         }
-        self.metrics.rate_limited += limited as u64;
+        self.metrics.rate_limited.inc_by(limited as u64);
         if limited > 0 {
-            self.log.info(format!(
+            info!(
                 "rate limit ({} MiB/s): {limited} migrations deferred",
                 self.settings.migrate_mib_s
-            ));
+            );
         }
         if stopped > 0 {
-            self.log
-                .info(format!("stopping: {stopped} migrations not started"));
+            info!("stopping: {stopped} migrations not started");
         }
-        self.log
-            .debug(format!("asked: promote {promoted}, demote {demoted}"));
+        debug!("asked: promote {promoted}, demote {demoted}");
     }
 
     pub fn stop_source(&mut self) {
@@ -1024,9 +1061,9 @@ impl Backend for Linux {
         if !gone.is_empty() {
             let pids = self.pids();
             if let Ok(notes) = self.source.set_targets(&pids) {
-                notes.iter().for_each(|n| self.log.debug(n));
+                notes.iter().for_each(|n| debug!("{}", n));
             }
-            self.metrics.targets = pids.len() as u64;
+            self.metrics.target_processes.set(pids.len() as i64);
         }
         let now_ns = self.start.elapsed().as_nanos() as u64;
         let procs: Vec<ProcPages> = self.procs.values().map(|p| p.pages.clone()).collect();
@@ -1041,17 +1078,16 @@ impl Backend for Linux {
         match self.source.collect(&mut ctx) {
             Ok(st) => {
                 if st.lost > 0 {
-                    self.log.warn(format!(
+                    warn!(
                         "{}: the kernel dropped {} records",
                         self.source.name(),
                         st.lost
-                    ));
+                    );
                 }
             }
             Err(e) => {
                 self.metrics.error("telemetry");
-                self.log
-                    .warn(format!("telemetry source {}: {e}", self.source.name()));
+                warn!("telemetry source {}: {e}", self.source.name());
             }
         }
         self.tel.samples = samples;
@@ -1059,14 +1095,14 @@ impl Backend for Linux {
             Some(Ok(v)) => v,
             Some(Err(e)) => {
                 self.metrics.error("uncore");
-                self.log.warn(format!("uncore counters: {e}"));
+                warn!("uncore counters: {e}");
                 Vec::new()
             }
             None => self.source.tier_counters().unwrap_or_default(),
         };
         if let Err(e) = self.read_nodes() {
             self.metrics.error("meminfo");
-            self.log.warn(format!("node memory: {e}"));
+            warn!("node memory: {e}");
         }
         self.fill_tiers();
         self.fill_processes();
@@ -1074,11 +1110,14 @@ impl Backend for Linux {
         self.last_tick = Instant::now();
         self.tel.epoch_ns = dt.as_nanos() as u64;
         self.tel.now_ns = now_ns;
-        self.metrics.samples_total += self.tel.samples.len() as u64;
-        self.metrics.samples_per_second =
-            self.tel.samples.len() as f64 / dt.as_secs_f64().max(1e-9);
-        self.metrics.intervals += 1;
-        self.metrics.observe_seconds_sum += t0.elapsed().as_secs_f64();
+        let n = self.tel.samples.len() as u64;
+        self.metrics.samples.inc_by(n);
+        self.metrics.samples_last = n;
+        self.metrics.samples_per_second = n as f64 / dt.as_secs_f64().max(1e-9);
+        self.metrics.intervals.inc();
+        let took = t0.elapsed().as_secs_f64();
+        self.metrics.observe_seconds_last = took;
+        self.metrics.observe_seconds.observe(took);
         Ok(())
     }
 
@@ -1133,17 +1172,22 @@ impl Backend for Linux {
                 ),
             }
         }
-        if !moves.is_empty() {
+        let migrating = !moves.is_empty();
+        if migrating {
             self.apply_migrations(moves);
         }
         self.last_apply = t0.elapsed();
+        if migrating {
+            self.metrics
+                .migration_pass_seconds
+                .observe(self.last_apply.as_secs_f64());
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::{Format, Level};
     use tierkit_core::MigrateMode;
 
     static STOP: AtomicBool = AtomicBool::new(false);
@@ -1166,10 +1210,7 @@ mod tests {
             settings,
             Box::new(crate::source::NoSource),
             &STOP,
-            Logger {
-                format: Format::Text,
-                min: Level::Error,
-            },
+            Metrics::new(),
         )
         .unwrap()
     }
@@ -1215,7 +1256,7 @@ mod tests {
         );
         assert!(tel.processes.is_empty());
         lx.restore_telemetry(tel);
-        assert_eq!(lx.metrics.target_exits, 1);
+        assert_eq!(lx.metrics.target_exits.get(), 1);
         assert!(lx.departed.contains(&pid));
         assert_eq!(lx.tier_of(page), None);
         // its ids are reused only after the epoch that reported them freed
@@ -1246,8 +1287,8 @@ mod tests {
             .collect();
         lx.apply(&mut acts);
         assert!(acts.is_empty());
-        assert_eq!(lx.metrics.dry_run_skipped, 3);
-        assert_eq!(lx.metrics.pages_migrated, 0);
+        assert_eq!(lx.metrics.dry_run_skipped.get(), 3);
+        assert_eq!(lx.metrics.pages_migrated.get(), 0);
         lx.observe().unwrap();
         let tel = lx.take_telemetry();
         assert_eq!(tel.migrations.len(), 4);

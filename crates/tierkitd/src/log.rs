@@ -1,8 +1,22 @@
-//! Logs on stderr, one line per event: text (`2025-05-20T10:00:00.123Z INFO message`) or JSON
-//! (`{"ts":"...","level":"info","msg":"..."}`), chosen by `--log-format`.
+//! Logging: `tracing` events, written to stderr by `tracing-subscriber`, one line per event.
+//!
+//! - `--log-format text`: `2025-05-20T10:00:00.123456Z  INFO message` (UTC, RFC 3339);
+//! - `--log-format json`: `{"timestamp":"...","level":"INFO","message":"...","target":"tierkitd::linux"}`.
+//!
+//! Which events are written: the `--log-level` flag, else the `TIERKITD_LOG` environment variable,
+//! else the config file's `log-level`, else `info` (resolved in [`crate::config`]). Events carry
+//! their module as the target (`tierkitd::daemon`, `tierkitd::linux`), so `TIERKITD_LOG` can
+//! switch on one module's debug output: `TIERKITD_LOG=info,tierkitd::linux=debug`.
 
-use std::io::Write;
-use std::time::{SystemTime, UNIX_EPOCH};
+use tracing::Subscriber;
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::EnvFilter;
+
+/// The environment variable with filter directives (a level, or `target=level` pairs).
+pub const ENV: &str = "TIERKITD_LOG";
+
+/// The levels, most severe first.
+pub const LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -10,115 +24,156 @@ pub enum Format {
     Json,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    Debug,
-    Info,
-    Warn,
-    Error,
+/// A `--log-level` value: one of [`LEVELS`].
+pub fn parse_level(s: &str) -> std::result::Result<&'static str, String> {
+    let t = s.trim().to_ascii_lowercase();
+    LEVELS
+        .iter()
+        .find(|l| **l == t)
+        .copied()
+        .ok_or_else(|| format!("`{s}` is not a log level ({})", LEVELS.join(", ")))
 }
 
-impl Level {
-    fn as_str(self) -> &'static str {
-        match self {
-            Level::Debug => "debug",
-            Level::Info => "info",
-            Level::Warn => "warn",
-            Level::Error => "error",
+/// Check `TIERKITD_LOG`-style directives: comma-separated, each a level or `target=level`.
+/// (`tracing-subscriber` alone would take a misspelt level, `TIERKITD_LOG=verbose`, for the
+/// name of a target and silence everything else.)
+pub fn check_directives(s: &str) -> std::result::Result<(), String> {
+    let parts: Vec<&str> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    if parts.is_empty() {
+        return Err(
+            "empty (give a level, e.g. debug, or directives like info,tierkitd::linux=debug)"
+                .into(),
+        );
+    }
+    for p in &parts {
+        let level = p.rsplit_once('=').map_or(*p, |(_, l)| l);
+        if parse_level(level).is_err() && !level.eq_ignore_ascii_case("off") {
+            return Err(format!(
+                "`{p}` is neither a level ({}) nor target=level",
+                LEVELS.join(", ")
+            ));
         }
+    }
+    EnvFilter::try_new(s)
+        .map(|_| ())
+        .map_err(|e| format!("`{s}`: {e}"))
+}
+
+/// A subscriber that writes the events that pass `directives` (checked by [`check_directives`])
+/// to `writer` in `format`.
+pub fn subscriber<W>(
+    format: Format,
+    directives: &str,
+    writer: W,
+) -> Box<dyn Subscriber + Send + Sync>
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    let filter = EnvFilter::try_new(directives).unwrap_or_else(|_| EnvFilter::new("info"));
+    let base = tracing_subscriber::fmt()
+        .with_writer(writer)
+        .with_env_filter(filter)
+        .with_ansi(false);
+    match format {
+        Format::Text => Box::new(base.with_target(false).finish()),
+        Format::Json => Box::new(
+            base.json()
+                .flatten_event(true)
+                .with_current_span(false)
+                .with_span_list(false)
+                .finish(),
+        ),
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-pub struct Logger {
-    pub format: Format,
-    pub min: Level,
-}
-
-/// UTC time as RFC 3339 with milliseconds, from the Unix epoch (no time-zone database needed).
-pub fn rfc3339(t: SystemTime) -> String {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
-    // civil-from-days (Howard Hinnant's algorithm)
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60,
-        d.subsec_millis()
-    )
-}
-
-impl Logger {
-    pub fn new(format: Format) -> Logger {
-        Logger {
-            format,
-            min: Level::Info,
-        }
-    }
-
-    pub fn line(&self, level: Level, msg: &str) -> String {
-        let ts = rfc3339(SystemTime::now());
-        match self.format {
-            Format::Text => format!("{ts} {:<5} {msg}", level.as_str().to_uppercase()),
-            Format::Json => {
-                serde_json::json!({"ts": ts, "level": level.as_str(), "msg": msg}).to_string()
-            }
-        }
-    }
-
-    pub fn log(&self, level: Level, msg: impl AsRef<str>) {
-        if level < self.min {
-            return;
-        }
-        let line = self.line(level, msg.as_ref());
-        let mut e = std::io::stderr().lock();
-        let _ = writeln!(e, "{line}");
-    }
-
-    pub fn info(&self, msg: impl AsRef<str>) {
-        self.log(Level::Info, msg)
-    }
-    pub fn warn(&self, msg: impl AsRef<str>) {
-        self.log(Level::Warn, msg)
-    }
-    pub fn error(&self, msg: impl AsRef<str>) {
-        self.log(Level::Error, msg)
-    }
-    pub fn debug(&self, msg: impl AsRef<str>) {
-        self.log(Level::Debug, msg)
-    }
+/// Log to stderr from now on (the first call wins).
+pub fn init(format: Format, directives: &str) {
+    let _ =
+        tracing::subscriber::set_global_default(subscriber(format, directives, std::io::stderr));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::sync::{Arc, Mutex};
 
     #[test]
-    fn timestamps_and_formats() {
-        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-        let t = UNIX_EPOCH + Duration::from_millis(1_747_735_200_123); // 2025-05-20T10:00:00.123Z
-        assert_eq!(rfc3339(t), "2025-05-20T10:00:00.123Z");
-        assert_eq!(
-            rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)),
-            "2000-02-29T00:00:00.000Z"
+    fn levels_and_directives() {
+        assert_eq!(parse_level("DEBUG"), Ok("debug"));
+        assert!(parse_level("verbose")
+            .unwrap_err()
+            .contains("error, warn, info, debug, trace"));
+        assert!(check_directives("debug").is_ok());
+        assert!(check_directives("info,tierkitd::linux=debug").is_ok());
+        assert!(check_directives("off").is_ok());
+        assert!(check_directives("verbose")
+            .unwrap_err()
+            .contains("`verbose` is neither"));
+        assert!(check_directives("tierkitd=loud").is_err());
+        assert!(check_directives(" , ").is_err());
+    }
+
+    /// A writer that keeps what is written, shared with the test.
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn lines(format: Format, directives: &str) -> Vec<String> {
+        let buf = Buf::default();
+        let out = buf.clone();
+        let sub = subscriber(format, directives, move || out.clone());
+        tracing::subscriber::with_default(sub, || {
+            tracing::info!("pid {} (workload) joined the targets", 210);
+            tracing::debug!("asked: promote {}, demote {}", 3, 0);
+            tracing::warn!("a \"quoted\" msg");
+        });
+        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        text.lines().map(String::from).collect()
+    }
+
+    #[test]
+    fn text_and_json_lines() {
+        let t = lines(Format::Text, "info");
+        assert_eq!(t.len(), 2, "{t:?}");
+        // 2025-05-20T10:00:00.123456Z  INFO pid 210 (workload) joined the targets
+        let (ts, rest) = t[0].split_once(' ').unwrap();
+        assert!(
+            ts.ends_with('Z') && ts.contains('T') && ts.len() >= 20,
+            "{ts}"
         );
-        let j = Logger::new(Format::Json).line(Level::Warn, "a \"quoted\" msg");
-        let v: serde_json::Value = serde_json::from_str(&j).unwrap();
-        assert_eq!(v["level"], "warn");
-        assert_eq!(v["msg"], "a \"quoted\" msg");
-        let t = Logger::new(Format::Text).line(Level::Info, "hello");
-        assert!(t.ends_with("Z INFO  hello"), "{t}");
+        assert_eq!(
+            rest.trim_start(),
+            "INFO pid 210 (workload) joined the targets"
+        );
+        assert!(t[1].ends_with("WARN a \"quoted\" msg"), "{}", t[1]);
+        let d = lines(Format::Text, "info,tierkitd::log::tests=debug");
+        assert!(d[1].ends_with("DEBUG asked: promote 3, demote 0"), "{d:?}");
+        assert_eq!(lines(Format::Text, "error").len(), 0);
+        let j = lines(Format::Json, "debug");
+        assert_eq!(j.len(), 3, "{j:?}");
+        let v: serde_json::Value = serde_json::from_str(&j[2]).unwrap();
+        assert_eq!(v["level"], "WARN");
+        assert_eq!(v["message"], "a \"quoted\" msg");
+        assert_eq!(v["target"], "tierkitd::log::tests");
+        assert!(v["timestamp"].as_str().unwrap().ends_with('Z'));
+        // the shape the kernel tests check (tests/kernel/guest/tests.sh, t_kill)
+        assert!(
+            j[0].starts_with("{\"timestamp\":\"")
+                && j[0].contains(",\"level\":\"INFO\",\"message\":\"pid 210"),
+            "{}",
+            j[0]
+        );
     }
 }

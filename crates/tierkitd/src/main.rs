@@ -1,7 +1,7 @@
 //! `tierkitd`: see `tierkitd --help` and docs/operator-guide.md.
 
 use clap::Parser;
-use tierkitd::{config, daemon, Error};
+use tierkitd::{config, daemon, log, Error};
 
 fn main() {
     let cli = match config::Cli::try_parse() {
@@ -19,6 +19,7 @@ fn main() {
             std::process::exit(2);
         }
     };
+    log::init(cfg.log_format, &cfg.log_filter);
     if let Err(e) = daemon::run(cfg) {
         eprintln!("tierkitd: error: {e}");
         let code = match e {

@@ -12,6 +12,9 @@ count_at_least() { i=0; while n=$(grep -c "$2" "$1" 2>/dev/null); [ "${n:-0}" -l
 # wait_for FILE PATTERN SECONDS: wait until FILE has a line matching PATTERN; 1 on timeout
 wait_for() { count_at_least "$1" "$2" 1 "$3"; }
 show() { echo "--- $1"; sed 's/^/    /' "$1" | tail -n "${2:-40}"; echo "--- dmesg"; dmesg | grep -iE 'segfault|bug|warn|oops|killed' | tail -n 10; }
+# scrape NAME FILE: print a metrics scrape for the host, which checks it with `promtool check
+# metrics` (run.sh): every line prefixed, then the line count (a line cut by console output shows)
+scrape() { sed "s/^/TKSCRAPE $1 /" "$2"; echo "TKSCRAPE_END $1 lines=$(wc -l < "$2")"; }
 # ticks of CPU (utime + stime) of a pid
 cputicks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # the process's NUMA scan passes (mm->numa_scan_seq in /proc/PID/sched; -1 without SCHED_DEBUG)
@@ -84,9 +87,11 @@ t_damon() {
   wget -q -O /tmp/m1.txt http://127.0.0.1:$PORT/metrics || echo "metrics fetch failed" > /tmp/m1.txt
   kill -TERM $D; wait $D; drc=$?
   h0=$(kv hot_node0 "$r"); c1=$(kv cold_node1 "$r"); bad=$(kv corrupt "$r")
-  promos=$(sed -n 's/^tierkitd_promotions_total{pid="[0-9]*"} //p' /tmp/m1.txt)
-  d="hot_on_node0=$h0/4096 cold_on_node1=$c1/12288 corrupt=$bad daemon_rc=$drc metrics_promotions=${promos:-none} timed_out=$waited"
-  if [ $waited = 0 ] && pct_ge "${h0:-0}" 4096 90 && pct_ge "${c1:-0}" 12288 90 && [ "$bad" = 0 ] && [ $drc = 0 ] &&
+  promos=$(sed -n "s/^tierkitd_promotions_total{target=\"$W\"} //p" /tmp/m1.txt)
+  info=$(grep -c '^tierkitd_info{policy="hemem",source="damon",version="[0-9.]*"} 1$' /tmp/m1.txt)
+  scrape damon /tmp/m1.txt
+  d="hot_on_node0=$h0/4096 cold_on_node1=$c1/12288 corrupt=$bad daemon_rc=$drc metrics_promotions=${promos:-none} metrics_info=$info timed_out=$waited"
+  if [ $waited = 0 ] && pct_ge "${h0:-0}" 4096 90 && pct_ge "${c1:-0}" 12288 90 && [ "$bad" = 0 ] && [ $drc = 0 ] && [ "$info" = 1 ] &&
      grep -q 'falling back to DAMON' /tmp/d1.log && grep -q 'stopped by signal' /tmp/d1.log && [ "${promos:-0}" -gt 0 ]; then
     pass damon "$d"
     echo "--- session (daemon log and metrics, for docs/operator-guide.md)"; sed 's/^/    /' /tmp/d1.log; sed 's/^/    /' /tmp/m1.txt
@@ -136,9 +141,11 @@ t_kill() {
   sh -c 'echo $$ > /sys/fs/cgroup/tk/cgroup.procs; exec /bin/workload 8 8 0 1 1' > /tmp/wb.out &
   B=$!
   wait_for /tmp/wa.out WORKLOAD_START 20 && wait_for /tmp/wb.out WORKLOAD_START 20 || { fail kill "workloads did not start"; return; }
-  /bin/tierkitd --cgroup /sys/fs/cgroup/tk --policy hemem --config /tmp/kill.toml --log-format json 2> /tmp/d3.log &
+  # debug output of one module switched on by TIERKITD_LOG (the daemon's per-interval line)
+  TIERKITD_LOG=info,tierkitd::daemon=debug /bin/tierkitd --cgroup /sys/fs/cgroup/tk --policy hemem --config /tmp/kill.toml \
+    --log-format json --metrics-addr 127.0.0.1:$((PORT + 2)) 2> /tmp/d3.log &
   D=$!
-  wait_for /tmp/d3.log '"msg":"interval [0-9]*: promoted' 30
+  wait_for /tmp/d3.log '"message":"interval [0-9]*: promoted' 30
   kill -KILL $A; wait $A 2>/dev/null
   wait_for /tmp/d3.log "pid $A .*exited" 10; ex=$?
   sh -c 'echo $$ > /sys/fs/cgroup/tk/cgroup.procs; exec /bin/workload 4 4 0 1 1' > /tmp/wc.out &
@@ -151,11 +158,21 @@ t_kill() {
   wait_for /tmp/d3.log 'no live targets' 10; idle=$?
   n1=$(wc -l < /tmp/d3.log); sleep 3; n2=$(wc -l < /tmp/d3.log)
   alive=0; kill -0 $D 2>/dev/null && alive=1
+  wget -q -O /tmp/m3.txt http://127.0.0.1:$((PORT + 2))/metrics || : > /tmp/m3.txt
   kill -TERM $D; wait $D; drc=$?
   rb=$(grep WORKLOAD_RESULT /tmp/wb.out); bh0=$(kv hot_node0 "$rb")
-  json_ok=1; grep -vE '^\{"level":"[a-z]+","msg":".*","ts":"[0-9T:.-]+Z"\}$' /tmp/d3.log | grep -q . && json_ok=0
-  d="exit_logged=$((1 - ex)) join_logged=$((1 - jo)) idle_logged=$((1 - idle)) alive_after=$alive log_lines=$n1->$n2 B_hot_on_node0=$bh0/2048 json=$json_ok daemon_rc=$drc timed_out=$waited"
-  if [ $waited = 0 ] && [ $ex = 0 ] && [ $jo = 0 ] && [ $idle = 0 ] && [ $alive = 1 ] && [ $n2 -gt $n1 ] && [ $drc = 0 ] && [ $json_ok = 1 ] && pct_ge "${bh0:-0}" 2048 50; then
+  # the cgroup's members add up under one target label, its path below /sys/fs/cgroup
+  promos=$(sed -n 's/^tierkitd_promotions_total{target="\/tk"} //p' /tmp/m3.txt)
+  grep -q '^tierkitd_resident_bytes{target="/tk",tier="fast"} ' /tmp/m3.txt && res=1 || res=0
+  grep -q 'pid="' /tmp/m3.txt && pidlabel=1 || pidlabel=0
+  scrape kill /tmp/m3.txt
+  dbg=$(grep -c '"level":"DEBUG","message":"interval [0-9]*: .*"target":"tierkitd::daemon"' /tmp/d3.log)
+  dbg_other=$(grep '"level":"DEBUG"' /tmp/d3.log | grep -vc '"target":"tierkitd::daemon"')
+  # every line one JSON object in tracing-subscriber's shape (crates/tierkitd/src/log.rs)
+  json_ok=1; grep -vE '^\{"timestamp":"[0-9T:.-]+Z","level":"(ERROR|WARN|INFO|DEBUG|TRACE)","message":".*","target":"tierkitd(::[a-z_]+)*"\}$' /tmp/d3.log | grep -q . && json_ok=0
+  d="exit_logged=$((1 - ex)) join_logged=$((1 - jo)) idle_logged=$((1 - idle)) alive_after=$alive log_lines=$n1->$n2 B_hot_on_node0=$bh0/2048 json=$json_ok debug_lines=$dbg debug_other=$dbg_other metrics_promotions=${promos:-none} resident=$res pid_label=$pidlabel daemon_rc=$drc timed_out=$waited"
+  if [ $waited = 0 ] && [ $ex = 0 ] && [ $jo = 0 ] && [ $idle = 0 ] && [ $alive = 1 ] && [ $n2 -gt $n1 ] && [ $drc = 0 ] && [ $json_ok = 1 ] && pct_ge "${bh0:-0}" 2048 50 &&
+     [ "$dbg" -gt 0 ] && [ "$dbg_other" = 0 ] && [ "${promos:-0}" -gt 0 ] && [ $res = 1 ] && [ $pidlabel = 0 ]; then
     pass kill "$d"
   else
     fail kill "$d"; show /tmp/d3.log
