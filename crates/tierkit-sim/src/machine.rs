@@ -1346,21 +1346,32 @@ impl Machine {
                     // the tier's whole loaded latency; a load whose line a prefetcher already has
                     // in flight (a stream running m lines ahead) waits for the rest, ~L/m.
                     let full = self.lat[t as usize];
-                    // The slow-loads event (MEM_LOAD_L3_MISS_RETIRED.REMOTE_DRAM) counts retired
-                    // loads whose data came from the slow tier. A load whose line a prefetcher
-                    // fetched finds it in L2/LLC or in flight there: the prefetch carried the
-                    // miss, and the load retires with a cache data source, so it is not an
-                    // event and is not sampled (docs/model.md, "Sampling"). At most 1 - 1/m of
-                    // a thread's misses are covered: a stream still misses where a prefetcher
-                    // (re)starts, about one line in m.
-                    if slow_only {
-                        let drop = prefetched.min(1.0 - 1.0 / th_m);
-                        if drop > 0.0 && self.rng_sample.chance(drop) {
-                            continue;
-                        }
+                    // The load events PEBS samplers use (MEM_LOAD_L3_MISS_RETIRED.LOCAL_DRAM and
+                    // .REMOTE_DRAM: HeMem, MEMTIS, Soar, Vulcan, PACT's slow-loads) count retired
+                    // loads whose data came from memory. A load whose line a prefetcher fetched
+                    // finds it in L2/LLC or in flight there: the prefetch carried the miss, and
+                    // the load retires with a cache data source, so it is not an event and is
+                    // not sampled (docs/model.md, "Sampling"). At most 1 - 1/m of a thread's
+                    // misses are covered: a stream still misses where a prefetcher (re)starts,
+                    // about one line in m. Stores (MEM_INST_RETIRED.ALL_STORES) are all events.
+                    let drop = if is_store {
+                        0.0
+                    } else {
+                        prefetched.min(1.0 - 1.0 / th_m)
+                    };
+                    if drop > 0.0 && self.rng_sample.chance(drop) {
+                        continue;
                     }
-                    let covered =
-                        !slow_only && prefetched > 0.0 && self.rng_sample.chance(prefetched);
+                    // Of the loads left, those whose line was still in flight report part of
+                    // the latency (load-latency records).
+                    let rest = if is_store {
+                        prefetched
+                    } else if drop < 1.0 {
+                        ((prefetched - drop) / (1.0 - drop)).max(0.0)
+                    } else {
+                        0.0
+                    };
+                    let covered = !slow_only && rest > 0.0 && self.rng_sample.chance(rest);
                     let lat = if covered {
                         full / th_m * (0.5 + self.rng_sample.f64())
                     } else {
