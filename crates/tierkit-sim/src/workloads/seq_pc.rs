@@ -43,16 +43,16 @@ const P: &[ParamDef] = &[
     ParamDef {
         name: "seq_compute_ns",
         kind: ParamKind::Float { min: 0.0, max: 1e6 },
-        default: "8",
+        default: "20.8",
         unit: "ns",
-        doc: "compute per missed line in the stream (8 loads per line)",
+        doc: "compute per missed line in the stream (8 loads per line); fitted to Soar/Alto Fig. 1c: the stream alone on the slow tier (Cold-on-DRAM) at 70.2% of All-on-DRAM, (L_slow + 7z) / (L_fast + 7z) = 1 / 0.702 on skx-cxl-emu",
     },
     ParamDef {
         name: "pc_compute_ns",
         kind: ParamKind::Float { min: 0.0, max: 1e6 },
-        default: "2",
+        default: "20",
         unit: "ns",
-        doc: "compute per pointer hop",
+        doc: "compute per pointer hop; fitted to Soar/Alto Fig. 1c: the pointer chase alone on the slow tier (Hot-on-DRAM) at 52.4% of All-on-DRAM, (L_slow + z) / (L_fast + z) = 1 / 0.524 on skx-cxl-emu (the third bar, all on the slow tier, is the residual: 52.2% against 47.4%)",
     },
     ParamDef {
         name: "fast_runtime_s",
