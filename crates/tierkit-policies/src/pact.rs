@@ -59,11 +59,12 @@
 use std::collections::VecDeque;
 
 use tierkit_core::action::{MigrateMode, SampleFilter};
+use tierkit_core::memory::{self, bytes_of};
 use tierkit_core::params::{ParamDef, ParamKind, Params};
 use tierkit_core::policy::Builder;
 use tierkit_core::telemetry::MigrationOutcome;
 use tierkit_core::{
-    Action, Mechanism, PageId, Policy, PolicyInfo, Telemetry, TelemetryNeeds, FAST, SLOW,
+    Action, Mechanism, PageId, PageSpace, Policy, PolicyInfo, Telemetry, TelemetryNeeds, FAST, SLOW,
 };
 
 use crate::common::{spec_name, Dense, Residency};
@@ -398,6 +399,11 @@ impl Pact {
     /// The slow tier's k in use.
     pub fn k_slow(&self) -> f64 {
         self.k_slow
+    }
+
+    /// Pages the tracking table can hold in a page space: `max_tracked`, or every page.
+    fn tracked_bound(&self, space: &PageSpace) -> u64 {
+        (self.max_tracked as u64).min(space.pages)
     }
 
     /// Bytes held by the tracking table (entries, their page ids and the page index).
@@ -761,6 +767,47 @@ impl Policy for Pact {
             quantum_ns: self.window_ns,
             ..TelemetryNeeds::default()
         }
+    }
+
+    /// Per page: its tier (1 B), its slot in the tracking table (4 B) and its in-flight state
+    /// (1 B). Per tracked page, at most `max_tracked`: its entry, its page id and its place in
+    /// the window's list. Per fast-tier page: its place on the CLOCK (8 B).
+    fn memory_bytes(&self, space: &PageSpace) -> u64 {
+        let tracked = self.tracked_bound(space);
+        Residency::bytes_for(space.pages)
+            + Dense::<u32>::bytes_for(space.pages)
+            + Dense::<u8>::bytes_for(space.pages)
+            + bytes_of::<Entry>(tracked)
+            + bytes_of::<PageId>(tracked)
+            + bytes_of::<u32>(tracked)
+            + bytes_of::<PageId>(space.fast_pages())
+    }
+
+    fn reserve(&mut self, space: &PageSpace) -> tierkit_core::Result<()> {
+        let tracked = self.tracked_bound(space);
+        self.residency.reserve(space.pages)?;
+        self.index.reserve(space.pages, "PACT's page index")?;
+        self.inflight
+            .reserve(space.pages, "PACT's in-flight table")?;
+        memory::reserve_exact(&mut self.entries, tracked, "PACT's tracking table")?;
+        memory::reserve_exact(&mut self.pages, tracked, "PACT's tracking table")?;
+        memory::reserve_exact(&mut self.touched, tracked, "PACT's window list")?;
+        let fast = space.fast_pages();
+        self.clock
+            .try_reserve_exact(fast as usize)
+            .map_err(|_| tierkit_core::Error::OutOfMemory {
+                what: "PACT's CLOCK of fast-tier pages".into(),
+                bytes: bytes_of::<PageId>(fast),
+            })
+    }
+
+    fn allocated_bytes(&self) -> u64 {
+        self.residency.bytes()
+            + (self.index.bytes() + self.inflight.bytes()) as u64
+            + bytes_of::<Entry>(self.entries.capacity() as u64)
+            + bytes_of::<PageId>(self.pages.capacity() as u64)
+            + bytes_of::<u32>(self.touched.capacity() as u64)
+            + bytes_of::<PageId>(self.clock.capacity() as u64)
     }
 
     fn init(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
