@@ -7,14 +7,15 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 use tierkit_core::action::{Action, MigrateMode, NumaScan, SampleFilter, ScanTiers};
+use tierkit_core::memory;
 use tierkit_core::rng::Rng;
 use tierkit_core::telemetry::*;
-use tierkit_core::{Backend, Mechanism, PageId, TierId};
+use tierkit_core::{Backend, Mechanism, PageId, TelemetryNeeds, TierId};
 
 use crate::dist::{Dist, Region};
 use crate::error::{Result, SimError};
 use crate::numa_scan::{self, ScanState};
-use crate::spec::{Experiment, Pattern};
+use crate::spec::{AccessSpec, Experiment, Pattern};
 
 pub const NONE: u8 = u8::MAX;
 const F_PROMOTED: u8 = 1;
@@ -257,18 +258,223 @@ pub struct Machine {
     test_clock: f64,
 }
 
+/// Where an access region lies in its object (or process) of `pages` pages from `first`:
+/// (first page, pages).
+fn region_extent(first: u32, pages: u32, a: &AccessSpec) -> (u32, u32) {
+    // The region starts on a page of the object (start_frac < 1 is validated; the clamp keeps a
+    // rounding at the end inside it).
+    let start = first + ((a.start_frac * pages as f64).floor() as u32).min(pages.saturating_sub(1));
+    let len = ((a.len_frac * pages as f64).round() as u32).clamp(1, first + pages - start);
+    (start, len)
+}
+
+/// The memory the machine allocates, by part, in bytes: estimated from an experiment before
+/// anything is built ([`Machine::memory_bytes`]) or measured from a machine's tables
+/// ([`Machine::allocated_bytes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MachineMemory {
+    /// Per-page arrays: tier and flags (1 B each), when the accessed bit was last cleared
+    /// (8 B), and as the policy needs them, the bind table (1 B) and the last faulting thread
+    /// (4 B).
+    pub page_table: u64,
+    /// The page events of one epoch (allocations and frees, 16 B each) at their largest:
+    /// every page allocated at once, every page that can be freed freed at once.
+    pub events: u64,
+    /// The phases' access distributions: the regions' tables (a Zipf region's permutation, a
+    /// scattered region's offsets, a trace window's pages and alias table) and each phase's
+    /// history of cumulative misses.
+    pub dists: u64,
+    /// Marked pages waiting for their hint fault, for policies that take hint faults: every
+    /// page marked at once, a 24 B queue entry each and a third more for the queues' growth
+    /// and the entries left behind by pages that moved or faulted.
+    pub fault_queues: u64,
+}
+
+impl MachineMemory {
+    pub fn total(&self) -> u64 {
+        self.page_table + self.events + self.dists + self.fault_queues
+    }
+}
+
+/// Bytes per page of the arrays every machine allocates: tier, flags, last accessed-bit clear.
+const PAGE_TABLE_BYTES: u64 = (2 * std::mem::size_of::<u8>() + std::mem::size_of::<f64>()) as u64;
+/// Bytes per page of the hint-fault queues when every page is marked (see
+/// [`MachineMemory::fault_queues`]).
+const FAULT_QUEUE_BYTES: u64 = std::mem::size_of::<Reverse<(u64, u32, u64, u32)>>() as u64 * 4 / 3;
+
 impl Machine {
-    /// Build the machine for an experiment; `fast_only` gives the fast tier room for the whole
-    /// footprint (the reference run that slowdowns are measured against).
-    pub fn new(exp: &Experiment, fast_only: bool) -> Result<Machine> {
-        let ntiers = exp.platform.tiers.len();
+    /// Each tier's capacity in pages; `fast_only` gives the fast tier room for the whole
+    /// footprint.
+    pub fn capacities(exp: &Experiment, fast_only: bool) -> Vec<u64> {
         let (mut fast, slow) = exp.capacities();
-        let fp = exp.footprint_pages();
         if fast_only {
-            fast = fp + 1;
+            fast = exp.footprint_pages() + 1;
         }
-        let mut cap = vec![slow; ntiers];
+        let mut cap = vec![slow; exp.platform.tiers.len().max(1)];
         cap[0] = fast;
+        cap
+    }
+
+    /// Pages whose frees can come in one epoch: every object with a free time, and every
+    /// object of a process that can exit (all its threads have work bounds, or phases that all
+    /// end, or replay a trace).
+    fn freeable_pages(exp: &Experiment) -> u64 {
+        exp.processes
+            .iter()
+            .enumerate()
+            .map(|(pi, p)| {
+                let exits = !p.threads.is_empty()
+                    && p.threads.iter().enumerate().all(|(g, t)| {
+                        t.work_ops.is_some()
+                            || t.phases.iter().all(|ph| ph.duration_s.is_some())
+                            || exp.replays.iter().any(|r| r.process == pi && r.group == g)
+                    });
+                p.objects
+                    .iter()
+                    .filter(|o| exits || o.free_s.is_some())
+                    .map(|o| exp.pages_of(o.bytes))
+                    .sum::<u64>()
+            })
+            .sum()
+    }
+
+    /// Pages first touched in an interleaved order (trace processes starting together), whose
+    /// order is built as one list of (key, process, object, page) at their start.
+    fn interleaved_pages(exp: &Experiment) -> u64 {
+        let mut procs: Vec<usize> = exp.replays.iter().map(|r| r.process).collect();
+        procs.sort_unstable();
+        procs.dedup();
+        if procs.len() < 2 {
+            return 0;
+        }
+        procs
+            .iter()
+            .flat_map(|&pi| &exp.processes[pi].objects)
+            .map(|o| exp.pages_of(o.bytes))
+            .sum()
+    }
+
+    /// The memory a machine for `exp` allocates, estimated before building it, for a policy
+    /// with these needs: what [`Machine::with_needs`] and the run allocate, part by part.
+    pub fn memory_bytes(exp: &Experiment, needs: &TelemetryNeeds) -> MachineMemory {
+        let pages = exp.footprint_pages();
+        let mut per_page = PAGE_TABLE_BYTES;
+        if needs.bind_ranges {
+            per_page += std::mem::size_of::<u8>() as u64;
+        }
+        if needs.hint_faults {
+            per_page += std::mem::size_of::<u32>() as u64;
+        }
+        let event = std::mem::size_of::<PageEvent>() as u64;
+        let events = (pages + Self::freeable_pages(exp)).saturating_mul(event)
+            + Self::interleaved_pages(exp).saturating_mul(std::mem::size_of::<(
+                f64,
+                usize,
+                usize,
+                u32,
+            )>() as u64);
+        // One distribution per phase of every thread group, each with its history.
+        let epochs = (exp.duration_s / exp.epoch_ms * 1e3).ceil().max(1.0) as u64;
+        let mut dists = 0u64;
+        let mut base = 0u64;
+        for (pi, p) in exp.processes.iter().enumerate() {
+            let ppages: u64 = p.objects.iter().map(|o| exp.pages_of(o.bytes)).sum();
+            for (g, t) in p.threads.iter().enumerate() {
+                if let Some(r) = exp.replays.iter().find(|r| r.process == pi && r.group == g) {
+                    for w in &r.replay.windows {
+                        dists += Region::empirical_bytes(w.pages.len() as u64)
+                            + Dist::hist_bytes_for(epochs);
+                    }
+                    continue;
+                }
+                for ph in &t.phases {
+                    dists += Dist::hist_bytes_for(epochs);
+                    for a in &ph.access {
+                        let (first, n) = if a.object == "*" {
+                            (base, ppages)
+                        } else {
+                            let mut first = base;
+                            let mut n = 0;
+                            for o in &p.objects {
+                                if o.name == a.object {
+                                    n = exp.pages_of(o.bytes);
+                                    break;
+                                }
+                                first += exp.pages_of(o.bytes);
+                            }
+                            (first, n)
+                        };
+                        let (first, n) = (first as u32, n as u32);
+                        dists += match (a.scatter_seed, a.pattern) {
+                            (Some(_), _) => Region::subset_bytes(n),
+                            (None, Pattern::Zipf { .. }) => {
+                                Region::zipf_bytes(region_extent(first, n, a).1)
+                            }
+                            (None, _) => 0,
+                        };
+                    }
+                }
+            }
+            base += ppages;
+        }
+        MachineMemory {
+            page_table: pages.saturating_mul(per_page),
+            events,
+            dists,
+            fault_queues: if needs.hint_faults {
+                pages.saturating_mul(FAULT_QUEUE_BYTES)
+            } else {
+                0
+            },
+        }
+    }
+
+    /// The memory this machine's tables hold now (their capacities), part by part.
+    pub fn allocated_bytes(&self) -> MachineMemory {
+        let cap = |n: usize, each: usize| (n * each) as u64;
+        let fault = std::mem::size_of::<Reverse<(u64, u32, u64, u32)>>();
+        let marked = std::mem::size_of::<(u32, u64, f32)>();
+        MachineMemory {
+            page_table: cap(self.page_tier.capacity(), 1)
+                + cap(self.page_flags.capacity(), 1)
+                + cap(self.page_bind.capacity(), 1)
+                + cap(self.last_clear.capacity(), 8)
+                + cap(self.last_fault_tid.capacity(), 4),
+            events: cap(
+                self.tel.allocated.capacity() + self.tel.freed.capacity(),
+                std::mem::size_of::<PageEvent>(),
+            ),
+            dists: self.dists.iter().map(Dist::bytes).sum(),
+            fault_queues: cap(self.faults.capacity(), fault)
+                + self
+                    .count_faults
+                    .iter()
+                    .map(|h| cap(h.capacity(), fault))
+                    .sum::<u64>()
+                + cap(
+                    self.idle_marked.capacity() + self.stalled_marked.capacity(),
+                    marked,
+                ),
+        }
+    }
+
+    /// Build the machine for an experiment; `fast_only` gives the fast tier room for the whole
+    /// footprint (the reference run that slowdowns are measured against). Tables a policy may
+    /// need are allocated when first used; [`Machine::with_needs`] allocates them up front.
+    pub fn new(exp: &Experiment, fast_only: bool) -> Result<Machine> {
+        Self::with_needs(exp, fast_only, &TelemetryNeeds::default())
+    }
+
+    /// Build the machine for an experiment and a policy with these needs, allocating every
+    /// per-page table up front and fallibly ([`Machine::memory_bytes`] says how much).
+    pub fn with_needs(
+        exp: &Experiment,
+        fast_only: bool,
+        needs: &TelemetryNeeds,
+    ) -> Result<Machine> {
+        let ntiers = exp.platform.tiers.len();
+        let fp = exp.footprint_pages();
+        let cap = Self::capacities(exp, fast_only);
         if fp > u32::MAX as u64 / 2 {
             return Err(SimError::Capacity(format!(
                 "{}: footprint of {fp} pages is too large for the simulator (max 2^31)",
@@ -350,7 +556,10 @@ impl Machine {
                 });
             }
         }
-        let total = base as usize;
+        let total = base as u64;
+        let mut tel = Telemetry::default();
+        memory::reserve_exact(&mut tel.allocated, total, "the page events")?;
+        memory::reserve_exact(&mut tel.freed, Self::freeable_pages(exp), "the page events")?;
         let lat = exp
             .platform
             .tiers
@@ -362,11 +571,19 @@ impl Machine {
             ntiers,
             cap,
             used: vec![0; ntiers],
-            page_tier: vec![NONE; total],
-            page_flags: vec![0; total],
-            page_bind: Vec::new(),
-            last_clear: vec![0.0; total],
-            last_fault_tid: Vec::new(),
+            page_tier: memory::filled(total, NONE, "the page table")?,
+            page_flags: memory::filled(total, 0, "the page table")?,
+            page_bind: if needs.bind_ranges {
+                memory::filled(total, NONE, "the page bind table")?
+            } else {
+                Vec::new()
+            },
+            last_clear: memory::filled(total, 0.0, "the page table")?,
+            last_fault_tid: if needs.hint_faults {
+                memory::filled(total, 0, "the hint-fault table")?
+            } else {
+                Vec::new()
+            },
             shadow: FxHashMap::default(),
             shadow_list: Vec::new(),
             procs,
@@ -388,7 +605,7 @@ impl Machine {
             scan: None,
             scan_pid: FxHashMap::default(),
             sampling: None,
-            tel: Telemetry::default(),
+            tel,
             now_ns: 0.0,
             epoch_ns: exp.epoch_ms * 1e6,
             stats: EpochStats::default(),
@@ -629,6 +846,8 @@ impl Machine {
     /// stand in for the order of first touch). Synthetic workloads keep list order.
     fn allocate_interleaved(&mut self, procs: &[usize]) -> Result<()> {
         let mut order: Vec<(f64, usize, usize, u32)> = Vec::new();
+        let n: u64 = procs.iter().map(|&pi| self.procs[pi].pages as u64).sum();
+        memory::reserve_exact(&mut order, n, "the first-touch order of the traces")?;
         for &pi in procs {
             for oi in 0..self.procs[pi].objects.len() {
                 let o = &mut self.procs[pi].objects[oi];
@@ -718,9 +937,9 @@ impl Machine {
             .find(|r| r.process == pi && r.group == group)
     }
 
-    fn make_dist(&mut self, pi: usize, group: usize, phase: usize) -> usize {
+    fn make_dist(&mut self, pi: usize, group: usize, phase: usize) -> Result<usize> {
         if let Some(&d) = self.procs[pi].dist_of.get(&(group, phase)) {
-            return d;
+            return Ok(d);
         }
         if let Some(rs) = self.replay_of(pi, group) {
             // A trace window: its measured page frequencies over the trace's object.
@@ -734,7 +953,7 @@ impl Machine {
             self.dists.push(d);
             let id = self.dists.len() - 1;
             self.procs[pi].dist_of.insert((group, phase), id);
-            return id;
+            return Ok(id);
         }
         let spec = &self.exp.processes[pi].threads[group].phases[phase];
         let p = &self.procs[pi];
@@ -750,19 +969,15 @@ impl Machine {
                     .expect("validated object name");
                 (o.first, o.pages)
             };
-            // The region starts on a page of the object (start_frac < 1 is validated; the
-            // clamp keeps a rounding at the end inside it).
-            let start =
-                first + ((a.start_frac * pages as f64).floor() as u32).min(pages.saturating_sub(1));
-            let len = ((a.len_frac * pages as f64).round() as u32).clamp(1, first + pages - start);
+            let (start, len) = region_extent(first, pages, a);
             let seed = self.exp.seed
                 ^ ((pi as u64) << 40)
                 ^ ((group as u64) << 24)
                 ^ ((phase as u64) << 8)
                 ^ ai as u64;
             let mut r = match (a.scatter_seed, a.pattern) {
-                (Some(s), _) => Region::subset(first, pages, len, a.weight, s),
-                (None, Pattern::Zipf { s }) => Region::zipf(start, len, s, a.weight, seed),
+                (Some(s), _) => Region::subset(first, pages, len, a.weight, s)?,
+                (None, Pattern::Zipf { s }) => Region::zipf(start, len, s, a.weight, seed)?,
                 (None, _) => Region::range(start, len, a.weight),
             };
             if a.pattern == Pattern::Sequential {
@@ -774,10 +989,10 @@ impl Machine {
         self.dists.push(d);
         let id = self.dists.len() - 1;
         self.procs[pi].dist_of.insert((group, phase), id);
-        id
+        Ok(id)
     }
 
-    fn enter_phase(&mut self, ti: usize, phase: usize) {
+    fn enter_phase(&mut self, ti: usize, phase: usize) -> Result<()> {
         self.dist_gen += 1;
         let pi = self.threads[ti].proc_.expect("app thread");
         let group = self.threads[ti].group;
@@ -807,9 +1022,9 @@ impl Machine {
         }
         if phase >= nph {
             self.finish_thread(ti);
-            return;
+            return Ok(());
         }
-        let d = self.make_dist(pi, group, phase);
+        let d = self.make_dist(pi, group, phase)?;
         if self.dists[d].users == 0 {
             let pt = &self.page_tier;
             self.dists[d].recompute_mass(|p| {
@@ -833,6 +1048,7 @@ impl Machine {
         th.phase_end_ns = spec
             .duration_s
             .map_or(f64::INFINITY, |s| self.now_ns + s * 1e9);
+        Ok(())
     }
 
     fn finish_thread(&mut self, ti: usize) {
@@ -888,7 +1104,7 @@ impl Machine {
                 }
                 for ti in self.procs[pi].threads.clone() {
                     self.threads[ti].active = true;
-                    self.enter_phase(ti, 0);
+                    self.enter_phase(ti, 0)?;
                 }
                 self.tel.processes[pi].alive = true;
             } else {
@@ -909,14 +1125,14 @@ impl Machine {
                 let th = &self.threads[ti];
                 if th.active && th.phase_end_ns <= now {
                     let next = th.phase + 1;
-                    self.enter_phase(ti, next);
+                    self.enter_phase(ti, next)?;
                 }
                 // Trace windows end by work; skip windows shorter than what ran past them.
                 while self.threads[ti].active
                     && self.threads[ti].phase_work_left.is_some_and(|w| w <= 0.0)
                 {
                     let next = self.threads[ti].phase + 1;
-                    self.enter_phase(ti, next);
+                    self.enter_phase(ti, next)?;
                 }
             }
             if self.procs[pi].threads.iter().all(|&t| self.threads[t].done) {
