@@ -36,9 +36,9 @@ def big_custom(tmp_path: Path, size_gb: int = 2000) -> Path:
     return path
 
 
-def capped_tierkit(*args: str) -> subprocess.CompletedProcess[str]:
+def capped_tierkit(*args: str, cap_bytes: int = AS_CAP) -> subprocess.CompletedProcess[str]:
     def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (AS_CAP, AS_CAP))
+        resource.setrlimit(resource.RLIMIT_AS, (cap_bytes, cap_bytes))
 
     env = {k: v for k, v in os.environ.items() if k != "TIERKIT_DEBUG"}
     return subprocess.run(
@@ -98,6 +98,20 @@ def test_a_2000_gib_footprint_is_refused_in_one_line_by_max_memory(tmp_path: Pat
     line = assert_one_line_refusal(proc, out)
     assert "the --max-memory limit of 6 GiB" in line or "MemAvailable" in line, line
     assert time.monotonic() - t < 60, "refused before allocating"
+
+
+def test_a_failed_allocation_is_an_error_not_an_abort(tmp_path: Path) -> None:
+    """A run that passes the check but cannot get its memory (here: a 1 GiB address-space cap, below
+    the 1.3 GiB a 100 GiB footprint needs under hemem) ends with one line, not an abort."""
+    out = tmp_path / "out"
+    proc = capped_tierkit(
+        "run", str(big_custom(tmp_path, 100)), "--json", "--out", str(out), cap_bytes=1 << 30
+    )
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("tierkit: error: could not allocate"), proc.stderr
+    assert "not enough memory" in proc.stderr
+    assert not any(out.iterdir())
 
 
 @pytest.mark.parametrize("size", ["64K", "64KiB", "0.05M", "1000"])

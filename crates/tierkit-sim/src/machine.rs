@@ -833,6 +833,9 @@ impl Machine {
             o.live = true;
             (o.first, o.pages)
         };
+        // Room for the events was reserved up front (Machine::memory_bytes); this only grows
+        // the list, fallibly, if more comes in one epoch.
+        memory::reserve(&mut self.tel.allocated, n as u64, "the page events")?;
         for page in first..first + n {
             self.allocate_page(pi, oi, page)?;
         }
@@ -902,15 +905,16 @@ impl Machine {
         Ok(())
     }
 
-    fn free_object(&mut self, pi: usize, oi: usize) {
+    fn free_object(&mut self, pi: usize, oi: usize) -> Result<()> {
         let (first, n) = {
             let o = &mut self.procs[pi].objects[oi];
             if !o.live {
-                return;
+                return Ok(());
             }
             o.live = false;
             (o.first, o.pages)
         };
+        memory::reserve(&mut self.tel.freed, n as u64, "the page events")?;
         for page in first..first + n {
             let t = self.page_tier[page as usize];
             if t == NONE {
@@ -925,6 +929,7 @@ impl Machine {
                 tier: t,
             });
         }
+        Ok(())
     }
 
     // ---------------------------------------------------------------- lifecycle
@@ -1117,7 +1122,7 @@ impl Machine {
                     {
                         self.allocate_object(pi, oi)?;
                     } else if o.live && o.free_ns.is_some_and(|f| f <= now) {
-                        self.free_object(pi, oi);
+                        self.free_object(pi, oi)?;
                     }
                 }
             }
@@ -1136,7 +1141,7 @@ impl Machine {
                 }
             }
             if self.procs[pi].threads.iter().all(|&t| self.threads[t].done) {
-                self.exit_process(pi);
+                self.exit_process(pi)?;
             }
         }
         for th in self.threads.iter_mut().filter(|t| t.proc_.is_none()) {
@@ -1145,13 +1150,14 @@ impl Machine {
         Ok(())
     }
 
-    fn exit_process(&mut self, pi: usize) {
+    fn exit_process(&mut self, pi: usize) -> Result<()> {
         self.procs[pi].exited = true;
         self.procs[pi].finish_ns = Some(self.now_ns);
         for oi in 0..self.procs[pi].objects.len() {
-            self.free_object(pi, oi);
+            self.free_object(pi, oi)?;
         }
         self.tel.processes[pi].alive = false;
+        Ok(())
     }
 
     /// Whether any process is still to start or running (threads with no work bound run until
