@@ -38,6 +38,7 @@ def documented(section: str) -> set[str]:
 def summary_keys(summary: dict[str, Any]) -> set[str]:
     keys = set(summary)
     keys |= {f"fairness.{k}" for k in summary["fairness"]}
+    keys |= {f"memory_bytes_per_page.{k}" for k in summary["memory_bytes_per_page"]}
     for section in ("tiers", "processes"):
         for entry in summary[section]:
             keys |= {f"{section}[].{k}" for k in entry}

@@ -18,7 +18,8 @@ Many runs, papers and traces::
     tierkit.trace.import_trace("lackey", "prog.lackey", "prog.tkt")
 
 ``tierkit.list_policies()``, ``list_workloads()`` and ``list_platforms()`` return ``(name, description)``
-pairs. Every bad input raises :class:`TierkitError`, whose message is complete and meant for users.
+pairs. Every bad input raises :class:`TierkitError`, whose message is complete and meant for users; a run
+that does not fit in memory raises its subclass :class:`MemoryLimitError` before anything is allocated.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ ProgressCallback = Callable[[float, float], None]
 
 try:
     from tierkit import _core
-    from tierkit._core import TierkitError
+    from tierkit._core import MemoryLimitError, TierkitError
 
     __version__: str = _core.__version__
     _CORE_IMPORT_ERROR = ""
@@ -48,8 +49,12 @@ except ImportError as _err:  # the Rust extension is not built: fail on use, wit
     class TierkitError(Exception):  # type: ignore[no-redef]
         """Raised for every bad input; the message is complete and user-facing."""
 
+    class MemoryLimitError(TierkitError):  # type: ignore[no-redef]
+        """A run that does not fit in memory (refused before it started, or an allocation failed)."""
+
 
 __all__ = [
+    "MemoryLimitError",
     "RunResult",
     "TierkitError",
     "__version__",
@@ -59,6 +64,7 @@ __all__ = [
     "list_platforms",
     "list_policies",
     "list_workloads",
+    "parse_size",
     "report",
     "reproduce",
     "run",
@@ -194,12 +200,41 @@ def _timeseries_frame(columns: Mapping[str, list[Any]]) -> pd.DataFrame:
     return pd.DataFrame({name: np.asarray(columns[name]) for name in names})
 
 
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str | int) -> int:
+    """A size in bytes: an integer, or a number with K, M, G or T, binary (``6G``, ``6GiB``, ``512M``,
+    ``1.5T``); raises :class:`TierkitError` otherwise."""
+    if isinstance(text, bool):
+        raise TierkitError(f"a size must be a number of bytes or a string such as 6G, not {text!r}")
+    if isinstance(text, int):
+        if text < 0:
+            raise TierkitError(f"a size cannot be negative, got {text}")
+        return text
+    if not isinstance(text, str):
+        raise TierkitError(f"a size must be a number of bytes or a string such as 6G, not {text!r}")
+    t = text.strip().upper().removesuffix("IB").removesuffix("B").strip()
+    unit = t[-1:] if t[-1:] in _SIZE_UNITS and t[-1:] != "" else ""
+    number = t[: len(t) - len(unit)].strip().replace("_", "")
+    try:
+        value = float(number) if "." in number else int(number, 10)
+    except ValueError:
+        raise TierkitError(
+            f"`{text}` is not a size (bytes, or a number with K, M, G or T, e.g. 6G)"
+        ) from None
+    if value < 0 or value != value or value == float("inf"):
+        raise TierkitError(f"`{text}` is not a size (it must be a non-negative number)")
+    return int(value * _SIZE_UNITS[unit])
+
+
 def run(
     experiment: str | os.PathLike[str],
     policy: str | None = None,
     overrides: Mapping[str, object] | Iterable[str] | None = None,
     seed: int | None = None,
     progress: bool | ProgressCallback = False,
+    max_memory: int | str | None = None,
 ) -> RunResult:
     """Run one experiment on the simulated machine.
 
@@ -207,6 +242,10 @@ def run(
     ``name[:key=value,...][+layer[:key=value,...]]...``; ``None`` uses the experiment's own. ``overrides``
     sets experiment keys (dotted keys reach into tables), as ``{"duration_s": 2}`` or ``["duration_s=2"]``.
     ``progress`` is ``True`` for a progress bar on stderr, or a callable ``(sim_s_done, sim_s_total)``.
+
+    The run's memory is estimated before anything is allocated (``summary["memory_estimate_bytes"]``); a
+    run estimated above the machine's available memory, or above ``max_memory`` (bytes, or a size such as
+    ``"6G"``), raises :class:`MemoryLimitError` at once.
     """
     core = _core_module()
     text = _check_experiment(experiment)
@@ -214,15 +253,18 @@ def run(
     checked_seed = _check_seed(seed)
     if policy is not None and not isinstance(policy, str):
         raise TierkitError(f"policy must be a spec string such as `hemem`, not {policy!r}")
+    limit = None if max_memory is None else parse_size(max_memory)
+    if limit is not None and limit > 2**64 - 1:
+        raise TierkitError(f"max_memory {max_memory!r} is out of range")
 
     if progress is True:
         from tierkit.progress import RunProgress
 
         with RunProgress(f"{text} ({policy or 'default policy'})") as bar:
-            summary_json, columns = core.run(text, policy, items, checked_seed, bar)
+            summary_json, columns = core.run(text, policy, items, checked_seed, bar, limit)
     else:
         callback = progress if callable(progress) else None
-        summary_json, columns = core.run(text, policy, items, checked_seed, callback)
+        summary_json, columns = core.run(text, policy, items, checked_seed, callback, limit)
     return _make_result(summary_json, columns)
 
 
@@ -295,14 +337,16 @@ def sweep(
     workers: int | None = None,
     dask: str | Any | None = None,
     progress: bool = False,
+    max_memory: int | str | None = None,
 ) -> Any:
     """Run a grid of experiments (a sweep file or a parsed sweep table; see :mod:`tierkit.sweeps`) in
     ``workers`` local processes, or on a Dask cluster (``dask``: scheduler address or Client). Points done
-    in ``out`` are skipped; a failed point is recorded with its error. Returns a
-    :class:`tierkit.sweeps.SweepResult` whose ``table`` is the results DataFrame."""
+    in ``out`` are skipped; a failed point is recorded with its error (a point estimated above ``max_memory``
+    or its machine's available memory is refused so). Returns a :class:`tierkit.sweeps.SweepResult` whose
+    ``table`` is the results DataFrame."""
     from tierkit import sweeps as _sweep
 
-    return _sweep.sweep(spec, out=out, workers=workers, dask=dask, progress=progress)
+    return _sweep.sweep(spec, out=out, workers=workers, dask=dask, progress=progress, max_memory=max_memory)
 
 
 def report(dirs: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str] | None = None) -> Path:
@@ -342,9 +386,16 @@ def reproduce(
     quick: bool = False,
     workers: int | None = None,
     progress: bool = False,
+    max_memory: int | str | None = None,
 ) -> list[Any]:
     """Reproduce a paper (``tierkit.reproduce.list_reproductions()``): writes report.md, the figures
-    and claims.json into ``out``; returns the claims (``claim``, ``paper``, ``ours``, ``holds``)."""
+    and claims.json into ``out``; returns the claims (``claim``, ``paper``, ``ours``, ``holds``).
+    ``max_memory`` refuses each run estimated above it, as for :func:`run`."""
     return _reproduce_pkg.reproduce(
-        paper, out=None if out is None else Path(out), quick=quick, workers=workers, progress=progress
+        paper,
+        out=None if out is None else Path(out),
+        quick=quick,
+        workers=workers,
+        progress=progress,
+        max_memory=max_memory,
     )

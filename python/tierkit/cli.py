@@ -195,6 +195,24 @@ def _bytes(text: str) -> int:
     return value
 
 
+MAX_MEMORY_HELP = (
+    "refuse the run when its estimated memory is above SIZE (bytes, or with K, M, G or T: 6G, 6GiB, "
+    "512M); a run is refused above 90%% of the machine's available memory (MemAvailable) in any case"
+)
+
+
+def _max_memory(text: str) -> int:
+    from tierkit import TierkitError, parse_size
+
+    try:
+        value = parse_size(text)
+    except TierkitError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"`{text}` is not a positive size")
+    return value
+
+
 def _node(text: str) -> int:
     try:
         value = int(text, 10)
@@ -263,6 +281,7 @@ def build_parser() -> Parser:
         action="store_true",
         help="print the summary as one JSON object on stdout, and nothing else",
     )
+    run.add_argument("--max-memory", type=_max_memory, metavar="SIZE", help=MAX_MEMORY_HELP)
 
     lister = sub.add_parser(
         "list",
@@ -577,6 +596,15 @@ def build_parser() -> Parser:
     repro.add_argument(
         "--workers", type=int, metavar="N", help="parallel simulation processes (default: one per core)"
     )
+    repro.add_argument(
+        "--max-memory",
+        type=_max_memory,
+        metavar="SIZE",
+        help=(
+            "refuse each run whose estimated memory is above SIZE (as for `tierkit run`). With "
+            "--workers N, give each run a share of the memory"
+        ),
+    )
     val = sub.add_parser(
         "validate",
         help="check the simulator against a real system (kernel: Linux's own NUMA-balancing tiering)",
@@ -765,6 +793,15 @@ def _add_trace_sweep_report(sub: Any, formatter: type[argparse.HelpFormatter]) -
     sw.add_argument("--workers", type=int, metavar="N", help="local processes (default: one per core)")
     sw.add_argument("--dask", metavar="ADDRESS", help="Dask scheduler address, e.g. tcp://host:8786")
     sw.add_argument("-o", "--out", type=Path, metavar="DIR", help="output directory (default: sweep-NAME)")
+    sw.add_argument(
+        "--max-memory",
+        type=_max_memory,
+        metavar="SIZE",
+        help=(
+            "refuse each point whose estimated memory is above SIZE (as for `tierkit run`); a refused "
+            "point is recorded as failed. With --workers N, give each point a share of the memory"
+        ),
+    )
 
     rep = sub.add_parser(
         "report",
@@ -863,7 +900,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise CliError(f"--workers must be at least 1, got {args.workers}")
     out = args.out or Path(f"sweep-{Path(args.sweep).stem}")
     _check_out_dir(out)
-    res = sweeps.sweep(points, out=out, workers=args.workers, dask=args.dask, progress=stderr_is_terminal())
+    res = sweeps.sweep(
+        points,
+        out=out,
+        workers=args.workers,
+        dask=args.dask,
+        progress=stderr_is_terminal(),
+        max_memory=args.max_memory,
+    )
     sys.stdout.write(
         f"{out / 'results.parquet'}: {len(res.table)} points ({res.ran} run, {res.skipped} already done, "
         f"{res.failed} failed)\n"
@@ -892,7 +936,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     label = f"{args.experiment} ({args.policy or 'default policy'})"
     with RunProgress(label) as bar:
         progress: Callable[[float, float], None] = bar if stderr_is_terminal() else _quiet_progress
-        result = tierkit.run(args.experiment, args.policy, args.overrides, args.seed, progress=progress)
+        result = tierkit.run(
+            args.experiment,
+            args.policy,
+            args.overrides,
+            args.seed,
+            progress=progress,
+            max_memory=args.max_memory,
+        )
     for warning in result.summary.get("warnings", []):
         sys.stderr.write(f"{PROG}: warning: {warning}\n")
 
@@ -1176,12 +1227,21 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         raise CliError(f"--workers must be at least 1, got {args.workers}")
     if args.paper == "all":
         by_paper = reproduce_all(
-            out=out, quick=args.quick, workers=args.workers, progress=stderr_is_terminal()
+            out=out,
+            quick=args.quick,
+            workers=args.workers,
+            progress=stderr_is_terminal(),
+            max_memory=args.max_memory,
         )
     else:
         by_paper = {
             args.paper: reproduce(
-                args.paper, out=out, quick=args.quick, workers=args.workers, progress=stderr_is_terminal()
+                args.paper,
+                out=out,
+                quick=args.quick,
+                workers=args.workers,
+                progress=stderr_is_terminal(),
+                max_memory=args.max_memory,
             )
         }
     failed = 0

@@ -216,8 +216,9 @@ def load_sweep(path: str | os.PathLike[str]) -> list[Point]:
     return expand(spec, where=str(p), base_dir=p.parent)
 
 
-def run_point(point: Point) -> tuple[dict[str, Any], Any]:
-    """Run one point; never raises: a failure is a row with status "error" and its message.
+def run_point(point: Point, max_memory: int | None = None) -> tuple[dict[str, Any], Any]:
+    """Run one point; never raises: a failure is a row with status "error" and its message (a point
+    estimated above ``max_memory`` bytes or the machine's available memory is refused that way).
 
     Returns (row, time series DataFrame or None). Top level so that process pools and Dask can ship it.
     """
@@ -232,7 +233,11 @@ def run_point(point: Point) -> tuple[dict[str, Any], Any]:
     row.update(dict(point.axes))
     try:
         res = tierkit.run(
-            point.experiment, point.policy, [f"{k}={v}" for k, v in point.overrides], point.seed
+            point.experiment,
+            point.policy,
+            [f"{k}={v}" for k, v in point.overrides],
+            point.seed,
+            max_memory=max_memory,
         )
     except Exception as err:  # recorded, so that one bad point does not stop the sweep
         row.update(status="error", error=f"{type(err).__name__}: {err}" if not _is_user(err) else str(err))
@@ -301,13 +306,19 @@ def sweep(
     dask: str | Any | None = None,
     progress: bool = False,
     on_point: Callable[[dict[str, Any]], None] | None = None,
+    max_memory: int | str | None = None,
 ) -> SweepResult:
     """Run a sweep: a sweep file, a parsed sweep table, or a list of :class:`Point`.
 
     ``workers`` local processes (default: one per core); or ``dask``: a scheduler address
     (``"tcp://host:8786"``) or a ``dask.distributed.Client``. Points already done in ``out`` are skipped.
-    Returns the table (also in ``out/results.parquet``).
+    ``max_memory`` (bytes or a size such as ``"6G"``) refuses each point estimated above it (a point is
+    also refused above the available memory of the machine it runs on); refused points are recorded as
+    failed. Returns the table (also in ``out/results.parquet``).
     """
+    import tierkit
+
+    limit = None if max_memory is None else tierkit.parse_size(max_memory)
     if isinstance(spec, str | os.PathLike):
         points = load_sweep(spec)
     elif isinstance(spec, Mapping):
@@ -331,13 +342,13 @@ def sweep(
 
     with _Progress(len(todo), enabled=progress) as bar:
         if dask is not None:
-            _run_dask(todo, dask, record, bar)
+            _run_dask(todo, dask, record, bar, limit)
         elif (workers or os.cpu_count() or 1) == 1 or len(todo) <= 1:
             for p in todo:
-                record(*run_point(p))
+                record(*run_point(p, limit))
                 bar.advance()
         else:
-            _run_local(todo, workers or os.cpu_count() or 1, record, bar)
+            _run_local(todo, workers or os.cpu_count() or 1, record, bar, limit)
     table = collect(out_dir, points)
     return SweepResult(out=out_dir, table=table, ran=len(todo), skipped=skipped, failed=failed)
 
@@ -355,12 +366,16 @@ def _crashed(point: Point, err: BaseException) -> dict[str, Any]:
 
 
 def _run_local(
-    todo: Sequence[Point], workers: int, record: Callable[[dict[str, Any], Any], None], bar: _Progress
+    todo: Sequence[Point],
+    workers: int,
+    record: Callable[[dict[str, Any], Any], None],
+    bar: _Progress,
+    max_memory: int | None = None,
 ) -> None:
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
-        futures = {pool.submit(run_point, p): p for p in todo}
+        futures = {pool.submit(run_point, p, max_memory): p for p in todo}
         for fut in as_completed(futures):
             try:
                 row, series = fut.result()
@@ -371,7 +386,11 @@ def _run_local(
 
 
 def _run_dask(
-    todo: Sequence[Point], dask: str | Any, record: Callable[[dict[str, Any], Any], None], bar: _Progress
+    todo: Sequence[Point],
+    dask: str | Any,
+    record: Callable[[dict[str, Any], Any], None],
+    bar: _Progress,
+    max_memory: int | None = None,
 ) -> None:
     try:
         from dask.distributed import Client, as_completed
@@ -383,7 +402,7 @@ def _run_dask(
     except OSError as err:
         raise _error(f"cannot connect to the Dask scheduler at `{dask}`: {err}") from None
     try:
-        futures = client.map(run_point, list(todo), pure=False)
+        futures = client.map(run_point, list(todo), max_memory=max_memory, pure=False)
         by_key = {f.key: p for f, p in zip(futures, todo, strict=True)}
         for fut in as_completed(futures):
             try:

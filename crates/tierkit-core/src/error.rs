@@ -1,6 +1,6 @@
 use thiserror::Error;
 
-/// Errors of the policy interface: bad specs and parameters.
+/// Errors of the policy interface: bad specs and parameters, and failed allocations.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum Error {
     #[error("unknown policy `{name}`{hint}; `tierkit list policies` shows the available ones")]
@@ -33,6 +33,12 @@ pub enum Error {
     BadSpec { spec: String, why: String },
     #[error("policy `{name}` cannot be stacked here: {why}")]
     BadStack { name: String, why: String },
+    /// A fallible allocation failed: `bytes` for `what`.
+    #[error(
+        "could not allocate {} for {what}: not enough memory",
+        crate::memory::fmt_bytes(*bytes)
+    )]
+    OutOfMemory { what: String, bytes: u64 },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -7,6 +7,7 @@
 pub mod action;
 pub mod backend;
 pub mod error;
+pub mod memory;
 pub mod params;
 pub mod policy;
 pub mod rng;
@@ -17,6 +18,7 @@ pub mod testing;
 pub use action::{Action, MigrateMode, NumaScan, SampleFilter, ScanTiers};
 pub use backend::Backend;
 pub use error::{Error, Result};
+pub use memory::PageSpace;
 pub use params::{ParamDef, ParamKind, ParamValue, Params, PolicySpec, SpecLayer};
 pub use policy::{AccessTracker, Layer, Mechanism, Policy, PolicyInfo, TelemetryNeeds};
 pub use rng::Rng;

@@ -1,6 +1,7 @@
 //! The policy interface and the registration record each policy file exports.
 
 use crate::action::{Action, SampleFilter};
+use crate::memory::PageSpace;
 use crate::params::{ParamDef, Params};
 use crate::telemetry::Telemetry;
 use crate::{PageId, TierId};
@@ -36,6 +37,9 @@ pub struct TelemetryNeeds {
     /// The policy's decision interval in ns (reported; `step` is called every epoch so no
     /// event is missed, and the policy acts at its own quantum). 0 means every epoch.
     pub quantum_ns: u64,
+    /// Whether the policy binds page ranges to tiers (`Action::BindRange`): the simulated
+    /// machine then keeps a per-page bind table from the start.
+    pub bind_ranges: bool,
 }
 
 /// A tiering policy. One file per policy; see `tierkit-policies`.
@@ -44,6 +48,23 @@ pub trait Policy: Send {
     fn name(&self) -> String;
     /// What the policy needs from the machine.
     fn needs(&self) -> TelemetryNeeds;
+    /// Bytes the policy's tables take for a page space, at most: its per-page tables (what
+    /// [`Policy::reserve`] allocates) and the tables sized by what it tracks, at their bound.
+    /// Layers add their base's. A backend adds this up before building anything, to refuse a
+    /// run that cannot fit. Keep it next to the code that allocates.
+    fn memory_bytes(&self, _space: &PageSpace) -> u64 {
+        0
+    }
+    /// Allocate the tables [`Policy::memory_bytes`] counts, up front and fallibly (called once,
+    /// before `init`, by backends that know their page space). Layers reserve their base's.
+    fn reserve(&mut self, _space: &PageSpace) -> crate::Result<()> {
+        Ok(())
+    }
+    /// Bytes the policy's tables hold now (their capacity): what [`Policy::memory_bytes`]
+    /// estimates, measured (tests compare the two). Layers add their base's.
+    fn allocated_bytes(&self) -> u64 {
+        0
+    }
     /// Called once before any process runs: objects are known, nothing is allocated yet.
     /// Bind objects, start sampling and scanning here.
     fn init(&mut self, _tel: &Telemetry, _mech: &mut dyn Mechanism, _out: &mut Vec<Action>) {}

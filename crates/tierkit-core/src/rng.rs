@@ -205,6 +205,17 @@ impl AliasTable {
         self.prob.is_empty()
     }
 
+    /// Bytes a table over `n` weights holds (a probability and an alias each).
+    pub const fn bytes_for(n: u64) -> u64 {
+        crate::memory::bytes_of::<f64>(n) + crate::memory::bytes_of::<u32>(n)
+    }
+
+    /// Bytes held now.
+    pub fn bytes(&self) -> u64 {
+        crate::memory::bytes_of::<f64>(self.prob.capacity() as u64)
+            + crate::memory::bytes_of::<u32>(self.alias.capacity() as u64)
+    }
+
     #[inline]
     pub fn sample(&self, rng: &mut Rng) -> usize {
         let i = rng.below(self.prob.len() as u64) as usize;

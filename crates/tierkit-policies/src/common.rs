@@ -1,6 +1,7 @@
 //! Small pieces several policies share: dense per-page tables and a residency view kept from
 //! telemetry events (allocations, frees, migration results).
 
+use tierkit_core::memory::{self, bytes_of};
 use tierkit_core::params::{ParamDef, Params};
 use tierkit_core::telemetry::MigrationOutcome;
 use tierkit_core::{PageId, Telemetry, TierId};
@@ -43,6 +44,15 @@ impl<T: Clone> Dense<T> {
     /// Approximate memory held, for the policy's overhead report.
     pub fn bytes(&self) -> usize {
         self.v.capacity() * std::mem::size_of::<T>()
+    }
+    /// Bytes the table takes for `pages` pages: what [`Dense::reserve`] allocates.
+    pub const fn bytes_for(pages: u64) -> u64 {
+        bytes_of::<T>(pages)
+    }
+    /// Allocate room for `pages` pages up front, fallibly (ids below `pages` then never grow
+    /// the table).
+    pub fn reserve(&mut self, pages: u64, what: &str) -> tierkit_core::Result<()> {
+        memory::reserve_exact(&mut self.v, pages, what)
     }
 }
 
@@ -127,6 +137,19 @@ impl Residency {
     /// One past the largest page id seen.
     pub fn page_space(&self) -> u64 {
         self.tier.len() as u64
+    }
+
+    /// Bytes the residency view takes for `pages` pages (one tier byte each).
+    pub const fn bytes_for(pages: u64) -> u64 {
+        Dense::<u8>::bytes_for(pages)
+    }
+    /// Allocate the view for `pages` pages up front, fallibly.
+    pub fn reserve(&mut self, pages: u64) -> tierkit_core::Result<()> {
+        self.tier.reserve(pages, "the residency table")
+    }
+    /// Bytes held now (the table's capacity).
+    pub fn bytes(&self) -> u64 {
+        self.tier.bytes() as u64
     }
 }
 

@@ -370,6 +370,21 @@ impl Lru {
         self.lists.bytes() + self.tier.capacity() + self.flags.capacity() + self.dest.capacity()
     }
 
+    /// Bytes the per-page tables take for `pages` pages: the list links and the tier, flags
+    /// and destination bytes (what [`Lru::reserve`] allocates).
+    pub const fn bytes_for(pages: u64) -> u64 {
+        PageLists::bytes_for(pages, MAX_TIERS * 2) + 3 * pages
+    }
+
+    /// Allocate the per-page tables for `pages` pages up front, fallibly.
+    pub fn reserve(&mut self, pages: u64) -> tierkit_core::Result<()> {
+        self.lists.reserve(pages, "the LRU lists")?;
+        for v in [&mut self.tier, &mut self.flags, &mut self.dest] {
+            tierkit_core::memory::reserve_exact(v, pages, "the LRU page flags")?;
+        }
+        Ok(())
+    }
+
     /// A page became resident in tier `t`: it starts at the head of the inactive list (anon
     /// pages since v5.9, lru_cache_add_inactive_or_unevictable).
     pub fn add(&mut self, p: PageId, t: TierId) {
@@ -830,6 +845,21 @@ impl Tiering {
             kswapd_scan_per_ms,
             last_ns: None,
         }
+    }
+
+    /// Bytes the per-page tables take for `pages` pages (the LRU's; kswapd's batch is fixed).
+    pub const fn bytes_for(pages: u64) -> u64 {
+        Lru::bytes_for(pages)
+    }
+
+    /// Allocate the per-page tables for `pages` pages up front, fallibly.
+    pub fn reserve(&mut self, pages: u64) -> tierkit_core::Result<()> {
+        self.lru.reserve(pages)
+    }
+
+    /// Bytes the per-page tables hold now.
+    pub fn bytes(&self) -> u64 {
+        self.lru.bytes() as u64
     }
 
     /// Start an epoch: apply allocations, frees and migration results (each result is also

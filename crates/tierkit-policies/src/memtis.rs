@@ -64,7 +64,8 @@ use tierkit_core::params::{ParamDef, ParamKind, Params};
 use tierkit_core::policy::{AccessTracker, Builder};
 use tierkit_core::telemetry::MigrationOutcome;
 use tierkit_core::{
-    Action, Mechanism, PageId, Policy, PolicyInfo, Telemetry, TelemetryNeeds, TierId, FAST, SLOW,
+    Action, Mechanism, PageId, PageSpace, Policy, PolicyInfo, Telemetry, TelemetryNeeds, TierId,
+    FAST, SLOW,
 };
 
 use crate::common::{spec_name, Dense, Residency};
@@ -682,6 +683,24 @@ impl Policy for Memtis {
         }
     }
 
+    /// Per page: its tier (1 B), its count and flags ([`PageState`], 12 B) and its list links
+    /// (12 B).
+    fn memory_bytes(&self, space: &PageSpace) -> u64 {
+        Residency::bytes_for(space.pages)
+            + Dense::<PageState>::bytes_for(space.pages)
+            + PageLists::bytes_for(space.pages, 2 * BINS + 1)
+    }
+
+    fn reserve(&mut self, space: &PageSpace) -> tierkit_core::Result<()> {
+        self.residency.reserve(space.pages)?;
+        self.pages.reserve(space.pages, "MEMTIS's page table")?;
+        self.lists.reserve(space.pages, "MEMTIS's bin lists")
+    }
+
+    fn allocated_bytes(&self) -> u64 {
+        self.residency.bytes() + (self.pages.bytes() + self.lists.bytes()) as u64
+    }
+
     fn init(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         self.window_start_ns = tel.now_ns;
         out.push(Action::SetSampling {
@@ -717,8 +736,7 @@ impl Policy for Memtis {
     fn stats(&self) -> Vec<(String, f64)> {
         let hot = self.hot_bin();
         let hot_in = |t| (hot..BINS).map(|b| self.lists.len(list(t, b))).sum::<u64>() as f64;
-        let table_bytes =
-            self.pages.bytes() + self.lists.bytes() + self.residency.page_space() as usize;
+        let table_bytes = self.allocated_bytes();
         [
             ("samples_processed", self.samples as f64),
             ("samples_untracked", self.samples_untracked as f64),

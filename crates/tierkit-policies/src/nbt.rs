@@ -182,6 +182,19 @@ impl Policy for Nbt {
         }
     }
 
+    /// Per page: the LRU (list links 12 B, tier, flags and destination bytes).
+    fn memory_bytes(&self, space: &tierkit_core::PageSpace) -> u64 {
+        Tiering::bytes_for(space.pages)
+    }
+
+    fn reserve(&mut self, space: &tierkit_core::PageSpace) -> tierkit_core::Result<()> {
+        self.t.reserve(space.pages)
+    }
+
+    fn allocated_bytes(&self) -> u64 {
+        self.t.bytes()
+    }
+
     fn init(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         // reset_memory_tiering: both windows start when tiering mode is switched on.
         let now_ms = tel.now_ns / 1_000_000;

@@ -27,6 +27,7 @@
 
 use std::collections::VecDeque;
 
+use tierkit_core::memory;
 use tierkit_core::params::ParamKind;
 use tierkit_core::policy::Builder;
 use tierkit_core::{
@@ -152,6 +153,34 @@ impl Policy for Nomad {
             quantum_ns: 0,
             ..TelemetryNeeds::default()
         }
+    }
+
+    /// Per page: the LRU (list links 12 B, tier, flags and destination bytes); and the promotion
+    /// queue and its retry counts, at most `queue_len` entries each.
+    fn memory_bytes(&self, space: &tierkit_core::PageSpace) -> u64 {
+        Tiering::bytes_for(space.pages)
+            + memory::bytes_of::<PageId>(self.queue_len)
+            + memory::hash_map_bytes::<PageId, u8>(self.queue_len)
+    }
+
+    fn reserve(&mut self, space: &tierkit_core::PageSpace) -> tierkit_core::Result<()> {
+        self.t.reserve(space.pages)?;
+        let oom = |_| tierkit_core::Error::OutOfMemory {
+            what: "Nomad's promotion queue".into(),
+            bytes: self.queue_len * 8,
+        };
+        self.pending
+            .try_reserve_exact(self.queue_len as usize)
+            .map_err(oom)?;
+        self.attempts
+            .try_reserve(self.queue_len as usize)
+            .map_err(oom)
+    }
+
+    fn allocated_bytes(&self) -> u64 {
+        self.t.bytes()
+            + memory::bytes_of::<PageId>(self.pending.capacity() as u64)
+            + memory::hash_map_capacity_bytes::<PageId, u8>(self.attempts.capacity() as u64)
     }
 
     fn init(&mut self, _tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {

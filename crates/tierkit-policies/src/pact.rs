@@ -59,11 +59,12 @@
 use std::collections::VecDeque;
 
 use tierkit_core::action::{MigrateMode, SampleFilter};
+use tierkit_core::memory::{self, bytes_of};
 use tierkit_core::params::{ParamDef, ParamKind, Params};
 use tierkit_core::policy::Builder;
 use tierkit_core::telemetry::MigrationOutcome;
 use tierkit_core::{
-    Action, Mechanism, PageId, Policy, PolicyInfo, Telemetry, TelemetryNeeds, FAST, SLOW,
+    Action, Mechanism, PageId, PageSpace, Policy, PolicyInfo, Telemetry, TelemetryNeeds, FAST, SLOW,
 };
 
 use crate::common::{spec_name, Dense, Residency};
@@ -304,8 +305,11 @@ pub struct Pact {
     /// Migrations in flight: 1 to the fast tier, 2 to the slow tier.
     inflight: Dense<u8>,
     inflight_to_fast: u64,
-    /// Fast-tier pages in arrival order, with a second chance when accessed (CLOCK).
+    /// Fast-tier pages in arrival order, with a second chance when accessed (CLOCK). Pages that
+    /// left the fast tier stay until the hand reaches them; at `clock_cap` (the fast tier's
+    /// pages) the stale and repeated entries are dropped, so it never outgrows the fast tier.
     clock: VecDeque<PageId>,
+    clock_cap: usize,
     /// Algorithm 2's counters (migrations issued, minus those that failed).
     n_promoted: u64,
     n_demoted: u64,
@@ -371,6 +375,7 @@ impl Pact {
             inflight: Dense::new(0),
             inflight_to_fast: 0,
             clock: VecDeque::new(),
+            clock_cap: usize::MAX,
             n_promoted: 0,
             n_demoted: 0,
             samples: 0,
@@ -398,6 +403,11 @@ impl Pact {
     /// The slow tier's k in use.
     pub fn k_slow(&self) -> f64 {
         self.k_slow
+    }
+
+    /// Pages the tracking table can hold in a page space: `max_tracked`, or every page.
+    fn tracked_bound(&self, space: &PageSpace) -> u64 {
+        (self.max_tracked as u64).min(space.pages)
     }
 
     /// Bytes held by the tracking table (entries, their page ids and the page index).
@@ -439,7 +449,7 @@ impl Pact {
         self.residency.observe(tel);
         for e in &tel.allocated {
             if e.tier == FAST {
-                self.clock.push_back(e.page);
+                self.clock_push(e.page);
             }
         }
         for r in &tel.migrations {
@@ -453,7 +463,7 @@ impl Pact {
             let ok = r.outcome == MigrationOutcome::Done;
             if r.to == FAST {
                 if ok {
-                    self.clock.push_back(r.page);
+                    self.clock_push(r.page);
                 } else if was == 1 {
                     self.n_promoted = self.n_promoted.saturating_sub(1);
                     self.promotions_failed += 1;
@@ -589,6 +599,33 @@ impl Pact {
                 }
             }
         }
+    }
+
+    /// Add a page that arrived in the fast tier to the CLOCK. At `clock_cap` entries, drop the
+    /// pages that left the fast tier and the second entries of pages that came back (the
+    /// in-flight table's top bit marks a page seen, and is cleared again); if every entry is
+    /// still a distinct fast page, this one is among them.
+    fn clock_push(&mut self, p: PageId) {
+        const SEEN: u8 = 0x80;
+        if self.clock.len() >= self.clock_cap {
+            let (residency, inflight) = (&self.residency, &mut self.inflight);
+            self.clock.retain(|&q| {
+                let v = *inflight.get(q);
+                if residency.tier(q) != Some(FAST) || v & SEEN != 0 {
+                    return false;
+                }
+                inflight.set(q, v | SEEN);
+                true
+            });
+            for &q in &self.clock {
+                let v = *self.inflight.get(q);
+                self.inflight.set(q, v & !SEEN);
+            }
+            if self.clock.len() >= self.clock_cap {
+                return;
+            }
+        }
+        self.clock.push_back(p);
     }
 
     /// The least recently used fast-tier page by CLOCK over the accessed bits; None if the fast
@@ -761,6 +798,48 @@ impl Policy for Pact {
             quantum_ns: self.window_ns,
             ..TelemetryNeeds::default()
         }
+    }
+
+    /// Per page: its tier (1 B), its slot in the tracking table (4 B) and its in-flight state
+    /// (1 B). Per tracked page, at most `max_tracked`: its entry, its page id and its place in
+    /// the window's list. Per fast-tier page: its place on the CLOCK (8 B).
+    fn memory_bytes(&self, space: &PageSpace) -> u64 {
+        let tracked = self.tracked_bound(space);
+        Residency::bytes_for(space.pages)
+            + Dense::<u32>::bytes_for(space.pages)
+            + Dense::<u8>::bytes_for(space.pages)
+            + bytes_of::<Entry>(tracked)
+            + bytes_of::<PageId>(tracked)
+            + bytes_of::<u32>(tracked)
+            + bytes_of::<PageId>(space.fast_pages())
+    }
+
+    fn reserve(&mut self, space: &PageSpace) -> tierkit_core::Result<()> {
+        let tracked = self.tracked_bound(space);
+        self.residency.reserve(space.pages)?;
+        self.index.reserve(space.pages, "PACT's page index")?;
+        self.inflight
+            .reserve(space.pages, "PACT's in-flight table")?;
+        memory::reserve_exact(&mut self.entries, tracked, "PACT's tracking table")?;
+        memory::reserve_exact(&mut self.pages, tracked, "PACT's tracking table")?;
+        memory::reserve_exact(&mut self.touched, tracked, "PACT's window list")?;
+        let fast = space.fast_pages();
+        self.clock_cap = fast.max(1) as usize;
+        self.clock
+            .try_reserve_exact(fast as usize)
+            .map_err(|_| tierkit_core::Error::OutOfMemory {
+                what: "PACT's CLOCK of fast-tier pages".into(),
+                bytes: bytes_of::<PageId>(fast),
+            })
+    }
+
+    fn allocated_bytes(&self) -> u64 {
+        self.residency.bytes()
+            + (self.index.bytes() + self.inflight.bytes()) as u64
+            + bytes_of::<Entry>(self.entries.capacity() as u64)
+            + bytes_of::<PageId>(self.pages.capacity() as u64)
+            + bytes_of::<u32>(self.touched.capacity() as u64)
+            + bytes_of::<PageId>(self.clock.capacity() as u64)
     }
 
     fn init(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {

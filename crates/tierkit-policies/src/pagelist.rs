@@ -6,9 +6,12 @@
 //! largest page id. Iteration order is insertion order, so decisions built on it are
 //! deterministic.
 
+use tierkit_core::memory::{self, bytes_of};
 use tierkit_core::PageId;
 
 const NIL: u32 = u32::MAX;
+/// Bytes of one list's head, tail and length.
+const PER_LIST: u64 = 16;
 const NO_LIST: u16 = u16::MAX;
 
 #[derive(Clone, Copy, Debug)]
@@ -185,9 +188,19 @@ impl PageLists {
         })
     }
 
-    /// Memory held by the per-page links, for overhead reports.
+    /// Memory held by the per-page links and the lists' heads, for overhead reports.
     pub fn bytes(&self) -> usize {
-        self.link.capacity() * std::mem::size_of::<Link>() + self.head.len() * 20
+        self.link.capacity() * std::mem::size_of::<Link>() + self.head.len() * PER_LIST as usize
+    }
+
+    /// Bytes `lists` lists over `pages` pages take: what [`PageLists::reserve`] allocates.
+    pub const fn bytes_for(pages: u64, lists: usize) -> u64 {
+        bytes_of::<Link>(pages) + lists as u64 * PER_LIST
+    }
+
+    /// Allocate the links of `pages` pages up front, fallibly.
+    pub fn reserve(&mut self, pages: u64, what: &str) -> tierkit_core::Result<()> {
+        memory::reserve_exact(&mut self.link, pages, what)
     }
 }
 

@@ -565,6 +565,16 @@ impl Policy for Soar {
     fn profiler(&self) -> Option<Box<dyn Policy>> {
         Some(Box::new(SoarProfiler::new(&self.params)))
     }
+    /// Per page: its tier (1 B); the ranking is per object.
+    fn memory_bytes(&self, space: &tierkit_core::PageSpace) -> u64 {
+        Residency::bytes_for(space.pages)
+    }
+    fn reserve(&mut self, space: &tierkit_core::PageSpace) -> tierkit_core::Result<()> {
+        self.res.reserve(space.pages)
+    }
+    fn allocated_bytes(&self) -> u64 {
+        self.res.bytes()
+    }
     fn accept_profile(&mut self, profile: &str) -> tierkit_core::Result<()> {
         self.ranking = parse_ranking(profile)?;
         Ok(())

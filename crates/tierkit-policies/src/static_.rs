@@ -39,8 +39,8 @@ use tierkit_core::params::{ParamDef, ParamKind, Params};
 use tierkit_core::policy::Builder;
 use tierkit_core::telemetry::{MigrationOutcome, ObjectInfo};
 use tierkit_core::{
-    Action, Mechanism, PageId, Pid, Policy, PolicyInfo, Rng, Telemetry, TelemetryNeeds, TierId,
-    FAST, SLOW,
+    Action, Mechanism, PageId, PageSpace, Pid, Policy, PolicyInfo, Rng, Telemetry, TelemetryNeeds,
+    TierId, FAST, SLOW,
 };
 
 use crate::common::{spec_name, Dense, Residency};
@@ -94,6 +94,10 @@ pub const INFO: PolicyInfo = PolicyInfo {
 };
 
 const NO_OWNER: u32 = u32::MAX;
+/// Scratch of the placement per page, at most: the hot and cold lists (8 B a page, twice for
+/// `Vec` growth), the pages chosen for the fast tier and the ones to move (8 B each), and the
+/// plan (a 16 B [`Move`] a page, twice for growth).
+const PLACE_SCRATCH: u64 = 2 * 8 + 8 + 8 + 2 * 16;
 /// Attempts per migration of the plan.
 const TRIES: u8 = 3;
 
@@ -474,7 +478,31 @@ impl Policy for StaticPlace {
     }
 
     fn needs(&self) -> TelemetryNeeds {
-        TelemetryNeeds::default()
+        TelemetryNeeds {
+            bind_ranges: true,
+            ..TelemetryNeeds::default()
+        }
+    }
+
+    /// Per page: its tier (1 B) and its process (4 B) until the placement; while placing, the
+    /// target's pages split hot and cold, the chosen ones, the ones to move and the plan
+    /// ([`PLACE_SCRATCH`] bytes per page at most, `Vec` growth included).
+    fn memory_bytes(&self, space: &PageSpace) -> u64 {
+        Residency::bytes_for(space.pages)
+            + Dense::<u32>::bytes_for(space.pages)
+            + space.pages.saturating_mul(PLACE_SCRATCH)
+    }
+
+    fn reserve(&mut self, space: &PageSpace) -> tierkit_core::Result<()> {
+        self.residency.reserve(space.pages)?;
+        self.owner
+            .reserve(space.pages, "the static placement's owner table")
+    }
+
+    fn allocated_bytes(&self) -> u64 {
+        self.residency.bytes()
+            + self.owner.bytes() as u64
+            + (self.plan.capacity() * std::mem::size_of::<Move>()) as u64
     }
 
     fn init(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {

@@ -33,8 +33,8 @@ use rustc_hash::FxHashMap;
 use tierkit_core::params::{ParamDef, ParamKind, Params};
 use tierkit_core::policy::{AccessTracker, Builder};
 use tierkit_core::telemetry::MigrationOutcome;
+use tierkit_core::{memory, Error, FAST};
 use tierkit_core::{Action, Mechanism, PageId, Policy, PolicyInfo, Telemetry, TelemetryNeeds};
-use tierkit_core::{Error, FAST};
 
 const P: &[ParamDef] = &[
     ParamDef { name: "interval_ms", kind: ParamKind::Float { min: 10.0, max: 1e6 }, default: "2000", unit: "ms", doc: "p: interval of the demote_promoted delta and of Algorithm 1 (§4.2: 2 s, kevaluated)" },
@@ -249,6 +249,24 @@ struct Refault {
 }
 
 impl Refault {
+    /// Bytes of the map with room for every one of `pages` pages.
+    fn bytes_for(pages: u64) -> u64 {
+        memory::hash_map_bytes::<u64, (u64, Option<u64>, Option<u64>)>(pages)
+    }
+    fn reserve(&mut self, pages: u64) -> tierkit_core::Result<()> {
+        self.pages
+            .try_reserve(pages as usize)
+            .map_err(|_| Error::OutOfMemory {
+                what: "the refault distances".into(),
+                bytes: Self::bytes_for(pages),
+            })
+    }
+    fn bytes(&self) -> u64 {
+        memory::hash_map_capacity_bytes::<u64, (u64, Option<u64>, Option<u64>)>(
+            self.pages.capacity() as u64,
+        )
+    }
+
     /// A page placed on the slow tier (allocation or demotion): age advances, distances reset.
     fn placed(&mut self, page: PageId) {
         self.age += 1;
@@ -379,6 +397,29 @@ impl Policy for Toggle {
 
     fn needs(&self) -> TelemetryNeeds {
         self.base.needs()
+    }
+
+    /// The base's tables, and with `refault=true` the refault distances of every page placed
+    /// on the slow tier (a hash map entry a page).
+    fn memory_bytes(&self, space: &tierkit_core::PageSpace) -> u64 {
+        self.base.memory_bytes(space)
+            + if self.refault.is_some() {
+                Refault::bytes_for(space.pages)
+            } else {
+                0
+            }
+    }
+
+    fn reserve(&mut self, space: &tierkit_core::PageSpace) -> tierkit_core::Result<()> {
+        self.base.reserve(space)?;
+        if let Some(r) = self.refault.as_mut() {
+            r.reserve(space.pages)?;
+        }
+        Ok(())
+    }
+
+    fn allocated_bytes(&self) -> u64 {
+        self.base.allocated_bytes() + self.refault.as_ref().map_or(0, Refault::bytes)
     }
 
     fn init(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {

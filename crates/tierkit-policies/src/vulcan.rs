@@ -31,12 +31,13 @@
 
 use std::collections::BinaryHeap;
 
+use tierkit_core::memory::bytes_of;
 use tierkit_core::params::{ParamDef, ParamKind, Params};
 use tierkit_core::policy::Builder;
 use tierkit_core::rng::Rng;
 use tierkit_core::telemetry::QosClass;
 use tierkit_core::{
-    Action, Mechanism, MigrateMode, PageId, Policy, PolicyInfo, SampleFilter, Telemetry,
+    Action, Mechanism, MigrateMode, PageId, PageSpace, Policy, PolicyInfo, SampleFilter, Telemetry,
     TelemetryNeeds, FAST, SLOW,
 };
 
@@ -614,6 +615,36 @@ impl Policy for Vulcan {
             quantum_ns: self.quantum_ns as u64,
             ..Default::default()
         }
+    }
+
+    /// Per page: its tier (1 B) and its record ([`PageRec`], 28 B); the promotion queues at
+    /// one 16 B entry a page (twice, for the heaps' growth; a page is queued again only when
+    /// its level rises); the demotion candidates at one 16 B entry per fast-tier page (twice).
+    fn memory_bytes(&self, space: &PageSpace) -> u64 {
+        Residency::bytes_for(space.pages)
+            + Dense::<PageRec>::bytes_for(space.pages)
+            + 2 * bytes_of::<QEntry>(space.pages)
+            + 2 * bytes_of::<(f32, u64)>(space.fast_pages())
+    }
+
+    fn reserve(&mut self, space: &PageSpace) -> tierkit_core::Result<()> {
+        self.res.reserve(space.pages)?;
+        self.pages.reserve(space.pages, "Vulcan's page records")
+    }
+
+    fn allocated_bytes(&self) -> u64 {
+        self.res.bytes()
+            + self.pages.bytes() as u64
+            + self
+                .queues
+                .iter()
+                .map(|q| bytes_of::<QEntry>(q.capacity() as u64))
+                .sum::<u64>()
+            + self
+                .colds
+                .iter()
+                .map(|c| bytes_of::<(f32, u64)>(c.capacity() as u64))
+                .sum::<u64>()
     }
 
     fn init(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {

@@ -6,20 +6,60 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+// Named by their full module path, so that they pickle (a run in a worker process raises in the
+// parent with its class intact: sweeps and reproductions with workers).
 create_exception!(
-    _core,
+    tierkit._core,
     TierkitError,
     PyException,
     "A bad experiment, spec or input; the message says what and where."
+);
+
+create_exception!(
+    tierkit._core,
+    MemoryLimitError,
+    TierkitError,
+    "The run does not fit in memory: refused before it started, its estimated memory being above \
+     the machine's available memory or `max_memory` (attributes `footprint_bytes`, \
+     `estimate_bytes`, `limit_bytes`), or an allocation failed (those attributes are None)."
 );
 
 fn err(e: impl std::fmt::Display) -> PyErr {
     TierkitError::new_err(e.to_string())
 }
 
-/// Run an experiment; returns (summary_json, timeseries columns).
+/// A simulator error as a Python exception: memory errors as [`MemoryLimitError`] with the
+/// figures as attributes, the others as [`TierkitError`].
+fn sim_err(py: Python<'_>, e: tierkit_sim::SimError) -> PyErr {
+    use tierkit_sim::SimError;
+    let figures = match &e {
+        SimError::TooLarge {
+            footprint_bytes,
+            estimate,
+            limit,
+            ..
+        } => Some((*footprint_bytes, *estimate, limit.bytes())),
+        SimError::OutOfMemory { .. } => None,
+        _ => return err(e),
+    };
+    let pe = MemoryLimitError::new_err(e.to_string());
+    let value = pe.value(py);
+    let (f, est, lim) = match figures {
+        Some((f, est, lim)) => (Some(f), Some(est), Some(lim)),
+        None => (None, None, None),
+    };
+    // Attributes are best effort: the message already says everything.
+    let _ = value.setattr("footprint_bytes", f);
+    let _ = value.setattr("estimate_bytes", est);
+    let _ = value.setattr("limit_bytes", lim);
+    pe
+}
+
+/// Run an experiment; returns (summary_json, timeseries columns). `max_memory` (bytes) refuses
+/// a run whose estimated memory is above it, before anything is allocated (as the machine's
+/// available memory always does).
 #[pyfunction]
-#[pyo3(signature = (experiment, policy=None, overrides=Vec::new(), seed=None, progress=None))]
+#[pyo3(signature = (experiment, policy=None, overrides=Vec::new(), seed=None, progress=None, max_memory=None))]
 fn run(
     py: Python<'_>,
     experiment: &str,
@@ -27,6 +67,7 @@ fn run(
     overrides: Vec<String>,
     seed: Option<u64>,
     progress: Option<Bound<'_, PyAny>>,
+    max_memory: Option<u64>,
 ) -> PyResult<(String, Py<PyDict>)> {
     let start = std::time::Instant::now();
     let exp = tierkit_sim::load(experiment, &overrides, seed).map_err(err)?;
@@ -48,11 +89,12 @@ fn run(
         }
         true
     };
-    let out = tierkit_sim::run(&exp, &spec, &mut cb);
+    let opts = tierkit_sim::RunOptions { max_memory };
+    let out = tierkit_sim::run_with(&exp, &spec, &opts, &mut cb);
     if let Some(e) = py_err {
         return Err(e);
     }
-    let mut out = out.map_err(err)?;
+    let mut out = out.map_err(|e| sim_err(py, e))?;
     // The whole call: loading (the trace replay passes included) and both runs.
     out.summary.wall_seconds = start.elapsed().as_secs_f64();
     let summary = serde_json::to_string(&out.summary).map_err(err)?;
@@ -205,6 +247,7 @@ fn calibrate<'py>(py: Python<'py>, platform: &str) -> PyResult<Bound<'py, PyDict
 #[pyfunction]
 #[pyo3(signature = (experiment, overrides=Vec::new(), seed=None, params=Vec::new()))]
 fn soar_profile(
+    py: Python<'_>,
     experiment: &str,
     overrides: Vec<String>,
     seed: Option<u64>,
@@ -212,7 +255,8 @@ fn soar_profile(
 ) -> PyResult<String> {
     let exp = tierkit_sim::load(experiment, &overrides, seed).map_err(err)?;
     let mut profiler = tierkit_policies::soar::profiler(&params).map_err(err)?;
-    tierkit_sim::engine::profile(&exp, profiler.as_mut()).map_err(err)
+    tierkit_sim::memory::check(&exp, profiler.as_ref(), None).map_err(|e| sim_err(py, e))?;
+    tierkit_sim::engine::profile(&exp, profiler.as_mut()).map_err(|e| sim_err(py, e))
 }
 
 /// Soar on a real run (`tierkit soar place`): join the shim's objects, given as
@@ -493,6 +537,7 @@ fn trace_info<'py>(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("TierkitError", m.py().get_type::<TierkitError>())?;
+    m.add("MemoryLimitError", m.py().get_type::<MemoryLimitError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(list_policies, m)?)?;

@@ -1,7 +1,10 @@
 //! Per-phase access distributions over pages: weighted regions (uniform, Zipf over a seeded
 //! permutation, or a seeded random subset), O(1) sampling and O(regions) point probabilities.
 
+use tierkit_core::memory::{self, bytes_of};
 use tierkit_core::rng::{AliasTable, Rng, Zipf};
+
+use crate::error::Result;
 
 #[derive(Clone, Debug)]
 pub enum RegionKind {
@@ -48,9 +51,17 @@ impl Region {
         }
     }
 
-    pub fn subset(first: u32, len: u32, count: u32, w: f64, seed: u64) -> Self {
+    /// Bytes a subset of a range of `len` pages holds: the shuffled offsets (the whole range's,
+    /// kept as the subset's capacity) and the membership bitset.
+    pub const fn subset_bytes(len: u32) -> u64 {
+        bytes_of::<u32>(len as u64) + bytes_of::<u64>((len as u64).div_ceil(64))
+    }
+
+    pub fn subset(first: u32, len: u32, count: u32, w: f64, seed: u64) -> Result<Self> {
         let mut rng = Rng::derive(seed, 0x5b5e7);
-        let mut all: Vec<u32> = (0..len).collect();
+        let mut all: Vec<u32> = Vec::new();
+        memory::reserve_exact(&mut all, len as u64, "a scattered access region")?;
+        all.extend(0..len);
         // Partial Fisher-Yates: the first `count` entries are a uniform random subset.
         let count = count.clamp(1, len);
         for i in 0..count as usize {
@@ -59,28 +70,36 @@ impl Region {
         }
         all.truncate(count as usize);
         all.sort_unstable();
-        let mut member = vec![0u64; (len as usize).div_ceil(64)];
+        let mut member =
+            memory::filled((len as u64).div_ceil(64), 0u64, "a scattered access region")?;
         for &o in &all {
             member[o as usize / 64] |= 1 << (o % 64);
         }
-        Region {
+        Ok(Region {
             first,
             len,
             w,
             kind: RegionKind::Subset { pages: all, member },
             prefetched: 0.0,
-        }
+        })
     }
 
-    pub fn zipf(first: u32, len: u32, s: f64, w: f64, seed: u64) -> Self {
+    /// Bytes a Zipf region of `len` pages holds: the rank permutation and its inverse.
+    pub const fn zipf_bytes(len: u32) -> u64 {
+        2 * bytes_of::<u32>(len as u64)
+    }
+
+    pub fn zipf(first: u32, len: u32, s: f64, w: f64, seed: u64) -> Result<Self> {
         let mut rng = Rng::derive(seed, 0x21ff);
-        let mut perm: Vec<u32> = (0..len).collect();
+        let mut perm: Vec<u32> = Vec::new();
+        memory::reserve_exact(&mut perm, len as u64, "a Zipf access region")?;
+        perm.extend(0..len);
         rng.shuffle(&mut perm);
-        let mut inv = vec![0u32; len as usize];
+        let mut inv = memory::filled(len as u64, 0u32, "a Zipf access region")?;
         for (rank, &off) in perm.iter().enumerate() {
             inv[off as usize] = rank as u32;
         }
-        Region {
+        Ok(Region {
             first,
             len,
             w,
@@ -90,6 +109,27 @@ impl Region {
                 inv,
             },
             prefetched: 0.0,
+        })
+    }
+
+    /// Bytes an empirical region over `n` pages holds: their offsets, probabilities and alias
+    /// table.
+    pub const fn empirical_bytes(n: u64) -> u64 {
+        bytes_of::<u32>(n) + bytes_of::<f64>(n) + AliasTable::bytes_for(n)
+    }
+
+    /// Bytes the region holds now.
+    pub fn bytes(&self) -> u64 {
+        let cap = |n: usize, each: u64| n as u64 * each;
+        match &self.kind {
+            RegionKind::Range => 0,
+            RegionKind::Subset { pages, member } => {
+                cap(pages.capacity(), 4) + cap(member.capacity(), 8)
+            }
+            RegionKind::Zipf { perm, inv, .. } => cap(perm.capacity(), 4) + cap(inv.capacity(), 4),
+            RegionKind::Empirical { offs, prob, alias } => {
+                cap(offs.capacity(), 4) + cap(prob.capacity(), 8) + alias.bytes()
+            }
         }
     }
 
@@ -303,6 +343,19 @@ impl Dist {
         self.hist_t.len()
     }
 
+    /// Bytes the cumulative history of a run of `epochs` epochs holds at most: a breakpoint
+    /// (time and count) per epoch, at most `HIST_MAX` + 1, in vectors that grow by doubling.
+    pub fn hist_bytes_for(epochs: u64) -> u64 {
+        let n = epochs.saturating_add(2).min(HIST_MAX as u64 + 1);
+        2 * bytes_of::<f64>(n.next_power_of_two().max(4))
+    }
+
+    /// Bytes the distribution holds now: its regions and its history.
+    pub fn bytes(&self) -> u64 {
+        self.regions.iter().map(Region::bytes).sum::<u64>()
+            + bytes_of::<f64>((self.hist_t.capacity() + self.hist_c.capacity()) as u64)
+    }
+
     #[inline]
     pub fn pmf(&self, page: u32) -> f64 {
         if page < self.lo || page >= self.hi {
@@ -391,8 +444,8 @@ mod tests {
         let regions = vec![
             Region::range(0, 100, 0.9),
             Region::range(0, 1000, 0.1),
-            Region::zipf(1000, 50, 0.99, 0.5, 3),
-            Region::subset(2000, 100, 10, 0.5, 4),
+            Region::zipf(1000, 50, 0.99, 0.5, 3).unwrap(),
+            Region::subset(2000, 100, 10, 0.5, 4).unwrap(),
         ];
         let d = Dist::new(0, regions, 2, 1.0);
         let total: f64 = (0..3000).map(|p| d.pmf(p)).sum();

@@ -10,6 +10,7 @@ use tierkit_core::{backend, Action, Policy};
 
 use crate::error::{Result, SimError};
 use crate::machine::Machine;
+use crate::memory::{self, MemoryPerPage};
 use crate::spec::Experiment;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -145,6 +146,10 @@ pub struct Summary {
     pub policy_stats: BTreeMap<String, f64>,
     /// What the user should know about the run (a trace without stamps, ...).
     pub warnings: Vec<String>,
+    /// The run's memory per simulated page, estimated before it from the tables the machine
+    /// and the policy allocate (crate::memory), and the whole estimate in bytes.
+    pub memory_bytes_per_page: MemoryPerPage,
+    pub memory_estimate_bytes: u64,
 }
 
 /// Columnar time series, one row per report interval.
@@ -614,6 +619,14 @@ pub fn check_named_objects(exp: &Experiment, policy_spec: &str) -> Result<()> {
     Ok(())
 }
 
+/// How to run: the memory the run may take.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Refuse the run when its estimated memory is above this many bytes (it is refused above
+    /// the machine's available memory in any case).
+    pub max_memory: Option<u64>,
+}
+
 /// Run an experiment under a policy (spec string), with the fast-only reference run.
 /// `progress(done_s, total_s)` is called now and then; returning false interrupts the run.
 pub fn run(
@@ -621,9 +634,21 @@ pub fn run(
     policy_spec: &str,
     progress: &mut dyn FnMut(f64, f64) -> bool,
 ) -> Result<RunOutput> {
+    run_with(exp, policy_spec, &RunOptions::default(), progress)
+}
+
+/// [`run`] with options. The run's memory is estimated first ([`memory::check`]): one that
+/// cannot fit is refused with [`SimError::TooLarge`] before anything is allocated.
+pub fn run_with(
+    exp: &Experiment,
+    policy_spec: &str,
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(f64, f64) -> bool,
+) -> Result<RunOutput> {
     let wall = Instant::now();
     let mut policy = tierkit_policies::build(policy_spec)?;
     check_named_objects(exp, policy_spec)?;
+    let estimate = memory::check(exp, policy.as_ref(), opts.max_memory)?;
     let mut timing = Timing::default();
 
     // Reference: the same workload with every page in the fast tier, no policy. It depends on
@@ -640,7 +665,8 @@ pub fn run(
         policy.accept_profile(&text)?;
     }
     let t_setup = Instant::now();
-    let mut m = Machine::new(exp, false)?;
+    let mut m = Machine::with_needs(exp, false, &policy.needs())?;
+    policy.reserve(&memory::page_space(exp))?;
     timing.setup_s = t_setup.elapsed().as_secs_f64();
     let nt = m.ntiers;
     let mut series = Series::default();
@@ -794,6 +820,8 @@ pub fn run(
                 })
             }))
             .collect(),
+        memory_bytes_per_page: estimate.per_page(),
+        memory_estimate_bytes: estimate.total(),
     };
     Ok(RunOutput {
         summary,
@@ -805,6 +833,207 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::MachineMemory;
+
+    /// A small experiment that exercises every table: a Zipf region, a scattered region, an
+    /// object allocated and freed mid-run, a process that finishes.
+    const MEM_EXP: &str = r#"
+workload = "custom"
+name = "memory"
+platform = "spr-cxl"
+duration_s = 0.3
+fast_ratio = "1:2"
+seed = 3
+[[process]]
+name = "a"
+[[process.object]]
+name = "big"
+size_gb = 0.25
+[[process.object]]
+name = "tmp"
+size_gb = 0.0625
+alloc_s = 0.05
+free_s = 0.2
+[[process.thread]]
+count = 2
+[[process.thread.phase]]
+mlp = 8
+compute_ns = 4
+[[process.thread.phase.access]]
+object = "big"
+pattern = "zipf"
+len_frac = 0.5
+[[process.thread.phase.access]]
+object = "big"
+scatter_seed = 5
+len_frac = 0.1
+weight = 0.5
+[[process.thread.phase.access]]
+object = "tmp"
+weight = 0.2
+[[process]]
+name = "b"
+[[process.object]]
+name = "list"
+size_gb = 0.0625
+[[process.thread]]
+count = 1
+work_ops = 2e5
+[[process.thread.phase]]
+mlp = 1
+[[process.thread.phase.access]]
+object = "list"
+pattern = "pointer-chase"
+"#;
+
+    /// The policy run of `run_with`, keeping the machine and the policy: (estimate, the
+    /// machine's tables, the policy's tables) after the run.
+    fn run_and_measure(exp: &Experiment, spec: &str) -> (memory::Estimate, MachineMemory, u64) {
+        let mut policy = tierkit_policies::build(spec).unwrap();
+        let est = memory::check_against(exp, policy.as_ref(), None).unwrap();
+        if let Some(mut profiler) = policy.profiler() {
+            let text = profile(exp, profiler.as_mut()).unwrap();
+            policy.accept_profile(&text).unwrap();
+        }
+        let mut m = Machine::with_needs(exp, false, &policy.needs()).unwrap();
+        policy.reserve(&memory::page_space(exp)).unwrap();
+        run_pass(
+            &mut m,
+            Some(policy.as_mut()),
+            None,
+            None,
+            &mut |_, _| true,
+            &mut Timing::default(),
+        )
+        .unwrap();
+        (est, m.allocated_bytes(), policy.allocated_bytes())
+    }
+
+    /// The estimate made before a run against the tables' capacities after it (4 simulated
+    /// seconds, so that the hint-fault scanners mark pages). The page table, the page events
+    /// and the policies' per-page tables are allocated up front as estimated: equal. The rest
+    /// are bounds the run stays under: the distributions' histories (an entry per epoch at
+    /// most), the hint-fault queues (every page marked), Vulcan's queues and the static
+    /// placement's scratch. Where the tables are all per page, the estimate is at most 10%
+    /// above what was allocated.
+    #[test]
+    fn memory_estimate_matches_the_allocated_tables() {
+        let exp = crate::load_str("memory.toml", MEM_EXP, &["duration_s=4".into()], None).unwrap();
+        for spec in [
+            "notier",
+            "hemem",
+            "memtis",
+            "tpp",
+            "nbt",
+            "nomad",
+            "pact",
+            "vulcan",
+            "soar",
+            "place:objects=big",
+            "static:hot_object=big",
+            "hemem+colloid",
+            "tpp+toggle:refault=true",
+            "tpp+colloid+alto",
+        ] {
+            let (est, m, p) = run_and_measure(&exp, spec);
+            let what = format!(
+                "{spec}: estimate {:?} + {}, allocated {m:?} + {p}",
+                est.machine, est.policy
+            );
+            assert_eq!(m.page_table, est.machine.page_table, "{what}");
+            assert_eq!(m.events, est.machine.events, "{what}");
+            assert!(m.dists <= est.machine.dists, "{what}");
+            assert!(m.fault_queues <= est.machine.fault_queues, "{what}");
+            assert!(p <= est.policy, "{what}");
+            let bounds = ["vulcan", "static"].iter().any(|b| spec.starts_with(b));
+            if !bounds {
+                assert_eq!(p, est.policy, "{what}");
+            }
+            if !bounds && est.machine.fault_queues == 0 {
+                let got = m.total() + p;
+                assert!(est.total() as f64 <= 1.1 * got as f64, "{what}");
+            }
+        }
+    }
+
+    /// A run above the limit is refused before anything is allocated, naming the footprint, the
+    /// estimate and the limit; at the estimate it runs.
+    #[test]
+    fn a_run_above_the_memory_limit_is_refused() {
+        let exp =
+            crate::load_str("memory.toml", MEM_EXP, &["duration_s=0.05".into()], None).unwrap();
+        let policy = tierkit_policies::build("hemem").unwrap();
+        let est = memory::estimate(&exp, policy.as_ref()).total();
+        let opts = RunOptions {
+            max_memory: Some(est - 1),
+        };
+        let e = run_with(&exp, "hemem", &opts, &mut |_, _| true)
+            .err()
+            .unwrap();
+        let msg = e.to_string();
+        assert!(
+            matches!(e, SimError::TooLarge { estimate, .. } if estimate == est),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("memory.toml")
+                && msg.contains("a footprint of 384 MiB (98304 pages of 4 KiB)")
+                && msg.contains(&tierkit_core::memory::fmt_bytes(est))
+                && msg.contains("--max-memory limit of"),
+            "{msg}"
+        );
+        assert!(!msg.contains('\n'), "one line: {msg}");
+        let out = run_with(
+            &exp,
+            "hemem",
+            &RunOptions {
+                max_memory: Some(est),
+            },
+            &mut |_, _| true,
+        )
+        .unwrap();
+        assert_eq!(out.summary.memory_estimate_bytes, est);
+        let pp = out.summary.memory_bytes_per_page;
+        assert!((pp.total - est as f64 / 98304.0).abs() < 1e-9);
+        assert!(
+            (pp.policy - 25.0).abs() < 0.01,
+            "HeMem: 1 + 12 + 12 B a page, {pp:?}"
+        );
+    }
+
+    /// A 2000 GiB footprint is refused at once, by a limit or by the available memory (given
+    /// here, so that the test never builds the run on a machine that has the memory).
+    #[test]
+    fn a_two_terabyte_footprint_is_refused_without_allocating() {
+        let exp = crate::load_str(
+            "memory.toml",
+            MEM_EXP,
+            &["process.0.object.0.size_gb=2000".into()],
+            None,
+        )
+        .unwrap();
+        let t = Instant::now();
+        let opts = RunOptions {
+            max_memory: Some(16 << 30),
+        };
+        let e = run_with(&exp, "pact", &opts, &mut |_, _| true)
+            .err()
+            .unwrap();
+        assert!(matches!(e, SimError::TooLarge { .. }), "{e}");
+        assert!(t.elapsed().as_secs_f64() < 1.0, "refused at once");
+        let policy = tierkit_policies::build("pact").unwrap();
+        let limit = crate::MemoryLimit::Available(22 << 30);
+        let e = memory::check_against(&exp, policy.as_ref(), Some(limit)).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("a footprint of 1.95 TiB (524320768 pages of 4 KiB)")
+                && msg.contains("under `pact`")
+                && msg.contains(
+                    "the limit of 19.8 GiB (90% of the 22 GiB of available memory, MemAvailable"
+                ),
+            "{msg}"
+        );
+    }
 
     #[test]
     fn sparse_policy_columns_stay_aligned_with_the_rows() {

@@ -12,6 +12,7 @@ pub mod dist;
 pub mod engine;
 pub mod error;
 pub mod machine;
+pub mod memory;
 pub mod numa_scan;
 pub mod pact_eval;
 pub mod platform;
@@ -20,6 +21,6 @@ pub mod trace;
 pub mod workloads;
 
 pub use config::{load, load_str};
-pub use engine::{run, RunOutput, Series, Summary};
-pub use error::{Result, SimError};
+pub use engine::{run, run_with, RunOptions, RunOutput, Series, Summary};
+pub use error::{MemoryLimit, Result, SimError};
 pub use spec::Experiment;

@@ -7,14 +7,15 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 use tierkit_core::action::{Action, MigrateMode, NumaScan, SampleFilter, ScanTiers};
+use tierkit_core::memory;
 use tierkit_core::rng::Rng;
 use tierkit_core::telemetry::*;
-use tierkit_core::{Backend, Mechanism, PageId, TierId};
+use tierkit_core::{Backend, Mechanism, PageId, TelemetryNeeds, TierId};
 
 use crate::dist::{Dist, Region};
 use crate::error::{Result, SimError};
 use crate::numa_scan::{self, ScanState};
-use crate::spec::{Experiment, Pattern};
+use crate::spec::{AccessSpec, Experiment, Pattern};
 
 pub const NONE: u8 = u8::MAX;
 const F_PROMOTED: u8 = 1;
@@ -257,18 +258,201 @@ pub struct Machine {
     test_clock: f64,
 }
 
+/// Where an access region lies in its object (or process) of `pages` pages from `first`:
+/// (first page, pages).
+fn region_extent(first: u32, pages: u32, a: &AccessSpec) -> (u32, u32) {
+    // The region starts on a page of the object (start_frac < 1 is validated; the clamp keeps a
+    // rounding at the end inside it).
+    let start = first + ((a.start_frac * pages as f64).floor() as u32).min(pages.saturating_sub(1));
+    let len = ((a.len_frac * pages as f64).round() as u32).clamp(1, first + pages - start);
+    (start, len)
+}
+
+/// The memory the machine allocates, by part, in bytes: estimated from an experiment before
+/// anything is built ([`Machine::memory_bytes`]) or measured from a machine's tables
+/// ([`Machine::allocated_bytes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MachineMemory {
+    /// Per-page arrays: tier and flags (1 B each), when the accessed bit was last cleared
+    /// (8 B), and as the policy needs them, the bind table (1 B) and the last faulting thread
+    /// (4 B).
+    pub page_table: u64,
+    /// The page events of one epoch (allocations and frees, 16 B each) at their largest:
+    /// every page allocated at once, every page that can be freed freed at once.
+    pub events: u64,
+    /// The phases' access distributions: the regions' tables (a Zipf region's permutation, a
+    /// scattered region's offsets, a trace window's pages and alias table) and each phase's
+    /// history of cumulative misses.
+    pub dists: u64,
+    /// Marked pages waiting for their hint fault, for policies that take hint faults: every
+    /// page marked at once, a 24 B queue entry each and a third more for the queues' growth
+    /// and the entries left behind by pages that moved or faulted.
+    pub fault_queues: u64,
+}
+
+impl MachineMemory {
+    pub fn total(&self) -> u64 {
+        self.page_table + self.events + self.dists + self.fault_queues
+    }
+}
+
+/// Bytes per page of the arrays every machine allocates: tier, flags, last accessed-bit clear.
+const PAGE_TABLE_BYTES: u64 = (2 * std::mem::size_of::<u8>() + std::mem::size_of::<f64>()) as u64;
+/// Bytes per page of the hint-fault queues when every page is marked (see
+/// [`MachineMemory::fault_queues`]).
+const FAULT_QUEUE_BYTES: u64 = std::mem::size_of::<Reverse<(u64, u32, u64, u32)>>() as u64 * 4 / 3;
+
 impl Machine {
-    /// Build the machine for an experiment; `fast_only` gives the fast tier room for the whole
-    /// footprint (the reference run that slowdowns are measured against).
-    pub fn new(exp: &Experiment, fast_only: bool) -> Result<Machine> {
-        let ntiers = exp.platform.tiers.len();
+    /// Each tier's capacity in pages; `fast_only` gives the fast tier room for the whole
+    /// footprint.
+    pub fn capacities(exp: &Experiment, fast_only: bool) -> Vec<u64> {
         let (mut fast, slow) = exp.capacities();
-        let fp = exp.footprint_pages();
         if fast_only {
-            fast = fp + 1;
+            fast = exp.footprint_pages() + 1;
         }
-        let mut cap = vec![slow; ntiers];
+        let mut cap = vec![slow; exp.platform.tiers.len().max(1)];
         cap[0] = fast;
+        cap
+    }
+
+    /// Pages whose frees can come in one epoch: every object with a free time, and every
+    /// object of a process that can exit (all its threads have work bounds, or phases that all
+    /// end, or replay a trace).
+    fn freeable_pages(exp: &Experiment) -> u64 {
+        exp.processes
+            .iter()
+            .enumerate()
+            .map(|(pi, p)| {
+                let exits = !p.threads.is_empty()
+                    && p.threads.iter().enumerate().all(|(g, t)| {
+                        t.work_ops.is_some()
+                            || t.phases.iter().all(|ph| ph.duration_s.is_some())
+                            || exp.replays.iter().any(|r| r.process == pi && r.group == g)
+                    });
+                p.objects
+                    .iter()
+                    .filter(|o| exits || o.free_s.is_some())
+                    .map(|o| exp.pages_of(o.bytes))
+                    .sum::<u64>()
+            })
+            .sum()
+    }
+
+    /// The memory a machine for `exp` allocates, estimated before building it, for a policy
+    /// with these needs: what [`Machine::with_needs`] and the run allocate, part by part.
+    pub fn memory_bytes(exp: &Experiment, needs: &TelemetryNeeds) -> MachineMemory {
+        let pages = exp.footprint_pages();
+        let mut per_page = PAGE_TABLE_BYTES;
+        if needs.bind_ranges {
+            per_page += std::mem::size_of::<u8>() as u64;
+        }
+        if needs.hint_faults {
+            per_page += std::mem::size_of::<u32>() as u64;
+        }
+        let event = std::mem::size_of::<PageEvent>() as u64;
+        let events = (pages + Self::freeable_pages(exp)).saturating_mul(event);
+        // One distribution per phase of every thread group, each with its history.
+        let epochs = (exp.duration_s / exp.epoch_ms * 1e3).ceil().max(1.0) as u64;
+        let mut dists = 0u64;
+        let mut base = 0u64;
+        for (pi, p) in exp.processes.iter().enumerate() {
+            let ppages: u64 = p.objects.iter().map(|o| exp.pages_of(o.bytes)).sum();
+            for (g, t) in p.threads.iter().enumerate() {
+                if let Some(r) = exp.replays.iter().find(|r| r.process == pi && r.group == g) {
+                    for w in &r.replay.windows {
+                        dists += Region::empirical_bytes(w.pages.len() as u64)
+                            + Dist::hist_bytes_for(epochs);
+                    }
+                    continue;
+                }
+                for ph in &t.phases {
+                    dists += Dist::hist_bytes_for(epochs);
+                    for a in &ph.access {
+                        let (first, n) = if a.object == "*" {
+                            (base, ppages)
+                        } else {
+                            let mut first = base;
+                            let mut n = 0;
+                            for o in &p.objects {
+                                if o.name == a.object {
+                                    n = exp.pages_of(o.bytes);
+                                    break;
+                                }
+                                first += exp.pages_of(o.bytes);
+                            }
+                            (first, n)
+                        };
+                        let (first, n) = (first as u32, n as u32);
+                        dists += match (a.scatter_seed, a.pattern) {
+                            (Some(_), _) => Region::subset_bytes(n),
+                            (None, Pattern::Zipf { .. }) => {
+                                Region::zipf_bytes(region_extent(first, n, a).1)
+                            }
+                            (None, _) => 0,
+                        };
+                    }
+                }
+            }
+            base += ppages;
+        }
+        MachineMemory {
+            page_table: pages.saturating_mul(per_page),
+            events,
+            dists,
+            fault_queues: if needs.hint_faults {
+                pages.saturating_mul(FAULT_QUEUE_BYTES)
+            } else {
+                0
+            },
+        }
+    }
+
+    /// The memory this machine's tables hold now (their capacities), part by part.
+    pub fn allocated_bytes(&self) -> MachineMemory {
+        let cap = |n: usize, each: usize| (n * each) as u64;
+        let fault = std::mem::size_of::<Reverse<(u64, u32, u64, u32)>>();
+        let marked = std::mem::size_of::<(u32, u64, f32)>();
+        MachineMemory {
+            page_table: cap(self.page_tier.capacity(), 1)
+                + cap(self.page_flags.capacity(), 1)
+                + cap(self.page_bind.capacity(), 1)
+                + cap(self.last_clear.capacity(), 8)
+                + cap(self.last_fault_tid.capacity(), 4),
+            events: cap(
+                self.tel.allocated.capacity() + self.tel.freed.capacity(),
+                std::mem::size_of::<PageEvent>(),
+            ),
+            dists: self.dists.iter().map(Dist::bytes).sum(),
+            fault_queues: cap(self.faults.capacity(), fault)
+                + self
+                    .count_faults
+                    .iter()
+                    .map(|h| cap(h.capacity(), fault))
+                    .sum::<u64>()
+                + cap(
+                    self.idle_marked.capacity() + self.stalled_marked.capacity(),
+                    marked,
+                ),
+        }
+    }
+
+    /// Build the machine for an experiment; `fast_only` gives the fast tier room for the whole
+    /// footprint (the reference run that slowdowns are measured against). Tables a policy may
+    /// need are allocated when first used; [`Machine::with_needs`] allocates them up front.
+    pub fn new(exp: &Experiment, fast_only: bool) -> Result<Machine> {
+        Self::with_needs(exp, fast_only, &TelemetryNeeds::default())
+    }
+
+    /// Build the machine for an experiment and a policy with these needs, allocating every
+    /// per-page table up front and fallibly ([`Machine::memory_bytes`] says how much).
+    pub fn with_needs(
+        exp: &Experiment,
+        fast_only: bool,
+        needs: &TelemetryNeeds,
+    ) -> Result<Machine> {
+        let ntiers = exp.platform.tiers.len();
+        let fp = exp.footprint_pages();
+        let cap = Self::capacities(exp, fast_only);
         if fp > u32::MAX as u64 / 2 {
             return Err(SimError::Capacity(format!(
                 "{}: footprint of {fp} pages is too large for the simulator (max 2^31)",
@@ -350,7 +534,10 @@ impl Machine {
                 });
             }
         }
-        let total = base as usize;
+        let total = base as u64;
+        let mut tel = Telemetry::default();
+        memory::reserve_exact(&mut tel.allocated, total, "the page events")?;
+        memory::reserve_exact(&mut tel.freed, Self::freeable_pages(exp), "the page events")?;
         let lat = exp
             .platform
             .tiers
@@ -362,11 +549,19 @@ impl Machine {
             ntiers,
             cap,
             used: vec![0; ntiers],
-            page_tier: vec![NONE; total],
-            page_flags: vec![0; total],
-            page_bind: Vec::new(),
-            last_clear: vec![0.0; total],
-            last_fault_tid: Vec::new(),
+            page_tier: memory::filled(total, NONE, "the page table")?,
+            page_flags: memory::filled(total, 0, "the page table")?,
+            page_bind: if needs.bind_ranges {
+                memory::filled(total, NONE, "the page bind table")?
+            } else {
+                Vec::new()
+            },
+            last_clear: memory::filled(total, 0.0, "the page table")?,
+            last_fault_tid: if needs.hint_faults {
+                memory::filled(total, 0, "the hint-fault table")?
+            } else {
+                Vec::new()
+            },
             shadow: FxHashMap::default(),
             shadow_list: Vec::new(),
             procs,
@@ -388,7 +583,7 @@ impl Machine {
             scan: None,
             scan_pid: FxHashMap::default(),
             sampling: None,
-            tel: Telemetry::default(),
+            tel,
             now_ns: 0.0,
             epoch_ns: exp.epoch_ms * 1e6,
             stats: EpochStats::default(),
@@ -616,6 +811,9 @@ impl Machine {
             o.live = true;
             (o.first, o.pages)
         };
+        // Room for the events was reserved up front (Machine::memory_bytes); this only grows
+        // the list, fallibly, if more comes in one epoch.
+        memory::reserve(&mut self.tel.allocated, n as u64, "the page events")?;
         for page in first..first + n {
             self.allocate_page(pi, oi, page)?;
         }
@@ -630,6 +828,9 @@ impl Machine {
     /// A synthetic process touches its objects in its own listing order (a program allocates and
     /// initialises them one after another); a trace process touches its objects side by side
     /// (pages of one pass of the trace, in address order, stand in for the order of first touch).
+    ///
+    /// The order is merged from one stream per object (its pages in address order, each at its
+    /// position in its process's first touch), so it takes memory per object, not per page.
     fn allocate_interleaved(&mut self, procs: &[usize]) -> Result<()> {
         for &pi in procs {
             for oi in 0..self.procs[pi].objects.len() {
@@ -639,7 +840,11 @@ impl Machine {
                 }
             }
         }
-        let mut order: Vec<(f64, usize, usize, u32)> = Vec::new();
+        // One stream per object: (offset, n) places its page k at (offset + k + 0.5) / n, which
+        // grows with k; the heap holds each stream's next page, keyed by (position, process,
+        // object) as a stable sort of all pages by position, then process, would order them.
+        let mut streams: Vec<(usize, usize, f64, f64)> = Vec::new();
+        let mut n_pages = 0u64;
         for &pi in procs {
             let trace = self.exp.replays.iter().any(|r| r.process == pi);
             let unbound: Vec<usize> = (0..self.procs[pi].objects.len())
@@ -661,15 +866,35 @@ impl Machine {
                 } else {
                     (before as f64, total.max(1) as f64)
                 };
-                for k in 0..o.pages {
-                    order.push(((offset + k as f64 + 0.5) / n, pi, oi, o.first + k));
-                }
                 before += o.pages as u64;
+                n_pages += o.pages as u64;
+                if o.pages > 0 {
+                    streams.push((pi, oi, offset, n));
+                }
             }
         }
-        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        for (_, pi, oi, page) in order {
-            self.allocate_page(pi, oi, page)?;
+        memory::reserve(&mut self.tel.allocated, n_pages, "the page events")?;
+        // Positions are positive and finite: their bit patterns order as the numbers do.
+        let key = |offset: f64, n: f64, k: u32| ((offset + k as f64 + 0.5) / n).to_bits();
+        let mut heap: BinaryHeap<Reverse<(u64, usize, usize, u32)>> = streams
+            .iter()
+            .enumerate()
+            .map(|(i, &(pi, oi, offset, n))| Reverse((key(offset, n, 0), pi, oi, i as u32)))
+            .collect();
+        let mut next = vec![0u32; streams.len()];
+        while let Some(Reverse((_, pi, oi, i))) = heap.pop() {
+            let i = i as usize;
+            let k = next[i];
+            let (first, pages) = {
+                let o = &self.procs[pi].objects[oi];
+                (o.first, o.pages)
+            };
+            self.allocate_page(pi, oi, first + k)?;
+            next[i] = k + 1;
+            if k + 1 < pages {
+                let (_, _, offset, n) = streams[i];
+                heap.push(Reverse((key(offset, n, k + 1), pi, oi, i as u32)));
+            }
         }
         Ok(())
     }
@@ -711,15 +936,16 @@ impl Machine {
         Ok(())
     }
 
-    fn free_object(&mut self, pi: usize, oi: usize) {
+    fn free_object(&mut self, pi: usize, oi: usize) -> Result<()> {
         let (first, n) = {
             let o = &mut self.procs[pi].objects[oi];
             if !o.live {
-                return;
+                return Ok(());
             }
             o.live = false;
             (o.first, o.pages)
         };
+        memory::reserve(&mut self.tel.freed, n as u64, "the page events")?;
         for page in first..first + n {
             let t = self.page_tier[page as usize];
             if t == NONE {
@@ -734,6 +960,7 @@ impl Machine {
                 tier: t,
             });
         }
+        Ok(())
     }
 
     // ---------------------------------------------------------------- lifecycle
@@ -746,9 +973,9 @@ impl Machine {
             .find(|r| r.process == pi && r.group == group)
     }
 
-    fn make_dist(&mut self, pi: usize, group: usize, phase: usize) -> usize {
+    fn make_dist(&mut self, pi: usize, group: usize, phase: usize) -> Result<usize> {
         if let Some(&d) = self.procs[pi].dist_of.get(&(group, phase)) {
-            return d;
+            return Ok(d);
         }
         if let Some(rs) = self.replay_of(pi, group) {
             // A trace window: its measured page frequencies over the trace's object.
@@ -762,7 +989,7 @@ impl Machine {
             self.dists.push(d);
             let id = self.dists.len() - 1;
             self.procs[pi].dist_of.insert((group, phase), id);
-            return id;
+            return Ok(id);
         }
         let spec = &self.exp.processes[pi].threads[group].phases[phase];
         let p = &self.procs[pi];
@@ -778,19 +1005,15 @@ impl Machine {
                     .expect("validated object name");
                 (o.first, o.pages)
             };
-            // The region starts on a page of the object (start_frac < 1 is validated; the
-            // clamp keeps a rounding at the end inside it).
-            let start =
-                first + ((a.start_frac * pages as f64).floor() as u32).min(pages.saturating_sub(1));
-            let len = ((a.len_frac * pages as f64).round() as u32).clamp(1, first + pages - start);
+            let (start, len) = region_extent(first, pages, a);
             let seed = self.exp.seed
                 ^ ((pi as u64) << 40)
                 ^ ((group as u64) << 24)
                 ^ ((phase as u64) << 8)
                 ^ ai as u64;
             let mut r = match (a.scatter_seed, a.pattern) {
-                (Some(s), _) => Region::subset(first, pages, len, a.weight, s),
-                (None, Pattern::Zipf { s }) => Region::zipf(start, len, s, a.weight, seed),
+                (Some(s), _) => Region::subset(first, pages, len, a.weight, s)?,
+                (None, Pattern::Zipf { s }) => Region::zipf(start, len, s, a.weight, seed)?,
                 (None, _) => Region::range(start, len, a.weight),
             };
             if a.pattern == Pattern::Sequential {
@@ -802,10 +1025,10 @@ impl Machine {
         self.dists.push(d);
         let id = self.dists.len() - 1;
         self.procs[pi].dist_of.insert((group, phase), id);
-        id
+        Ok(id)
     }
 
-    fn enter_phase(&mut self, ti: usize, phase: usize) {
+    fn enter_phase(&mut self, ti: usize, phase: usize) -> Result<()> {
         self.dist_gen += 1;
         let pi = self.threads[ti].proc_.expect("app thread");
         let group = self.threads[ti].group;
@@ -835,9 +1058,9 @@ impl Machine {
         }
         if phase >= nph {
             self.finish_thread(ti);
-            return;
+            return Ok(());
         }
-        let d = self.make_dist(pi, group, phase);
+        let d = self.make_dist(pi, group, phase)?;
         if self.dists[d].users == 0 {
             let pt = &self.page_tier;
             self.dists[d].recompute_mass(|p| {
@@ -861,6 +1084,7 @@ impl Machine {
         th.phase_end_ns = spec
             .duration_s
             .map_or(f64::INFINITY, |s| self.now_ns + s * 1e9);
+        Ok(())
     }
 
     fn finish_thread(&mut self, ti: usize) {
@@ -910,7 +1134,7 @@ impl Machine {
                 }
                 for ti in self.procs[pi].threads.clone() {
                     self.threads[ti].active = true;
-                    self.enter_phase(ti, 0);
+                    self.enter_phase(ti, 0)?;
                 }
                 self.tel.processes[pi].alive = true;
             } else {
@@ -923,7 +1147,7 @@ impl Machine {
                     {
                         self.allocate_object(pi, oi)?;
                     } else if o.live && o.free_ns.is_some_and(|f| f <= now) {
-                        self.free_object(pi, oi);
+                        self.free_object(pi, oi)?;
                     }
                 }
             }
@@ -931,18 +1155,18 @@ impl Machine {
                 let th = &self.threads[ti];
                 if th.active && th.phase_end_ns <= now {
                     let next = th.phase + 1;
-                    self.enter_phase(ti, next);
+                    self.enter_phase(ti, next)?;
                 }
                 // Trace windows end by work; skip windows shorter than what ran past them.
                 while self.threads[ti].active
                     && self.threads[ti].phase_work_left.is_some_and(|w| w <= 0.0)
                 {
                     let next = self.threads[ti].phase + 1;
-                    self.enter_phase(ti, next);
+                    self.enter_phase(ti, next)?;
                 }
             }
             if self.procs[pi].threads.iter().all(|&t| self.threads[t].done) {
-                self.exit_process(pi);
+                self.exit_process(pi)?;
             }
         }
         for th in self.threads.iter_mut().filter(|t| t.proc_.is_none()) {
@@ -951,13 +1175,14 @@ impl Machine {
         Ok(())
     }
 
-    fn exit_process(&mut self, pi: usize) {
+    fn exit_process(&mut self, pi: usize) -> Result<()> {
         self.procs[pi].exited = true;
         self.procs[pi].finish_ns = Some(self.now_ns);
         for oi in 0..self.procs[pi].objects.len() {
-            self.free_object(pi, oi);
+            self.free_object(pi, oi)?;
         }
         self.tel.processes[pi].alive = false;
+        Ok(())
     }
 
     /// Whether any process is still to start or running (threads with no work bound run until

@@ -59,11 +59,20 @@ def reproduce(
     quick: bool = False,
     workers: int | None = None,
     progress: bool = False,
+    max_memory: int | str | None = None,
 ) -> list[Claim]:
-    """Run a reproduction; write report.md, figures and claims.json into ``out``; return the claims."""
+    """Run a reproduction; write report.md, figures and claims.json into ``out``; return the claims.
+    ``max_memory`` (bytes or a size such as ``"6G"``) refuses each run estimated above it."""
+    import tierkit
+
     mod = _module(paper)
     ctx = Context(
-        paper=paper, out=Path(out or f"reproduce-{paper}"), quick=quick, workers=workers, progress=progress
+        paper=paper,
+        out=Path(out or f"reproduce-{paper}"),
+        quick=quick,
+        workers=workers,
+        progress=progress,
+        max_memory=None if max_memory is None else tierkit.parse_size(max_memory),
     )
     mod.run(ctx)
     ctx.finish(title=str(mod.TITLE), intro=str(mod.DESCRIPTION))
@@ -75,6 +84,7 @@ def reproduce_all(
     quick: bool = False,
     workers: int | None = None,
     progress: bool = False,
+    max_memory: int | str | None = None,
 ) -> dict[str, list[Claim]]:
     """Run every reproduction into ``out/PAPER`` and write one validation report over all of them:
     ``out/report.md``, ``out/report.html`` and ``out/claims.json`` (every claim, with its
@@ -90,7 +100,9 @@ def reproduce_all(
     root.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[Claim]] = {}
     for name in REPRODUCTIONS:
-        results[name] = reproduce(name, root / name, quick=quick, workers=workers, progress=progress)
+        results[name] = reproduce(
+            name, root / name, quick=quick, workers=workers, progress=progress, max_memory=max_memory
+        )
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Sequence
@@ -62,10 +63,18 @@ class Claim:
         return d
 
 
-def _run_one(spec: RunSpec) -> tuple[dict[str, Any], dict[str, list[float]] | None]:
+def _run_one(
+    spec: RunSpec, max_memory: int | None = None
+) -> tuple[dict[str, Any], dict[str, list[float]] | None]:
     import tierkit
 
-    r = tierkit.run(spec.experiment, policy=spec.policy, overrides=list(spec.overrides), seed=spec.seed)
+    r = tierkit.run(
+        spec.experiment,
+        policy=spec.policy,
+        overrides=list(spec.overrides),
+        seed=spec.seed,
+        max_memory=max_memory,
+    )
     series = r.timeseries.to_dict(orient="list") if spec.timeseries else None
     return r.summary, series
 
@@ -77,6 +86,7 @@ class Context:
     quick: bool = False
     workers: int | None = None
     progress: bool = False
+    max_memory: int | None = None
     claims: list[Claim] = field(default_factory=list)
     sections: list[str] = field(default_factory=list)
     figures: list[str] = field(default_factory=list)
@@ -92,11 +102,12 @@ class Context:
         ``series`` the time series when asked for."""
         workers = self.workers or min(len(specs), os.cpu_count() or 1)
         results: list[tuple[dict[str, Any], dict[str, list[float]] | None]]
+        run_one = functools.partial(_run_one, max_memory=self.max_memory)
         if workers <= 1 or len(specs) <= 1:
-            results = [_run_one(s) for s in self._tracked(specs)]
+            results = [run_one(s) for s in self._tracked(specs)]
         else:
             with ProcessPoolExecutor(max_workers=workers) as pool:
-                results = list(self._tracked(specs, pool.map(_run_one, specs)))
+                results = list(self._tracked(specs, pool.map(run_one, specs)))
         rows = []
         for spec, (summary, series) in zip(specs, results, strict=False):
             rows.append(

@@ -1,0 +1,186 @@
+//! Memory known before it is allocated.
+//!
+//! Every table that grows with the number of pages says how many bytes it takes for a page
+//! space (`bytes_for`), next to the code that allocates it, and allocates that much up front
+//! with fallible allocation (`try_reserve_exact`). A backend can then add up a run's memory
+//! before building anything, refuse a run that cannot fit, and report a failed allocation as an
+//! error ([`Error::OutOfMemory`]) instead of aborting the process.
+
+use crate::error::{Error, Result};
+
+/// The pages a backend manages: page ids `0..pages`, and each tier's capacity in pages.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PageSpace {
+    pub pages: u64,
+    pub capacity: Vec<u64>,
+}
+
+impl PageSpace {
+    pub fn new(pages: u64, capacity: Vec<u64>) -> Self {
+        PageSpace { pages, capacity }
+    }
+
+    /// Pages the fast tier can hold (at most the whole page space).
+    pub fn fast_pages(&self) -> u64 {
+        self.capacity
+            .first()
+            .map_or(self.pages, |&c| c.min(self.pages))
+    }
+}
+
+/// Bytes of `n` values of `T` (saturating).
+pub const fn bytes_of<T>(n: u64) -> u64 {
+    n.saturating_mul(std::mem::size_of::<T>() as u64)
+}
+
+/// Buckets of a hash map (`std`'s hashbrown) with room for `n` entries: 8/7 of them rounded up
+/// to a power of two (4 or 8 for small maps).
+pub const fn hash_buckets(n: u64) -> u64 {
+    if n == 0 {
+        0
+    } else if n < 4 {
+        4
+    } else if n < 8 {
+        8
+    } else {
+        (n.saturating_mul(8) / 7).next_power_of_two()
+    }
+}
+
+/// Bytes of a hash map from `K` to `V` with room for `n` entries (what `try_reserve(n)` on an
+/// empty map allocates): an entry and a control byte per bucket.
+pub const fn hash_map_bytes<K, V>(n: u64) -> u64 {
+    hash_buckets(n).saturating_mul(std::mem::size_of::<(K, V)>() as u64 + 1)
+}
+
+/// Bytes a hash map whose `capacity()` is `cap` holds (the inverse of hashbrown's bucket count).
+pub const fn hash_map_capacity_bytes<K, V>(cap: u64) -> u64 {
+    let buckets = if cap == 0 {
+        0
+    } else if cap < 8 {
+        (cap + 1).next_power_of_two()
+    } else {
+        cap / 7 * 8
+    };
+    buckets.saturating_mul(std::mem::size_of::<(K, V)>() as u64 + 1)
+}
+
+fn to_usize(n: u64, bytes: u64, what: &str) -> Result<usize> {
+    usize::try_from(n).map_err(|_| Error::OutOfMemory {
+        what: what.to_string(),
+        bytes,
+    })
+}
+
+/// Grow `v`'s capacity to exactly `n` values (if it is smaller), fallibly: a failed allocation
+/// is [`Error::OutOfMemory`] naming `what`, not an abort.
+pub fn reserve_exact<T>(v: &mut Vec<T>, n: u64, what: &str) -> Result<()> {
+    let bytes = bytes_of::<T>(n);
+    let n = to_usize(n, bytes, what)?;
+    if n > v.capacity() {
+        v.try_reserve_exact(n - v.len())
+            .map_err(|_| Error::OutOfMemory {
+                what: what.to_string(),
+                bytes,
+            })?;
+    }
+    Ok(())
+}
+
+/// `vec![value; n]`, fallibly.
+pub fn filled<T: Clone>(n: u64, value: T, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    reserve_exact(&mut v, n, what)?;
+    v.resize(n as usize, value);
+    Ok(v)
+}
+
+/// Room for `additional` more values in `v`, fallibly, growing as `Vec` does (amortized).
+pub fn reserve<T>(v: &mut Vec<T>, additional: u64, what: &str) -> Result<()> {
+    let bytes = bytes_of::<T>(v.len() as u64 + additional);
+    let n = to_usize(additional, bytes, what)?;
+    v.try_reserve(n).map_err(|_| Error::OutOfMemory {
+        what: what.to_string(),
+        bytes,
+    })
+}
+
+/// A byte count for people: `512 B`, `3.0 KiB`, `12.4 GiB`, `1.95 TiB`.
+pub fn fmt_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if b < 1024 {
+        return format!("{b} B");
+    }
+    let mut v = b as f64 / 1024.0;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if v.fract() == 0.0 {
+        format!("{v} {}", UNITS[u])
+    } else if v < 10.0 {
+        format!("{v:.2} {}", UNITS[u])
+    } else if v < 100.0 {
+        format!("{v:.1} {}", UNITS[u])
+    } else {
+        format!("{v:.0} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_exact_sets_the_capacity_and_keeps_the_values() {
+        let mut v = vec![1u32, 2];
+        reserve_exact(&mut v, 100, "test").unwrap();
+        assert_eq!(v.capacity(), 100);
+        assert_eq!(v, [1, 2]);
+        reserve_exact(&mut v, 10, "test").unwrap();
+        assert_eq!(v.capacity(), 100, "never shrinks");
+        let f = filled(7, 3u8, "test").unwrap();
+        assert_eq!((f.len(), f.capacity()), (7, 7));
+    }
+
+    #[test]
+    fn an_impossible_allocation_is_an_error_not_an_abort() {
+        let mut v: Vec<u64> = Vec::new();
+        let e = reserve_exact(&mut v, u64::MAX / 16, "the test table").unwrap_err();
+        assert!(
+            matches!(&e, Error::OutOfMemory { what, .. } if what == "the test table"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("the test table"), "{e}");
+        assert!(filled(u64::MAX / 2, 0u32, "x").is_err());
+        assert!(reserve(&mut v, u64::MAX / 16, "x").is_err());
+    }
+
+    #[test]
+    fn hash_map_bytes_match_the_map_std_allocates() {
+        for n in [1u64, 3, 5, 8, 100, 512, 1000, 70_000] {
+            let mut m: std::collections::HashMap<u64, u8> = Default::default();
+            m.try_reserve(n as usize).unwrap();
+            assert_eq!(
+                hash_map_capacity_bytes::<u64, u8>(m.capacity() as u64),
+                hash_map_bytes::<u64, u8>(n),
+                "{n} entries, capacity {}",
+                m.capacity()
+            );
+            assert!(m.capacity() as u64 >= n);
+        }
+    }
+
+    #[test]
+    fn bytes_read_well() {
+        assert_eq!(fmt_bytes(512), "512 B");
+        assert_eq!(fmt_bytes(3 << 10), "3 KiB");
+        assert_eq!(fmt_bytes(6 << 30), "6 GiB");
+        assert_eq!(fmt_bytes((6 << 30) + (1 << 29)), "6.50 GiB");
+        assert_eq!(fmt_bytes(2000 << 30), "1.95 TiB");
+        assert_eq!(fmt_bytes(13_300_000_000), "12.4 GiB");
+        assert_eq!(bytes_of::<u32>(10), 40);
+        assert_eq!(bytes_of::<u64>(u64::MAX), u64::MAX);
+    }
+}
