@@ -292,18 +292,7 @@ impl Policy for Alto {
         n
     }
 
-    /// The base's tables; the layer's own are not per page.
-    fn memory_bytes(&self, space: &tierkit_core::PageSpace) -> u64 {
-        self.base.memory_bytes(space)
-    }
-
-    fn reserve(&mut self, space: &tierkit_core::PageSpace) -> tierkit_core::Result<()> {
-        self.base.reserve(space)
-    }
-
-    fn allocated_bytes(&self) -> u64 {
-        self.base.allocated_bytes()
-    }
+    memory_of_base!();
 
     fn init(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         // Thresholds left at 0 come from the machine's calibration (Soar/Alto §5.2 derives them

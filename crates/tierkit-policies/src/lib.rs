@@ -7,6 +7,42 @@ use tierkit_core::params::{Params, PolicySpec};
 use tierkit_core::policy::Builder;
 use tierkit_core::{suggest, Error, Policy, PolicyInfo, Result};
 
+/// The `Policy` memory methods of a layer whose only per-page tables are its base's.
+macro_rules! memory_of_base {
+    () => {
+        /// The base's tables; the layer's own are not per page.
+        fn memory_bytes(&self, space: &tierkit_core::PageSpace) -> u64 {
+            self.base.memory_bytes(space)
+        }
+
+        fn reserve(&mut self, space: &tierkit_core::PageSpace) -> tierkit_core::Result<()> {
+            self.base.reserve(space)
+        }
+
+        fn allocated_bytes(&self) -> u64 {
+            self.base.allocated_bytes()
+        }
+    };
+}
+
+/// The `Policy` memory methods of a policy whose only per-page table is its LRU (`self.t`).
+macro_rules! memory_of_lru {
+    () => {
+        /// Per page: the LRU (list links 12 B, tier, flags and destination bytes).
+        fn memory_bytes(&self, space: &tierkit_core::PageSpace) -> u64 {
+            Tiering::bytes_for(space.pages)
+        }
+
+        fn reserve(&mut self, space: &tierkit_core::PageSpace) -> tierkit_core::Result<()> {
+            self.t.reserve(space.pages)
+        }
+
+        fn allocated_bytes(&self) -> u64 {
+            self.t.bytes()
+        }
+    };
+}
+
 pub mod alto;
 pub mod colloid;
 pub mod common;

@@ -182,18 +182,7 @@ impl Policy for Nbt {
         }
     }
 
-    /// Per page: the LRU (list links 12 B, tier, flags and destination bytes).
-    fn memory_bytes(&self, space: &tierkit_core::PageSpace) -> u64 {
-        Tiering::bytes_for(space.pages)
-    }
-
-    fn reserve(&mut self, space: &tierkit_core::PageSpace) -> tierkit_core::Result<()> {
-        self.t.reserve(space.pages)
-    }
-
-    fn allocated_bytes(&self) -> u64 {
-        self.t.bytes()
-    }
+    memory_of_lru!();
 
     fn init(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         // reset_memory_tiering: both windows start when tiering mode is switched on.

@@ -103,18 +103,7 @@ impl Policy for Tpp {
         }
     }
 
-    /// Per page: the LRU (list links 12 B, tier, flags and destination bytes).
-    fn memory_bytes(&self, space: &tierkit_core::PageSpace) -> u64 {
-        Tiering::bytes_for(space.pages)
-    }
-
-    fn reserve(&mut self, space: &tierkit_core::PageSpace) -> tierkit_core::Result<()> {
-        self.t.reserve(space.pages)
-    }
-
-    fn allocated_bytes(&self) -> u64 {
-        self.t.bytes()
-    }
+    memory_of_lru!();
 
     fn init(&mut self, _tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         out.push(hint_scan(&self.scan));
