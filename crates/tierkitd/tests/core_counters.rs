@@ -248,3 +248,86 @@ fn cascade_lake_and_client_models() {
         Ok(Uarch::Skylake)
     );
 }
+
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `hemem+alto` through the daemon's loop (the Linux backend, `tierkit_core::backend`) on a
+/// live process whose counters are replayed: Alto sees the recorded AOL and stops promotion.
+#[test]
+fn alto_runs_on_the_linux_backend_with_recorded_counters() {
+    use tierkit_core::backend;
+    use tierkitd::linux::{Linux, Settings, Targets};
+    use tierkitd::metrics::Metrics;
+    use tierkitd::topology::{TierMap, NODE_ROOT};
+
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // 12 intervals of AOL 3e8 / 1e7 = 30 cycles (below AOL_low = 40: no promotion), P 0.25
+    let reads: String = (0..12u64)
+        .map(|i| {
+            format!(
+                "read {i} {pid} cycles={} stalls_l3_miss={} a1={} a2={} a3={}\n",
+                i * 2_000_000_000,
+                i * 500_000_000,
+                i * 300_000_000,
+                i * 600_000_000,
+                i * 10_000_000
+            )
+        })
+        .collect();
+    let settings = Settings {
+        interval: std::time::Duration::from_millis(40),
+        dry_run: true,
+        ..Settings::default()
+    };
+    let tiers = TierMap {
+        fast: vec![0],
+        slow: vec![],
+        reason: "test".into(),
+    };
+    let mut lx = Linux::new(
+        Targets::Pids(vec![pid]),
+        tiers,
+        NODE_ROOT.into(),
+        settings,
+        Box::new(tierkitd::source::NoSource),
+        &STOP,
+        Metrics::new(),
+    )
+    .unwrap();
+    lx.set_core_counters(CoreSampler::new(
+        Uarch::SkylakeX,
+        Box::new(Recorded::parse(&reads).unwrap()),
+    ));
+    let mut policy = tierkit_policies::build("hemem+alto:interval_ms=100").unwrap();
+    assert!(policy.needs().core_counters);
+    let mut actions = Vec::new();
+    backend::init(policy.as_mut(), &mut lx, &mut actions);
+    let mut seen = Vec::new();
+    for _ in 0..11 {
+        tierkit_core::Backend::observe(&mut lx).unwrap();
+        let tel = tierkit_core::Backend::take_telemetry(&mut lx);
+        seen.extend(
+            tel.cores
+                .iter()
+                .map(|c| (c.pid, tel.aol_cycles(Some(c.pid)))),
+        );
+        tierkit_core::Backend::restore_telemetry(&mut lx, tel);
+        backend::decide(policy.as_mut(), &mut lx, &mut actions);
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // every interval after the baseline hands the policy the target's counters
+    assert_eq!(seen.len(), 10, "{seen:?}");
+    assert!(
+        seen.iter().all(|&(p, aol)| p == pid && aol == Some(30.0)),
+        "{seen:?}"
+    );
+    let stats: BTreeMap<String, f64> = policy.stats().into_iter().collect();
+    assert!(stats["alto.intervals"] >= 1.0, "{stats:?}");
+    assert_eq!(stats["alto.last_aol_cycles"], 30.0, "{stats:?}");
+    assert_eq!(stats["alto.allowed_per_denominator"], 0.0, "{stats:?}");
+}
