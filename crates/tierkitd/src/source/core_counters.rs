@@ -333,7 +333,8 @@ impl CoreSampler {
     }
 
     pub fn set_targets(&mut self, pids: &[Pid]) -> Vec<String> {
-        self.last.retain(|p, _| pids.contains(p));
+        // pid 0 is a cgroup's aggregate ([`CgroupReader`]), which outlives its members
+        self.last.retain(|p, _| *p == 0 || pids.contains(p));
         self.reader.set_targets(pids)
     }
 
@@ -494,13 +495,33 @@ impl Fd {
     }
 }
 
+/// perf_event_open flag: `pid` is the fd of a cgroup directory (count its tasks on `cpu`).
+pub const PERF_FLAG_PID_CGROUP: libc::c_ulong = 1 << 2;
+
 fn open_counter(ty: u32, config: u64, tid: i32) -> std::io::Result<Fd> {
+    open_counter_on(ty, config, tid, -1, 0)
+}
+
+/// One counting event: on thread `pid` (any CPU, inherited by the threads it creates), or with
+/// [`PERF_FLAG_PID_CGROUP`] on cgroup fd `pid` and CPU `cpu` (cgroup events do not inherit).
+fn open_counter_on(
+    ty: u32,
+    config: u64,
+    pid: i32,
+    cpu: i32,
+    flags: libc::c_ulong,
+) -> std::io::Result<Fd> {
+    let inherit = if flags & PERF_FLAG_PID_CGROUP != 0 {
+        0
+    } else {
+        ATTR_INHERIT
+    };
     let attr = PerfEventAttr {
         type_: ty,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
         config,
         read_format: PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
-        flags: ATTR_INHERIT | ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV,
+        flags: inherit | ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV,
         ..Default::default()
     };
     // SAFETY: perf_event_open reads attr.size bytes from a live #[repr(C)] struct of that size;
@@ -509,10 +530,10 @@ fn open_counter(ty: u32, config: u64, tid: i32) -> std::io::Result<Fd> {
         libc::syscall(
             libc::SYS_perf_event_open,
             &attr as *const PerfEventAttr,
-            tid as libc::c_long,
+            pid as libc::c_long,
+            cpu as libc::c_long,
             -1 as libc::c_long,
-            -1 as libc::c_long,
-            PERF_FLAG_FD_CLOEXEC,
+            PERF_FLAG_FD_CLOEXEC | flags,
         )
     };
     if fd < 0 {
@@ -597,11 +618,103 @@ impl CounterReader for PerfReader {
     }
 }
 
+/// A cgroup's counters (`PERF_FLAG_PID_CGROUP`): five per online CPU, counting every task of
+/// the cgroup while it runs there, processes that come and go between two intervals included.
+/// Needs CPU-wide counting rights (CAP_PERFMON, or `perf_event_paranoid` <= 0). Its one reading
+/// carries pid 0: the Linux backend labels it with the cgroup's `target`.
+pub struct CgroupReader {
+    uarch: Uarch,
+    /// Per CPU, the five counters.
+    fds: Vec<Vec<Fd>>,
+}
+
+impl CgroupReader {
+    pub fn open(
+        uarch: Uarch,
+        cgroup: &Path,
+        cpus: &[u32],
+    ) -> std::result::Result<CgroupReader, String> {
+        let dir = std::fs::File::open(cgroup).map_err(|e| format!("{}: {e}", cgroup.display()))?;
+        let cg = std::os::fd::AsRawFd::as_raw_fd(&dir);
+        let mut fds = Vec::new();
+        for &cpu in cpus {
+            let per_cpu = attrs(uarch)
+                .iter()
+                .map(|&(ty, cfg)| open_counter_on(ty, cfg, cg, cpu as i32, PERF_FLAG_PID_CGROUP))
+                .collect::<std::io::Result<Vec<Fd>>>()
+                .map_err(|e| {
+                    format!(
+                        "perf_event_open(cgroup {}, cpu {cpu}): {e}",
+                        cgroup.display()
+                    )
+                })?;
+            fds.push(per_cpu);
+        }
+        if fds.is_empty() {
+            return Err("no online CPU to count on".into());
+        }
+        Ok(CgroupReader { uarch, fds })
+    }
+}
+
+impl CounterReader for CgroupReader {
+    fn set_targets(&mut self, _pids: &[Pid]) -> Vec<String> {
+        vec![format!(
+            "core counters ({}): the cgroup on {} CPU(s)",
+            self.uarch.name(),
+            self.fds.len()
+        )]
+    }
+
+    fn read(&mut self) -> Result<Vec<(Pid, Reads)>> {
+        let mut r = Reads::default();
+        for per_cpu in &self.fds {
+            for (i, fd) in per_cpu.iter().enumerate() {
+                r[i] += fd.read().map_err(|e| Error::Sys {
+                    syscall: "read(perf counter)",
+                    source: e,
+                })?;
+            }
+        }
+        Ok(vec![(0, r)])
+    }
+}
+
+/// The kernel's reader for the targets: a cgroup's own counters when the cgroup can be counted
+/// CPU-wide, else every thread of each target process. Returns a note for the log.
+pub fn reader_for(u: Uarch, targets: &crate::linux::Targets) -> (Box<dyn CounterReader>, String) {
+    if let crate::linux::Targets::Cgroup(dir) = targets {
+        let cpus = std::fs::read_to_string("/sys/devices/system/cpu/online")
+            .ok()
+            .and_then(|s| crate::topology::parse_list(&s).ok())
+            .unwrap_or_default();
+        match CgroupReader::open(u, dir, &cpus) {
+            Ok(r) => {
+                return (
+                    Box::new(r),
+                    format!("core counters: per cgroup (PERF_FLAG_PID_CGROUP) on {} CPU(s)", cpus.len()),
+                )
+            }
+            Err(e) => {
+                return (
+                    Box::new(PerfReader::new(u)),
+                    format!("core counters: per thread of each member process (the cgroup cannot be counted CPU-wide: {e})"),
+                )
+            }
+        }
+    }
+    (
+        Box::new(PerfReader::new(u)),
+        "core counters: per thread of each target process".into(),
+    )
+}
+
 /// Recorded cumulative reads, replayed one interval per [`CounterReader::read`].
 ///
 /// The text format (one read of one process per line; `#` starts a comment):
 /// `read <interval> <pid> <counter>=<value>/<enabled>/<running> ...` with the five counters named
-/// as in [`SHORT_NAMES`]; `/<enabled>/<running>` may be left out (never multiplexed).
+/// as in [`SHORT_NAMES`]; `/<enabled>/<running>` may be left out (never multiplexed). Pid 0 is a
+/// cgroup's aggregate, as [`CgroupReader`] reads it: it is replayed whatever the targets.
 pub struct Recorded {
     intervals: Vec<Vec<(Pid, Reads)>>,
     next: usize,
@@ -690,7 +803,7 @@ impl CounterReader for Recorded {
             .ok_or_else(|| Error::Telemetry("the recording has no more intervals".into()))?;
         self.next += 1;
         Ok(v.iter()
-            .filter(|(p, _)| self.targets.as_ref().is_none_or(|t| t.contains(p)))
+            .filter(|(p, _)| *p == 0 || self.targets.as_ref().is_none_or(|t| t.contains(p)))
             .copied()
             .collect())
     }
@@ -744,6 +857,44 @@ mod tests {
         // never ran: nothing known
         assert_eq!(scaled_delta(r(10, 100, 100), r(10, 200, 100)), 0.0);
         assert_eq!(scaled_delta(r(u64::MAX, 0, 0), r(4, 1, 1)), 5.0);
+    }
+
+    #[test]
+    fn a_cgroup_aggregate_keeps_its_baseline_across_member_changes() {
+        let line = |i: u64| {
+            format!(
+                "read {i} 0 cycles={} stalls_l3_miss={} a1={} a2={} a3={}\n",
+                i * 1000,
+                i * 100,
+                i * 500,
+                i * 900,
+                i * 10
+            )
+        };
+        let text: String = (0..3).map(line).collect();
+        let mut s = CoreSampler::new(Uarch::SkylakeX, Box::new(Recorded::parse(&text).unwrap()));
+        assert!(s.sample().unwrap().is_empty());
+        s.set_targets(&[12, 13]); // members joined
+        let v = s.sample().unwrap();
+        assert_eq!((v.len(), aol_cycles(&v[0])), (1, Some(50.0)));
+        s.set_targets(&[13]); // one left
+        assert_eq!(s.sample().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_cgroup_that_cannot_be_opened_falls_back_to_threads() {
+        let e = CgroupReader::open(Uarch::SkylakeX, Path::new("/nonexistent/cg"), &[0])
+            .err()
+            .unwrap();
+        assert!(e.starts_with("/nonexistent/cg: "), "{e}");
+        let (_, note) = reader_for(
+            Uarch::SkylakeX,
+            &crate::linux::Targets::Cgroup("/nonexistent/cg".into()),
+        );
+        assert!(
+            note.starts_with("core counters: per thread of each member process (the cgroup cannot be counted CPU-wide: /nonexistent/cg"),
+            "{note}"
+        );
     }
 
     #[test]
