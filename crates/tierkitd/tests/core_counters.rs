@@ -242,6 +242,12 @@ fn cascade_lake_and_client_models() {
         probe_with(&pmu_fixture(), &icl, |_| Ok(())),
         Ok(Uarch::IceLake)
     );
+    let emr = skx.replace("model\t\t: 85", "model\t\t: 207");
+    let u = probe_with(&pmu_fixture(), &emr, |_| Ok(())).unwrap();
+    assert_eq!(
+        (u, attrs(u)),
+        (Uarch::EmeraldRapids, attrs(Uarch::SapphireRapids))
+    );
     let skl = skx.replace("model\t\t: 85", "model\t\t: 94");
     assert_eq!(
         probe_with(&pmu_fixture(), &skl, |_| Ok(())),

@@ -8,7 +8,8 @@
 //!
 //! The events are model-specific raw encodings (event, umask, cmask in the architectural
 //! `IA32_PERFEVTSELx` layout: event select bits 0-7, unit mask 8-15, counter mask 24-31; Intel
-//! SDM vol. 3B §20.2.1.1 "Architectural Performance Monitoring Version 1 Facilities"), opened as
+//! SDM vol. 3B, "Architectural Performance Monitoring Version 1"; the `cpu` PMU's sysfs `format/`
+//! files say the same, which a test checks), opened as
 //! `PERF_TYPE_RAW`. Cycles are the generic `PERF_COUNT_HW_CPU_CYCLES`, which Linux counts on
 //! fixed counter 1 (`CPU_CLK_UNHALTED.THREAD`), so the four raw events fit the four
 //! general-purpose counters a hyperthread has. The encodings come from Intel's published event
@@ -17,7 +18,8 @@
 //!
 //! Every thread of a target gets one counting event per counter with `inherit` (threads it
 //! creates later are counted into it), user space only, with `TOTAL_TIME_ENABLED` and
-//! `TOTAL_TIME_RUNNING` so a multiplexed counter is scaled. What the kernel returns passes
+//! `TOTAL_TIME_RUNNING` so a multiplexed counter is scaled (the process's threads added up first,
+//! then scaled by their summed enabled over running time). What the kernel returns passes
 //! through [`CounterReader`], which tests replace with recorded reads ([`Recorded`]).
 
 use std::collections::BTreeMap;
@@ -43,7 +45,8 @@ pub const SHORT_NAMES: [&str; 5] = ["cycles", "stalls_l3_miss", "a1", "a2", "a3"
 /// What is missing, for the refusals.
 const NEEDED: &str = "CYCLE_ACTIVITY.STALLS_L3_MISS, OFFCORE_REQUESTS.DEMAND_DATA_RD and \
 OFFCORE_REQUESTS_OUTSTANDING.{CYCLES_WITH_DEMAND_DATA_RD,DEMAND_DATA_RD}";
-const KNOWN: &str = "Intel Skylake, Skylake-X/Cascade Lake, Ice Lake, Ice Lake-X, Sapphire Rapids";
+const KNOWN: &str =
+    "Intel Skylake, Skylake-X/Cascade Lake, Ice Lake, Ice Lake-X, Sapphire Rapids, Emerald Rapids";
 
 const PERF_TYPE_HARDWARE: u32 = 0;
 const PERF_TYPE_RAW: u32 = 4;
@@ -104,6 +107,8 @@ pub enum Uarch {
     IceLakeX,
     /// Sapphire Rapids (0x8F).
     SapphireRapids,
+    /// Emerald Rapids (0xCF): Sapphire Rapids' encodings.
+    EmeraldRapids,
 }
 
 impl Uarch {
@@ -115,6 +120,7 @@ impl Uarch {
             Uarch::IceLake => "Ice Lake",
             Uarch::IceLakeX => "Ice Lake-X",
             Uarch::SapphireRapids => "Sapphire Rapids",
+            Uarch::EmeraldRapids => "Emerald Rapids",
         }
     }
 
@@ -128,6 +134,7 @@ impl Uarch {
             Uarch::IceLake => "ICL/events/icelake_core.json V1.24",
             Uarch::IceLakeX => "ICX/events/icelakex_core.json V1.30",
             Uarch::SapphireRapids => "SPR/events/sapphirerapids_core.json V1.39",
+            Uarch::EmeraldRapids => "EMR/events/emeraldrapids_core.json V1.24",
         }
     }
 }
@@ -156,6 +163,7 @@ pub fn uarch(cpu: &CpuId) -> std::result::Result<Uarch, String> {
         0x7D | 0x7E => Uarch::IceLake,
         0x6A | 0x6C => Uarch::IceLakeX,
         0x8F => Uarch::SapphireRapids,
+        0xCF => Uarch::EmeraldRapids,
         _ => {
             return Err(format!(
                 "the CPU is {what}, a model for which tierkitd has no encodings of {NEEDED} \
@@ -201,7 +209,7 @@ const fn ev(event: u8, umask: u8, cmask: u8) -> RawEvent {
 ///   with counter mask 1, exactly as Intel's own ICX metric `Info_Memory_Latency_Load_L2_MLP`
 ///   spells it (`OFFCORE_REQUESTS_OUTSTANDING.DEMAND_DATA_RD:c1`, ICX/metrics/icelakex_metrics.json),
 ///   and as the Skylake tables define the named event.
-/// - Sapphire Rapids: `CYCLE_ACTIVITY.STALLS_L3_MISS` 0xA3/0x06/6,
+/// - Sapphire Rapids and Emerald Rapids: `CYCLE_ACTIVITY.STALLS_L3_MISS` 0xA3/0x06/6,
 ///   `OFFCORE_REQUESTS_OUTSTANDING.CYCLES_WITH_DEMAND_DATA_RD` 0x20/0x01/1,
 ///   `OFFCORE_REQUESTS_OUTSTANDING.DEMAND_DATA_RD` 0x20/0x01/0,
 ///   `OFFCORE_REQUESTS.DEMAND_DATA_RD` 0x21/0x01/0.
@@ -217,7 +225,7 @@ pub fn events(u: Uarch) -> [RawEvent; 4] {
             ev(0x60, 0x01, 0),
             ev(0xB0, 0x01, 0),
         ],
-        Uarch::SapphireRapids => [
+        Uarch::SapphireRapids | Uarch::EmeraldRapids => [
             ev(0xA3, 0x06, 6),
             ev(0x20, 0x01, 1),
             ev(0x20, 0x01, 0),
