@@ -164,8 +164,8 @@ fn gauges_per_target() {
     render(s.sample().unwrap());
     let t = render(s.sample().unwrap());
     for line in [
-        "# TYPE tierkitd_offcore_latency_cycles gauge\n",
-        "tierkitd_offcore_latency_cycles{target=\"4242\"} 60\n",
+        "# TYPE tierkitd_amortized_offcore_latency_cycles gauge\n",
+        "tierkitd_amortized_offcore_latency_cycles{target=\"4242\"} 60\n",
         "tierkitd_l3_miss_stall_ratio{target=\"4242\"} 0.3\n",
         "tierkitd_predicted_slowdown_ratio{target=\"4242\"} 0.3\n",
     ] {
@@ -173,7 +173,7 @@ fn gauges_per_target() {
     }
     let t = render(s.sample().unwrap());
     assert!(
-        t.contains("tierkitd_offcore_latency_cycles{target=\"4243\"} 20\n"),
+        t.contains("tierkitd_amortized_offcore_latency_cycles{target=\"4243\"} 20\n"),
         "{t}"
     );
     // a target without counters loses its series

@@ -158,7 +158,7 @@ fn a_live_scrape_passes_promtool_and_matches_the_guide() {
         "tierkitd_intervals_total 2".into(),
         "tierkitd_target_processes 1".into(),
         "tierkitd_migration_pass_seconds_count 1".into(),
-        format!("tierkitd_offcore_latency_cycles{{target=\"{pid}\"}} 60"),
+        format!("tierkitd_amortized_offcore_latency_cycles{{target=\"{pid}\"}} 60"),
         format!("tierkitd_l3_miss_stall_ratio{{target=\"{pid}\"}} 0.3"),
         format!("tierkitd_predicted_slowdown_ratio{{target=\"{pid}\"}} 0.3"),
     ] {
@@ -182,7 +182,7 @@ fn a_live_scrape_passes_promtool_and_matches_the_guide() {
     let after = scrape(addr);
     assert!(!after.contains("tierkitd_resident_bytes{"), "{after}");
     assert!(
-        !after.contains("tierkitd_offcore_latency_cycles{"),
+        !after.contains("tierkitd_amortized_offcore_latency_cycles{"),
         "{after}"
     );
     assert!(after.contains("tierkitd_target_exits_total 1\n"), "{after}");

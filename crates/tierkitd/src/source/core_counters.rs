@@ -428,7 +428,7 @@ impl CoreMetrics {
         };
         CoreMetrics {
             aol_cycles: gauge(
-                "offcore_latency_cycles",
+                "amortized_offcore_latency_cycles",
                 "Amortized offcore latency AOL = A1/A3 of the target's threads over the last interval, in core cycles (Soar/Alto section 3.2).",
             ),
             stall_ratio: gauge(
