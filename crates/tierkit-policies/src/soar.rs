@@ -105,8 +105,9 @@ pub fn score(
     }
 }
 
-/// One interval's performance flow (§4.1.1): A1 = OFFCORE_REQUESTS_OUTSTANDING.DEMAND_DATA_RD
-/// (occupancy summed over cycles), A3 = OFFCORE_REQUESTS.DEMAND_DATA_RD, STALLS_L3_MISS, cycles.
+/// One interval's performance flow (§4.1.1): A1 = OFFCORE_REQUESTS_OUTSTANDING.
+/// CYCLES_WITH_DEMAND_DATA_RD (cycles with at least one demand read outstanding, Table 1; AOL =
+/// A1/A3 = latency / MLP), A3 = OFFCORE_REQUESTS.DEMAND_DATA_RD, STALLS_L3_MISS, cycles.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Counters {
     pub a1: f64,

@@ -121,6 +121,11 @@ pub fn run(cfg: Config) -> Result<()> {
     )?;
     lx.metrics.set_info(&policy.name(), lx.source_name());
     lx.set_cha(choice.cha);
+    if let Some(u) = choice.cores {
+        let (reader, note) = crate::source::core_counters::reader_for(u, &cfg.targets);
+        info!("{note}");
+        lx.set_core_counters(crate::source::core_counters::CoreSampler::new(u, reader));
+    }
     let mut actions = Vec::new();
     backend::init(policy.as_mut(), &mut lx, &mut actions);
     info!("running on {} target(s): {:?}", lx.pids().len(), lx.pids());

@@ -32,6 +32,7 @@ use crate::mech::{self, PAGE_SIZE};
 use crate::metrics::Metrics;
 use crate::pages::PageTable;
 use crate::scan::{self, ScanError};
+use crate::source::core_counters::{self, CoreMetrics, CoreSampler};
 use crate::source::{Ctx, ProcPages, Source};
 use crate::topology::{self, TierMap};
 
@@ -124,6 +125,8 @@ pub struct Linux {
     table: PageTable,
     source: Box<dyn Source>,
     cha: Option<crate::source::uncore::Cha>,
+    /// Per-target core counters (Alto, Soar) and their gauges.
+    cores: Option<(CoreSampler, CoreMetrics)>,
     tel: Telemetry,
     results: Vec<MigrationResult>,
     gen: u32,
@@ -247,6 +250,7 @@ impl Linux {
             table: PageTable::default(),
             source,
             cha: None,
+            cores: None,
             tel: Telemetry::default(),
             results: Vec::new(),
             gen: 0,
@@ -279,6 +283,48 @@ impl Linux {
     /// Read per-tier uncore counters every interval.
     pub fn set_cha(&mut self, cha: Option<crate::source::uncore::Cha>) {
         self.cha = cha;
+    }
+
+    /// Read per-target core counters every interval (Alto, Soar).
+    pub fn set_core_counters(&mut self, sampler: CoreSampler) {
+        let m = CoreMetrics::register(&self.metrics.registry());
+        self.cores = Some((sampler, m));
+        self.retarget_cores();
+    }
+
+    fn retarget_cores(&mut self) {
+        let pids = self.pids();
+        if let Some((s, _)) = self.cores.as_mut() {
+            s.set_targets(&pids).iter().for_each(|n| info!("{}", n));
+        }
+    }
+
+    /// This interval's core counters per target process; the gauges per target label.
+    fn read_cores(&mut self) -> Vec<tierkit_core::CoreCounters> {
+        let Some((s, _)) = self.cores.as_mut() else {
+            return Vec::new();
+        };
+        let v = match s.sample() {
+            Ok(v) => v,
+            Err(e) => {
+                self.metrics.error("core_counters");
+                warn!("core counters: {e}");
+                Vec::new()
+            }
+        };
+        let mut by: BTreeMap<String, Vec<tierkit_core::CoreCounters>> = BTreeMap::new();
+        for c in &v {
+            by.entry(self.target_label(c.pid)).or_default().push(*c);
+        }
+        let by = by
+            .into_iter()
+            .map(|(l, cs)| (l, core_counters::sum(&cs)))
+            .collect();
+        let cal = self.tel.calibration.clone();
+        if let Some((_, m)) = self.cores.as_mut() {
+            m.update(&by, cal.as_ref());
+        }
+        v
     }
 
     pub fn source_name(&self) -> &'static str {
@@ -389,6 +435,7 @@ impl Linux {
             changed = true;
         }
         if changed {
+            self.retarget_cores();
             let pids = self.pids();
             match self.source.set_targets(&pids) {
                 Ok(notes) => notes.iter().for_each(|n| info!("{}", n)),
@@ -1059,6 +1106,7 @@ impl Backend for Linux {
             self.forget(*pid, "exited");
         }
         if !gone.is_empty() {
+            self.retarget_cores();
             let pids = self.pids();
             if let Ok(notes) = self.source.set_targets(&pids) {
                 notes.iter().for_each(|n| debug!("{}", n));
@@ -1100,6 +1148,7 @@ impl Backend for Linux {
             }
             None => self.source.tier_counters().unwrap_or_default(),
         };
+        self.tel.cores = self.read_cores();
         if let Err(e) = self.read_nodes() {
             self.metrics.error("meminfo");
             warn!("node memory: {e}");

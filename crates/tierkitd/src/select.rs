@@ -11,7 +11,7 @@ use crate::mech;
 use crate::source::damon::{self, Attrs, Damon};
 use crate::source::pebs::Pebs;
 use crate::source::softdirty::{self, SoftDirty};
-use crate::source::{uncore, NoSource, Source};
+use crate::source::{core_counters, uncore, NoSource, Source};
 
 pub const EVENT_SOURCES: &str = "/sys/bus/event_source/devices";
 
@@ -20,6 +20,8 @@ pub struct Choice {
     pub source: Box<dyn Source>,
     /// Uncore CHA counters, when the policy reads tier counters and the host has them.
     pub cha: Option<uncore::Cha>,
+    /// The core PMU's microarchitecture, when the policy reads core counters (Alto, Soar).
+    pub cores: Option<core_counters::Uarch>,
     pub report: Vec<String>,
 }
 
@@ -72,13 +74,19 @@ pub fn choose_at(
                 .into(),
         ));
     }
-    if needs.core_counters {
-        let why = match probe_cycles() {
-            Err(e) => format!("it needs per-core PMU counters (cycles, CYCLE_ACTIVITY.STALLS_L3_MISS, OFFCORE_REQUESTS*), and perf_event_open(cycles) failed: {e}"),
-            Ok(()) => "it needs per-core offcore counters, which this version of tierkitd does not read yet".into(),
-        };
-        return Err(unsupported(why));
-    }
+    let cores = if needs.core_counters {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let u = core_counters::probe(pmu_root, &cpuinfo).map_err(unsupported)?;
+        report.push(format!(
+            "core counters: {} encodings (Intel perfmon {}): cycles, {} per target process",
+            u.name(),
+            u.table(),
+            core_counters::EVENT_NAMES[1..].join(", ")
+        ));
+        Some(u)
+    } else {
+        None
+    };
     let pebs_probe = |period: u64| Pebs::probe(pmu_root, period);
     let mut cha = None;
     let mut pebs_for_counters = None;
@@ -107,6 +115,7 @@ pub fn choose_at(
             return Ok(Choice {
                 source: Box::new(p),
                 cha,
+                cores,
                 report,
             });
         }
@@ -116,6 +125,7 @@ pub fn choose_at(
         return Ok(Choice {
             source: Box::new(NoSource),
             cha,
+            cores,
             report,
         });
     };
@@ -141,6 +151,7 @@ pub fn choose_at(
                 return Ok(Choice {
                     source: Box::new(p),
                     cha,
+                    cores,
                     report,
                 });
             }
@@ -158,6 +169,7 @@ pub fn choose_at(
                 return Ok(Choice {
                     source: Box::new(Damon::new(damon_root, damon_attrs)),
                     cha,
+                    cores,
                     report,
                 });
             }
@@ -175,6 +187,7 @@ pub fn choose_at(
                 return Ok(Choice {
                     source: Box::new(SoftDirty::new(samples_per_page)),
                     cha,
+                    cores,
                     report,
                 });
             }
@@ -185,33 +198,6 @@ pub fn choose_at(
         "it needs access samples and no source is available: {}",
         why_not.join("; ")
     )))
-}
-
-fn probe_cycles() -> std::result::Result<(), String> {
-    let attr = crate::source::pebs::PerfEventAttr {
-        type_: 0, // PERF_TYPE_HARDWARE
-        size: std::mem::size_of::<crate::source::pebs::PerfEventAttr>() as u32,
-        config: 0, // PERF_COUNT_HW_CPU_CYCLES
-        flags: crate::source::pebs::ATTR_EXCLUDE_KERNEL,
-        ..Default::default()
-    };
-    // SAFETY: perf_event_open reads attr.size bytes from a live #[repr(C)] struct of that size.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            &attr as *const _,
-            0 as libc::c_long,
-            -1 as libc::c_long,
-            -1 as libc::c_long,
-            0 as libc::c_ulong,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error().to_string());
-    }
-    // SAFETY: closing the fd just opened.
-    unsafe { libc::close(fd as i32) };
-    Ok(())
 }
 
 /// Our effective capabilities (CapEff of /proc/self/status).
@@ -422,6 +408,33 @@ mod tests {
             e.contains("per-tier uncore counters") && e.contains("PEBS weights, needs PEBS"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn core_counter_policies_without_a_pmu_are_refused_in_one_line() {
+        let nothing = Path::new("/nonexistent");
+        for spec in ["hemem+alto", "memtis+alto"] {
+            let p = tierkit_policies::build(spec).unwrap();
+            let e = choose_at(
+                spec,
+                &p.needs(),
+                SourcePref::Auto,
+                Attrs::default(),
+                1.0,
+                nothing,
+                nothing,
+            )
+            .err()
+            .unwrap()
+            .to_string();
+            assert!(
+                e.starts_with(&format!(
+                    "policy `{spec}` cannot run on this host: it needs per-core PMU counters (cycles, CYCLE_ACTIVITY.STALLS_L3_MISS"
+                )) && e.contains("no core PMU (/nonexistent/cpu is absent")
+                    && !e.contains('\n'),
+                "{e}"
+            );
+        }
     }
 
     #[test]

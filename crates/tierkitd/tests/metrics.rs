@@ -17,6 +17,7 @@ use std::time::Duration;
 use tierkit_core::{Action, Backend, MigrateMode, SLOW};
 use tierkitd::linux::{Linux, Settings, Targets};
 use tierkitd::metrics::{serve, Metrics};
+use tierkitd::source::core_counters::{CoreSampler, Recorded, Uarch};
 use tierkitd::topology::{TierMap, NODE_ROOT};
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -110,6 +111,16 @@ fn a_live_scrape_passes_promtool_and_matches_the_guide() {
     )
     .unwrap();
     lx.metrics.set_info("hemem", lx.source_name());
+    // core counters (Alto, Soar) from a recording: AOL 60 cycles, P 0.3 in the second interval
+    let reads = format!(
+        "read 0 {pid} cycles=0 stalls_l3_miss=0 a1=0 a2=0 a3=0\n\
+         read 1 {pid} cycles=2000000000 stalls_l3_miss=600000000 a1=600000000 a2=900000000 a3=10000000\n\
+         read 2 {pid} cycles=2000000000 stalls_l3_miss=600000000 a1=600000000 a2=900000000 a3=10000000\n"
+    );
+    lx.set_core_counters(CoreSampler::new(
+        Uarch::SkylakeX,
+        Box::new(Recorded::parse(&reads).unwrap()),
+    ));
     lx.observe().unwrap();
     let tel = lx.take_telemetry();
     let pages: Vec<_> = tel.allocated.iter().take(4).map(|e| e.page).collect();
@@ -147,6 +158,9 @@ fn a_live_scrape_passes_promtool_and_matches_the_guide() {
         "tierkitd_intervals_total 2".into(),
         "tierkitd_target_processes 1".into(),
         "tierkitd_migration_pass_seconds_count 1".into(),
+        format!("tierkitd_amortized_offcore_latency_cycles{{target=\"{pid}\"}} 60"),
+        format!("tierkitd_l3_miss_stall_ratio{{target=\"{pid}\"}} 0.3"),
+        format!("tierkitd_predicted_slowdown_ratio{{target=\"{pid}\"}} 0.3"),
     ] {
         assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
     }
@@ -167,6 +181,10 @@ fn a_live_scrape_passes_promtool_and_matches_the_guide() {
     lx.observe().unwrap();
     let after = scrape(addr);
     assert!(!after.contains("tierkitd_resident_bytes{"), "{after}");
+    assert!(
+        !after.contains("tierkitd_amortized_offcore_latency_cycles{"),
+        "{after}"
+    );
     assert!(after.contains("tierkitd_target_exits_total 1\n"), "{after}");
     assert!(after.contains(&format!(
         "tierkitd_promotions_total{{target=\"{pid}\"}} 3\n"

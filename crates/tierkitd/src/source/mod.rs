@@ -1,7 +1,8 @@
 //! Telemetry sources, best first: PEBS load/store samples through perf_event_open
 //! ([`pebs`]), DAMON's access frequencies through sysfs ([`damon`]), and a portable fallback
 //! that needs neither, soft-dirty bits through `/proc/PID/pagemap` ([`softdirty`]). Uncore CHA
-//! TOR counters ([`uncore`]) add per-tier counters when the kernel exposes the PMUs.
+//! TOR counters ([`uncore`]) add per-tier counters when the kernel exposes the PMUs, and core
+//! counters ([`core_counters`]) the per-target AOL and predicted slowdown of Alto and Soar.
 //!
 //! A sampling source turns what it observes into [`Sample`]s for the pages of the dense page
 //! table. PEBS gives real samples. DAMON and soft-dirty give *pseudo-samples*: each observed page
@@ -9,6 +10,7 @@
 //! whole credit (see [`Credit`]), so hotness policies written for PEBS (HeMem, MEMTIS) run
 //! unchanged on them.
 
+pub mod core_counters;
 pub mod damon;
 pub mod pebs;
 pub mod softdirty;
