@@ -46,7 +46,7 @@ def stat_csv(rows: list[tuple[float, float, float, float, float]]) -> str:
             f"{end_s:14.9f},{cycles:.0f},,cycles,1000000000,100.00,,",
             f"{end_s:14.9f},{stalls:.0f},,cycle_activity.stalls_l3_miss,1000000000,100.00,,",
             f"{end_s:14.9f},{a3:.0f},,offcore_requests.demand_data_rd,1000000000,100.00,,",
-            f"{end_s:14.9f},{a1:.0f},,offcore_requests_outstanding.demand_data_rd,1000000000,100.00,,",
+            f"{end_s:14.9f},{a1:.0f},,offcore_requests_outstanding.cycles_with_demand_data_rd,1000000000,100.00,,",
         ]
     return "\n".join(out) + "\n"
 
@@ -211,7 +211,7 @@ def aol_only_stat(rows: list[tuple[float, float, float]]) -> str:
     for end_s, a1, a3 in rows:
         out += [
             f"{end_s:14.9f},{a3:.0f},,cpu/offcore_requests.demand_data_rd/,1000000000,100.00,,",
-            f"{end_s:14.9f},{a1:.0f},,cpu/offcore_requests_outstanding.demand_data_rd/,1000000000,100.00,,",
+            f"{end_s:14.9f},{a1:.0f},,cpu/offcore_requests_outstanding.cycles_with_demand_data_rd/,1000000000,100.00,,",
             f"{end_s:14.9f},<not supported>,,cycle_activity.stalls_l3_miss,0,100.00,,",
         ]
     return "\n".join(out) + "\n"
@@ -288,7 +288,8 @@ def place_cli(paths: dict[str, Path], out: Path) -> subprocess.CompletedProcess[
         ({"counters": "1.0,5,,cycles\nnot,a,row,here\n"}, r"stat\.csv: line 2: bad interval time `not`"),
         (
             {"counters": "1.0,5,,cycles,1,100,,\n"},
-            "offcore_requests_outstanding.demand_data_rd and offcore_requests.demand_data_rd never counted",
+            "offcore_requests_outstanding.cycles_with_demand_data_rd and "
+            "offcore_requests.demand_data_rd never counted",
         ),
         ({"log": b"TKSHIM01" + struct.pack("<II", 1, 40)}, "holds no allocations"),
         (
@@ -341,10 +342,10 @@ def test_sizes_and_counter_names(tmp_path: Path) -> None:
     p.write_text(
         "1.000,10,,cpu_core/cycles/,1,100,,\n1.000,4,,cpu/cycle_activity.stalls_l3_miss/,1,100,,\n"
         "1.000,2,,offcore_requests.demand_data_rd:u,1,100,,\n"
-        "1.000,<not counted>,,offcore_requests_outstanding.demand_data_rd,0,0,,\n"
+        "1.000,<not counted>,,offcore_requests_outstanding.cycles_with_demand_data_rd,0,0,,\n"
         "2.000,10,,cpu_core/cycles/,1,100,,\n2.000,4,,cpu/cycle_activity.stalls_l3_miss/,1,100,,\n"
         "2.000,2,,offcore_requests.demand_data_rd:u,1,100,,\n"
-        "2.000,70,,cpu_core/offcore_requests_outstanding.demand_data_rd/,1,100,,\n"
+        "2.000,70,,cpu_core/offcore_requests_outstanding.cycles_with_demand_data_rd/,1,100,,\n"
     )
     af = read_aol(p)
     assert (af.format, af.has_p) == ("perf stat", True)
@@ -354,10 +355,19 @@ def test_sizes_and_counter_names(tmp_path: Path) -> None:
     assert second.counters == (70.0, 2.0, 4.0, 10.0)
     # A1 never counted: no AOL at all
     p.write_text(
-        "1.000,<not counted>,,offcore_requests_outstanding.demand_data_rd,0,0,,\n"
+        "1.000,<not counted>,,offcore_requests_outstanding.cycles_with_demand_data_rd,0,0,,\n"
         + "1.000,2,,offcore_requests.demand_data_rd,1,100,,\n"
     )
-    with pytest.raises(TierkitError, match=r"offcore_requests_outstanding\.demand_data_rd never counted"):
+    with pytest.raises(
+        TierkitError, match=r"offcore_requests_outstanding\.cycles_with_demand_data_rd never counted"
+    ):
+        read_aol(p)
+    # the occupancy event (A2) in A1's place: refused, naming the difference
+    p.write_text(
+        "1.000,40,,offcore_requests_outstanding.demand_data_rd,1,100,,\n"
+        + "1.000,2,,offcore_requests.demand_data_rd,1,100,,\n"
+    )
+    with pytest.raises(TierkitError, match=r"occupancy, A2 of Soar/Alto Table 1.*cmask=1"):
         read_aol(p)
 
 

@@ -9,8 +9,10 @@ Soar/Alto (OSDI'25) §4.1 gathers three flows in one profiling run; here they co
   ``-k mono`` puts perf's times on CLOCK_MONOTONIC, the shim's clock);
 * the **performance flow** (optional, ``--aol``): ``perf stat -I 1000 -x, -e cycles,
   cycle_activity.stalls_l3_miss, offcore_requests.demand_data_rd,
-  offcore_requests_outstanding.demand_data_rd``: per interval AOL = A1/A3 and P = stalls/cycles
-  (without the stall events, or from a ``time_s,aol_cycles`` file: the AOL alone, p = 1).
+  offcore_requests_outstanding.cycles_with_demand_data_rd`` (on Ice Lake, which lacks it, the
+  occupancy event with cmask=1 under that name: :data:`A1_ICELAKE`): per interval AOL = A1/A3 and
+  P = stalls/cycles (without the stall events, or from a ``time_s,aol_cycles`` file: the AOL alone,
+  p = 1).
 
 Scoring (Algorithm 1), ranking by unit score and the fast-tier selection by peak concurrent size run
 in Rust (``tierkit_policies::soar_flows``), the same Algorithm 1 as the simulator's Soar.
@@ -27,9 +29,15 @@ from typing import Any
 from tierkit import TierkitError
 from tierkit.shimlog import ShimObject, read_objects
 
-# perf stat event name -> the counter it gives (A1, A3: Soar/Alto §3.1; P = stalls / cycles §3.2)
+# perf stat event name -> the counter it gives (Soar/Alto Table 1: A1 = cycles with demand reads
+# pending, A2 = their occupancy, A3 = requests; AOL = A1/A3; P = stalls / cycles §3.2). Ice Lake has
+# no CYCLES_WITH_DEMAND_DATA_RD event: A1 is the occupancy event with cmask=1 there (Intel's
+# Ice Lake-X metrics count it so), counted under A1's name with perf's name= term (a comma-free
+# event name, as perf stat -x, needs).
+A1_ICELAKE = "cpu/event=0x60,umask=0x1,cmask=1,name=offcore_requests_outstanding.cycles_with_demand_data_rd/"
 EVENTS = {
-    "offcore_requests_outstanding.demand_data_rd": "a1",
+    "offcore_requests_outstanding.cycles_with_demand_data_rd": "a1",
+    "offcore_requests_outstanding.demand_data_rd": "a2",
     "offcore_requests.demand_data_rd": "a3",
     "cycle_activity.stalls_l3_miss": "stalls",
     "cycles": "cycles",
@@ -37,7 +45,7 @@ EVENTS = {
 }
 NEEDED = ("a1", "a3", "stalls", "cycles")
 # the counter -> its event name in perf stat's command line and messages
-EVENT_NAMES = {key: name for name, key in EVENTS.items() if name != "cpu-cycles"}
+EVENT_NAMES = {key: name for name, key in EVENTS.items() if name != "cpu-cycles" and key != "a2"}
 PERF_STAT = "perf stat -I 1000 -x, -e " + ",".join(EVENT_NAMES[k] for k in NEEDED)
 
 # How an --aol file gives each interval's predicted slowdown p (Algorithm 1's p).
@@ -90,7 +98,8 @@ def read_aol(path: str | os.PathLike[str]) -> AolFile:
     """Read an --aol file, in either format (told apart by the first data line's field count):
 
     * ``perf stat -I MS -x,`` output (time,value,unit,event,...): A1 =
-      offcore_requests_outstanding.demand_data_rd and A3 = offcore_requests.demand_data_rd give
+      offcore_requests_outstanding.cycles_with_demand_data_rd (on Ice Lake the occupancy event
+      with cmask=1) and A3 = offcore_requests.demand_data_rd give
       AOL = A1/A3 per interval; cycles and cycle_activity.stalls_l3_miss, when counted, give P;
     * ``time_s,aol_cycles`` lines (an optional header line first): each interval's end in seconds
       since the profiled run started and its AOL in cycles.
@@ -167,9 +176,16 @@ def _read_perf_stat(p: Path, lines: list[tuple[int, str]]) -> AolFile:
         rows.setdefault(when, {})[key] = value
     missing = [EVENT_NAMES[k] for k in ("a1", "a3") if k not in counted]
     if missing:
+        hint = ""
+        if "a1" not in counted and "a2" in counted:
+            hint = (
+                " (offcore_requests_outstanding.demand_data_rd is the requests' occupancy, A2 of "
+                "Soar/Alto Table 1, not the cycles with requests pending, A1; on Ice Lake count A1 as "
+                f"`{A1_ICELAKE}`)"
+            )
         raise TierkitError(
-            f"{p}: {' and '.join(missing)} never counted in the file, so it gives no AOL; record with "
-            f"`{PERF_STAT}` (or give `time_s,aol_cycles` lines)"
+            f"{p}: {' and '.join(missing)} never counted in the file, so it gives no AOL{hint}; record "
+            f"with `{PERF_STAT}` (or give `time_s,aol_cycles` lines)"
         )
     has_p = "stalls" in counted and "cycles" in counted
     keys = NEEDED if has_p else ("a1", "a3")
