@@ -431,7 +431,8 @@ def build_parser() -> Parser:
             without it the samples match nothing; the shim's variables go on the program alone):
 
               perf stat -I 1000 -x, -o stat.csv -e cycles,cycle_activity.stalls_l3_miss,\\
-                  offcore_requests.demand_data_rd,offcore_requests_outstanding.demand_data_rd -- \\
+                  offcore_requests.demand_data_rd,offcore_requests_outstanding.cycles_with_demand_data_rd \\
+                  -- \\
                 perf mem record -k mono -o perf.data -- env TIERKIT_SHIM_MODE=profile \\
                   TIERKIT_SHIM_LOG=prof.bin LD_PRELOAD=/path/to/libtierkit_shim.so ./program
               perf script -i perf.data -F time,event,addr,data_src,weight > samples.txt
@@ -442,8 +443,10 @@ def build_parser() -> Parser:
             Each LLC-miss sample (perf's data source past the LLC) counts for the allocation live at
             its address at its time (address <= a < address + size, alloc <= t < free). Per interval
             (the --aol file's, or --interval-ms without one): R = an object's share of the interval's
-            samples, l = the interval's AOL = A1/A3 (offcore_requests_outstanding.demand_data_rd /
-            offcore_requests.demand_data_rd), p = the predicted slowdown. Algorithm 1: score += R p
+            samples, l = the interval's AOL = A1/A3 (offcore_requests_outstanding.
+            cycles_with_demand_data_rd / offcore_requests.demand_data_rd; Ice Lake lacks the first:
+            count cpu/event=0x60,umask=0x1,cmask=1,name=offcore_requests_outstanding.
+            cycles_with_demand_data_rd/), p = the predicted slowdown. Algorithm 1: score += R p
             F(l) for a rarely accessed object (R < --r-min), R p / --hot-factor for a dominant one
             (R > --r-max), R p otherwise; the first two only while l < L0. F(l) is 2, 4 or 8, growing
             with l over bands between --aol-low and --aol-high.
