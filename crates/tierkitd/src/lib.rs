@@ -11,6 +11,7 @@
 pub mod config;
 pub mod daemon;
 pub mod error;
+pub mod kernel;
 pub mod linux;
 pub mod log;
 pub mod mech;
