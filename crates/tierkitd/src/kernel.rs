@@ -294,6 +294,15 @@ fn restore_state(state: &State) -> Vec<String> {
     lines
 }
 
+/// Log a line of the knobs' report: failures and knobs left alone as warnings.
+fn say(l: &str) {
+    if l.starts_with("could not") || l.starts_with("left ") {
+        warn!("kernel tiering: {l}");
+    } else {
+        info!("kernel tiering: {l}");
+    }
+}
+
 /// The knobs tierkitd holds: the lock, the state file, and what to put back.
 pub struct Knobs {
     state_path: PathBuf,
@@ -486,7 +495,7 @@ impl Knobs {
             // put back what was written, then refuse
             knobs.state.knobs.truncate(done);
             for l in knobs.restore() {
-                warn!("{l}");
+                say(&l);
             }
             return Err(unsupported(format!(
                 "cannot set the kernel's tiering knobs: {e}"
@@ -534,7 +543,7 @@ impl Knobs {
 impl Drop for Knobs {
     fn drop(&mut self) {
         for l in self.restore() {
-            info!("kernel tiering: {l}");
+            say(&l);
         }
     }
 }
@@ -763,7 +772,7 @@ pub fn run(cfg: &crate::config::Config, tiers: crate::topology::TierMap) -> Resu
         cfg.state_dir.join(STATE_FILE).display()
     );
     for l in &rep.lines {
-        info!("kernel tiering: {l}");
+        say(l);
     }
     crate::daemon::install_signals();
     let metrics = crate::metrics::Metrics::new();
@@ -823,7 +832,7 @@ pub fn run(cfg: &crate::config::Config, tiers: crate::topology::TierMap) -> Resu
     })();
     let lines = knobs.restore();
     for l in &lines {
-        info!("kernel tiering: {l}");
+        say(l);
     }
     if lines.is_empty() {
         info!("kernel tiering: no knob to restore");
@@ -1075,6 +1084,43 @@ mod tests {
         )
         .is_ok());
         let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn state_dir_and_take_over_from_the_flags_or_the_file() {
+        use clap::Parser;
+        let cli = |a: &[&str]| {
+            crate::config::Cli::try_parse_from(
+                ["tierkitd", "--pid", "1", "--policy", "nbt"]
+                    .iter()
+                    .chain(a),
+            )
+            .unwrap()
+        };
+        let c = crate::config::resolve(cli(&[])).unwrap();
+        assert_eq!(
+            (c.state_dir.as_path(), c.take_over),
+            (Path::new(STATE_DIR), false)
+        );
+        let c = crate::config::resolve(cli(&["--state-dir", "/tmp/x", "--take-over"])).unwrap();
+        assert_eq!(
+            (c.state_dir.as_path(), c.take_over),
+            (Path::new("/tmp/x"), true)
+        );
+        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let f = std::env::temp_dir().join(format!("tierkitd-kt-{}-{n}.toml", std::process::id()));
+        std::fs::write(&f, "state-dir = \"/tmp/y\"\ntake_over = true\n").unwrap();
+        let c = crate::config::resolve(cli(&["--config", f.to_str().unwrap()])).unwrap();
+        assert_eq!(
+            (c.state_dir.as_path(), c.take_over),
+            (Path::new("/tmp/y"), true)
+        );
+        std::fs::write(&f, "take-over = 1\n").unwrap();
+        let e = crate::config::resolve(cli(&["--config", f.to_str().unwrap()]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("take-over: expected true or false"), "{e}");
+        let _ = std::fs::remove_file(&f);
     }
 
     #[test]
