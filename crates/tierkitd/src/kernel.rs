@@ -557,6 +557,18 @@ pub struct Vmstat {
     pub nodes: BTreeMap<u32, NodeStat>,
 }
 
+/// The pseudo-node of host-wide demotion counts: kernels before 6.8 count `pgdemote_*` in
+/// `/proc/vmstat` only (events, not per-node stats); their series get `node="all"`.
+pub const ALL_NODES: u32 = u32::MAX;
+
+fn node_label(id: u32) -> String {
+    if id == ALL_NODES {
+        "all".into()
+    } else {
+        id.to_string()
+    }
+}
+
 /// A node's tiering counters (pages).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NodeStat {
@@ -603,6 +615,22 @@ impl Vmstat {
                         promote_success: field(&t, "pgpromote_success"),
                         demote_kswapd: field(&t, "pgdemote_kswapd"),
                         demote_direct: field(&t, "pgdemote_direct"),
+                    },
+                );
+            }
+        }
+        if v.nodes.values().all(|n| n.demote_kswapd.is_none()) {
+            let (k, d) = (
+                field(&text, "pgdemote_kswapd"),
+                field(&text, "pgdemote_direct"),
+            );
+            if k.is_some() || d.is_some() {
+                v.nodes.insert(
+                    ALL_NODES,
+                    NodeStat {
+                        demote_kswapd: k,
+                        demote_direct: d,
+                        ..NodeStat::default()
                     },
                 );
             }
@@ -696,7 +724,7 @@ impl KernelMetrics {
         }
         for (id, n) in &now.nodes {
             let p = prev.nodes.get(id).cloned().unwrap_or_default();
-            let node = id.to_string();
+            let node = node_label(*id);
             for (c, a, b) in [
                 (
                     &self.promote_candidate,
@@ -1158,6 +1186,34 @@ mod tests {
         ] {
             assert!(t.contains(line), "{line} in\n{t}");
         }
+        // before 6.8 demotions are host-wide events in /proc/vmstat only: node="all"
+        let old = fake("2", false);
+        std::fs::write(
+            old.join("proc/vmstat"),
+            "numa_hint_faults 5\npgdemote_kswapd 40\npgdemote_direct 2\n",
+        )
+        .unwrap();
+        for n in 0..2 {
+            std::fs::write(
+                old.join(format!("sys/devices/system/node/node{n}/vmstat")),
+                "pgpromote_success 1\npgpromote_candidate 1\n",
+            )
+            .unwrap();
+        }
+        let o = Vmstat::read(&old).unwrap();
+        assert_eq!(o.nodes[&ALL_NODES].demote_kswapd, Some(40));
+        assert_eq!(o.totals(), (2, 2, 40, 2));
+        let mut o2 = o.clone();
+        o2.nodes.get_mut(&ALL_NODES).unwrap().demote_kswapd = Some(45);
+        m.add(&o, &o2);
+        let t = prometheus::TextEncoder::new()
+            .encode_to_string(&r.gather())
+            .unwrap();
+        assert!(
+            t.contains("tierkitd_kernel_pgdemote_kswapd_total{node=\"all\"} 5\n"),
+            "{t}"
+        );
+        let _ = std::fs::remove_dir_all(&old);
         let s = status(&a, &b, 2.0);
         assert_eq!(
             s,
