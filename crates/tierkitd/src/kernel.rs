@@ -501,6 +501,24 @@ impl Knobs {
                 "cannot set the kernel's tiering knobs: {e}"
             )));
         }
+        // a kernel that stores another value than the one written (rounding, clamping): the
+        // value it reads back is the one restore compares with
+        let mut reread = false;
+        for c in &mut knobs.state.knobs {
+            if let Ok(now) = read_knob(&c.path) {
+                if !same(&c.name, &now, &c.set) {
+                    report
+                        .lines
+                        .push(format!("{} reads back as {now} (set {})", c.name, c.set));
+                    c.set = now;
+                    reread = true;
+                }
+            }
+        }
+        if reread {
+            let json = serde_json::to_vec_pretty(&knobs.state).expect("a serialisable state");
+            write_atomic(&knobs.state_path, &json)?;
+        }
         Ok((knobs, report))
     }
 
