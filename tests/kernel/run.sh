@@ -5,7 +5,7 @@
 #
 # Usage: tests/kernel/run.sh [-k 612|61] [-t "test ..."] [-n RUNS] [-o OUTDIR] [-T TIMEOUT_S]
 #   -k  kernel: 612 (default; bookworm-backports 6.12: DAMON) or 61 (bookworm 6.1: no DAMON)
-#   -t  tests (default: all for 612, "softdirty cli" for 61)
+#   -t  tests (default: all for 612, "softdirty cli nbt" for 61)
 #   -n  boot and run that many times (reliability runs); every run must pass
 #   -o  output directory (guest logs, and summary.txt: one "TEST PASSES RUNS" line per test)
 #   -T  timeout of one boot in seconds (default 900)
@@ -26,7 +26,7 @@ while getopts "k:t:n:o:T:h" o; do
     *) sed -n '2,20p' "$0"; exit 2 ;;
   esac
 done
-[ -n "$TESTS" ] || { [ "$KERNEL" = 61 ] && TESTS="softdirty cli" || TESTS="cli damon limit kill fork dryrun softdirty shim nb2 bench"; }
+[ -n "$TESTS" ] || { [ "$KERNEL" = 61 ] && TESTS="softdirty cli nbt" || TESTS="cli damon limit kill fork dryrun softdirty shim nb2 nbt bench"; }
 log() { printf '[kernel-tests %s] %s\n' "$(date +%T)" "$*" >&2; }
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 

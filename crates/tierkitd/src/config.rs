@@ -70,13 +70,20 @@ pub struct Cli {
     /// per-module directives, e.g. TIERKITD_LOG=info,tierkitd::linux=debug.
     #[arg(long, value_name = "LEVEL")]
     pub log_level: Option<String>,
+    /// Directory of the kernel-tiering state file and lock (`--policy nbt`; default /run/tierkitd).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// `--policy nbt`: take the kernel's tiering knobs over from another manager (numa_balancing
+    /// already in memory-tiering mode); their values are restored at exit.
+    #[arg(long)]
+    pub take_over: bool,
 }
 
 const AFTER_HELP: &str = "\
 Config-file-only settings (defaults): interval-ms (500), batch-pages (4096), migrate-mib-s (512; 0 = unlimited),
 fast-reserve-pct (2), source (auto | pebs | damon | softdirty), samples-per-page (1.0), damon-sample-us (5000),
 damon-aggr-us (100000), damon-update-us (1000000), damon-min-regions (10), damon-max-regions (500),
-status-every-s (10), log-level (info).
+status-every-s (10), log-level (info); state-dir and take-over as the flags.
 
 Exit status: 0 after SIGTERM/SIGINT, 2 for bad flags or config, 1 when the host cannot serve the policy
 (missing telemetry, rights, topology). See docs/operator-guide.md.";
@@ -106,6 +113,9 @@ pub struct Config {
     pub damon: Attrs,
     pub samples_per_page: f64,
     pub status_every: Duration,
+    /// Kernel-tiering mode's state directory, and whether it may take the knobs over.
+    pub state_dir: PathBuf,
+    pub take_over: bool,
 }
 
 const KEYS: &[&str] = &[
@@ -131,6 +141,8 @@ const KEYS: &[&str] = &[
     "damon-min-regions",
     "damon-max-regions",
     "status-every-s",
+    "state-dir",
+    "take-over",
 ];
 
 /// A `--pid` value: a positive process id (negative numbers reach this check, not clap's).
@@ -276,6 +288,16 @@ fn read_file(cli: &mut Cli, table: &toml::Table) -> Result<FileSettings> {
                 .and_then(|t| log::parse_level(t).map_err(|e| cfg_err("log-level", e)))
         })
         .transpose()?;
+    if let Some(v) = file("state-dir") {
+        let d = as_str("state-dir", v)?;
+        cli.state_dir.get_or_insert_with(|| PathBuf::from(d));
+    }
+    if let Some(v) = file("take-over") {
+        let t = v
+            .as_bool()
+            .ok_or_else(|| cfg_err("take-over", format!("expected true or false, got {v}")))?;
+        cli.take_over |= t;
+    }
     if let Some(v) = file("dry-run") {
         let d = v
             .as_bool()
@@ -456,6 +478,10 @@ pub fn resolve_with_env(cli: Cli, log_env: Option<String>) -> Result<Config> {
         },
         samples_per_page,
         status_every,
+        state_dir: cli
+            .state_dir
+            .unwrap_or_else(|| PathBuf::from(crate::kernel::STATE_DIR)),
+        take_over: cli.take_over,
     })
 }
 

@@ -75,6 +75,9 @@ pub fn run(cfg: Config) -> Result<()> {
     for n in rights {
         info!("rights: {n}");
     }
+    if crate::kernel::is_kernel_spec(&cfg.policy) {
+        return crate::kernel::run(&cfg, tiers);
+    }
     let needs = policy.needs();
     let choice = crate::select::choose(
         &cfg.policy,

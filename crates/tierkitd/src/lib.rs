@@ -6,11 +6,14 @@
 //! - [`source`]: telemetry sources (PEBS, DAMON, soft-dirty; uncore CHA counters).
 //! - [`linux`]: the [`tierkit_core::Backend`] implementation.
 //! - [`select`]: which source serves a policy's needs; rights checks.
+//! - [`kernel`]: kernel-tiering mode (`--policy nbt`): the kernel's own tiering knobs, set and
+//!   restored (state file), and its vmstat counters.
 //! - [`metrics`], [`log`], [`config`], [`daemon`]: the daemon around it.
 
 pub mod config;
 pub mod daemon;
 pub mod error;
+pub mod kernel;
 pub mod linux;
 pub mod log;
 pub mod mech;

@@ -69,8 +69,8 @@ pub fn choose_at(
     if needs.hint_faults {
         return Err(unsupported(
             "it needs per-page NUMA hint faults (TPP/NBT/Nomad promote on them), which Linux handles inside the kernel \
-             and never reports to user space; there is no fallback. Use the kernel's own tiering instead \
-             (echo 2 > /proc/sys/kernel/numa_balancing), or a sampling policy such as hemem or memtis"
+             and never reports to user space; there is no fallback. Use the kernel's own tiering instead: \
+             `--policy nbt` sets and restores its knobs (kernel.numa_balancing=2), or a sampling policy such as hemem or memtis"
                 .into(),
         ));
     }

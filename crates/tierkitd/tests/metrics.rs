@@ -89,6 +89,39 @@ fn a_live_scrape_passes_promtool_and_matches_the_guide() {
     let pid = child.id();
     let metrics = Metrics::new();
     let addr = serve("127.0.0.1:0".parse().unwrap(), metrics.registry()).unwrap();
+    // kernel-tiering mode's metrics (`--policy nbt`) join the same registry
+    let km = tierkitd::kernel::KernelMetrics::register(&metrics.registry());
+    let mut vm = tierkitd::kernel::Vmstat {
+        hint_faults: Some(10),
+        ..Default::default()
+    };
+    let mut vm2 = vm.clone();
+    vm2.hint_faults = Some(25);
+    vm2.nodes.insert(
+        0,
+        tierkitd::kernel::NodeStat {
+            promote_candidate: Some(3),
+            promote_success: Some(2),
+            demote_kswapd: Some(1),
+            demote_direct: Some(0),
+        },
+    );
+    vm.nodes.insert(
+        0,
+        tierkitd::kernel::NodeStat {
+            promote_candidate: Some(0),
+            promote_success: Some(0),
+            demote_kswapd: Some(0),
+            demote_direct: Some(0),
+        },
+    );
+    km.add(&vm, &vm2);
+    km.set_knobs(&[tierkitd::kernel::Changed {
+        name: "kernel.numa_balancing".into(),
+        path: "/proc/sys/kernel/numa_balancing".into(),
+        original: "0".into(),
+        set: "2".into(),
+    }]);
     let settings = Settings {
         interval: Duration::from_millis(20),
         dry_run: true,
@@ -161,6 +194,9 @@ fn a_live_scrape_passes_promtool_and_matches_the_guide() {
         format!("tierkitd_amortized_offcore_latency_cycles{{target=\"{pid}\"}} 60"),
         format!("tierkitd_l3_miss_stall_ratio{{target=\"{pid}\"}} 0.3"),
         format!("tierkitd_predicted_slowdown_ratio{{target=\"{pid}\"}} 0.3"),
+        "tierkitd_kernel_numa_hint_faults_total 15".into(),
+        "tierkitd_kernel_pgpromote_success_total{node=\"0\"} 2".into(),
+        "tierkitd_kernel_tiering_knob{knob=\"kernel.numa_balancing\"} 2".into(),
     ] {
         assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
     }

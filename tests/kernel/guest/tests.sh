@@ -311,6 +311,81 @@ t_nb2() {
   if [ $waited = 0 ] && [ "$bad" = 0 ] && [ $((p1 - p0)) -gt 0 ] && pct_ge "${h0:-0}" 4096 90; then pass nb2 "$d"; else fail nb2 "$d"; fi
 }
 
+# 8b. kernel-tiering mode: `tierkitd --policy nbt` sets the kernel's own tiering knobs
+#     (numa_balancing=2, demotion_enabled, the spec's parameters by their Linux names), the kernel
+#     promotes the hot region, and every knob is back after SIGTERM; after SIGKILL the state file
+#     stays and the next start restores from it; numa_balancing=2 set by someone else is refused
+KNOBS_NBT="/proc/sys/kernel/numa_balancing /sys/kernel/mm/numa/demotion_enabled /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps /sys/kernel/debug/sched/numa_balancing/hot_threshold_ms /sys/kernel/debug/sched/numa_balancing/scan_period_min_ms /sys/kernel/debug/sched/numa_balancing/scan_size_mb"
+knobs_now() { for k in $KNOBS_NBT; do printf '%s=%s ' "${k##*/}" "$(cat "$k" 2>/dev/null || echo na)"; done; }
+t_nbt() {
+  [ -e /proc/sys/kernel/numa_balancing ] || { fail nbt "no numa_balancing"; return; }
+  mount -t debugfs none /sys/kernel/debug 2>/dev/null
+  # originals that differ from what the run sets, so a missed restore shows
+  echo 0 > /proc/sys/kernel/numa_balancing; echo false > /sys/kernel/mm/numa/demotion_enabled
+  before=$(knobs_now)
+  SPEC="nbt:hot_threshold_ms=2000,scan_period_min_ms=500,promote_rate_limit_mbps=4096"
+  ST=/tmp/tkstate
+  conf /tmp/nbt.toml 'interval-ms = 300' 'status-every-s = 2' "state-dir = \"$ST\""
+  /bin/workload 16 48 0 1 1 > /tmp/w12.out &
+  W=$!
+  wait_for /tmp/w12.out WORKLOAD_START 20 || { fail nbt "workload did not start"; return; }
+  /bin/tierkitd --pid $W --policy $SPEC --config /tmp/nbt.toml --metrics-addr 127.0.0.1:$((PORT + 3)) 2> /tmp/d12.log &
+  D=$!
+  wait_for /tmp/d12.log 'set kernel.numa_balancing to 2' 30
+  during=$(knobs_now)
+  [ -f $ST/kernel-tiering.json ] && st_during=1 || st_during=0
+  # until the kernel has promoted 90% of the hot region (at most 120 s)
+  until_report /tmp/w12.out $W 120 'hot_node0>=3687'; waited=$?
+  sleep 2.5   # one more status line
+  wget -q -O /tmp/m12.txt http://127.0.0.1:$((PORT + 3))/metrics || : > /tmp/m12.txt
+  stop_workload $W /tmp/w12.out; r=$R
+  kill -TERM $D; wait $D; drc=$?
+  after_term=$(knobs_now)
+  [ -f $ST/kernel-tiering.json ] && st_after=1 || st_after=0
+  h0=$(kv hot_node0 "$r"); bad=$(kv corrupt "$r")
+  prom=$(sed -n 's/^tierkitd_kernel_pgpromote_success_total{node="0"} //p' /tmp/m12.txt)
+  scrape nbt /tmp/m12.txt
+  # SIGKILL: the knobs stay set and the state file stays; the next start restores them
+  sleep 1000 &
+  S=$!
+  /bin/tierkitd --pid $S --policy $SPEC --config /tmp/nbt.toml 2> /tmp/d13.log &
+  D=$!
+  wait_for /tmp/d13.log 'set kernel.numa_balancing to 2' 30
+  kill -KILL $D; wait $D 2>/dev/null
+  after_kill=$(knobs_now)
+  [ -f $ST/kernel-tiering.json ] && st_kill=1 || st_kill=0
+  /bin/tierkitd --pid $S --policy $SPEC --config /tmp/nbt.toml 2> /tmp/d14.log &
+  D=$!
+  wait_for /tmp/d14.log 'set kernel.numa_balancing to 2' 30
+  grep -q 'did not exit cleanly' /tmp/d14.log && grep -q 'restored kernel.numa_balancing to 0' /tmp/d14.log && recovered=1 || recovered=0
+  kill -TERM $D; wait $D; drc2=$?
+  after_restart=$(knobs_now)
+  [ -f $ST/kernel-tiering.json ] && st_restart=1 || st_restart=0
+  # another manager's numa_balancing=2: refused, nothing changed
+  echo 2 > /proc/sys/kernel/numa_balancing
+  own_before=$(knobs_now)
+  /bin/tierkitd --pid $S --policy nbt --config /tmp/nbt.toml 2> /tmp/d15.log; rrc=$?
+  own_after=$(knobs_now)
+  grep -q 'another manager owns' /tmp/d15.log && [ $rrc = 1 ] && [ "$own_before" = "$own_after" ] && refused=1 || refused=0
+  echo 0 > /proc/sys/kernel/numa_balancing
+  kill $S; wait $S 2>/dev/null
+  echo "TKBENCH nbt before=\"$before\" during=\"$during\" after_term=\"$after_term\" after_kill=\"$after_kill\" after_restart=\"$after_restart\""
+  nb_during=$(echo "$during" | tr ' ' '\n' | sed -n 's/^numa_balancing=//p')
+  nb_kill=$(echo "$after_kill" | tr ' ' '\n' | sed -n 's/^numa_balancing=//p')
+  d="hot_on_node0=$h0/4096 corrupt=$bad metrics_promoted_node0=${prom:-none} numa_balancing_during=$nb_during state_during=$st_during daemon_rc=$drc restored_after_term=$([ "$before" = "$after_term" ] && echo 1 || echo 0) state_after_term=$st_after numa_balancing_after_kill=$nb_kill state_after_kill=$st_kill recovered=$recovered restored_after_restart=$([ "$before" = "$after_restart" ] && echo 1 || echo 0) state_after_restart=$st_restart daemon2_rc=$drc2 refused_other_manager=$refused timed_out=$waited"
+  if [ $waited = 0 ] && pct_ge "${h0:-0}" 4096 90 && [ "$bad" = 0 ] && [ "${prom:-0}" -gt 0 ] && [ "$nb_during" = 2 ] && [ $st_during = 1 ] &&
+     [ "$(echo "$during" | tr ' ' '\n' | grep -cE '^(hot_threshold_ms=2000|scan_period_min_ms=500|numa_balancing_promote_rate_limit_MBps=4096|demotion_enabled=true)$')" = 4 ] &&
+     [ $drc = 0 ] && [ "$before" = "$after_term" ] && [ $st_after = 0 ] && [ "$nb_kill" = 2 ] && [ $st_kill = 1 ] && [ $recovered = 1 ] &&
+     [ "$before" = "$after_restart" ] && [ $st_restart = 0 ] && [ $drc2 = 0 ] && [ $refused = 1 ] &&
+     grep -q 'status: .*kernel tiering: hint faults' /tmp/d12.log && grep -q 'stopped by signal' /tmp/d12.log; then
+    pass nbt "$d"
+    echo "--- session (daemon log, for docs/operator-guide.md)"; sed 's/^/    /' /tmp/d12.log; grep '^tierkitd_kernel' /tmp/m12.txt | sed 's/^/    /'
+  else
+    fail nbt "$d"; show /tmp/d12.log; show /tmp/d13.log 10; show /tmp/d14.log 20; show /tmp/d15.log 5
+  fi
+  echo true > /sys/kernel/mm/numa/demotion_enabled
+}
+
 # 9. benchmark: migration rate of tierkitd vs raw batched move_pages on the same kind of target
 #    (64 MiB on node 1 that its process keeps writing at nice 19), side by side in one boot;
 #    then tierkitd's and kdamond's CPU time per second of monitoring at the defaults.
@@ -473,7 +548,7 @@ t_nbtpress() {
   if [ "$bad" = 0 ] && [ "${prom:-0}" -ge "$n" ]; then pass nbtpress "$d"; else fail nbtpress "$d"; fi
 }
 
-ALL="cli damon limit kill fork dryrun softdirty shim nb2 bench"
+ALL="cli damon limit kill fork dryrun softdirty shim nb2 nbt bench"
 [ $# -gt 0 ] || set -- $ALL
 for t in "$@"; do
   echo "TKTEST_BEGIN $t uptime=$(cut -d' ' -f1 /proc/uptime)"
