@@ -85,6 +85,9 @@ struct Proc {
     fast_cap: Option<u64>,
     promotions: u64,
     demotions: u64,
+    /// Pages demoted (by tierkitd or by the kernel's reclaim) after tierkitd promoted them:
+    /// migration toggling's signal (seeds/004 §4.2).
+    demote_promoted: u64,
     threads: u32,
     gone: bool,
 }
@@ -561,7 +564,7 @@ impl Linux {
                 alive: !p.gone,
                 threads: p.threads,
                 rss_pages: rss,
-                demote_promoted: 0,
+                demote_promoted: p.demote_promoted,
                 promotions: p.promotions,
                 demotions: p.demotions,
                 migration_enabled: p.migration_enabled,
@@ -637,6 +640,7 @@ impl Linux {
         // its id without a lookup in the table's hash map
         let prev = std::mem::take(&mut self.procs.get_mut(&pid).expect("a known target").pages);
         let mut k = 0usize;
+        let mut demote_promoted_here = 0u64;
         for p in &present {
             let Some(tier) = self.tiers.tier_of_node(p.node as u32) else {
                 continue;
@@ -659,6 +663,12 @@ impl Linux {
             let old = slot.tier;
             slot.tier = tier;
             slot.seen = gen;
+            // the kernel's reclaim demoted a page tierkitd had promoted
+            let demoted_promoted =
+                old == FAST && tier != FAST && std::mem::take(&mut slot.promoted);
+            if demoted_promoted {
+                demote_promoted_here += 1;
+            }
             if new || old == crate::pages::NO_TIER {
                 self.tel.allocated.push(PageEvent {
                     page: id,
@@ -681,6 +691,7 @@ impl Linux {
         }
         let proc_ = self.procs.get_mut(&pid).expect("scanned a known target");
         proc_.known = scan::Known::from_present(&present);
+        proc_.demote_promoted += demote_promoted_here;
         for &id in &prev.ids {
             if let Some(s) = self.table.slot(id) {
                 if s.seen != gen {
@@ -802,12 +813,18 @@ impl Linux {
             Ok(_) => {
                 let mut errs: BTreeMap<String, u64> = BTreeMap::new();
                 let mut moved = 0u64;
+                let mut demoted_promoted = 0u64;
                 for (i, &(_, id)) in batch.iter().enumerate() {
                     let st = self.scratch_status[i];
                     let outcome = if st == node as i32 {
                         moved += 1;
                         if let Some(s) = self.table.slot_mut(id) {
                             s.tier = to;
+                            if to == FAST {
+                                s.promoted = true;
+                            } else if std::mem::take(&mut s.promoted) {
+                                demoted_promoted += 1;
+                            }
                         }
                         MigrationOutcome::Done
                     } else if st >= 0 {
@@ -836,6 +853,7 @@ impl Linux {
                         p.promotions += moved;
                     } else {
                         p.demotions += moved;
+                        p.demote_promoted += demoted_promoted;
                     }
                 }
                 let m = if to == FAST {
@@ -1345,6 +1363,52 @@ mod tests {
             .migrations
             .iter()
             .all(|m| m.outcome == MigrationOutcome::Refused));
+        lx.restore_telemetry(tel);
+    }
+
+    /// Migration toggling's signal: a page tierkitd promoted and then demoted counts in the
+    /// process's `demote_promoted`; one it only demoted does not. Both tiers map to this host's
+    /// node 0 here, so move_pages succeeds in place.
+    #[test]
+    fn demotions_of_promoted_pages_are_counted_per_process() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut lx = backend(Targets::Pids(vec![pid]), false);
+        lx.tiers = TierMap {
+            fast: vec![0],
+            slow: vec![0],
+            reason: "test".into(),
+        };
+        lx.observe().unwrap();
+        let tel = lx.take_telemetry();
+        let pages: Vec<PageId> = tel.allocated.iter().take(2).map(|e| e.page).collect();
+        assert_eq!(tel.processes[0].demote_promoted, 0);
+        lx.restore_telemetry(tel);
+        let go = |page, to| Action::Migrate {
+            page,
+            to,
+            mode: MigrateMode::Async,
+            keep_shadow: false,
+        };
+        // both demoted; then pages[0] promoted and demoted again: one demotion of a promoted page
+        lx.apply(&mut vec![go(pages[0], SLOW), go(pages[1], SLOW)]);
+        lx.apply(&mut vec![go(pages[0], FAST)]);
+        lx.apply(&mut vec![go(pages[0], SLOW)]);
+        lx.observe().unwrap();
+        let tel = lx.take_telemetry();
+        let done = tel
+            .migrations
+            .iter()
+            .filter(|m| m.outcome == MigrationOutcome::Done)
+            .count();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(done >= 4, "{:?}", tel.migrations);
+        assert_eq!(tel.processes[0].demote_promoted, 1);
+        assert_eq!(tel.processes[0].demotions, 3);
         lx.restore_telemetry(tel);
     }
 

@@ -21,6 +21,9 @@ pub struct Slot {
     pub credit: f32,
     /// The scan generation that last found the page present.
     pub seen: u32,
+    /// tierkitd promoted the page and it has not left the fast tier since (the kernel's
+    /// PagePromoted, which migration toggling's `demote_promoted` counts on).
+    pub promoted: bool,
     live: bool,
 }
 
@@ -50,6 +53,7 @@ impl PageTable {
             accessed: false,
             credit: 0.0,
             seen: 0,
+            promoted: false,
             live: true,
         };
         let i = match self.free.pop() {
