@@ -13,6 +13,8 @@
 //! 20 ms window, so proportional attribution prices their samples alike, and the samples then
 //! favour the lookups' pages.
 
+mod common;
+
 use std::path::PathBuf;
 
 use tierkit_sim::load_str;
@@ -175,27 +177,7 @@ fn listing_order_does_not_decide_the_first_touch() {
         let mut e = e;
         e.duration_s = 0.2;
         let out = tierkit_sim::run(&e, "notier", &mut |_, _| true).unwrap();
-        let s = out.series;
-        let mut v: Vec<(String, f64, f64, f64)> = out
-            .summary
-            .processes
-            .iter()
-            .map(|p| {
-                let fast = *s
-                    .get(&format!("fast_pages.{}", p.name))
-                    .unwrap()
-                    .last()
-                    .unwrap();
-                (
-                    p.name.clone(),
-                    fast,
-                    p.slowdown_vs_fast_only,
-                    p.fast_tier_hit_ratio,
-                )
-            })
-            .collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        v
+        common::per_process(&out)
     };
     let (a, b) = (summary([LOOKUP, SCAN]), summary([SCAN, LOOKUP]));
     eprintln!("{a:?}\n{b:?}");

@@ -1,6 +1,8 @@
 //! Multi-tenant behaviours on the simulated machine: per-thread TLB-shootdown scope (Vulcan
 //! §3.4), per-process migration toggling (seeds/004 §4.2-4.4), and the per-process results.
 
+mod common;
+
 use tierkit_sim::{load, run, Summary};
 
 fn go(exp: &str, policy: &str, sets: &[&str]) -> Summary {
@@ -127,27 +129,7 @@ fn listing_order_of_synthetic_processes_does_not_decide_the_first_touch() {
     let summary = |text: String| {
         let e = tierkit_sim::config::load_str("t.toml", &text, &[], None).unwrap();
         let out = run(&e, "notier", &mut |_, _| true).unwrap();
-        let mut v: Vec<(String, f64, f64, f64)> = out
-            .summary
-            .processes
-            .iter()
-            .map(|p| {
-                let fast = *out
-                    .series
-                    .get(&format!("fast_pages.{}", p.name))
-                    .unwrap()
-                    .last()
-                    .unwrap();
-                (
-                    p.name.clone(),
-                    fast,
-                    p.slowdown_vs_fast_only,
-                    p.fast_tier_hit_ratio,
-                )
-            })
-            .collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        v
+        common::per_process(&out)
     };
     let a = summary(format!("{head}{big}{small}"));
     let b = summary(format!("{head}{small}{big}"));
