@@ -2,6 +2,8 @@
 //! the raw encodings chosen for it, and the deltas through AOL = A1/A3 and the predicted
 //! slowdown, for Skylake-X, Ice Lake-X and Sapphire Rapids; and the refusals. No PMU needed.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -255,16 +257,12 @@ fn cascade_lake_and_client_models() {
     );
 }
 
-static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
 /// `hemem+alto` through the daemon's loop (the Linux backend, `tierkit_core::backend`) on a
 /// live process whose counters are replayed: Alto sees the recorded AOL and stops promotion.
 #[test]
 fn alto_runs_on_the_linux_backend_with_recorded_counters() {
     use tierkit_core::backend;
-    use tierkitd::linux::{Linux, Settings, Targets};
     use tierkitd::metrics::Metrics;
-    use tierkitd::topology::{TierMap, NODE_ROOT};
 
     let mut child = std::process::Command::new("sleep")
         .arg("30")
@@ -284,26 +282,7 @@ fn alto_runs_on_the_linux_backend_with_recorded_counters() {
             )
         })
         .collect();
-    let settings = Settings {
-        interval: std::time::Duration::from_millis(40),
-        dry_run: true,
-        ..Settings::default()
-    };
-    let tiers = TierMap {
-        fast: vec![0],
-        slow: vec![],
-        reason: "test".into(),
-    };
-    let mut lx = Linux::new(
-        Targets::Pids(vec![pid]),
-        tiers,
-        NODE_ROOT.into(),
-        settings,
-        Box::new(tierkitd::source::NoSource),
-        &STOP,
-        Metrics::new(),
-    )
-    .unwrap();
+    let mut lx = common::dry_run_backend(pid, std::time::Duration::from_millis(40), Metrics::new());
     lx.set_core_counters(CoreSampler::new(
         Uarch::SkylakeX,
         Box::new(Recorded::parse(&reads).unwrap()),

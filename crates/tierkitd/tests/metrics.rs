@@ -6,21 +6,18 @@
 //! real-kernel tests check scrapes from the guest with it too), and its metric families must be
 //! the ones docs/operator-guide.md lists.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use tierkit_core::{Action, Backend, MigrateMode, SLOW};
-use tierkitd::linux::{Linux, Settings, Targets};
 use tierkitd::metrics::{serve, Metrics};
 use tierkitd::source::core_counters::{CoreSampler, Recorded, Uarch};
-use tierkitd::topology::{TierMap, NODE_ROOT};
-
-static STOP: AtomicBool = AtomicBool::new(false);
 
 fn scrape(addr: std::net::SocketAddr) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -122,27 +119,8 @@ fn a_live_scrape_passes_promtool_and_matches_the_guide() {
         original: "0".into(),
         set: "2".into(),
     }]);
-    let settings = Settings {
-        interval: Duration::from_millis(20),
-        dry_run: true,
-        ..Settings::default()
-    };
     // one node here: everything is fast; a slow tier without nodes
-    let tiers = TierMap {
-        fast: vec![0],
-        slow: vec![],
-        reason: "test".into(),
-    };
-    let mut lx = Linux::new(
-        Targets::Pids(vec![pid]),
-        tiers,
-        NODE_ROOT.into(),
-        settings,
-        Box::new(tierkitd::source::NoSource),
-        &STOP,
-        metrics,
-    )
-    .unwrap();
+    let mut lx = common::dry_run_backend(pid, Duration::from_millis(20), metrics);
     lx.metrics.set_info("hemem", lx.source_name());
     // core counters (Alto, Soar) from a recording: AOL 60 cycles, P 0.3 in the second interval
     let reads = format!(
