@@ -1282,12 +1282,17 @@ mod tests {
         .unwrap()
     }
 
-    #[test]
-    fn follows_a_target_until_it_exits_and_never_readopts_its_pid() {
-        let mut child = std::process::Command::new("sleep")
+    /// A child process to manage: it sleeps until the test kills it.
+    fn sleeper() -> std::process::Child {
+        std::process::Command::new("sleep")
             .arg("30")
             .spawn()
-            .unwrap();
+            .unwrap()
+    }
+
+    #[test]
+    fn follows_a_target_until_it_exits_and_never_readopts_its_pid() {
+        let mut child = sleeper();
         let pid = child.id();
         let mut lx = backend(Targets::Pids(vec![pid]), false);
         assert_eq!(lx.pids(), vec![pid]);
@@ -1371,10 +1376,7 @@ mod tests {
     /// node 0 here, so move_pages succeeds in place.
     #[test]
     fn demotions_of_promoted_pages_are_counted_per_process() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
+        let mut child = sleeper();
         let pid = child.id();
         let mut lx = backend(Targets::Pids(vec![pid]), false);
         lx.tiers = TierMap {
