@@ -388,12 +388,12 @@ mod tests {
         assert!(e.contains("uncore counters") && e.contains("PEBS"), "{e}");
     }
 
-    #[test]
-    fn colloid_without_counters_or_pebs_is_refused() {
-        let p = tierkit_policies::build("hemem+colloid").unwrap();
+    /// Why `spec` is refused on a host with no PMU and no telemetry source at all.
+    fn refusal_on_a_bare_host(spec: &str) -> String {
+        let p = tierkit_policies::build(spec).unwrap();
         let nothing = Path::new("/nonexistent");
-        let e = choose_at(
-            "hemem+colloid",
+        choose_at(
+            spec,
             &p.needs(),
             SourcePref::Auto,
             Attrs::default(),
@@ -403,7 +403,12 @@ mod tests {
         )
         .err()
         .unwrap()
-        .to_string();
+        .to_string()
+    }
+
+    #[test]
+    fn colloid_without_counters_or_pebs_is_refused() {
+        let e = refusal_on_a_bare_host("hemem+colloid");
         assert!(
             e.contains("per-tier uncore counters") && e.contains("PEBS weights, needs PEBS"),
             "{e}"
@@ -412,21 +417,8 @@ mod tests {
 
     #[test]
     fn core_counter_policies_without_a_pmu_are_refused_in_one_line() {
-        let nothing = Path::new("/nonexistent");
         for spec in ["hemem+alto", "memtis+alto"] {
-            let p = tierkit_policies::build(spec).unwrap();
-            let e = choose_at(
-                spec,
-                &p.needs(),
-                SourcePref::Auto,
-                Attrs::default(),
-                1.0,
-                nothing,
-                nothing,
-            )
-            .err()
-            .unwrap()
-            .to_string();
+            let e = refusal_on_a_bare_host(spec);
             assert!(
                 e.starts_with(&format!(
                     "policy `{spec}` cannot run on this host: it needs per-core PMU counters (cycles, CYCLE_ACTIVITY.STALLS_L3_MISS"
