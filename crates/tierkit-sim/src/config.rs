@@ -203,6 +203,17 @@ impl<'a, 'c> Reader<'a, 'c> {
         }
     }
 
+    fn bool_or(&mut self, k: &str, default: bool) -> Result<bool> {
+        match self.raw(k) {
+            None => Ok(default),
+            Some(Value::Boolean(b)) => Ok(*b),
+            Some(other) => Err(self.ctx.err(
+                &self.key(k),
+                format!("expected true or false, got {}", type_name(other)),
+            )),
+        }
+    }
+
     fn str_opt(&mut self, k: &str) -> Result<Option<&'a str>> {
         let Some(v) = self.raw(k) else {
             return Ok(None);
@@ -802,7 +813,8 @@ fn read_process(ctx: &Ctx, i: usize, t: &Table, ntiers: usize) -> Result<Process
     let ck = r.key("class");
     let class = read_class(ctx, &ck, r.str_opt("class")?)?;
     let start_s = r.f64_or("start_s", 0.0, 1e6, 0.0)?;
-    let mut objects = Vec::new();
+    let cpu_share = r.f64_or("cpu_share", 0.01, 1.0, 1.0)?;
+    let mut objects: Vec<ObjectSpec> = Vec::new();
     for (j, o) in r.tables("object")?.iter().enumerate() {
         let mut orr = Reader::new(ctx, format!("process.{i}.object.{j}"), o);
         let oname = orr
@@ -817,6 +829,37 @@ fn read_process(ctx: &Ctx, i: usize, t: &Table, ntiers: usize) -> Result<Process
             None => None,
             Some(v) => Some(tier_index(ctx, &orr.key("tier"), v, ntiers)?),
         };
+        let pinned = orr.bool_or("pinned", false)?;
+        if pinned && first_touch_tier.is_none() {
+            return Err(ctx.err(
+                &orr.key("pinned"),
+                "a pinned object is bound to a tier: give its `tier` too",
+            ));
+        }
+        let same_vma = orr.bool_or("same_vma", false)?;
+        if same_vma {
+            match objects.last() {
+                None => {
+                    return Err(ctx.err(
+                        &orr.key("same_vma"),
+                        "the first object has no previous object whose VMA it could continue",
+                    ))
+                }
+                Some(prev) if prev.pinned || pinned => {
+                    return Err(ctx.err(
+                        &orr.key("same_vma"),
+                        "a pinned object is a VMA of its own (its bind policy differs)",
+                    ))
+                }
+                Some(prev) if (prev.alloc_s, prev.free_s) != (alloc_s, free_s) => {
+                    return Err(ctx.err(
+                        &orr.key("same_vma"),
+                        "an object in the previous object's VMA needs its alloc_s and free_s",
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
         if let Some(f) = free_s {
             if f <= alloc_s {
                 return Err(ctx.err(
@@ -838,6 +881,8 @@ fn read_process(ctx: &Ctx, i: usize, t: &Table, ntiers: usize) -> Result<Process
             alloc_s,
             free_s,
             first_touch_tier,
+            pinned,
+            same_vma,
         });
     }
     let mut threads = Vec::new();
@@ -865,6 +910,7 @@ fn read_process(ctx: &Ctx, i: usize, t: &Table, ntiers: usize) -> Result<Process
     Ok(ProcessSpec {
         name,
         class,
+        cpu_share,
         start_s,
         objects,
         threads,
@@ -1321,6 +1367,7 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
         exp.processes.push(ProcessSpec {
             name,
             class: QosClass::BestEffort,
+            cpu_share: 1.0,
             start_s: 0.0,
             objects: vec![ObjectSpec {
                 name: "trace".into(),
@@ -1328,6 +1375,8 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
                 alloc_s: 0.0,
                 free_s: None,
                 first_touch_tier: None,
+                pinned: false,
+                same_vma: false,
             }],
             threads: vec![ThreadSpec {
                 count: 1,
@@ -1473,6 +1522,68 @@ mod tests {
             &["process.3.name=x"],
         );
         assert!(m.contains("out of range"), "{m}");
+    }
+
+    #[test]
+    fn pinned_and_same_vma_errors_name_the_field() {
+        let base = "workload = \"custom\"\n[[process]]\nname = \"a\"\ncpu_share = 0.5\n[[process.object]]\nname = \"buf\"\nsize_mb = 4\n[[process.object]]\nname = \"b2\"\nsize_mb = 4\n[[process.thread]]\n[[process.thread.phase]]\nmlp = 2\n[[process.thread.phase.access]]\nobject = \"buf\"\n";
+        let exp = load_str("exp.toml", base, &[], None).unwrap();
+        assert_eq!(exp.processes[0].cpu_share, 0.5);
+        let m = err_of(&base.replace("cpu_share = 0.5", "cpu_share = 2"), &[]);
+        assert!(
+            m.contains("process.0.cpu_share") && m.contains("[0.01, 1]"),
+            "{m}"
+        );
+        let m = err_of(
+            &base.replace(
+                "size_mb = 4\n[[process.object]]",
+                "size_mb = 4\npinned = true\n[[process.object]]",
+            ),
+            &[],
+        );
+        assert!(
+            m.contains("process.0.object.0.pinned") && m.contains("`tier`"),
+            "{m}"
+        );
+        let m = err_of(
+            &base.replace(
+                "name = \"buf\"\nsize_mb = 4",
+                "name = \"buf\"\nsize_mb = 4\nsame_vma = true",
+            ),
+            &[],
+        );
+        assert!(
+            m.contains("process.0.object.0.same_vma") && m.contains("first object"),
+            "{m}"
+        );
+        let pinned_then_same = base
+            .replace(
+                "name = \"buf\"\nsize_mb = 4",
+                "name = \"buf\"\nsize_mb = 4\ntier = \"fast\"\npinned = true",
+            )
+            .replace(
+                "name = \"b2\"\nsize_mb = 4",
+                "name = \"b2\"\nsize_mb = 4\nsame_vma = true",
+            );
+        let m = err_of(&pinned_then_same, &[]);
+        assert!(
+            m.contains("process.0.object.1.same_vma") && m.contains("pinned"),
+            "{m}"
+        );
+        let m = err_of(
+            &base.replace(
+                "name = \"b2\"\nsize_mb = 4",
+                "name = \"b2\"\nsize_mb = 4\nsame_vma = 1",
+            ),
+            &[],
+        );
+        assert!(m.contains("same_vma") && m.contains("true or false"), "{m}");
+        let ok = base.replace(
+            "name = \"b2\"\nsize_mb = 4",
+            "name = \"b2\"\nsize_mb = 4\nsame_vma = true",
+        );
+        let exp = load_str("exp.toml", &ok, &[], None).unwrap();
+        assert!(exp.processes[0].objects[1].same_vma);
     }
 
     #[test]

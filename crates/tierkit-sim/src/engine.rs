@@ -435,6 +435,15 @@ fn run_pass(
                     };
                     rep_last[i] = (p.promotions, p.misses[0], all);
                     s.push(&format!("fast_pages.{}", p.name), p.resident[0] as f64);
+                    // Per object, for processes of several (a VMA each for Linux's scanner).
+                    if p.objects.len() > 1 {
+                        for o in &p.objects {
+                            s.push(
+                                &format!("object_fast_pages.{}.{}", p.name, o.name),
+                                o.resident[0] as f64,
+                            );
+                        }
+                    }
                     s.push(
                         &format!("rss_pages.{}", p.name),
                         p.resident.iter().sum::<u64>() as f64,
@@ -454,6 +463,15 @@ fn run_pass(
                         &format!("numa_scan_period_ms.{}", p.name),
                         if p.numa.period_ms > 0 {
                             p.numa.period_ms as f64
+                        } else {
+                            f64::NAN
+                        },
+                    );
+                    // Its completed passes (mm->numa_scan_seq), NaN without Linux's scanner.
+                    s.push(
+                        &format!("numa_scan_seq.{}", p.name),
+                        if p.numa.windows > 0 {
+                            p.numa.seq as f64
                         } else {
                             f64::NAN
                         },

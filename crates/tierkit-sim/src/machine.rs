@@ -20,6 +20,8 @@ use crate::spec::{AccessSpec, Experiment, Pattern};
 pub const NONE: u8 = u8::MAX;
 const F_PROMOTED: u8 = 1;
 const F_MARKED: u8 = 2;
+/// A page of a pinned object (`ObjectSpec::pinned`).
+const F_PINNED: u8 = 4;
 /// Marked pages waiting for their fault, earliest first: (key: the check time in ns, or a
 /// phase's cumulative misses as f64 bits, page, mark time in ns, f32 bits of the accesses the
 /// fault waits for).
@@ -35,6 +37,12 @@ pub struct ObjState {
     pub pages: u32,
     pub live: bool,
     pub bind: Option<TierId>,
+    /// Bound and mlocked (`ObjectSpec::pinned`): its pages never move and policies never see them.
+    pub pinned: bool,
+    /// Its pages per tier.
+    pub resident: Vec<u64>,
+    /// The first object of its VMA (itself unless `ObjectSpec::same_vma`).
+    pub vma_head: usize,
     pub alloc_ns: f64,
     pub free_ns: Option<f64>,
 }
@@ -51,6 +59,8 @@ pub struct ProcState {
     pub started: bool,
     pub exited: bool,
     pub finish_ns: Option<f64>,
+    /// `ProcessSpec::cpu_share`.
+    pub cpu_share: f64,
     pub migration_enabled: bool,
     pub partition: Option<u64>,
     pub resident: Vec<u64>,
@@ -463,7 +473,7 @@ impl Machine {
         let mut threads = Vec::new();
         let mut base = 0u32;
         for (pi, p) in exp.processes.iter().enumerate() {
-            let mut objects = Vec::new();
+            let mut objects: Vec<ObjState> = Vec::new();
             let mut off = 0u32;
             for o in &p.objects {
                 let n = exp.pages_of(o.bytes) as u32;
@@ -475,6 +485,12 @@ impl Machine {
                     bind: o
                         .first_touch_tier
                         .map(|t| t.min(exp.platform.tiers.len() as u8 - 1)),
+                    pinned: o.pinned,
+                    resident: vec![0; ntiers],
+                    vma_head: match objects.last() {
+                        Some(prev) if o.same_vma => prev.vma_head,
+                        _ => objects.len(),
+                    },
                     alloc_ns: (p.start_s + o.alloc_s) * 1e9,
                     free_ns: o.free_s.map(|f| (p.start_s + f) * 1e9),
                 });
@@ -504,6 +520,7 @@ impl Machine {
                 started: false,
                 exited: false,
                 finish_ns: None,
+                cpu_share: p.cpu_share,
                 migration_enabled: true,
                 partition: None,
                 resident: vec![0; ntiers],
@@ -763,13 +780,21 @@ impl Machine {
         let old = self.page_tier[page as usize];
         let from = (old != NONE).then_some(old);
         let pi = self.proc_of(page);
+        let p = &mut self.procs[pi];
+        let oi = p.objects.partition_point(|o| o.first + o.pages <= page);
         if let Some(f) = from {
             self.used[f as usize] -= 1;
-            self.procs[pi].resident[f as usize] -= 1;
+            p.resident[f as usize] -= 1;
+            if let Some(o) = p.objects.get_mut(oi) {
+                o.resident[f as usize] -= 1;
+            }
         }
         if let Some(t) = to {
             self.used[t as usize] += 1;
-            self.procs[pi].resident[t as usize] += 1;
+            p.resident[t as usize] += 1;
+            if let Some(o) = p.objects.get_mut(oi) {
+                o.resident[t as usize] += 1;
+            }
         }
         self.page_tier[page as usize] = to.unwrap_or(NONE);
         self.mass_move(page, from, to);
@@ -902,6 +927,26 @@ impl Machine {
     fn allocate_page(&mut self, pi: usize, oi: usize, page: u32) -> Result<()> {
         let bind = self.procs[pi].objects[oi].bind;
         let now = self.now_ns;
+        if self.procs[pi].objects[oi].pinned {
+            // MPOL_BIND: the bound tier or nothing (the kernel would OOM-kill the process).
+            let t = bind.unwrap_or(0);
+            if !self.has_room(t as usize, pi) {
+                return Err(SimError::Capacity(format!(
+                    "{}: at t={:.3}s process `{}` allocating pinned object `{}`: its tier {} is full ({} of {} pages); a pinned object must fit its tier",
+                    self.exp.source,
+                    self.now_ns * 1e-9,
+                    self.procs[pi].name,
+                    self.procs[pi].objects[oi].name,
+                    t,
+                    self.used[t as usize],
+                    self.cap[t as usize]
+                )));
+            }
+            self.set_tier(page, Some(t));
+            self.page_flags[page as usize] = F_PINNED;
+            self.last_clear[page as usize] = now;
+            return Ok(());
+        }
         {
             let page_bind = self
                 .page_bind
@@ -953,7 +998,11 @@ impl Machine {
             }
             self.drop_shadow(page);
             self.set_tier(page, None);
+            let pinned = self.page_flags[page as usize] & F_PINNED != 0;
             self.page_flags[page as usize] = 0;
+            if pinned {
+                continue;
+            }
             self.tel.freed.push(PageEvent {
                 page: PageId(page as u64),
                 pid: pi as u32,
@@ -1368,10 +1417,13 @@ impl Machine {
             if !self.share(th, &mut s) {
                 continue;
             }
-            let stall = th.stall_ns.min(e);
+            // A time-shared thread (cpu_share < 1) runs that share of the epoch; its stalls
+            // (migrations, faults, IPIs) take its CPU time.
+            let cpu = e * th.proc_.map_or(1.0, |pi| self.procs[pi].cpu_share);
+            let stall = th.stall_ns.min(cpu);
             let th = &mut self.threads[ti];
             th.stall_ns -= stall;
-            th.avail = (e - stall) / e;
+            th.avail = (cpu - stall) / e;
             idx.push(ti);
             shares.extend_from_slice(&s);
         }
@@ -1817,43 +1869,171 @@ impl Machine {
                 // task_tick_numa's first tick: numa_scan_period = task_scan_start.
                 p.numa.period_ms = numa_scan::scan_start_ms(s, rss);
             }
-            p.numa.next_ns = Some(next + p.numa.period_ms as f64 * 1e6);
+            // task_tick_numa queues the work once the task ran numa_scan_period of CPU time
+            // since the last (node_stamp), and task_numa_work runs it once the wall clock
+            // passed mm->numa_next_scan (the period again): the later of the two.
+            p.numa.next_ns = Some(next + p.numa.period_ms as f64 * 1e6 / p.cpu_share);
             p.numa.windows += 1;
             if !p.migration_enabled || p.pages == 0 {
                 continue;
             }
-            // task_numa_work: walk from the offset in ranges of at most the remaining budget
-            // (aligned up to a huge page); a range costs the pages budget only if it updated a
-            // PTE, and always the virtpages budget; a window never wraps past the end.
-            let (base, len) = (p.base, p.pages as u64);
-            let mut cursor = p.numa.cursor as u64;
-            let (mut pages, mut virtpages) = (budget as i64, virt as i64);
-            let huge = (2u64 << 20).max(page_bytes);
-            while pages > 0 && virtpages > 0 {
-                let start_b = cursor * page_bytes;
-                let end_b = (start_b + pages as u64).div_ceil(huge) * huge;
-                let n = (end_b - start_b)
-                    .div_ceil(page_bytes)
-                    .clamp(1, len - cursor);
-                let mut updated = 0;
-                for k in cursor..cursor + n {
-                    updated += self.mark(base + k as u32, s.tiers, next) as u64;
+            self.numa_window(pi, s, next, budget, virt);
+        }
+    }
+
+    /// The thread that runs the process's next scanner window, and the process's live threads
+    /// (get_nr_threads): the live threads take turns.
+    fn numa_current(&mut self, pi: usize, now: f64) -> (u32, u64) {
+        let p = &self.procs[pi];
+        let live: Vec<u32> = p
+            .threads
+            .iter()
+            .map(|&ti| &self.threads[ti])
+            .filter(|t| !t.done && t.start_ns <= now)
+            .map(|t| t.tid)
+            .collect();
+        let p = &mut self.procs[pi];
+        let k = p.numa.next_thread;
+        p.numa.next_thread = k.wrapping_add(1);
+        if live.is_empty() {
+            return (1, 1);
+        }
+        // a task's pid: never 0
+        (live[k % live.len()] + 1, live.len() as u64)
+    }
+
+    /// One window of task_numa_work (6.x) over the process's VMAs (its objects, in order): from
+    /// the offset where the last one stopped, VMA by VMA, skipping the unsuitable (pinned), the
+    /// new (for scan_delay), the ones this pass already scanned and the ones the running thread
+    /// has not faulted in lately; each scanned in ranges of the remaining budget aligned up to
+    /// 2 MiB, a range costing the `pages` budget only if it updated a PTE and always `virtpages`.
+    /// Reaching the end with VMAs skipped for their pids, it starts over and force-scans the
+    /// first of them, then stops; reaching the end otherwise ends the pass.
+    fn numa_window(&mut self, pi: usize, s: &NumaScan, now: f64, budget: u64, virt: u64) {
+        let page_bytes = self.page_bytes as u64;
+        let huge = (2u64 << 20).max(page_bytes);
+        if budget == 0 {
+            return; // task_numa_work: `if (!pages) return;`
+        }
+        let (pid, nr_threads) = self.numa_current(pi, now);
+        let nobj = self.procs[pi].objects.len();
+        if self.procs[pi].numa.vmas.len() < nobj {
+            self.procs[pi].numa.vmas.resize(nobj, Default::default());
+        }
+        let base = self.procs[pi].base as u64;
+        let (mut pages, mut virtpages) = (budget as i64, virt as i64);
+        let (mut skipped, mut forced) = (false, false);
+        // mm->numa_scan_offset, in pages from the process's first page
+        let mut offset = self.procs[pi].numa.cursor as u64;
+        loop {
+            // retry_pids:
+            let mut start = offset;
+            let vma_from = |p: &ProcState, at: u64| {
+                p.objects
+                    .iter()
+                    .position(|o| o.live && (o.first + o.pages) as u64 > base + at)
+                    .map(|oi| p.objects[oi].vma_head)
+            };
+            let first = match vma_from(&self.procs[pi], start) {
+                Some(oi) => Some(oi),
+                None => {
+                    // reset_ptenuma_scan: the pass is over; start again at the first VMA
+                    let p = &mut self.procs[pi];
+                    p.numa.seq += 1;
+                    offset = 0;
+                    start = 0;
+                    vma_from(p, 0)
                 }
-                let bytes = (n * page_bytes) as i64;
-                virtpages -= bytes;
-                if updated > 0 {
-                    pages -= bytes;
+            };
+            let Some(first) = first else {
+                self.procs[pi].numa.cursor = 0;
+                return;
+            };
+            // Some(oi): the loop stopped in or after VMA oi (the kernel's vma is not NULL)
+            let mut stopped = None;
+            for oi in first..nobj {
+                let (live, pinned, vs, ve) = {
+                    let objs = &self.procs[pi].objects;
+                    let o = &objs[oi];
+                    if o.vma_head != oi {
+                        continue; // inside the VMA of an object before it
+                    }
+                    let run = objs[oi..].iter().take_while(|x| x.vma_head == oi);
+                    let last = objs[oi..].iter().take_while(|x| x.vma_head == oi).last();
+                    (
+                        run.clone().any(|x| x.live),
+                        o.pinned,
+                        (o.first as u64) - base,
+                        last.map_or(0, |x| (x.first + x.pages) as u64) - base,
+                    )
+                };
+                if !live || pinned || ve == vs {
+                    continue;
                 }
-                cursor += n;
-                if cursor >= len {
-                    // The end of the address space ends the window (task_numa_work's VMA loop
-                    // runs out; `out:` calls reset_ptenuma_scan): the next window starts over.
-                    cursor = 0;
-                    self.procs[pi].numa.seq += 1;
+                let seq = self.procs[pi].numa.seq;
+                let v = &mut self.procs[pi].numa.vmas[oi];
+                v.meet(s, seq, now);
+                if seq > 0 && now < v.next_scan_ns {
+                    continue;
+                }
+                if seq > 0 {
+                    v.age_pids(s, now);
+                }
+                if v.prev_scan_seq == seq as i64 {
+                    offset = ve;
+                    continue;
+                }
+                if !forced && !v.is_accessed(seq, pid, offset, vs, nr_threads) {
+                    skipped = true;
+                    continue;
+                }
+                let mut out = false;
+                loop {
+                    start = start.max(vs);
+                    let end_b = (start * page_bytes + pages as u64).div_ceil(huge) * huge;
+                    let end = end_b.div_ceil(page_bytes).clamp(start + 1, ve);
+                    let mut updated = 0u64;
+                    for k in start..end {
+                        updated += self.mark((base + k) as u32, s.tiers, now) as u64;
+                    }
+                    let bytes = ((end - start) * page_bytes) as i64;
+                    virtpages -= bytes;
+                    if updated > 0 {
+                        pages -= bytes;
+                    }
+                    start = end;
+                    if pages <= 0 || virtpages <= 0 {
+                        out = true;
+                        break;
+                    }
+                    if end == ve {
+                        break;
+                    }
+                }
+                if out {
+                    stopped = Some(oi);
+                    break;
+                }
+                self.procs[pi].numa.vmas[oi].prev_scan_seq = self.procs[pi].numa.seq as i64;
+                if forced {
+                    stopped = Some(oi);
                     break;
                 }
             }
-            self.procs[pi].numa.cursor = cursor as u32;
+            if stopped.is_none() && !forced && skipped {
+                forced = true;
+                self.procs[pi].numa.forced += 1;
+                continue;
+            }
+            // out:
+            let p = &mut self.procs[pi];
+            if stopped.is_some() {
+                p.numa.cursor = start as u32;
+            } else {
+                p.numa.seq += 1;
+                p.numa.cursor = 0;
+            }
+            return;
         }
     }
 
@@ -1937,6 +2117,15 @@ impl Machine {
             };
             let tier = self.page_tier[page as usize];
             let tid = self.threads[ti].tid;
+            // vma_set_access_pid_bit (the fault path's numa_migrate_check)
+            {
+                let p = &mut self.procs[pi];
+                let oi = p.objects.partition_point(|o| o.first + o.pages <= page);
+                let head = p.objects.get(oi).map_or(oi, |o| o.vma_head);
+                if let Some(v) = p.numa.vmas.get_mut(head) {
+                    v.fault_by(tid + 1);
+                }
+            }
             if let Some(ScanCfg::Numa(s)) = self.scan_pid.get(&pi).copied().or(self.scan) {
                 if tier == 0 {
                     self.account_numa_fault(pi, page, tid, &s, at as f64, false);
@@ -2056,7 +2245,7 @@ impl Machine {
             return (res(MigrationOutcome::AlreadyThere, false), 0.0);
         }
         let pi = self.proc_of(page);
-        if !self.procs[pi].migration_enabled {
+        if !self.procs[pi].migration_enabled || self.page_flags[page as usize] & F_PINNED != 0 {
             return (res(MigrationOutcome::Refused, false), 0.0);
         }
         let now = self.now_ns;

@@ -9,6 +9,19 @@
 //! top-tier node it moved to, private and not local, so promotions double the period
 //! (`Machine::account_numa_fault`).
 //!
+//! Linux 6.x scans VMA by VMA (`task_numa_work`'s loop, with the per-VMA state of `struct
+//! vma_numab_state`); in the simulator a process's objects are its VMAs, in listing order. A VMA is
+//! skipped as unsuitable when pinned (MPOL_BIND without MPOL_F_MOF: `vma_policy_mof`), for
+//! `scan_delay_ms` after the scanner first meets it once the first pass is done
+//! (NUMAB_SKIP_SCAN_DELAY), when this pass already scanned it (NUMAB_SKIP_SEQ_COMPLETED), and
+//! when the thread running the window has not taken a hint fault in it within the last one or
+//! two `VMA_PID_RESET_PERIOD`s (`vma_is_accessed`, NUMAB_SKIP_PID_INACTIVE) unless the VMA is in
+//! its first two passes, the window starts inside it, or it has missed more passes than the
+//! process has threads (6.10's starvation fix). A window that reaches the end with VMAs skipped
+//! for their pids starts over and force-scans the first of them, then stops ("only force scan
+//! within one VMA at a time"): so a process whose faults skip some of its VMAs needs one more
+//! window per such VMA to finish a pass (measured in the guest: docs/validation.md section 1c).
+//!
 //! The machine owns the page table, so it walks the pages ([`crate::machine::Machine`]); this
 //! file holds the arithmetic and the per-process state, in the kernel's units (ms, base pages).
 
@@ -64,6 +77,78 @@ pub fn window_budgets(s: &NumaScan) -> (u64, u64) {
     (((pages as f64) * share) as u64, pages * 8)
 }
 
+/// hash_32(pid, ilog2(BITS_PER_LONG)) of include/linux/hash.h (GOLDEN_RATIO_32): the bit of a
+/// VMA's `pids_active` words a task sets when it takes a hint fault there.
+pub fn pid_bit(pid: u32) -> u64 {
+    1u64 << (pid.wrapping_mul(0x61C8_8647) >> 26)
+}
+
+/// One VMA's `struct vma_numab_state` (kernel/sched/fair.c, include/linux/mm_types.h).
+#[derive(Clone, Debug, Default)]
+pub struct VmaScan {
+    /// The scanner has met this VMA (numab_state allocated).
+    pub init: bool,
+    /// mm->numa_scan_seq when it was first met.
+    pub start_scan_seq: u64,
+    /// First met + scan_delay: no scan before (after the first pass).
+    pub next_scan_ns: f64,
+    /// When `pids_active` shifts next (every VMA_PID_RESET_PERIOD = 4 x scan_delay).
+    pub pids_reset_ns: f64,
+    /// Tasks that took hint faults here: [older period, current period].
+    pub pids_active: [u64; 2],
+    /// The pass that last finished scanning it (start_scan_seq - 1 when first met).
+    pub prev_scan_seq: i64,
+}
+
+impl VmaScan {
+    /// Allocate the state as task_numa_work does when it first meets the VMA.
+    pub fn meet(&mut self, s: &NumaScan, seq: u64, now_ns: f64) {
+        if self.init {
+            return;
+        }
+        let delay = s.scan_delay_ms * 1e6;
+        *self = VmaScan {
+            init: true,
+            start_scan_seq: seq,
+            next_scan_ns: now_ns + delay,
+            pids_reset_ns: now_ns + delay + 4.0 * delay,
+            pids_active: [0; 2],
+            prev_scan_seq: seq as i64 - 1,
+        };
+    }
+
+    /// "RESET access PIDs regularly for old VMAs" (after the first pass).
+    pub fn age_pids(&mut self, s: &NumaScan, now_ns: f64) {
+        if now_ns > self.pids_reset_ns {
+            self.pids_reset_ns += 4.0 * s.scan_delay_ms * 1e6;
+            self.pids_active = [self.pids_active[1], 0];
+        }
+    }
+
+    /// vma_set_access_pid_bit: task `pid` took a hint fault in this VMA.
+    pub fn fault_by(&mut self, pid: u32) {
+        if self.init {
+            self.pids_active[1] |= pid_bit(pid);
+        }
+    }
+
+    /// vma_is_accessed for task `pid` of a process of `nr_threads` threads, with the scanner's
+    /// offset `offset` and this VMA starting at `vm_start` (both in pages).
+    pub fn is_accessed(
+        &self,
+        seq: u64,
+        pid: u32,
+        offset: u64,
+        vm_start: u64,
+        nr_threads: u64,
+    ) -> bool {
+        seq.saturating_sub(self.start_scan_seq) < 2
+            || (self.pids_active[0] | self.pids_active[1]) & pid_bit(pid) != 0
+            || offset > vm_start
+            || seq as i64 > self.prev_scan_seq + nr_threads as i64
+    }
+}
+
 /// One accounted hint fault (task_numa_fault's arguments): base pages, whether the same task
 /// faulted on the page last (private), whether the page is on the faulting CPU's node (local),
 /// whether its migration failed.
@@ -96,6 +181,14 @@ pub struct ScanState {
     /// Windows run, and update_task_scan_period calls.
     pub windows: u64,
     pub updates: u64,
+    /// Per-VMA state, by object index.
+    pub vmas: Vec<VmaScan>,
+    /// Round robin over the process's threads: which one runs the next window (task_numa_work
+    /// delays the task that ran it by two ticks "so that another task of this mm will likely
+    /// win the next time around").
+    pub next_thread: usize,
+    /// Windows that forced a VMA skipped for its pids (the retry of task_numa_work).
+    pub forced: u64,
 }
 
 impl ScanState {
@@ -176,6 +269,59 @@ mod tests {
         };
         assert_eq!(scan_min_ms(&small, 24 * GIB), 25);
         assert_eq!(window_budgets(&s), (256 << 20, 2048 << 20));
+    }
+
+    #[test]
+    fn vma_is_accessed_as_in_fair_c() {
+        let s = NumaScan::default();
+        let mut v = VmaScan::default();
+        // Met at seq 3, t = 10 s: delayed to 11 s, pids reset from 15 s on, never scanned.
+        v.meet(&s, 3, 10e9);
+        assert_eq!((v.start_scan_seq, v.prev_scan_seq), (3, 2));
+        assert_eq!((v.next_scan_ns, v.pids_reset_ns), (11e9, 15e9));
+        // Its first two passes: unconditional.
+        assert!(v.is_accessed(3, 7, 0, 100, 1));
+        assert!(v.is_accessed(4, 7, 0, 100, 1));
+        // Then: only the pids that faulted, a scan already inside it, or starvation.
+        v.prev_scan_seq = 4;
+        assert!(!v.is_accessed(5, 7, 0, 100, 1));
+        assert!(
+            v.is_accessed(5, 7, 101, 100, 1),
+            "the offset is past its start"
+        );
+        assert!(
+            v.is_accessed(6, 7, 0, 100, 1),
+            "missed more passes than it has threads"
+        );
+        assert!(
+            !v.is_accessed(6, 7, 0, 100, 8),
+            "eight threads could have faulted in it"
+        );
+        v.fault_by(7);
+        assert!(v.is_accessed(5, 7, 0, 100, 1));
+        // The bit survives one reset period and is gone after the second.
+        v.age_pids(&s, 14e9);
+        assert!(v.is_accessed(5, 7, 0, 100, 1), "no reset before 15 s");
+        v.age_pids(&s, 15.5e9);
+        assert!(
+            v.is_accessed(5, 7, 0, 100, 1),
+            "one reset: [0] still holds it"
+        );
+        v.age_pids(&s, 19.5e9);
+        assert!(!v.is_accessed(5, 7, 0, 100, 1), "two resets");
+        // Meeting it again changes nothing.
+        v.meet(&s, 9, 50e9);
+        assert_eq!(v.start_scan_seq, 3);
+    }
+
+    #[test]
+    fn small_pids_hash_to_distinct_bits() {
+        // hash_32 spreads consecutive pids (GOLDEN_RATIO_32): the first eight threads differ.
+        let bits: Vec<u64> = (1..=8).map(pid_bit).collect();
+        let all = bits.iter().fold(0u64, |a, b| a | b);
+        assert_eq!(all.count_ones(), 8, "{bits:x?}");
+        // include/linux/hash.h: hash_32(1, 6) = 0x61C88647 >> 26 = 24
+        assert_eq!(pid_bit(1), 1 << 24);
     }
 
     #[test]

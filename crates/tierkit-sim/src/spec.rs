@@ -79,6 +79,17 @@ pub struct ObjectSpec {
     /// default policy, as `numactl --membind` at allocation: the pages stay movable). None: first
     /// touch, fast tier first.
     pub first_touch_tier: Option<u8>,
+    /// Bound to `first_touch_tier` (MPOL_BIND without MPOL_F_MOF) and mlocked, as a program pins a
+    /// buffer: its pages never move (the machine refuses their migrations), Linux's NUMA scanner
+    /// skips the VMA as unsuitable (`vma_policy_mof` is false), reclaim leaves them on the
+    /// unevictable list (policies never see them: no allocation events), but they take the
+    /// tier's capacity and count in the process's RSS (so in `task_nr_scan_windows`).
+    pub pinned: bool,
+    /// Part of the previous object's VMA: one mapping whose ranges were first touched on
+    /// different tiers (an mbind on a subrange, reset to the default policy after the first
+    /// touch: the kernel merges the ranges back into one VMA). Linux's NUMA scanner keeps its
+    /// per-VMA state (pid activity, pass) once for the whole mapping.
+    pub same_vma: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -86,6 +97,11 @@ pub struct ProcessSpec {
     pub name: String,
     pub class: QosClass,
     pub start_s: f64,
+    /// The share of a CPU each of its threads gets (1: a core each). Below 1 its threads are
+    /// time-shared with work the simulator does not model: they run that share of the time, and
+    /// Linux's NUMA scanner, which paces its windows by the task's CPU time (task_tick_numa:
+    /// `sum_exec_runtime` against `node_stamp`), windows every period / share of wall time.
+    pub cpu_share: f64,
     pub objects: Vec<ObjectSpec>,
     pub threads: Vec<ThreadSpec>,
 }

@@ -143,6 +143,8 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
         alloc_s: 0.0,
         free_s: None,
         first_touch_tier: None,
+        pinned: false,
+        same_vma: false,
     };
     let objects = vec![
         obj("vertices", p.float("vertices_gb")),
@@ -193,6 +195,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
         vec![ProcessSpec {
             name: "graph-kron".into(),
             class: QosClass::BestEffort,
+            cpu_share: 1.0,
             start_s: 0.0,
             objects,
             threads: vec![ThreadSpec {

@@ -87,6 +87,8 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
             alloc_s: 0.0,
             free_s: None,
             first_touch_tier: None,
+            pinned: false,
+            same_vma: false,
         },
         ObjectSpec {
             name: "edges".into(),
@@ -94,6 +96,8 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
             alloc_s: 0.0,
             free_s: None,
             first_touch_tier: None,
+            pinned: false,
+            same_vma: false,
         },
         ObjectSpec {
             name: "frontier".into(),
@@ -101,6 +105,8 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
             alloc_s: 0.0,
             free_s: None,
             first_touch_tier: None,
+            pinned: false,
+            same_vma: false,
         },
     ];
     let walk = PhaseSpec {
@@ -144,6 +150,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         vec![ProcessSpec {
             name: "graph".into(),
             class: QosClass::BestEffort,
+            cpu_share: 1.0,
             start_s: 0.0,
             objects,
             threads,

@@ -37,6 +37,8 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
         alloc_s: at(alloc),
         free_s: free.map(at),
         first_touch_tier: None,
+        pinned: false,
+        same_vma: false,
     };
     // first-touch order as in Table 2's FT column
     let objects = vec![
@@ -182,6 +184,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
         vec![ProcessSpec {
             name: "bc".into(),
             class: QosClass::BestEffort,
+            cpu_share: 1.0,
             start_s: 0.0,
             objects,
             threads,

@@ -153,6 +153,8 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
                 alloc_s: 0.0,
                 free_s: None,
                 first_touch_tier: None,
+                pinned: false,
+                same_vma: false,
             });
         }
     };
@@ -209,6 +211,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
     let proc_ = ProcessSpec {
         name: "gups".into(),
         class: QosClass::BestEffort,
+        cpu_share: 1.0,
         start_s: 0.0,
         objects,
         threads: vec![ThreadSpec {

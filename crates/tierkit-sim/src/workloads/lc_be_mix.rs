@@ -90,6 +90,8 @@ fn obj(name: &str, bytes: u64) -> ObjectSpec {
         alloc_s: 0.0,
         free_s: None,
         first_touch_tier: None,
+        pinned: false,
+        same_vma: false,
     }
 }
 
@@ -144,6 +146,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         procs.push(ProcessSpec {
             name: "memcached".into(),
             class: QosClass::LatencyCritical,
+            cpu_share: 1.0,
             start_s: 0.0,
             objects: vec![obj("items", gib(51.0 * s))],
             threads: vec![ThreadSpec {
@@ -172,6 +175,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         procs.push(ProcessSpec {
             name: "pagerank".into(),
             class: QosClass::BestEffort,
+            cpu_share: 1.0,
             start_s: p.float("pagerank_start_s"),
             objects: vec![obj("edges", total - total / 8), obj("ranks", total / 8)],
             threads: partitioned(
@@ -201,6 +205,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         procs.push(ProcessSpec {
             name: "liblinear".into(),
             class: QosClass::BestEffort,
+            cpu_share: 1.0,
             start_s: start,
             objects: vec![obj("data", total - total / 32), obj("weights", total / 32)],
             threads: partitioned(

@@ -75,6 +75,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
     let tenant = |name: &str, mlp: f64, z: f64, pattern: Pattern| ProcessSpec {
         name: name.into(),
         class: QosClass::BestEffort,
+        cpu_share: 1.0,
         start_s: 0.0,
         objects: vec![ObjectSpec {
             name: "buf".into(),
@@ -82,6 +83,8 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
             alloc_s: 0.0,
             free_s: None,
             first_touch_tier: None,
+            pinned: false,
+            same_vma: false,
         }],
         threads: vec![ThreadSpec {
             count: p.int("threads") as u32,

@@ -117,6 +117,8 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         alloc_s: 0.0,
         free_s: None,
         first_touch_tier: None,
+        pinned: false,
+        same_vma: false,
     }];
     let threads = vec![ThreadSpec {
         count: p.int("threads") as u32,
@@ -127,6 +129,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         vec![ProcessSpec {
             name: "masim".into(),
             class: QosClass::BestEffort,
+            cpu_share: 1.0,
             start_s: 0.0,
             objects,
             threads,

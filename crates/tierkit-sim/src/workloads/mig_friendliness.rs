@@ -115,6 +115,7 @@ pub fn tenant(shape: &str, paper_gb: f64, scale: f64, start_s: f64) -> ProcessSp
     ProcessSpec {
         name: shape.into(),
         class: QosClass::BestEffort,
+        cpu_share: 1.0,
         start_s,
         objects: vec![ObjectSpec {
             name: "data".into(),
@@ -122,6 +123,8 @@ pub fn tenant(shape: &str, paper_gb: f64, scale: f64, start_s: f64) -> ProcessSp
             alloc_s: 0.0,
             free_s: None,
             first_touch_tier: None,
+            pinned: false,
+            same_vma: false,
         }],
         threads: vec![ThreadSpec {
             count: threads,

@@ -62,6 +62,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
                   objects: Vec<ObjectSpec>| ProcessSpec {
         name: name.into(),
         class,
+        cpu_share: 1.0,
         start_s,
         objects,
         threads: vec![ThreadSpec {
@@ -83,6 +84,8 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         alloc_s: 0.0,
         free_s: None,
         first_touch_tier: None,
+        pinned: false,
+        same_vma: false,
     };
     let kv = tenant(
         "kv",

@@ -102,6 +102,8 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
             alloc_s: 0.0,
             free_s: None,
             first_touch_tier: None,
+            pinned: false,
+            same_vma: false,
         },
         ObjectSpec {
             name: "pc".into(),
@@ -109,6 +111,8 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
             alloc_s: 0.0,
             free_s: None,
             first_touch_tier: None,
+            pinned: false,
+            same_vma: false,
         },
     ];
     let threads = vec![
@@ -129,6 +133,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
         vec![ProcessSpec {
             name: "seq-pc".into(),
             class: QosClass::BestEffort,
+            cpu_share: 1.0,
             start_s: 0.0,
             objects,
             threads,

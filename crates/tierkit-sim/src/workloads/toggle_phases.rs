@@ -110,6 +110,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         vec![ProcessSpec {
             name: "micro".into(),
             class: QosClass::BestEffort,
+            cpu_share: 1.0,
             start_s: 0.0,
             objects: vec![ObjectSpec {
                 name: "rss".into(),
@@ -117,6 +118,8 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
                 alloc_s: 0.0,
                 free_s: None,
                 first_touch_tier: None,
+                pinned: false,
+                same_vma: false,
             }],
             threads: vec![ThreadSpec {
                 count: p.int("threads") as u32,

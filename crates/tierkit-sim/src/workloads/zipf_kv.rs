@@ -89,6 +89,8 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
             alloc_s: 0.0,
             free_s: None,
             first_touch_tier: None,
+            pinned: false,
+            same_vma: false,
         },
         ObjectSpec {
             name: "values".into(),
@@ -96,6 +98,8 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
             alloc_s: 0.0,
             free_s: None,
             first_touch_tier: None,
+            pinned: false,
+            same_vma: false,
         },
     ];
     let phase = PhaseSpec {
@@ -125,6 +129,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         vec![ProcessSpec {
             name: "kv".into(),
             class: QosClass::LatencyCritical,
+            cpu_share: 1.0,
             start_s: 0.0,
             objects,
             threads,
