@@ -8,14 +8,18 @@ stays free above node 0's high watermark (the fast tier then holds the hot regio
 cold), and keeps touching random cold pages at a set rate while the hot region is swept. It samples
 ``/proc/vmstat`` and both regions' placement every 100 ms.
 
-The simulated experiment has the same page counts and first placement, a fast tier of the cold
-region + the free pages the guest left above its high watermark + the simulator's own high
-watermark, the guest's watermark step (``watermark_scale_factor`` chosen so that the step between
-the low, high and promo marks is the guest's), the cold pages touched at the measured rate (a
-thread of its own, one access per ``1e9 / rate`` ns, uniformly over the region as the guest's
-pseudo-random touches) and the hot region swept by another. The hot and cold regions are two
-processes in the simulator, so that its per-process fast-page counts give each region's; the
-scanner covers both whole regions every window either way (256 MB a window, 96 MiB here).
+The simulated experiment is the guest's process: one process whose objects are the workload's
+writable VMAs in address order (Linux's scanner walks them so): its data segment, its heap, the
+fill (pinned: bound to the fast tier and mlocked, so the scanner skips it as unsuitable but it
+counts in the RSS that sets the scan period), the cold and the hot region (one VMA: two adjacent
+anonymous mappings the kernel merged), its vDSO and its stack. The fast tier is the fill + the process's
+fast pages + the free pages the guest left above its high watermark + the simulator's own high
+watermark, with the guest's watermark step (``watermark_scale_factor`` chosen so that the step
+between the low, high and promo marks is the guest's). One thread, as in the guest, sweeps the
+hot region and touches the cold one at the measured rate (its compute per access dominates its
+memory latency, so its access rate hardly depends on where the hot region is; the cold region's
+share of its accesses is the measured cold rate over that access rate), with the share of the
+vCPU the workload had in the guest (``cpu_share``: the scanner paces its windows by CPU time).
 """
 
 from __future__ import annotations
@@ -42,8 +46,14 @@ from tierkit.validate import (
 
 #: the nbtpress recording shipped with the package
 PRESS_RECORDING = Path(__file__).parent / "data" / "kernel_nbt_press_612.json"
-#: the simulated processes' stack-like object (pages): fast at the start, subtracted from counts
-STACK_PAGES = 16
+#: the workload's small VMAs that Linux's scanner walks, in pages (its mappings in a 2026-11-26
+#: nbtpress run, ``TKREC_VMAS`` and ``TKREC_SKIP``: a static binary's data segment
+#: 4c9000-4cf000, [heap] 36ed1000-36f14000, [vdso] 7f653b28e000-7f653b290000, [stack]
+#: 7ffd31b7b000-7ffd31b9c000; its text and [vvar] are skipped as unsuitable); on the fast node,
+#: never faulting in tiering mode, so "pid_inactive" after their first two passes
+DATA_PAGES, HEAP_PAGES, VDSO_PAGES, STACK_PAGES = 6, 67, 2, 33
+#: the simulated thread's MLP (its compute per access is fitted to the guest's sweep rate)
+MLP = 64
 #: the steady state: the last this share of the time since the first sweep
 STEADY_SHARE = 0.5
 
@@ -83,17 +93,37 @@ def kernel_timeline(rec: dict[str, Any]) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-def scan_intervals(rec: dict[str, Any]) -> list[float]:
-    """Seconds between the kernel's scans of the workload: the samples where ``numa_pte_updates``
-    grew after a quiet sample (a scan's PTE updates land within one or two samples)."""
+def scan_times(rec: dict[str, Any]) -> list[float]:
+    """Times (s from the process start) of the kernel's scans of the workload: the samples where
+    ``numa_pte_updates`` grew after a quiet sample (a scan's PTE updates land within one or two
+    samples). Each is the window of a pass that scanned the hot and cold regions."""
+    t0 = float(rec["process_start_s"])
     times, prev, quiet = [], None, True
     for s in sorted(rec["vmstat"], key=lambda v: v["t"]):
         grew = prev is not None and s["numa_pte_updates"] > prev["numa_pte_updates"]
         if grew and quiet:
-            times.append(float(s["t"]))
+            times.append(float(s["t"]) - t0)
         quiet = not grew
         prev = s
-    return [round(b - a, 2) for a, b in itertools.pairwise(times)]
+    return times
+
+
+def scan_intervals(rec: dict[str, Any]) -> list[float]:
+    """Seconds between the kernel's scans of the workload (:func:`scan_times`)."""
+    return [round(b - a, 2) for a, b in itertools.pairwise(scan_times(rec))]
+
+
+def pass_interval(times: list[float], steady_from: float) -> float:
+    """The median time between passes that end in the steady state."""
+    gaps = [b - a for a, b in itertools.pairwise(times) if b >= steady_from]
+    return float(pd.Series(gaps).median()) if gaps else math.nan
+
+
+def sim_pass_times(ts: pd.DataFrame) -> list[float]:
+    """Times the simulated process's scanner finished a pass (``numa_scan_seq`` grew)."""
+    seq = ts["numa_scan_seq.workload"]
+    grew = seq.diff() > 0
+    return [float(t) for t in ts["t_s"][grew]]
 
 
 def _linux_wmarks(node_pages: int, total_pages: int, wsf: int) -> tuple[int, int]:
@@ -114,7 +144,7 @@ def fast_tier(rec: dict[str, Any]) -> tuple[int, int, int]:
     step_guest = int(meta["node0_wmark_high"]) - int(meta["node0_wmark_low"])
     free_above_high = int(rec["fill"]["node0_free_kb"]) // 4 - int(meta["node0_wmark_high"])
     slow = 1 << 18  # node 1: 1 GiB
-    used = int(rec["cold_pages"]) + 2 * STACK_PAGES
+    used = int(rec["cold_pages"]) + DATA_PAGES + HEAP_PAGES + VDSO_PAGES + STACK_PAGES + fill_pages(rec)
     node, wsf = used + free_above_high + 2 * step_guest, 10
     for _ in range(20):
         wsf = min(max(round(step_guest * 10_000 / node), 1), 3000)
@@ -123,51 +153,68 @@ def fast_tier(rec: dict[str, Any]) -> tuple[int, int, int]:
     return node, wsf, free_above_high
 
 
-def sim_experiment(rec: dict[str, Any], policy_params: set[str], seed: int = 1) -> tuple[str, str]:
+def cpu_share(rec: dict[str, Any]) -> float:
+    """The share of the guest's one vCPU the workload had from its first sweep to the end (its CPU
+    ticks, ``wl_ticks``, over the wall time; the sampling loop and the emulation take the rest):
+    Linux's scanner paces its windows by the task's CPU time. 1 when the recording lacks them."""
+    hz = float(rec["meta"].get("hz", 100))
+    pts = [(float(v["t"]), float(v["wl_ticks"])) for v in rec["vmstat"] if "wl_ticks" in v]
+    pts = [p for p in sorted(pts) if p[0] >= float(rec["sweep_start_s"])]
+    if len(pts) < 2 or pts[-1][0] <= pts[0][0]:
+        return 1.0
+    share = (pts[-1][1] - pts[0][1]) / hz / (pts[-1][0] - pts[0][0])
+    return min(max(share, 0.01), 1.0)
+
+
+def fill_pages(rec: dict[str, Any]) -> int:
+    """The guest's mlocked fill of node 0, in pages."""
+    return round(float(rec["fill"]["fill_mib"]) * 2**20 / PAGE)
+
+
+def thread_fit(rec: dict[str, Any], fast_latency_ns: float) -> tuple[float, float]:
+    """The simulated thread's compute per access (ns) and the cold region's share of its accesses,
+    so that with the hot region on the fast tier (loaded latency ``fast_latency_ns``) it touches
+    each hot page as often as the guest's sweeps did and the cold region at the measured rate:
+    it runs at ``share * m / (L + m z)`` accesses a ns (docs/model.md)."""
+    share = cpu_share(rec)
+    hot_rate = float(rec["sweeps_per_s"]) * int(rec["hot_pages"]) * 1e-9  # per ns
+    cold_rate = float(rec["cold_touch_per_s"]) * 1e-9
+    total = hot_rate + cold_rate
+    z = max((share * MLP / total - fast_latency_ns) / MLP, 0.0)
+    return z, min(max(cold_rate / total, 1e-9), 0.5)
+
+
+def sim_experiment(
+    rec: dict[str, Any], policy_params: set[str], seed: int = 1, fast_latency_ns: float = 0.0
+) -> tuple[str, str]:
     """The recorded nbtpress run as a simulator experiment (TOML) and the ``nbt`` policy spec."""
     setup_s, end_s = run_span(rec)
-    hot_mb = rec["hot_pages"] * PAGE / 2**20
-    cold_mb = rec["cold_pages"] * PAGE / 2**20
-    stack_mb = STACK_PAGES * PAGE / 2**20
     node, wsf, _ = fast_tier(rec)
     rate = float(rec["cold_touch_per_s"])
     extra = [f"watermark_scale_factor={wsf}"] if "watermark_scale_factor" in policy_params else []
     spec = nbt_spec(rec["meta"], policy_params, *extra)
+    share = cpu_share(rec)
+    compute_ns, cold_weight = thread_fit(rec, fast_latency_ns)
 
-    def process(name: str, size_mb: float, tier: str, mlp: int, compute_ns: str) -> str:
-        """A process with its region on `tier`: idle on a stack-like object on the fast tier
-        until the guest's first sweep, then accessing its region uniformly."""
-        return f"""
-[[process]]
+    def obj(name: str, pages: int, tier: str, more: str = "") -> str:
+        return f"""[[process.object]]
 name = "{name}"
-[[process.object]]
-name = "stack_{name}"
-size_mb = {stack_mb:g}
-tier = "fast"
-[[process.object]]
-name = "{name}"
-size_mb = {size_mb:g}
+size_bytes = {pages * PAGE}
 tier = "{tier}"
-[[process.thread]]
-count = 1
-[[process.thread.phase]]
-duration_s = {setup_s:.3f}
-mlp = 1
-compute_ns = 100000
-[[process.thread.phase.access]]
-object = "stack_{name}"
-pattern = "uniform"
-[[process.thread.phase]]
-mlp = {mlp}
-compute_ns = {compute_ns}
-[[process.thread.phase.access]]
-object = "{name}"
-pattern = "uniform"
-"""
+{more}"""
 
-    # Two processes (the hot and the cold region) so that the per-process fast-page counts give
-    # each region's; both start at exec, idle (a stack-like object) until the guest's first sweep.
     source = rec.get("source", "a recording")
+    objects = "".join(
+        (
+            obj("data", DATA_PAGES, "fast"),
+            obj("heap", HEAP_PAGES, "fast"),
+            obj("fill", fill_pages(rec), "fast", "pinned = true\n"),
+            obj("cold", int(rec["cold_pages"]), "fast"),
+            obj("hot", int(rec["hot_pages"]), "slow", "same_vma = true\n"),
+            obj("vdso", VDSO_PAGES, "fast"),
+            obj("stack", STACK_PAGES, "fast"),
+        )
+    )
     text = f"""# generated by `tierkit validate kernel --scenario press` from {source}
 workload = "custom"
 name = "validate-kernel-nbt-press"
@@ -178,9 +225,34 @@ slow_tier_gb = 1
 page_size = "4KiB"
 report_interval_ms = 100
 seed = {seed}
+
+# the guest's workload: its writable VMAs in address order (the scanner's order)
+[[process]]
+name = "workload"
+cpu_share = {share:.3f}
+{objects}[[process.thread]]
+count = 1
+# the setup (first touch and the fill) until the guest's first sweep: on its stack
+[[process.thread.phase]]
+duration_s = {setup_s:.3f}
+mlp = 1
+compute_ns = 100000
+[[process.thread.phase.access]]
+object = "stack"
+pattern = "uniform"
+# sweeps of the hot region, and the cold touches at the measured rate ({rate:.0f}/s)
+[[process.thread.phase]]
+mlp = {MLP}
+compute_ns = {compute_ns:.4g}
+[[process.thread.phase.access]]
+object = "hot"
+weight = {1 - cold_weight:.9g}
+pattern = "uniform"
+[[process.thread.phase.access]]
+object = "cold"
+weight = {cold_weight:.9g}
+pattern = "uniform"
 """
-    text += process("hot", hot_mb, "slow", 8, "0")
-    text += process("cold", cold_mb, "fast", 1, f"{1e9 / max(rate, 1e-3):.0f}")
     return text, spec
 
 
@@ -193,8 +265,8 @@ def sim_timeline(ts: pd.DataFrame) -> pd.DataFrame:
             "candidates": math.nan,
             "promotions": ts["promotions"].cumsum(),
             "demotions": ts["demotions"].cumsum(),
-            "hot_fast_pages": ts["fast_pages.hot"] - STACK_PAGES,
-            "cold_fast_pages": ts["fast_pages.cold"] - STACK_PAGES,
+            "hot_fast_pages": ts["object_fast_pages.workload.hot"],
+            "cold_fast_pages": ts["object_fast_pages.workload.cold"],
         }
     )
 
@@ -256,6 +328,7 @@ LABELS = {
     "hot_fast_share": "share of the hot region on the fast tier (steady-state mean)",
     "cold_fast_share": "share of the cold region on the fast tier (steady-state mean)",
     "t90_s": "time to 90% of the hot region on the fast tier (s from process start)",
+    "pass_interval_s": "time between the scanner's passes over the process (s, steady-state median)",
     "promotions": "promotions (total)",
     "demotions": "demotions (total)",
 }
@@ -272,15 +345,25 @@ def validate_press(
     check_press(rec, path)
     out.mkdir(parents=True, exist_ok=True)
     params = {p["name"] for p in tierkit.describe_policy("nbt")}
-    text, spec = sim_experiment(rec, params, seed)
+    # The thread's compute per access is fitted to the fast tier's loaded latency under the
+    # sweeps: a first run (latency 0) measures it over the steady state, the second is the result.
     exp_path = out / "experiment.toml"
-    exp_path.write_text(text)
-    result = tierkit.run(exp_path, policy=spec, seed=seed, progress=progress)
+    fast_latency = 0.0
+    for last in (False, True):
+        text, spec = sim_experiment(rec, params, seed, fast_latency)
+        exp_path.write_text(text)
+        result = tierkit.run(exp_path, policy=spec, seed=seed, progress=progress and last)
+        ts = result.timeseries
+        col = f"latency_ns.{result.summary['tiers'][0]['name']}"
+        steady = ts[ts["t_s"] >= metrics(sim_timeline(ts), rec)["steady_from_s"]]
+        fast_latency = float(steady[col].mean())
     k = kernel_timeline(rec)
     s = sim_timeline(result.timeseries)
     k.to_csv(out / "kernel.csv", index=False)
     s.to_csv(out / "sim.csv", index=False)
     km, sm = metrics(k, rec), metrics(s, rec)
+    km["pass_interval_s"] = pass_interval(scan_times(rec), km["steady_from_s"])
+    sm["pass_interval_s"] = pass_interval(sim_pass_times(result.timeseries), sm["steady_from_s"])
     rows = [Row(m, km[m], sm[m]) for m in LABELS]
 
     fig, axes = new_axes("regions on the fast tier", "pages", "seconds since the process started")
