@@ -196,7 +196,7 @@ def sim_experiment(
     share = cpu_share(rec)
     compute_ns, cold_weight = thread_fit(rec, fast_latency_ns)
 
-    def obj(name: str, pages: int, tier: str, more: str = "") -> str:
+    def obj(name: str, pages: int, tier: str, more: str = "separate_vma = true\n") -> str:
         return f"""[[process.object]]
 name = "{name}"
 size_bytes = {pages * PAGE}
@@ -210,7 +210,7 @@ tier = "{tier}"
             obj("heap", HEAP_PAGES, "fast"),
             obj("fill", fill_pages(rec), "fast", "pinned = true\n"),
             obj("cold", int(rec["cold_pages"]), "fast"),
-            obj("hot", int(rec["hot_pages"]), "slow", "same_vma = true\n"),
+            obj("hot", int(rec["hot_pages"]), "slow", ""),
             obj("vdso", VDSO_PAGES, "fast"),
             obj("stack", STACK_PAGES, "fast"),
         )

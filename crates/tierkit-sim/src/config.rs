@@ -836,30 +836,7 @@ fn read_process(ctx: &Ctx, i: usize, t: &Table, ntiers: usize) -> Result<Process
                 "a pinned object is bound to a tier: give its `tier` too",
             ));
         }
-        let same_vma = orr.bool_or("same_vma", false)?;
-        if same_vma {
-            match objects.last() {
-                None => {
-                    return Err(ctx.err(
-                        &orr.key("same_vma"),
-                        "the first object has no previous object whose VMA it could continue",
-                    ))
-                }
-                Some(prev) if prev.pinned || pinned => {
-                    return Err(ctx.err(
-                        &orr.key("same_vma"),
-                        "a pinned object is a VMA of its own (its bind policy differs)",
-                    ))
-                }
-                Some(prev) if (prev.alloc_s, prev.free_s) != (alloc_s, free_s) => {
-                    return Err(ctx.err(
-                        &orr.key("same_vma"),
-                        "an object in the previous object's VMA needs its alloc_s and free_s",
-                    ))
-                }
-                Some(_) => {}
-            }
-        }
+        let separate_vma = orr.bool_or("separate_vma", false)?;
         if let Some(f) = free_s {
             if f <= alloc_s {
                 return Err(ctx.err(
@@ -882,7 +859,7 @@ fn read_process(ctx: &Ctx, i: usize, t: &Table, ntiers: usize) -> Result<Process
             free_s,
             first_touch_tier,
             pinned,
-            same_vma,
+            separate_vma,
         });
     }
     let mut threads = Vec::new();
@@ -1376,7 +1353,7 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
                 free_s: None,
                 first_touch_tier: None,
                 pinned: false,
-                same_vma: false,
+                separate_vma: false,
             }],
             threads: vec![ThreadSpec {
                 count: 1,
@@ -1525,10 +1502,11 @@ mod tests {
     }
 
     #[test]
-    fn pinned_and_same_vma_errors_name_the_field() {
+    fn pinned_separate_vma_and_cpu_share_errors_name_the_field() {
         let base = "workload = \"custom\"\n[[process]]\nname = \"a\"\ncpu_share = 0.5\n[[process.object]]\nname = \"buf\"\nsize_mb = 4\n[[process.object]]\nname = \"b2\"\nsize_mb = 4\n[[process.thread]]\n[[process.thread.phase]]\nmlp = 2\n[[process.thread.phase.access]]\nobject = \"buf\"\n";
         let exp = load_str("exp.toml", base, &[], None).unwrap();
         assert_eq!(exp.processes[0].cpu_share, 0.5);
+        assert!(!exp.processes[0].objects[1].separate_vma);
         let m = err_of(&base.replace("cpu_share = 0.5", "cpu_share = 2"), &[]);
         assert!(
             m.contains("process.0.cpu_share") && m.contains("[0.01, 1]"),
@@ -1547,43 +1525,21 @@ mod tests {
         );
         let m = err_of(
             &base.replace(
-                "name = \"buf\"\nsize_mb = 4",
-                "name = \"buf\"\nsize_mb = 4\nsame_vma = true",
+                "name = \"b2\"\nsize_mb = 4",
+                "name = \"b2\"\nsize_mb = 4\nseparate_vma = 1",
             ),
             &[],
         );
         assert!(
-            m.contains("process.0.object.0.same_vma") && m.contains("first object"),
+            m.contains("separate_vma") && m.contains("true or false"),
             "{m}"
         );
-        let pinned_then_same = base
-            .replace(
-                "name = \"buf\"\nsize_mb = 4",
-                "name = \"buf\"\nsize_mb = 4\ntier = \"fast\"\npinned = true",
-            )
-            .replace(
-                "name = \"b2\"\nsize_mb = 4",
-                "name = \"b2\"\nsize_mb = 4\nsame_vma = true",
-            );
-        let m = err_of(&pinned_then_same, &[]);
-        assert!(
-            m.contains("process.0.object.1.same_vma") && m.contains("pinned"),
-            "{m}"
-        );
-        let m = err_of(
-            &base.replace(
-                "name = \"b2\"\nsize_mb = 4",
-                "name = \"b2\"\nsize_mb = 4\nsame_vma = 1",
-            ),
-            &[],
-        );
-        assert!(m.contains("same_vma") && m.contains("true or false"), "{m}");
         let ok = base.replace(
             "name = \"b2\"\nsize_mb = 4",
-            "name = \"b2\"\nsize_mb = 4\nsame_vma = true",
+            "name = \"b2\"\nsize_mb = 4\nseparate_vma = true",
         );
         let exp = load_str("exp.toml", &ok, &[], None).unwrap();
-        assert!(exp.processes[0].objects[1].same_vma);
+        assert!(exp.processes[0].objects[1].separate_vma);
     }
 
     #[test]

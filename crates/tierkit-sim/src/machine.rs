@@ -41,7 +41,7 @@ pub struct ObjState {
     pub pinned: bool,
     /// Its pages per tier.
     pub resident: Vec<u64>,
-    /// The first object of its VMA (itself unless `ObjectSpec::same_vma`).
+    /// The first object of its VMA (`ObjectSpec::separate_vma`).
     pub vma_head: usize,
     pub alloc_ns: f64,
     pub free_ns: Option<f64>,
@@ -487,8 +487,16 @@ impl Machine {
                         .map(|t| t.min(exp.platform.tiers.len() as u8 - 1)),
                     pinned: o.pinned,
                     resident: vec![0; ntiers],
-                    vma_head: match objects.last() {
-                        Some(prev) if o.same_vma => prev.vma_head,
+                    vma_head: match (objects.last(), p.objects.get(objects.len().wrapping_sub(1))) {
+                        (Some(prev), Some(prev_spec))
+                            if !o.separate_vma
+                                && !o.pinned
+                                && !prev_spec.pinned
+                                && (prev_spec.alloc_s, prev_spec.free_s)
+                                    == (o.alloc_s, o.free_s) =>
+                        {
+                            prev.vma_head
+                        }
                         _ => objects.len(),
                     },
                     alloc_ns: (p.start_s + o.alloc_s) * 1e9,

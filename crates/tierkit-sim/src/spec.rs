@@ -85,11 +85,14 @@ pub struct ObjectSpec {
     /// unevictable list (policies never see them: no allocation events), but they take the
     /// tier's capacity and count in the process's RSS (so in `task_nr_scan_windows`).
     pub pinned: bool,
-    /// Part of the previous object's VMA: one mapping whose ranges were first touched on
-    /// different tiers (an mbind on a subrange, reset to the default policy after the first
-    /// touch: the kernel merges the ranges back into one VMA). Linux's NUMA scanner keeps its
-    /// per-VMA state (pid activity, pass) once for the whole mapping.
-    pub same_vma: bool,
+    /// A VMA of its own. By default an object continues the previous object's VMA, as the kernel
+    /// merges adjacent anonymous mappings of the same flags and policy (vma_merge: a program's
+    /// large allocations, and even two regions first touched on different nodes by an mbind that
+    /// was reset, end up in one VMA); it starts a new one when this is set (a mapping of other
+    /// flags or backing: a data segment, the heap, the stack), when it or the previous object is
+    /// pinned (another memory policy), or when it is allocated or freed at another time (mapped
+    /// or unmapped on its own). Linux's NUMA scanner keeps its per-VMA state once per VMA.
+    pub separate_vma: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -602,15 +602,16 @@ fn a_vma_the_thread_never_faults_in_costs_a_forced_window_per_pass() {
         ..NumaScan::default()
     };
     let two = "[[process.object]]\nname = \"idle\"\nsize_mb = 4\n\
-               [[process.object]]\nname = \"o\"\nsize_mb = 16\n";
+               [[process.object]]\nname = \"o\"\nsize_mb = 16\nseparate_vma = true\n";
     let mut m = Machine::new(&vma_experiment(two, "o", ""), false).unwrap();
     numa(&mut m, scan);
     let (per_pass, forced) = windows_per_pass(&mut m, 10.0, 50.0);
     assert!((per_pass - 2.0).abs() < 0.1, "{per_pass}");
     assert!(forced >= 10, "{forced}");
-    // The same pages as one VMA (same_vma): the thread's faults keep it accessed, one window.
+    // The same pages as one VMA (the default: adjacent anonymous mappings merge), whose faults
+    // keep it accessed: one window a pass.
     let one = "[[process.object]]\nname = \"idle\"\nsize_mb = 4\n\
-               [[process.object]]\nname = \"o\"\nsize_mb = 16\nsame_vma = true\n";
+               [[process.object]]\nname = \"o\"\nsize_mb = 16\n";
     let mut m = Machine::new(&vma_experiment(one, "o", ""), false).unwrap();
     numa(&mut m, scan);
     let (per_pass, forced) = windows_per_pass(&mut m, 10.0, 50.0);

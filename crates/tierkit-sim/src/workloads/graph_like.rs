@@ -88,7 +88,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
             free_s: None,
             first_touch_tier: None,
             pinned: false,
-            same_vma: false,
+            separate_vma: false,
         },
         ObjectSpec {
             name: "edges".into(),
@@ -97,7 +97,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
             free_s: None,
             first_touch_tier: None,
             pinned: false,
-            same_vma: false,
+            separate_vma: false,
         },
         ObjectSpec {
             name: "frontier".into(),
@@ -106,7 +106,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
             free_s: None,
             first_touch_tier: None,
             pinned: false,
-            same_vma: false,
+            separate_vma: false,
         },
     ];
     let walk = PhaseSpec {

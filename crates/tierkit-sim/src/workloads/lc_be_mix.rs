@@ -91,7 +91,7 @@ fn obj(name: &str, bytes: u64) -> ObjectSpec {
         free_s: None,
         first_touch_tier: None,
         pinned: false,
-        same_vma: false,
+        separate_vma: false,
     }
 }
 

@@ -118,7 +118,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         free_s: None,
         first_touch_tier: None,
         pinned: false,
-        same_vma: false,
+        separate_vma: false,
     }];
     let threads = vec![ThreadSpec {
         count: p.int("threads") as u32,

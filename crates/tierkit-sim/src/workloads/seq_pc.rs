@@ -103,7 +103,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
             free_s: None,
             first_touch_tier: None,
             pinned: false,
-            same_vma: false,
+            separate_vma: false,
         },
         ObjectSpec {
             name: "pc".into(),
@@ -112,7 +112,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
             free_s: None,
             first_touch_tier: None,
             pinned: false,
-            same_vma: false,
+            separate_vma: false,
         },
     ];
     let threads = vec![

@@ -90,7 +90,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
             free_s: None,
             first_touch_tier: None,
             pinned: false,
-            same_vma: false,
+            separate_vma: false,
         },
         ObjectSpec {
             name: "values".into(),
@@ -99,7 +99,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
             free_s: None,
             first_touch_tier: None,
             pinned: false,
-            same_vma: false,
+            separate_vma: false,
         },
     ];
     let phase = PhaseSpec {
