@@ -2,24 +2,38 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+
+# The fast-only reference runs are kept in a cache of the session's own (never the user's
+# ~/.cache), which the session's runs share, and which goes with it.
+if "TIERKIT_CACHE_DIR" not in os.environ:
+    _CACHE = tempfile.mkdtemp(prefix="tierkit-test-cache-")
+    os.environ["TIERKIT_CACHE_DIR"] = _CACHE
+    atexit.register(shutil.rmtree, _CACHE, True)
+os.environ.pop("TIERKIT_NO_CACHE", None)
 
 # Short simulated runs keep the suite fast; every CLI test uses these.
 SHORT = ("--set", "duration_s=0.2")
 EXPERIMENT = "gups-hotset"
 
 
-def tierkit_cmd(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def tierkit_cmd(
+    *args: str, timeout: float = 300, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env.pop("TIERKIT_DEBUG", None)
     env["COLUMNS"] = "100"
+    env.update(env_extra or {})
     return subprocess.run(
         [sys.executable, "-m", "tierkit", *args],
         capture_output=True,

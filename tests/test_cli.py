@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import struct
 import subprocess
 import sys
 from collections.abc import Callable
@@ -129,6 +130,50 @@ def test_same_seed_same_summary(tk: Tk) -> None:
     first.pop("wall_seconds")
     second.pop("wall_seconds")
     assert first == second
+
+
+def _float(bits: int) -> float:
+    value: float = struct.unpack("<d", struct.pack("<Q", bits))[0]
+    return value
+
+
+def _bits(x: float) -> int:
+    value: int = struct.unpack("<Q", struct.pack("<d", x))[0]
+    return value
+
+
+def test_the_reference_run_is_kept_on_disk_and_reused_and_no_cache_skips_it(tk: Tk, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    env = {"TIERKIT_CACHE_DIR": str(cache)}
+    args = ("run", EXPERIMENT, *SHORT, "--policy", "hemem", "--seed", "12", "--json")
+    first = tk(*args, env_extra=env)
+    assert first.returncode == 0, first.stderr
+    kept = list((cache / "reference").glob("*.json"))
+    assert len(kept) == 1, kept
+    # A later process reuses it: the same summary, bit for bit...
+    second = tk(*args, env_extra=env)
+    a, b = json.loads(first.stdout), json.loads(second.stdout)
+    a.pop("wall_seconds")
+    b.pop("wall_seconds")
+    assert a == b
+    # ... and it is really read: a tampered file changes the reference (never do this at home).
+    entry = json.loads(kept[0].read_text())
+    true_ops = a["fast_only_throughput_ops_per_s"]
+    entry["ops"] = _bits(2 * _float(entry["ops"]))
+    kept[0].write_text(json.dumps(entry))
+    tampered = json.loads(tk(*args, env_extra=env).stdout)
+    assert tampered["fast_only_throughput_ops_per_s"] == pytest.approx(2 * true_ops)
+    # --no-cache neither reads nor writes it (another experiment: nothing new is kept)
+    fresh = json.loads(tk(*args, "--no-cache", env_extra=env).stdout)
+    assert fresh["fast_only_throughput_ops_per_s"] == true_ops
+    other = tk("run", EXPERIMENT, *SHORT, "--seed", "13", "--no-cache", env_extra=env)
+    assert other.returncode == 0, other.stderr
+    assert len(list((cache / "reference").glob("*.json"))) == 1
+    # A file that is not a cached run is run again and replaced.
+    kept[0].write_text("{not json")
+    again = json.loads(tk(*args, env_extra=env).stdout)
+    assert again["fast_only_throughput_ops_per_s"] == true_ops
+    assert isinstance(json.loads(kept[0].read_text())["ops"], int)
 
 
 def _listed(stdout: str) -> list[tuple[str, str]]:

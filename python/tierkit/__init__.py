@@ -228,6 +228,22 @@ def parse_size(text: str | int) -> int:
     return int(value * _SIZE_UNITS[unit])
 
 
+def cache_dir() -> Path | None:
+    """Where fast-only reference runs are kept across processes: ``$TIERKIT_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/tierkit``, else ``~/.cache/tierkit``; None when ``$TIERKIT_NO_CACHE`` is set
+    (to anything but ``0`` or the empty string), as ``--no-cache`` does."""
+    if os.environ.get("TIERKIT_NO_CACHE", "") not in ("", "0"):
+        return None
+    return _default_cache_dir()
+
+
+def _default_cache_dir() -> Path:
+    if os.environ.get("TIERKIT_CACHE_DIR"):
+        return Path(os.environ["TIERKIT_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tierkit"
+
+
 def run(
     experiment: str | os.PathLike[str],
     policy: str | None = None,
@@ -235,6 +251,7 @@ def run(
     seed: int | None = None,
     progress: bool | ProgressCallback = False,
     max_memory: int | str | None = None,
+    cache: bool | str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Run one experiment on the simulated machine.
 
@@ -246,6 +263,13 @@ def run(
     The run's memory is estimated before anything is allocated (``summary["memory_estimate_bytes"]``); a
     run estimated above the machine's available memory, or above ``max_memory`` (bytes, or a size such as
     ``"6G"``), raises :class:`MemoryLimitError` at once.
+
+    Every run also runs the experiment with every page in the fast tier (the reference its slowdown is
+    measured against). That reference depends on the experiment and the model only, so it is kept on
+    disk by their fingerprints and reused by later runs, in any process (sweeps and reproductions
+    compute it once per experiment). ``cache``: ``None`` uses :func:`cache_dir` (off under
+    ``$TIERKIT_NO_CACHE``), ``False`` keeps nothing, ``True`` forces the default directory, a path
+    uses that directory. A cached reference gives exactly the numbers a fresh one would.
     """
     core = _core_module()
     text = _check_experiment(experiment)
@@ -256,15 +280,26 @@ def run(
     limit = None if max_memory is None else parse_size(max_memory)
     if limit is not None and limit > 2**64 - 1:
         raise TierkitError(f"max_memory {max_memory!r} is out of range")
+    if cache is None:
+        where = cache_dir()
+    elif cache is True:
+        where = _default_cache_dir()
+    elif cache is False:
+        where = None
+    elif isinstance(cache, (str, os.PathLike)):
+        where = Path(cache)
+    else:
+        raise TierkitError(f"cache must be True, False, None or a directory, not {cache!r}")
+    cache_arg = None if where is None else str(where)
 
     if progress is True:
         from tierkit.progress import RunProgress
 
         with RunProgress(f"{text} ({policy or 'default policy'})") as bar:
-            summary_json, columns = core.run(text, policy, items, checked_seed, bar, limit)
+            summary_json, columns = core.run(text, policy, items, checked_seed, bar, limit, cache_arg)
     else:
         callback = progress if callable(progress) else None
-        summary_json, columns = core.run(text, policy, items, checked_seed, callback, limit)
+        summary_json, columns = core.run(text, policy, items, checked_seed, callback, limit, cache_arg)
     return _make_result(summary_json, columns)
 
 

@@ -195,6 +195,11 @@ def _bytes(text: str) -> int:
     return value
 
 
+NO_CACHE_HELP = (
+    "do not read or keep the fast-only reference runs on disk (by default they are kept by the "
+    "experiment's and the model's fingerprints in $TIERKIT_CACHE_DIR, else $XDG_CACHE_HOME/tierkit, "
+    "else ~/.cache/tierkit, and reused by later runs of the same experiment; as TIERKIT_NO_CACHE=1)"
+)
 MAX_MEMORY_HELP = (
     "refuse the run when its estimated memory is above SIZE (bytes, or with K, M, G or T: 6G, 6GiB, "
     "512M); a run is refused above 90%% of the machine's available memory (MemAvailable) in any case"
@@ -282,6 +287,7 @@ def build_parser() -> Parser:
         help="print the summary as one JSON object on stdout, and nothing else",
     )
     run.add_argument("--max-memory", type=_max_memory, metavar="SIZE", help=MAX_MEMORY_HELP)
+    run.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
 
     lister = sub.add_parser(
         "list",
@@ -608,6 +614,7 @@ def build_parser() -> Parser:
             "--workers N, give each run a share of the memory"
         ),
     )
+    repro.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
     val = sub.add_parser(
         "validate",
         help="check the simulator against a real system (kernel: Linux's own NUMA-balancing tiering)",
@@ -805,6 +812,7 @@ def _add_trace_sweep_report(sub: Any, formatter: type[argparse.HelpFormatter]) -
             "point is recorded as failed. With --workers N, give each point a share of the memory"
         ),
     )
+    sw.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
 
     rep = sub.add_parser(
         "report",
@@ -1333,6 +1341,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from tierkit import TierkitError
 
+    # --no-cache reaches every run of the command, its worker processes included, as the
+    # environment variable tierkit.run reads (restored when the command returns).
+    saved = os.environ.get("TIERKIT_NO_CACHE")
+    if getattr(args, "no_cache", False):
+        os.environ["TIERKIT_NO_CACHE"] = "1"
     try:
         return COMMANDS[args.command](args)
     except (TierkitError, CliError) as err:
@@ -1362,6 +1375,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"internal error: the simulator panicked: {err} (set TIERKIT_DEBUG=1 for a traceback)",
             EXIT_INTERNAL,
         )
+    finally:
+        if saved is None:
+            os.environ.pop("TIERKIT_NO_CACHE", None)
+        else:
+            os.environ["TIERKIT_NO_CACHE"] = saved
 
 
 if __name__ == "__main__":

@@ -57,9 +57,10 @@ fn sim_err(py: Python<'_>, e: tierkit_sim::SimError) -> PyErr {
 
 /// Run an experiment; returns (summary_json, timeseries columns). `max_memory` (bytes) refuses
 /// a run whose estimated memory is above it, before anything is allocated (as the machine's
-/// available memory always does).
+/// available memory always does). `cache_dir`: where fast-only reference runs are kept across
+/// processes (None: not kept).
 #[pyfunction]
-#[pyo3(signature = (experiment, policy=None, overrides=Vec::new(), seed=None, progress=None, max_memory=None))]
+#[pyo3(signature = (experiment, policy=None, overrides=Vec::new(), seed=None, progress=None, max_memory=None, cache_dir=None))]
 fn run(
     py: Python<'_>,
     experiment: &str,
@@ -68,6 +69,7 @@ fn run(
     seed: Option<u64>,
     progress: Option<Bound<'_, PyAny>>,
     max_memory: Option<u64>,
+    cache_dir: Option<std::path::PathBuf>,
 ) -> PyResult<(String, Py<PyDict>)> {
     let start = std::time::Instant::now();
     let exp = tierkit_sim::load(experiment, &overrides, seed).map_err(err)?;
@@ -89,7 +91,10 @@ fn run(
         }
         true
     };
-    let opts = tierkit_sim::RunOptions { max_memory };
+    let opts = tierkit_sim::RunOptions {
+        max_memory,
+        reference_cache: cache_dir,
+    };
     let out = tierkit_sim::run_with(&exp, &spec, &opts, &mut cb);
     if let Some(e) = py_err {
         return Err(e);

@@ -208,6 +208,8 @@ pub struct Timing {
     pub sample_s: f64,
     pub policy_s: f64,
     pub reference_s: f64,
+    /// The reference run came from the disk cache (`RunOptions::reference_cache`).
+    pub reference_cached: bool,
 }
 
 pub struct RunOutput {
@@ -552,7 +554,13 @@ fn fingerprint(exp: &Experiment) -> (u64, u64) {
     (sink.0.finish(), sink.1.finish())
 }
 
-fn reference(exp: &Experiment, progress: &mut dyn FnMut(f64, f64) -> bool) -> Result<Pass> {
+/// The fast-only reference run of an experiment: from this process's memory, else from the disk
+/// cache `dir` (when given), else run (and kept in both). Returns whether it came from disk.
+fn reference(
+    exp: &Experiment,
+    dir: Option<&std::path::Path>,
+    progress: &mut dyn FnMut(f64, f64) -> bool,
+) -> Result<(Pass, bool)> {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
     static CACHE: OnceLock<Mutex<HashMap<(u64, u64), Pass>>> = OnceLock::new();
@@ -563,10 +571,26 @@ fn reference(exp: &Experiment, progress: &mut dyn FnMut(f64, f64) -> bool) -> Re
         .map_err(|_| SimError::Io("reference cache poisoned".into()))?
         .get(&key)
     {
-        return Ok(p.clone());
+        return Ok((p.clone(), false));
     }
-    let mut m = Machine::new(exp, true)?;
-    let p = run_pass(&mut m, None, None, None, progress, &mut Timing::default())?;
+    let file = dir.map(|d| {
+        d.join("reference")
+            .join(format!("{MODEL_HASH}-{:016x}{:016x}.json", key.0, key.1))
+    });
+    let from_disk = file.as_deref().and_then(Pass::load);
+    let cached = from_disk.is_some();
+    let p = match from_disk {
+        Some(p) => p,
+        None => {
+            let mut m = Machine::new(exp, true)?;
+            let p = run_pass(&mut m, None, None, None, progress, &mut Timing::default())?;
+            if let Some(f) = &file {
+                // A cache that cannot be written only costs the next process a rerun.
+                let _ = p.store(f);
+            }
+            p
+        }
+    };
     let mut c = cache
         .lock()
         .map_err(|_| SimError::Io("reference cache poisoned".into()))?;
@@ -574,7 +598,70 @@ fn reference(exp: &Experiment, progress: &mut dyn FnMut(f64, f64) -> bool) -> Re
         c.clear();
     }
     c.insert(key, p.clone());
-    Ok(p)
+    Ok((p, cached))
+}
+
+impl Pass {
+    /// The pass as JSON, every float as its bit pattern (the cache must give back exactly the
+    /// run's numbers).
+    fn to_json(&self) -> serde_json::Value {
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<u64>>();
+        serde_json::json!({
+            "sim_s": self.sim_s.to_bits(),
+            "ops": self.ops.to_bits(),
+            "proc_ops": bits(&self.proc_ops),
+            "proc_runtime": bits(&self.proc_runtime),
+            "proc_finished": self.proc_finished,
+        })
+    }
+
+    fn from_json(v: &serde_json::Value) -> Option<Pass> {
+        let f = |k: &str| v.get(k)?.as_u64().map(f64::from_bits);
+        let fs = |k: &str| -> Option<Vec<f64>> {
+            v.get(k)?
+                .as_array()?
+                .iter()
+                .map(|x| x.as_u64().map(f64::from_bits))
+                .collect()
+        };
+        let finished = v
+            .get("proc_finished")?
+            .as_array()?
+            .iter()
+            .map(|x| x.as_bool())
+            .collect::<Option<Vec<bool>>>()?;
+        let p = Pass {
+            sim_s: f("sim_s")?,
+            ops: f("ops")?,
+            proc_ops: fs("proc_ops")?,
+            proc_runtime: fs("proc_runtime")?,
+            proc_finished: finished,
+        };
+        let n = p.proc_ops.len();
+        (p.proc_runtime.len() == n && p.proc_finished.len() == n).then_some(p)
+    }
+
+    /// A cached pass, or None when the file is missing or not one (it is then run again).
+    fn load(path: &std::path::Path) -> Option<Pass> {
+        let text = std::fs::read_to_string(path).ok()?;
+        Pass::from_json(&serde_json::from_str(&text).ok()?)
+    }
+
+    /// Write the pass atomically (a temporary file renamed over the name).
+    fn store(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let tmp = dir.join(format!(
+            ".{}.{}.tmp",
+            path.file_name()
+                .map_or("ref".into(), |n| n.to_string_lossy()),
+            std::process::id()
+        ));
+        std::fs::write(&tmp, self.to_json().to_string())?;
+        std::fs::rename(&tmp, path).inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+    }
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
@@ -638,12 +725,19 @@ pub fn check_named_objects(exp: &Experiment, policy_spec: &str) -> Result<()> {
 }
 
 /// How to run: the memory the run may take.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunOptions {
     /// Refuse the run when its estimated memory is above this many bytes (it is refused above
     /// the machine's available memory in any case).
     pub max_memory: Option<u64>,
+    /// A directory where fast-only reference runs are kept across processes, by the
+    /// experiment's fingerprint and the model's ([`MODEL_HASH`]); None: no disk cache.
+    pub reference_cache: Option<std::path::PathBuf>,
 }
+
+/// A hash of the simulator's and the core's sources (build.rs): a cached reference run is
+/// reused only by a build of the same model.
+pub const MODEL_HASH: &str = env!("TIERKIT_MODEL_HASH");
 
 /// Run an experiment under a policy (spec string), with the fast-only reference run.
 /// `progress(done_s, total_s)` is called now and then; returning false interrupts the run.
@@ -673,8 +767,12 @@ pub fn run_with(
     // the experiment only, so it is computed once per process for each experiment.
     let t_ref = Instant::now();
     // Progress: the reference is the first half of the bar, the policy run the second.
-    let r = reference(exp, &mut |done, total| progress(0.5 * done, total))?;
+    let (r, reference_cached) =
+        reference(exp, opts.reference_cache.as_deref(), &mut |done, total| {
+            progress(0.5 * done, total)
+        })?;
     timing.reference_s = t_ref.elapsed().as_secs_f64();
+    timing.reference_cached = reference_cached;
 
     // A policy that needs a profile (Soar) gets one from a run of its profiler with every page
     // in the fast tier.
@@ -853,6 +951,38 @@ mod tests {
     use super::*;
     use crate::machine::MachineMemory;
 
+    #[test]
+    fn a_cached_reference_gives_back_exactly_its_numbers() {
+        let p = Pass {
+            sim_s: 2.5,
+            ops: 1.0e9 / 3.0,
+            proc_ops: vec![0.1 + 0.2, -0.0, f64::NAN],
+            proc_runtime: vec![1.0, f64::MIN_POSITIVE, 7.0],
+            proc_finished: vec![true, false, true],
+        };
+        let dir = std::env::temp_dir().join(format!("tierkit-refcache-{}", std::process::id()));
+        let f = dir.join("reference").join("x.json");
+        p.store(&f).unwrap();
+        let q = Pass::load(&f).unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            (q.sim_s.to_bits(), q.ops.to_bits()),
+            (p.sim_s.to_bits(), p.ops.to_bits())
+        );
+        assert_eq!(bits(&q.proc_ops), bits(&p.proc_ops));
+        assert_eq!(bits(&q.proc_runtime), bits(&p.proc_runtime));
+        assert_eq!(q.proc_finished, p.proc_finished);
+        // Not a pass (garbage, a truncated write, lists of different lengths): run again.
+        std::fs::write(&f, "{\"sim_s\": 1").unwrap();
+        assert!(Pass::load(&f).is_none());
+        let mut v = p.to_json();
+        v["proc_finished"] = serde_json::json!([true]);
+        std::fs::write(&f, v.to_string()).unwrap();
+        assert!(Pass::load(&f).is_none());
+        assert!(Pass::load(&dir.join("missing.json")).is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// A small experiment that exercises every table: a Zipf region, a scattered region, an
     /// object allocated and freed mid-run, a process that finishes.
     const MEM_EXP: &str = r#"
@@ -984,6 +1114,7 @@ pattern = "pointer-chase"
         let est = memory::estimate(&exp, policy.as_ref()).total();
         let opts = RunOptions {
             max_memory: Some(est - 1),
+            ..Default::default()
         };
         let e = run_with(&exp, "hemem", &opts, &mut |_, _| true)
             .err()
@@ -1006,6 +1137,7 @@ pattern = "pointer-chase"
             "hemem",
             &RunOptions {
                 max_memory: Some(est),
+                ..Default::default()
             },
             &mut |_, _| true,
         )
@@ -1033,6 +1165,7 @@ pattern = "pointer-chase"
         let t = Instant::now();
         let opts = RunOptions {
             max_memory: Some(16 << 30),
+            ..Default::default()
         };
         let e = run_with(&exp, "pact", &opts, &mut |_, _| true)
             .err()
