@@ -61,6 +61,7 @@ fn sim_err(py: Python<'_>, e: tierkit_sim::SimError) -> PyErr {
 /// processes (None: not kept).
 #[pyfunction]
 #[pyo3(signature = (experiment, policy=None, overrides=Vec::new(), seed=None, progress=None, max_memory=None, cache_dir=None))]
+#[allow(clippy::too_many_arguments)] // the Python call's keyword arguments, one each
 fn run(
     py: Python<'_>,
     experiment: &str,
