@@ -273,6 +273,8 @@ fn restore_state(state: &State) -> Vec<String> {
     // the reverse order: numa_balancing, set first, is put back last
     for c in state.knobs.iter().rev() {
         match read_knob(&c.path) {
+            // at its original already (a layer put it back while running): nothing to do
+            Ok(now) if same(&c.name, &now, &c.original) => {}
             Ok(now)
                 if same(&c.name, &now, &c.set)
                     || c.was_set.as_deref().is_some_and(|w| same(&c.name, &now, w)) =>
@@ -288,7 +290,6 @@ fn restore_state(state: &State) -> Vec<String> {
                     )),
                 }
             }
-            Ok(now) if same(&c.name, &now, &c.original) => {}
             Ok(now) => lines.push(format!(
                 "left {} at {now}: someone changed it after tierkitd set {} (its original was {})",
                 c.name, c.set, c.original

@@ -326,9 +326,9 @@ impl ColloidCtl {
             return ColloidStep::NoData;
         }
         let cycles = secs * 1e9 * cpu_ghz.max(1e-3);
-        for t in 0..2 {
-            self.o[t] = Some(smooth(self.o[t], tc[t].tor_occupancy / cycles, self.ewma));
-            self.r[t] = Some(smooth(self.r[t], tc[t].tor_inserts / secs, self.ewma));
+        for (t, c) in tc.iter().take(2).enumerate() {
+            self.o[t] = Some(smooth(self.o[t], c.tor_occupancy / cycles, self.ewma));
+            self.r[t] = Some(smooth(self.r[t], c.tor_inserts / secs, self.ewma));
         }
         let (od, oa) = (self.o[0].unwrap_or(0.0), self.o[1].unwrap_or(0.0));
         let (rd, ra) = (self.r[0].unwrap_or(0.0), self.r[1].unwrap_or(0.0));
@@ -648,4 +648,173 @@ pub fn demotions(pages: &[PageId]) -> Vec<tierkit_core::Action> {
             keep_shadow: false,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_over_the_kernel() {
+        assert_eq!(parse("nbt").unwrap(), None);
+        assert_eq!(
+            parse("nbt+alto").unwrap(),
+            Some(LayerSpec::Alto {
+                low: 40.0,
+                high: 100.0,
+                interval_ms: 1000.0
+            })
+        );
+        assert_eq!(
+            parse("nbt:scan_size_mb=128+alto:aol_low=25,aol_high=95,interval_ms=500").unwrap(),
+            Some(LayerSpec::Alto {
+                low: 25.0,
+                high: 95.0,
+                interval_ms: 500.0
+            })
+        );
+        let Some(LayerSpec::Colloid { max_bytes, .. }) = parse("nbt+colloid").unwrap() else {
+            panic!("colloid")
+        };
+        assert_eq!(max_bytes, 100e6);
+        for (spec, why) in [
+            ("nbt+alto:regulate=filter10", "filters single promotions"),
+            ("nbt+alto:auto=true", "auto=true"),
+            ("nbt+alto:aol_low=90,aol_high=50", "must be above"),
+            ("nbt+colloid:quantum_ms=10", "quantum_ms has no meaning"),
+            ("nbt+colloid+alto", "not supported (+colloid, +alto)"),
+            ("nbt+toggle", "not supported (+toggle)"),
+        ] {
+            let e = parse(spec).unwrap_err().to_string();
+            assert!(e.contains(why), "{spec}: {e}");
+        }
+        assert!(parse("nbt+alto:bogus=1").is_err());
+    }
+
+    #[test]
+    fn n_of_16_becomes_knob_values() {
+        let a = AltoCtl::new(40.0, 100.0, 1000.0, Some(256), Some(65536));
+        let kv = |n| {
+            a.knobs_for(n)
+                .into_iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(
+            kv(16),
+            "numa_balancing/scan_size_mb=256 kernel.numa_balancing_promote_rate_limit_MBps=65536 kernel.numa_balancing=2"
+        );
+        assert_eq!(
+            kv(4),
+            "numa_balancing/scan_size_mb=64 kernel.numa_balancing_promote_rate_limit_MBps=16384 kernel.numa_balancing=2"
+        );
+        assert_eq!(
+            kv(0),
+            "kernel.numa_balancing=0 kernel.numa_balancing_promote_rate_limit_MBps=0"
+        );
+        // the scanner's window never reaches 0 (task_scan_min divides by it)
+        let small = AltoCtl::new(40.0, 100.0, 1000.0, Some(8), None);
+        assert_eq!(
+            small.knobs_for(1),
+            vec![(SCAN_SIZE, "1".into()), (NUMA_BALANCING, "2".into())]
+        );
+    }
+
+    #[test]
+    fn alto_decides_once_per_interval_on_the_summed_counters() {
+        let mut a = AltoCtl::new(40.0, 100.0, 1000.0, None, Some(1024));
+        let c = |a1: f64, a3: f64| CoreCounters {
+            oro_cycles_with_demand_rd: a1,
+            offcore_demand_rd: a3,
+            ..Default::default()
+        };
+        assert_eq!(a.observe(0, &[]), None);
+        // two targets: (600 + 100) / (10 + 0) = 70 cycles over the interval
+        assert_eq!(a.observe(500_000_000, &[c(600.0, 5.0)]), None);
+        assert_eq!(
+            a.observe(1_000_000_000, &[c(0.0, 5.0), c(100.0, 0.0)]),
+            Some((70.0, 4))
+        );
+        // an interval without offcore reads keeps N
+        assert_eq!(a.observe(2_000_000_000, &[]), None);
+        assert_eq!(a.n, 4);
+        assert_eq!(a.observe(3_000_000_000, &[c(300.0, 10.0)]), Some((30.0, 0)));
+    }
+
+    fn tiers(l_fast_ns: f64, l_slow_ns: f64, rate_fast: f64, rate_slow: f64) -> Vec<TierCounters> {
+        // one second at 1 GHz: occupancy summed over 1e9 cycles = mean occupancy x 1e9, and the
+        // mean occupancy is rate x latency (Little's law)
+        [(l_fast_ns, rate_fast), (l_slow_ns, rate_slow)]
+            .iter()
+            .map(|&(l, r)| TierCounters {
+                tor_inserts: r,
+                tor_occupancy: r * l,
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn colloid_latencies_and_mode() {
+        let mut c = ColloidCtl::new(0.05, 0.01, 1.0, 100e6);
+        assert_eq!(c.step(&[], 1.0, 1.0), ColloidStep::NoData);
+        let s = c.step(&tiers(100.0, 250.0, 3e8, 1e8), 1.0, 1.0);
+        let ColloidStep::Promote { l_d, l_a, p } = s else {
+            panic!("{s:?}")
+        };
+        assert!(
+            (l_d - 100.0).abs() < 1e-6 && (l_a - 250.0).abs() < 1e-6 && (p - 0.75).abs() < 1e-9
+        );
+        // the fast tier loaded beyond the slow one: demote, Δp from Algorithm 2 (p_lo 0.75 from
+        // the last interval, p_hi = p now: (0.75 + 0.8) / 2 - 0.8 = 0.025)
+        let s = c.step(&tiers(400.0, 250.0, 4e8, 1e8), 1.0, 1.0);
+        let ColloidStep::Demote { dp, bytes, .. } = s else {
+            panic!("{s:?}")
+        };
+        assert!((dp - 0.025).abs() < 1e-9, "{dp}");
+        // min(Δp (R_D + R_A) 64 B x 1 s, M)
+        assert_eq!(bytes, 100e6);
+        // within δ: balanced, promotion allowed
+        let s = c.step(&tiers(252.0, 250.0, 4e8, 1e8), 1.0, 1.0);
+        assert!(matches!(s, ColloidStep::Promote { .. }), "{s:?}");
+    }
+
+    #[test]
+    fn hot_pages_are_chosen_hottest_first_within_the_shift() {
+        let sample = |p: u64| Sample {
+            page: PageId(p),
+            tier: FAST,
+            is_store: false,
+            pid: 1,
+            tid: 1,
+            latency_ns: 0.0,
+            time_ns: 0,
+        };
+        let mut h = HotPages::new(1.0);
+        // 10 samples: page 1 4/10, page 2 3/10, page 3 2/10, page 9 (slow) 1/10
+        let s: Vec<Sample> = [1, 1, 1, 1, 2, 2, 2, 3, 3, 9]
+            .iter()
+            .map(|&p| sample(p))
+            .collect();
+        h.observe(&s);
+        let tier = |p: PageId| Some(if p.0 == 9 { SLOW } else { FAST });
+        // Δp 0.55: page 1 (0.4) fits, page 2 (0.3) does not, page 3 (0.2)... does not (0.15 left)
+        assert_eq!(h.choose(0.55, 1e9, 4096.0, tier), vec![PageId(1)]);
+        assert_eq!(
+            h.choose(0.65, 1e9, 4096.0, tier),
+            vec![PageId(1), PageId(3)]
+        );
+        assert_eq!(
+            h.choose(1.0, 1e9, 4096.0, tier),
+            vec![PageId(1), PageId(2), PageId(3)]
+        );
+        // the byte limit
+        assert_eq!(
+            h.choose(1.0, 8192.0, 4096.0, tier),
+            vec![PageId(1), PageId(2)]
+        );
+        h.forget(&[PageId(1)]);
+        assert_eq!(h.choose(1.0, 1e9, 4096.0, tier), vec![PageId(2), PageId(3)]);
+    }
 }
