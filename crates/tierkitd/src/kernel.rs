@@ -32,6 +32,10 @@ pub const STATE_DIR: &str = "/run/tierkitd";
 pub const STATE_FILE: &str = "kernel-tiering.json";
 /// Held (flock) while a tierkitd manages the knobs.
 pub const LOCK_FILE: &str = "kernel-tiering.lock";
+/// `nbt+alto` on a host without a PMU, for the real-kernel tests: core counters replayed from
+/// this file (the recording format of [`crate::source::core_counters::Recorded`]) instead of
+/// read from the PMU, one recorded interval per tierkitd interval.
+pub const REPLAY_ENV: &str = "TIERKITD_CORE_COUNTERS_REPLAY";
 
 /// One kernel knob: its Linux name, where it lives (first existing path wins) and the `nbt`
 /// parameter that sets it.
@@ -887,7 +891,31 @@ pub fn run(cfg: &crate::config::Config, tiers: crate::topology::TierMap) -> Resu
     let layer = crate::layers::parse(&cfg.policy)?;
     // a layer's counters are checked before any knob changes: a host without them is refused
     // with what is missing (no core PMU for +alto; no uncore CHA and no PEBS for +colloid)
+    // tests only (the real-kernel tests' guest has no PMU): replay recorded core counters
+    let replay = match (&layer, std::env::var_os(REPLAY_ENV)) {
+        (Some(crate::layers::LayerSpec::Alto { .. }), Some(f)) if !f.is_empty() => {
+            let f = PathBuf::from(f);
+            let text = crate::error::read_to_string(&f)?;
+            let rec = crate::source::core_counters::Recorded::parse(&text).map_err(|e| {
+                Error::Config {
+                    field: REPLAY_ENV.into(),
+                    why: format!("{}: {e}", f.display()),
+                }
+            })?;
+            warn!(
+                "core counters: replayed from {} ({REPLAY_ENV}, for tests): {} intervals, not this host's PMU",
+                f.display(),
+                rec.intervals()
+            );
+            Some(crate::source::core_counters::CoreSampler::new(
+                crate::source::core_counters::Uarch::SkylakeX,
+                Box::new(rec),
+            ))
+        }
+        _ => None,
+    };
     let choice = match &layer {
+        Some(_) if replay.is_some() => None,
         Some(l) => Some(crate::select::choose(
             &cfg.policy,
             &crate::layers::needs(l),
@@ -955,7 +983,9 @@ pub fn run(cfg: &crate::config::Config, tiers: crate::topology::TierMap) -> Resu
             "kernel",
         );
         lx.set_cha(cha);
-        if let Some(u) = cores {
+        if let Some(r) = replay {
+            lx.set_core_counters(r);
+        } else if let Some(u) = cores {
             let (reader, note) = crate::source::core_counters::reader_for(u, &cfg.targets);
             info!("{note}");
             lx.set_core_counters(crate::source::core_counters::CoreSampler::new(u, reader));
