@@ -8,6 +8,9 @@
 //!   sysctl where debugfs does not have it); parameters left out keep the kernel's values.
 //! - [`Knobs::take`]: the ownership check, the state file, the writes; [`Knobs::restore`] puts back
 //!   every value tierkitd changed (also from a crashed run's state file, at the next start).
+//! - [`Knobs::set`]: a layer over `nbt` (`nbt+alto`, `nbt+colloid`, [`crate::layers`]) changes
+//!   knobs while running; each change goes into the state file first, so it is restored the same
+//!   way.
 //! - [`Vmstat`]: the kernel's tiering counters from `/proc/vmstat` and per-node vmstat, as
 //!   metrics and in the status line.
 //!
@@ -882,15 +885,15 @@ pub struct Since {
 }
 
 /// Run `nbt` as the kernel's own tiering until SIGTERM/SIGINT: take the knobs, then every
-/// interval scan the targets' placement (no migrations of tierkitd's own) and read the kernel's
-/// counters; restore the knobs at the end (also when the loop fails).
+/// interval scan the targets' placement and read the kernel's counters; restore the knobs at the
+/// end (also when the loop fails). A layer (`nbt+alto`, `nbt+colloid`; [`crate::layers`]) reads
+/// its counters each interval and regulates the knobs (and `+colloid` demotes pages); plain
+/// `nbt` moves no page of its own.
 pub fn run(cfg: &crate::config::Config, tiers: crate::topology::TierMap) -> Result<()> {
     use tierkit_core::Backend;
     let root = Path::new("/");
     let wants = wanted(&cfg.policy)?;
     let layer = crate::layers::parse(&cfg.policy)?;
-    // a layer's counters are checked before any knob changes: a host without them is refused
-    // with what is missing (no core PMU for +alto; no uncore CHA and no PEBS for +colloid)
     // tests only (the real-kernel tests' guest has no PMU): replay recorded core counters
     let replay = match (&layer, std::env::var_os(REPLAY_ENV)) {
         (Some(crate::layers::LayerSpec::Alto { .. }), Some(f)) if !f.is_empty() => {
@@ -914,6 +917,8 @@ pub fn run(cfg: &crate::config::Config, tiers: crate::topology::TierMap) -> Resu
         }
         _ => None,
     };
+    // a layer's counters are checked before any knob changes: a host without them is refused
+    // with what is missing (no core PMU for +alto; no uncore CHA and no PEBS for +colloid)
     let choice = match &layer {
         Some(_) if replay.is_some() => None,
         Some(l) => Some(crate::select::choose(
