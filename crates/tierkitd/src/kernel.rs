@@ -917,17 +917,40 @@ pub fn run(cfg: &crate::config::Config, tiers: crate::topology::TierMap) -> Resu
         }
         _ => None,
     };
+    // tests only: injected tier latencies for +colloid (its access samples are still read)
+    let latencies = match (&layer, std::env::var_os(crate::layers::LATENCY_REPLAY_ENV)) {
+        (Some(crate::layers::LayerSpec::Colloid { .. }), Some(f)) if !f.is_empty() => {
+            let f = PathBuf::from(f);
+            let text = crate::error::read_to_string(&f)?;
+            let l = crate::layers::parse_latencies(&text).map_err(|e| Error::Config {
+                field: crate::layers::LATENCY_REPLAY_ENV.into(),
+                why: format!("{}: {e}", f.display()),
+            })?;
+            warn!(
+                "tier latencies: injected from {} ({}, for tests): {} intervals, not this host's uncore counters",
+                f.display(),
+                crate::layers::LATENCY_REPLAY_ENV,
+                l.len()
+            );
+            Some(l)
+        }
+        _ => None,
+    };
     // a layer's counters are checked before any knob changes: a host without them is refused
     // with what is missing (no core PMU for +alto; no uncore CHA and no PEBS for +colloid)
     let choice = match &layer {
         Some(_) if replay.is_some() => None,
-        Some(l) => Some(crate::select::choose(
-            &cfg.policy,
-            &crate::layers::needs(l),
-            cfg.source,
-            cfg.damon,
-            cfg.samples_per_page,
-        )?),
+        Some(l) => {
+            let mut needs = crate::layers::needs(l);
+            needs.tier_counters &= latencies.is_none();
+            Some(crate::select::choose(
+                &cfg.policy,
+                &needs,
+                cfg.source,
+                cfg.damon,
+                cfg.samples_per_page,
+            )?)
+        }
         None => None,
     };
     let (mut knobs, rep) = Knobs::take(
@@ -1003,6 +1026,7 @@ pub fn run(cfg: &crate::config::Config, tiers: crate::topology::TierMap) -> Resu
             vm: first.clone(),
         };
         let started = Instant::now();
+        let mut injected = 0usize;
         loop {
             match lx.observe() {
                 Ok(()) => {}
@@ -1010,7 +1034,13 @@ pub fn run(cfg: &crate::config::Config, tiers: crate::topology::TierMap) -> Resu
                 Err(e) => return Err(e),
             }
             if let Some(r) = regulator.as_mut() {
-                let tel = lx.take_telemetry();
+                let mut tel = lx.take_telemetry();
+                if let Some(l) = &latencies {
+                    let (f, s) = l[injected.min(l.len() - 1)];
+                    injected += 1;
+                    tel.tier_counters =
+                        crate::layers::injected_tiers(f, s, tel.epoch_ns as f64 / 1e9, tel.cpu_ghz);
+                }
                 let res = r.step(&tel, &mut knobs, lm.as_ref(), |p| {
                     tierkit_core::Mechanism::tier_of(&lx, p)
                 });

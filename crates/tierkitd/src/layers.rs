@@ -394,7 +394,10 @@ impl HotPages {
     }
 
     /// Colloid's page choice for a demotion: the fast tier's pages hottest first, each whose
-    /// probability fits in what is left of `dp`, until `bytes` are chosen.
+    /// access probability fits in what is left of `dp`, until `bytes` are chosen. A page's
+    /// probability is its EWMA over the sum of every page's (both tiers), so the estimates add
+    /// up to 1 from the first interval on (the EWMA alone starts low, and would let far more
+    /// than Δp of the accesses go).
     pub fn choose(
         &self,
         dp: f64,
@@ -402,11 +405,15 @@ impl HotPages {
         page_bytes: f64,
         tier_of: impl Fn(PageId) -> Option<TierId>,
     ) -> Vec<PageId> {
+        let total: f64 = self.p.values().sum();
+        if total <= 0.0 {
+            return Vec::new();
+        }
         let mut hot: Vec<(PageId, f64)> = self
             .p
             .iter()
             .filter(|(pg, _)| tier_of(**pg) == Some(FAST))
-            .map(|(pg, v)| (*pg, *v))
+            .map(|(pg, v)| (*pg, *v / total))
             .collect();
         hot.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         let (mut left, mut room) = (dp, bytes);
@@ -637,6 +644,57 @@ impl Regulator {
     }
 }
 
+/// `nbt+colloid` on a host without uncore counters, for the real-kernel tests: per-tier loaded
+/// latencies injected from this file instead of read from the CHA counters.
+pub const LATENCY_REPLAY_ENV: &str = "TIERKITD_TIER_LATENCY_REPLAY";
+
+/// The injected latencies: one `FAST_NS SLOW_NS` line per tierkitd interval (`#` comments);
+/// the last line holds after the end.
+pub fn parse_latencies(text: &str) -> std::result::Result<Vec<(f64, f64)>, String> {
+    let mut v = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let w: Vec<f64> = line
+            .split_whitespace()
+            .map(|x| x.parse::<f64>())
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| format!("line {}: not numbers: `{line}`", n + 1))?;
+        match w[..] {
+            [f, s] if f > 0.0 && s > 0.0 => v.push((f, s)),
+            _ => return Err(format!("line {}: want FAST_NS SLOW_NS: `{line}`", n + 1)),
+        }
+    }
+    if v.is_empty() {
+        return Err("no latencies".into());
+    }
+    Ok(v)
+}
+
+/// Tier counters that give the loaded latencies `l_fast_ns` and `l_slow_ns` over an interval of
+/// `secs` at `cpu_ghz` (Little's law: occupancy summed over cycles = inserts x latency in
+/// cycles), with the fast tier serving 3 of every 4 requests (1e8 requests/s in all).
+pub fn injected_tiers(
+    l_fast_ns: f64,
+    l_slow_ns: f64,
+    secs: f64,
+    cpu_ghz: f64,
+) -> Vec<TierCounters> {
+    [(l_fast_ns, 0.75e8), (l_slow_ns, 0.25e8)]
+        .iter()
+        .map(|&(l, rate)| {
+            let ins = rate * secs;
+            TierCounters {
+                tor_inserts: ins,
+                tor_occupancy: ins * l * cpu_ghz,
+                ..Default::default()
+            }
+        })
+        .collect()
+}
+
 /// The demotions as actions for the Linux backend.
 pub fn demotions(pages: &[PageId]) -> Vec<tierkit_core::Action> {
     pages
@@ -756,6 +814,30 @@ mod tests {
     }
 
     #[test]
+    fn injected_latencies_come_back_out_of_littles_law() {
+        let l = parse_latencies("# fast slow\n100 250\n400 250 # loaded\n").unwrap();
+        assert_eq!(l, vec![(100.0, 250.0), (400.0, 250.0)]);
+        assert!(parse_latencies("100\n").is_err() && parse_latencies("").is_err());
+        let mut c = ColloidCtl::new(0.05, 0.01, 1.0, 100e6);
+        let s = c.step(&injected_tiers(400.0, 250.0, 0.3, 2.5), 0.3, 2.5);
+        let ColloidStep::Demote {
+            l_d, l_a, p, dp, ..
+        } = s
+        else {
+            panic!("{s:?}")
+        };
+        assert!(
+            (l_d - 400.0).abs() < 1e-6 && (l_a - 250.0).abs() < 1e-6,
+            "{s:?}"
+        );
+        // p_hi = 0.75 next to p_lo = 0: Δp = |0.375 - 0.75|
+        assert!(
+            (p - 0.75).abs() < 1e-9 && (dp - 0.375).abs() < 1e-9,
+            "{s:?}"
+        );
+    }
+
+    #[test]
     fn colloid_latencies_and_mode() {
         let mut c = ColloidCtl::new(0.05, 0.01, 1.0, 100e6);
         assert_eq!(c.step(&[], 1.0, 1.0), ColloidStep::NoData);
@@ -814,7 +896,12 @@ mod tests {
             h.choose(1.0, 8192.0, 4096.0, tier),
             vec![PageId(1), PageId(2)]
         );
+        // shares of what is left: 2 (0.3/0.6 = 0.5), 3 (0.2/0.6), 9 (slow, 0.1/0.6)
         h.forget(&[PageId(1)]);
-        assert_eq!(h.choose(1.0, 1e9, 4096.0, tier), vec![PageId(2), PageId(3)]);
+        assert_eq!(h.choose(0.6, 1e9, 4096.0, tier), vec![PageId(2)]);
+        // an EWMA of 1/16 after one interval: the same shares
+        let mut h = HotPages::new(1.0 / 16.0);
+        h.observe(&s);
+        assert_eq!(h.choose(0.55, 1e9, 4096.0, tier), vec![PageId(1)]);
     }
 }

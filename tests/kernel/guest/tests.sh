@@ -476,6 +476,60 @@ t_nbtalto() {
   echo true > /sys/kernel/mm/numa/demotion_enabled
 }
 
+# 8d. `nbt+colloid` on injected tier latencies (not in the default list; TIERKITD_TIER_LATENCY_REPLAY,
+#     a test aid: the guest has no uncore counters) with DAMON samples of the workload, both its
+#     regions first on node 0: while the fast tier is the faster (100 vs 250 ns) the kernel's
+#     tiering runs; when it is the slower (400 vs 250 ns) its promotion stops (numa_balancing 0,
+#     pgpromote_success unchanged) and tierkitd demotes the sampled hot pages by move_pages (a
+#     quarter of the hot region on node 1 at least); when it is faster again the kernel promotes
+#     them back (90% of the hot region on node 0). Every knob is back after SIGTERM.
+t_nbtcolloid() {
+  [ -e /proc/sys/kernel/numa_balancing ] || { fail nbtcolloid "no numa_balancing"; return; }
+  mount -t debugfs none /sys/kernel/debug 2>/dev/null
+  echo 0 > /proc/sys/kernel/numa_balancing; echo false > /sys/kernel/mm/numa/demotion_enabled
+  before=$(knobs_now)
+  ST=/tmp/tkstate-colloid
+  conf /tmp/colloid.toml 'source = "damon"' 'interval-ms = 300' 'status-every-s = 5' "state-dir = \"$ST\""
+  WORKLOAD_TLB_TICK_US=$TICK /bin/workload 16 48 0 0 0 > /tmp/wc.out &
+  W=$!
+  wait_for /tmp/wc.out WORKLOAD_START 20 || { fail nbtcolloid "workload did not start"; return; }
+  # 10 intervals (3 s) balanced the right way, 300 (90 s) with the fast tier loaded, then faster again
+  awk 'BEGIN { for (i = 0; i < 10; i++) print "100 250"; for (i = 0; i < 300; i++) print "400 250"; print "100 250" }' > /tmp/lat.txt
+  TIERKITD_TIER_LATENCY_REPLAY=/tmp/lat.txt /bin/tierkitd --pid $W --policy nbt+colloid --config /tmp/colloid.toml --metrics-addr 127.0.0.1:$((PORT + 5)) 2> /tmp/c1.log &
+  D=$!
+  wait_for /tmp/c1.log 'promotion stops' 30; ws=$?
+  nb_stop=$(cat /proc/sys/kernel/numa_balancing)
+  p0=$(awk '/^pgpromote_success /{print $2}' /proc/vmstat)
+  # until a quarter of the hot region is demoted (the phase lasts 90 s)
+  until_report /tmp/wc.out $W 80 'hot_node1>=1024'; wd=$?
+  h1=$(kv hot_node1 "$(grep WORKLOAD_REPORT /tmp/wc.out | tail -1)")
+  p1=$(awk '/^pgpromote_success /{print $2}' /proc/vmstat)
+  grep -q 'promotes again' /tmp/c1.log && early=1 || early=0
+  wget -q -O /tmp/mc.txt http://127.0.0.1:$((PORT + 5))/metrics || : > /tmp/mc.txt
+  scrape nbtcolloid /tmp/mc.txt
+  wait_for /tmp/c1.log 'promotes again' 100; wa=$?
+  nb_again=$(cat /proc/sys/kernel/numa_balancing)
+  until_report /tmp/wc.out $W 120 'hot_node0>=3687'; wb=$?
+  stop_workload $W /tmp/wc.out; r=$R
+  kill -TERM $D; wait $D; drc=$?
+  after_term=$(knobs_now)
+  [ -f $ST/kernel-tiering.json ] && st_term=1 || st_term=0
+  h0=$(kv hot_node0 "$r"); bad=$(kv corrupt "$r")
+  dem=$(sed -n 's/^tierkitd_demotions_total{target="[0-9]*"} //p' /tmp/mc.txt)
+  echo "TKBENCH nbtcolloid before=\"$before\" after_term=\"$after_term\""
+  d="numa_balancing_stopped=$nb_stop promoted_while_stopped=$((p1 - p0)) hot_on_node1_demoted=$h1/4096 metrics_demotions=${dem:-none} resumed_too_early=$early numa_balancing_again=$nb_again hot_on_node0=$h0/4096 corrupt=$bad daemon_rc=$drc restored_after_term=$([ "$before" = "$after_term" ] && echo 1 || echo 0) state_after_term=$st_term timed_out=$ws$wd$wa$wb"
+  if [ $ws = 0 ] && [ "$nb_stop" = 0 ] && [ $wd = 0 ] && [ $((p1 - p0)) = 0 ] && [ $early = 0 ] && [ "${dem:-0}" -gt 0 ] &&
+     grep -q '^tierkitd_colloid_promotion_stops_total 1$' /tmp/mc.txt &&
+     [ $wa = 0 ] && [ "$nb_again" = 2 ] && [ $wb = 0 ] && pct_ge "${h0:-0}" 4096 90 && [ "$bad" = 0 ] &&
+     [ $drc = 0 ] && [ "$before" = "$after_term" ] && [ $st_term = 0 ]; then
+    pass nbtcolloid "$d"
+    echo "--- session (daemon log)"; grep -v 'status:' /tmp/c1.log | sed 's/^/    /' | head -60
+  else
+    fail nbtcolloid "$d"; show /tmp/c1.log 60
+  fi
+  echo true > /sys/kernel/mm/numa/demotion_enabled
+}
+
 # 9. benchmark: migration rate of tierkitd vs raw batched move_pages on the same kind of target
 #    (64 MiB on node 1 that its process keeps writing at nice 19), side by side in one boot;
 #    then tierkitd's and kdamond's CPU time per second of monitoring at the defaults.
