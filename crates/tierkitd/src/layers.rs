@@ -632,7 +632,7 @@ impl Regulator {
                             *stopped = false;
                             if let Some(l) = knobs.set(NUMA_BALANCING, "2")? {
                                 out.lines.push(format!(
-                                    "colloid: fast tier {l_d:.0} ns <= slow tier {l_a:.0} ns: the kernel promotes again ({l})"
+                                    "colloid: fast tier {l_d:.0} ns, slow tier {l_a:.0} ns (no longer slower by more than δ): the kernel promotes again ({l})"
                                 ));
                             }
                         }

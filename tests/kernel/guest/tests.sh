@@ -497,17 +497,17 @@ t_nbtcolloid() {
   awk 'BEGIN { for (i = 0; i < 10; i++) print "100 250"; for (i = 0; i < 300; i++) print "400 250"; print "100 250" }' > /tmp/lat.txt
   TIERKITD_TIER_LATENCY_REPLAY=/tmp/lat.txt /bin/tierkitd --pid $W --policy nbt+colloid --config /tmp/colloid.toml --metrics-addr 127.0.0.1:$((PORT + 5)) 2> /tmp/c1.log &
   D=$!
-  wait_for /tmp/c1.log 'promotion stops' 30; ws=$?
+  wait_for /tmp/c1.log 'colloid: fast tier .* promotion stops' 30; ws=$?
   nb_stop=$(cat /proc/sys/kernel/numa_balancing)
   p0=$(awk '/^pgpromote_success /{print $2}' /proc/vmstat)
   # until a quarter of the hot region is demoted (the phase lasts 90 s)
   until_report /tmp/wc.out $W 80 'hot_node1>=1024'; wd=$?
   h1=$(kv hot_node1 "$(grep WORKLOAD_REPORT /tmp/wc.out | tail -1)")
   p1=$(awk '/^pgpromote_success /{print $2}' /proc/vmstat)
-  grep -q 'promotes again' /tmp/c1.log && early=1 || early=0
+  grep -q 'colloid: fast tier .* promotes again' /tmp/c1.log && early=1 || early=0
   wget -q -O /tmp/mc.txt http://127.0.0.1:$((PORT + 5))/metrics || : > /tmp/mc.txt
   scrape nbtcolloid /tmp/mc.txt
-  wait_for /tmp/c1.log 'promotes again' 100; wa=$?
+  wait_for /tmp/c1.log 'colloid: fast tier .* promotes again' 100; wa=$?
   nb_again=$(cat /proc/sys/kernel/numa_balancing)
   until_report /tmp/wc.out $W 120 'hot_node0>=3687'; wb=$?
   stop_workload $W /tmp/wc.out; r=$R
