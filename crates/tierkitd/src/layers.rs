@@ -40,7 +40,8 @@
 //! # `nbt+colloid`: stop promotion and demote when the fast tier is slower (Colloid §3, §4.3)
 //!
 //! Every interval the per-tier loaded latency L = O / R (Little's law on the CHA TOR occupancy
-//! and inserts, or the PEBS-weight fallback; an EWMA on O and R as Colloid's) gives the default
+//! and inserts, or the PEBS-weight fallback; Colloid's EWMA on O and R, 1/16 per 10 ms sample,
+//! applied over the interval with the same decay) gives the default
 //! tier's L_D and the alternate tier's L_A, and p = R_D / (R_D + R_A). As Colloid's TPP version
 //! (should_numa_migrate_memory refuses promotion while colloid_local_lat_gt_remote):
 //!
@@ -84,6 +85,9 @@ pub enum LayerSpec {
         delta: f64,
         epsilon: f64,
         ewma: f64,
+        /// The sampling period `ewma` is the weight of (Colloid's 10 ms): over an interval of
+        /// `interval-ms` the weight is 1 - (1 - ewma)^(interval / sample_ms).
+        sample_ms: f64,
         /// M, the static migration limit per interval (bytes).
         max_bytes: f64,
     },
@@ -151,10 +155,10 @@ pub fn parse(spec: &str) -> Result<Option<LayerSpec>> {
         }));
     }
     let p = Params::resolve("colloid", tierkit_policies::colloid::INFO.params, &l.args)?;
-    for k in ["bins", "candidates", "quantum_ms", "sample_ms"] {
+    for k in ["bins", "candidates", "quantum_ms"] {
         if given(k) {
             return refuse(format!(
-                "colloid: {k} has no meaning over the kernel's tiering (tierkitd samples the tier latencies and decides every interval, interval-ms)"
+                "colloid: {k} has no meaning over the kernel's tiering (tierkitd decides every interval, interval-ms, from the kernel's own promotions and the targets' samples)"
             ));
         }
     }
@@ -163,6 +167,7 @@ pub fn parse(spec: &str) -> Result<Option<LayerSpec>> {
         delta: p.float("delta"),
         epsilon: p.float("epsilon"),
         ewma: p.float("ewma"),
+        sample_ms: p.float("sample_ms"),
         // the artifact's TPP version: 100 MB per quantum
         max_bytes: if mb > 0.0 { mb } else { 100.0 } * 1e6,
     }))
@@ -299,6 +304,7 @@ pub struct ColloidCtl {
     delta: f64,
     epsilon: f64,
     ewma: f64,
+    sample_s: f64,
     max_bytes: f64,
     w: Watermarks,
     /// EWMA of the mean occupancy (requests) and arrival rate (requests/s) per tier.
@@ -307,11 +313,13 @@ pub struct ColloidCtl {
 }
 
 impl ColloidCtl {
-    pub fn new(delta: f64, epsilon: f64, ewma: f64, max_bytes: f64) -> ColloidCtl {
+    /// `ewma` is the weight of a new sample every `sample_ms` (Colloid's 1/16 per 10 ms).
+    pub fn new(delta: f64, epsilon: f64, ewma: f64, sample_ms: f64, max_bytes: f64) -> ColloidCtl {
         ColloidCtl {
             delta,
             epsilon,
             ewma,
+            sample_s: sample_ms / 1e3,
             max_bytes,
             w: Watermarks::default(),
             o: [None; 2],
@@ -326,9 +334,11 @@ impl ColloidCtl {
             return ColloidStep::NoData;
         }
         let cycles = secs * 1e9 * cpu_ghz.max(1e-3);
+        // the artifact's EWMA runs once per sample_ms; over `secs` the same decay
+        let w = 1.0 - (1.0 - self.ewma).powf(secs / self.sample_s.max(1e-6));
         for (t, c) in tc.iter().take(2).enumerate() {
-            self.o[t] = Some(smooth(self.o[t], c.tor_occupancy / cycles, self.ewma));
-            self.r[t] = Some(smooth(self.r[t], c.tor_inserts / secs, self.ewma));
+            self.o[t] = Some(smooth(self.o[t], c.tor_occupancy / cycles, w));
+            self.r[t] = Some(smooth(self.r[t], c.tor_inserts / secs, w));
         }
         let (od, oa) = (self.o[0].unwrap_or(0.0), self.o[1].unwrap_or(0.0));
         let (rd, ra) = (self.r[0].unwrap_or(0.0), self.r[1].unwrap_or(0.0));
@@ -537,9 +547,10 @@ impl Regulator {
                 delta,
                 epsilon,
                 ewma,
+                sample_ms,
                 max_bytes,
             } => Regulator::Colloid {
-                ctl: ColloidCtl::new(delta, epsilon, ewma, max_bytes),
+                ctl: ColloidCtl::new(delta, epsilon, ewma, sample_ms, max_bytes),
                 hot: HotPages::new(ewma),
                 stopped: false,
             },
@@ -818,7 +829,7 @@ mod tests {
         let l = parse_latencies("# fast slow\n100 250\n400 250 # loaded\n").unwrap();
         assert_eq!(l, vec![(100.0, 250.0), (400.0, 250.0)]);
         assert!(parse_latencies("100\n").is_err() && parse_latencies("").is_err());
-        let mut c = ColloidCtl::new(0.05, 0.01, 1.0, 100e6);
+        let mut c = ColloidCtl::new(0.05, 0.01, 1.0, 10.0, 100e6);
         let s = c.step(&injected_tiers(400.0, 250.0, 0.3, 2.5), 0.3, 2.5);
         let ColloidStep::Demote {
             l_d, l_a, p, dp, ..
@@ -839,7 +850,7 @@ mod tests {
 
     #[test]
     fn colloid_latencies_and_mode() {
-        let mut c = ColloidCtl::new(0.05, 0.01, 1.0, 100e6);
+        let mut c = ColloidCtl::new(0.05, 0.01, 1.0, 10.0, 100e6);
         assert_eq!(c.step(&[], 1.0, 1.0), ColloidStep::NoData);
         let s = c.step(&tiers(100.0, 250.0, 3e8, 1e8), 1.0, 1.0);
         let ColloidStep::Promote { l_d, l_a, p } = s else {
@@ -860,6 +871,16 @@ mod tests {
         // within δ: balanced, promotion allowed
         let s = c.step(&tiers(252.0, 250.0, 4e8, 1e8), 1.0, 1.0);
         assert!(matches!(s, ColloidStep::Promote { .. }), "{s:?}");
+        // the artifact's EWMA, 1/16 per 10 ms sample, over a 300 ms interval: the weight is
+        // 1 - (15/16)^30 = 0.856, not 1/16
+        let mut c = ColloidCtl::new(0.05, 0.01, 1.0 / 16.0, 10.0, 100e6);
+        c.step(&tiers(100.0, 250.0, 3e8, 1e8), 0.3, 1.0);
+        let s = c.step(&tiers(400.0, 250.0, 3e8, 1e8), 0.3, 1.0);
+        let w = 1.0 - (15.0f64 / 16.0).powi(30);
+        let ColloidStep::Demote { l_d, .. } = s else {
+            panic!("{s:?}")
+        };
+        assert!((l_d - (100.0 + w * 300.0)).abs() < 1e-6, "{l_d}");
     }
 
     #[test]
