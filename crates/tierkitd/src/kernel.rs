@@ -1054,10 +1054,16 @@ pub fn run(cfg: &crate::config::Config, tiers: crate::topology::TierMap) -> Resu
                     let before = lx.metrics.demoted_total();
                     let mut acts = crate::layers::demotions(&o.demote);
                     lx.apply(&mut acts);
-                    info!(
-                        "colloid: demoted {} of {asked} sampled hot page(s) of the fast tier",
-                        lx.metrics.demoted_total().saturating_sub(before)
-                    );
+                    let moved = lx.metrics.demoted_total().saturating_sub(before);
+                    // pages that would not move (their refusals are logged and counted by the
+                    // migration pass) come back with the next samples: only moves at info
+                    if moved > 0 {
+                        info!("colloid: demoted {moved} of {asked} sampled hot page(s) of the fast tier");
+                    } else {
+                        tracing::debug!(
+                            "colloid: demoted none of {asked} sampled hot page(s) of the fast tier"
+                        );
+                    }
                 }
                 km.set_knobs(knobs.changed());
             }

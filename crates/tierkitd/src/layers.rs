@@ -561,12 +561,12 @@ impl Regulator {
     pub fn describe(&self) -> String {
         match self {
             Regulator::Alto(a) => format!(
-                "nbt+alto: every {} ms, AOL = A1/A3 of the targets' core counters sets N of 16 (AOL_low {}, AOL_high {} cycles): {} x N/16, {} x N/16, N = 0: kernel.numa_balancing 0 (promotion off)",
+                "nbt+alto: every {} ms, AOL = A1/A3 of the targets' core counters sets N of 16 (AOL_low {}, AOL_high {} cycles): {}, {}, N = 0: kernel.numa_balancing 0 (promotion off)",
                 a.interval_ns / 1_000_000,
                 a.low,
                 a.high,
-                a.base_scan_mb.map_or(format!("{SCAN_SIZE} not available (debugfs not mounted), so not"), |b| format!("{SCAN_SIZE} {b}")),
-                a.base_rate_mbps.map_or(format!("{RATE_LIMIT} not available"), |b| format!("{RATE_LIMIT} {b}")),
+                a.base_scan_mb.map_or(format!("{SCAN_SIZE} not regulated (absent: debugfs not mounted)"), |b| format!("{SCAN_SIZE} {b} x N/16")),
+                a.base_rate_mbps.map_or(format!("{RATE_LIMIT} not regulated (absent)"), |b| format!("{RATE_LIMIT} {b} x N/16")),
             ),
             Regulator::Colloid { .. } => "nbt+colloid: every interval, the tiers' loaded latencies (Little's law on TOR occupancy/inserts); fast slower than slow: the kernel's promotion stops (kernel.numa_balancing 0) and tierkitd demotes sampled hot pages of the targets (move_pages)".into(),
         }
