@@ -70,10 +70,11 @@ pub struct Cli {
     /// per-module directives, e.g. TIERKITD_LOG=info,tierkitd::linux=debug.
     #[arg(long, value_name = "LEVEL")]
     pub log_level: Option<String>,
-    /// Directory of the kernel-tiering state file and lock (`--policy nbt`; default /run/tierkitd).
+    /// Directory of the kernel-tiering state file and lock (`--policy nbt`, `nbt+alto`, `nbt+colloid`;
+    /// default /run/tierkitd).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
-    /// `--policy nbt`: take the kernel's tiering knobs over from another manager (numa_balancing
+    /// `--policy nbt[+alto|+colloid]`: take the kernel's tiering knobs over from another manager (numa_balancing
     /// already in memory-tiering mode); their values are restored at exit.
     #[arg(long)]
     pub take_over: bool,

@@ -8,6 +8,9 @@
 //!   sysctl where debugfs does not have it); parameters left out keep the kernel's values.
 //! - [`Knobs::take`]: the ownership check, the state file, the writes; [`Knobs::restore`] puts back
 //!   every value tierkitd changed (also from a crashed run's state file, at the next start).
+//! - [`Knobs::set`]: a layer over `nbt` (`nbt+alto`, `nbt+colloid`, [`crate::layers`]) changes
+//!   knobs while running; each change goes into the state file first, so it is restored the same
+//!   way.
 //! - [`Vmstat`]: the kernel's tiering counters from `/proc/vmstat` and per-node vmstat, as
 //!   metrics and in the status line.
 //!
@@ -32,6 +35,10 @@ pub const STATE_DIR: &str = "/run/tierkitd";
 pub const STATE_FILE: &str = "kernel-tiering.json";
 /// Held (flock) while a tierkitd manages the knobs.
 pub const LOCK_FILE: &str = "kernel-tiering.lock";
+/// `nbt+alto` on a host without a PMU, for the real-kernel tests: core counters replayed from
+/// this file (the recording format of [`crate::source::core_counters::Recorded`]) instead of
+/// read from the PMU, one recorded interval per tierkitd interval.
+pub const REPLAY_ENV: &str = "TIERKITD_CORE_COUNTERS_REPLAY";
 
 /// One kernel knob: its Linux name, where it lives (first existing path wins) and the `nbt`
 /// parameter that sets it.
@@ -138,13 +145,8 @@ fn unsupported(why: String) -> Error {
 /// `tierkit_policies::build`; this refuses what has no kernel knob.
 pub fn wanted(spec: &str) -> Result<Vec<Want>> {
     let parsed = PolicySpec::parse(spec)?;
-    if parsed.layers.len() > 1 {
-        let names: Vec<&str> = parsed.layers[1..].iter().map(|l| l.name.as_str()).collect();
-        return Err(unsupported(format!(
-            "tierkitd runs `nbt` as the kernel's own tiering, and layers over it (+{}) are not supported yet",
-            names.join(", +")
-        )));
-    }
+    // the layers over the kernel's tiering (+alto, +colloid) are checked by crate::layers
+    crate::layers::parse(spec)?;
     let mut given: BTreeMap<&str, &str> = BTreeMap::new();
     for (k, v) in &parsed.layers[0].args {
         let k = match k.as_str() {
@@ -231,6 +233,11 @@ pub struct Changed {
     pub path: PathBuf,
     pub original: String,
     pub set: String,
+    /// The value set before `set`, while a layer (`+alto`, `+colloid`) changes the knob during
+    /// the run: the state file is written before the knob, so after a crash between the two the
+    /// knob may still hold this one, which is tierkitd's too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub was_set: Option<String>,
 }
 
 /// The state file's content.
@@ -273,17 +280,23 @@ fn restore_state(state: &State) -> Vec<String> {
     // the reverse order: numa_balancing, set first, is put back last
     for c in state.knobs.iter().rev() {
         match read_knob(&c.path) {
-            Ok(now) if same(&c.name, &now, &c.set) => match write_knob(&c.path, &c.original) {
-                Ok(()) => lines.push(format!(
-                    "restored {} to {} (was {})",
-                    c.name, c.original, now
-                )),
-                Err(e) => lines.push(format!(
-                    "could not restore {} to {}: {e}",
-                    c.name, c.original
-                )),
-            },
+            // at its original already (a layer put it back while running): nothing to do
             Ok(now) if same(&c.name, &now, &c.original) => {}
+            Ok(now)
+                if same(&c.name, &now, &c.set)
+                    || c.was_set.as_deref().is_some_and(|w| same(&c.name, &now, w)) =>
+            {
+                match write_knob(&c.path, &c.original) {
+                    Ok(()) => lines.push(format!(
+                        "restored {} to {} (was {})",
+                        c.name, c.original, now
+                    )),
+                    Err(e) => lines.push(format!(
+                        "could not restore {} to {}: {e}",
+                        c.name, c.original
+                    )),
+                }
+            }
             Ok(now) => lines.push(format!(
                 "left {} at {now}: someone changed it after tierkitd set {} (its original was {})",
                 c.name, c.set, c.original
@@ -305,10 +318,14 @@ fn say(l: &str) {
 
 /// The knobs tierkitd holds: the lock, the state file, and what to put back.
 pub struct Knobs {
+    root: PathBuf,
     state_path: PathBuf,
     state: State,
     _lock: Option<std::fs::File>,
     restored: bool,
+    dry_run: bool,
+    /// `--dry-run`: the values a layer would have set, to log each change once.
+    dry: BTreeMap<String, String>,
 }
 
 /// What [`Knobs::take`] found and did, for the start-up report.
@@ -430,6 +447,7 @@ impl Knobs {
                     path: path.clone(),
                     original: now.clone(),
                     set: w.value.clone(),
+                    was_set: None,
                 });
             }
         }
@@ -455,10 +473,13 @@ impl Knobs {
             }
         }
         let mut knobs = Knobs {
+            root: root.to_path_buf(),
             state_path,
             state,
             _lock: Some(lock),
             restored: false,
+            dry_run,
+            dry: BTreeMap::new(),
         };
         if dry_run {
             for c in &knobs.state.knobs {
@@ -522,16 +543,81 @@ impl Knobs {
         Ok((knobs, report))
     }
 
-    /// A crash (SIGKILL): the process's files close, which releases the lock, and nothing is
-    /// restored; the state file stays for the next start.
-    #[cfg(test)]
-    fn crash(mut self) {
+    /// A crash (SIGKILL), for the tests: the process's files close, which releases the lock,
+    /// and nothing is restored; the state file stays for the next start.
+    #[doc(hidden)]
+    pub fn crash(mut self) {
         self.restored = true;
     }
 
     /// The knobs changed (name, original, set).
     pub fn changed(&self) -> &[Changed] {
         &self.state.knobs
+    }
+
+    /// A knob's value now (the first of its paths that exists), None when the kernel lacks it.
+    pub fn value(&self, name: &str) -> Option<String> {
+        let d = KNOBS.iter().find(|d| d.name == name)?;
+        let p = d
+            .paths
+            .iter()
+            .map(|p| self.root.join(p))
+            .find(|p| p.exists())?;
+        read_knob(&p).ok()
+    }
+
+    /// Change a knob while running (a layer's regulation: `+alto`, `+colloid`). The state file
+    /// is updated first (atomically), recording the knob's original value the first time and
+    /// the value set before this one, so that exit, SIGTERM and the next start after a crash
+    /// restore it like the knobs set at start. Returns the log line, None when the knob already
+    /// has the value. With `--dry-run` nothing is written and the line says what would be.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<Option<String>> {
+        let d = KNOBS
+            .iter()
+            .find(|d| d.name == name)
+            .ok_or_else(|| unsupported(format!("{name} is not a kernel-tiering knob")))?;
+        let path = match self.state.knobs.iter().find(|c| c.name == name) {
+            Some(c) => c.path.clone(),
+            None => d
+                .paths
+                .iter()
+                .map(|p| self.root.join(p))
+                .find(|p| p.exists())
+                .ok_or_else(|| {
+                    unsupported(format!("this kernel has no {name} (/{})", d.paths[0]))
+                })?,
+        };
+        let now = read_knob(&path)?;
+        if self.dry_run {
+            let prev = self.dry.get(name).cloned().unwrap_or(now);
+            if same(name, &prev, value) {
+                return Ok(None);
+            }
+            self.dry.insert(name.to_string(), value.to_string());
+            return Ok(Some(format!(
+                "DRY RUN: would set {name} from {prev} to {value}"
+            )));
+        }
+        if same(name, &now, value) {
+            return Ok(None);
+        }
+        match self.state.knobs.iter_mut().find(|c| c.name == name) {
+            Some(c) => {
+                c.was_set = Some(std::mem::replace(&mut c.set, value.to_string()));
+            }
+            None => self.state.knobs.push(Changed {
+                name: name.to_string(),
+                path: path.clone(),
+                original: now.clone(),
+                set: value.to_string(),
+                was_set: None,
+            }),
+        }
+        self.restored = false;
+        let json = serde_json::to_vec_pretty(&self.state).expect("a serialisable state");
+        write_atomic(&self.state_path, &json)?;
+        write_knob(&path, value)?;
+        Ok(Some(format!("set {name} to {value} (was {now})")))
     }
 
     /// Put back every knob changed (those still at the value tierkitd set) and remove the state
@@ -799,12 +885,74 @@ pub struct Since {
 }
 
 /// Run `nbt` as the kernel's own tiering until SIGTERM/SIGINT: take the knobs, then every
-/// interval scan the targets' placement (no migrations of tierkitd's own) and read the kernel's
-/// counters; restore the knobs at the end (also when the loop fails).
+/// interval scan the targets' placement and read the kernel's counters; restore the knobs at the
+/// end (also when the loop fails). A layer (`nbt+alto`, `nbt+colloid`; [`crate::layers`]) reads
+/// its counters each interval and regulates the knobs (and `+colloid` demotes pages); plain
+/// `nbt` moves no page of its own.
 pub fn run(cfg: &crate::config::Config, tiers: crate::topology::TierMap) -> Result<()> {
     use tierkit_core::Backend;
     let root = Path::new("/");
     let wants = wanted(&cfg.policy)?;
+    let layer = crate::layers::parse(&cfg.policy)?;
+    // tests only (the real-kernel tests' guest has no PMU): replay recorded core counters
+    let replay = match (&layer, std::env::var_os(REPLAY_ENV)) {
+        (Some(crate::layers::LayerSpec::Alto { .. }), Some(f)) if !f.is_empty() => {
+            let f = PathBuf::from(f);
+            let text = crate::error::read_to_string(&f)?;
+            let rec = crate::source::core_counters::Recorded::parse(&text).map_err(|e| {
+                Error::Config {
+                    field: REPLAY_ENV.into(),
+                    why: format!("{}: {e}", f.display()),
+                }
+            })?;
+            warn!(
+                "core counters: replayed from {} ({REPLAY_ENV}, for tests): {} intervals, not this host's PMU",
+                f.display(),
+                rec.intervals()
+            );
+            Some(crate::source::core_counters::CoreSampler::new(
+                crate::source::core_counters::Uarch::SkylakeX,
+                Box::new(rec),
+            ))
+        }
+        _ => None,
+    };
+    // tests only: injected tier latencies for +colloid (its access samples are still read)
+    let latencies = match (&layer, std::env::var_os(crate::layers::LATENCY_REPLAY_ENV)) {
+        (Some(crate::layers::LayerSpec::Colloid { .. }), Some(f)) if !f.is_empty() => {
+            let f = PathBuf::from(f);
+            let text = crate::error::read_to_string(&f)?;
+            let l = crate::layers::parse_latencies(&text).map_err(|e| Error::Config {
+                field: crate::layers::LATENCY_REPLAY_ENV.into(),
+                why: format!("{}: {e}", f.display()),
+            })?;
+            warn!(
+                "tier latencies: injected from {} ({}, for tests): {} intervals, not this host's uncore counters",
+                f.display(),
+                crate::layers::LATENCY_REPLAY_ENV,
+                l.len()
+            );
+            Some(l)
+        }
+        _ => None,
+    };
+    // a layer's counters are checked before any knob changes: a host without them is refused
+    // with what is missing (no core PMU for +alto; no uncore CHA and no PEBS for +colloid)
+    let choice = match &layer {
+        Some(_) if replay.is_some() => None,
+        Some(l) => {
+            let mut needs = crate::layers::needs(l);
+            needs.tier_counters &= latencies.is_none();
+            Some(crate::select::choose(
+                &cfg.policy,
+                &needs,
+                cfg.source,
+                cfg.damon,
+                cfg.samples_per_page,
+            )?)
+        }
+        None => None,
+    };
     let (mut knobs, rep) = Knobs::take(
         root,
         &cfg.state_dir,
@@ -820,10 +968,28 @@ pub fn run(cfg: &crate::config::Config, tiers: crate::topology::TierMap) -> Resu
     for l in &rep.lines {
         say(l);
     }
+    let (source, cha, cores): (Box<dyn crate::source::Source>, _, _) = match choice {
+        Some(c) => {
+            for l in &c.report {
+                info!("{l}");
+            }
+            (c.source, c.cha, c.cores)
+        }
+        None => (Box::new(crate::source::NoSource), None, None),
+    };
     crate::daemon::install_signals();
     let metrics = crate::metrics::Metrics::new();
     let km = KernelMetrics::register(&metrics.registry());
     km.set_knobs(knobs.changed());
+    let lm = layer
+        .as_ref()
+        .map(|l| crate::layers::LayerMetrics::register(&metrics.registry(), l));
+    let mut regulator = layer
+        .as_ref()
+        .map(|l| crate::layers::Regulator::new(l, &knobs));
+    if let Some(r) = &regulator {
+        info!("{}", r.describe());
+    }
     if let Some(addr) = cfg.metrics_addr {
         let bound = crate::metrics::serve(addr, metrics.registry())?;
         info!("metrics: http://{bound}/metrics");
@@ -834,11 +1000,24 @@ pub fn run(cfg: &crate::config::Config, tiers: crate::topology::TierMap) -> Resu
             tiers,
             Path::new(crate::topology::NODE_ROOT).into(),
             cfg.settings.clone(),
-            Box::new(crate::source::NoSource),
+            source,
             &crate::daemon::STOP,
             metrics,
         )?;
-        lx.metrics.set_info("nbt", "kernel");
+        lx.metrics.set_info(
+            &layer
+                .as_ref()
+                .map_or("nbt".to_string(), |l| format!("nbt+{}", l.name())),
+            "kernel",
+        );
+        lx.set_cha(cha);
+        if let Some(r) = replay {
+            lx.set_core_counters(r);
+        } else if let Some(u) = cores {
+            let (reader, note) = crate::source::core_counters::reader_for(u, &cfg.targets);
+            info!("{note}");
+            lx.set_core_counters(crate::source::core_counters::CoreSampler::new(u, reader));
+        }
         info!("running on {} target(s): {:?}", lx.pids().len(), lx.pids());
         let first = Vmstat::read(root)?;
         let mut prev = first.clone();
@@ -847,11 +1026,46 @@ pub fn run(cfg: &crate::config::Config, tiers: crate::topology::TierMap) -> Resu
             vm: first.clone(),
         };
         let started = Instant::now();
+        let mut injected = 0usize;
         loop {
             match lx.observe() {
                 Ok(()) => {}
                 Err(Error::Stopped) => break,
                 Err(e) => return Err(e),
+            }
+            if let Some(r) = regulator.as_mut() {
+                let mut tel = lx.take_telemetry();
+                if let Some(l) = &latencies {
+                    let (f, s) = l[injected.min(l.len() - 1)];
+                    injected += 1;
+                    tel.tier_counters =
+                        crate::layers::injected_tiers(f, s, tel.epoch_ns as f64 / 1e9, tel.cpu_ghz);
+                }
+                let res = r.step(&tel, &mut knobs, lm.as_ref(), |p| {
+                    tierkit_core::Mechanism::tier_of(&lx, p)
+                });
+                lx.restore_telemetry(tel);
+                let o = res?;
+                for l in &o.lines {
+                    info!("{l}");
+                }
+                if !o.demote.is_empty() {
+                    let asked = o.demote.len();
+                    let before = lx.metrics.demoted_total();
+                    let mut acts = crate::layers::demotions(&o.demote);
+                    lx.apply(&mut acts);
+                    let moved = lx.metrics.demoted_total().saturating_sub(before);
+                    // pages that would not move (their refusals are logged and counted by the
+                    // migration pass) come back with the next samples: only moves at info
+                    if moved > 0 {
+                        info!("colloid: demoted {moved} of {asked} sampled hot page(s) of the fast tier");
+                    } else {
+                        tracing::debug!(
+                            "colloid: demoted none of {asked} sampled hot page(s) of the fast tier"
+                        );
+                    }
+                }
+                km.set_knobs(knobs.changed());
             }
             let now = Vmstat::read(root)?;
             km.add(&prev, &now);
@@ -869,6 +1083,7 @@ pub fn run(cfg: &crate::config::Config, tiers: crate::topology::TierMap) -> Resu
                 };
             }
         }
+        lx.stop_source();
         info!(
             "stopped by signal after {} intervals: {}",
             lx.metrics.intervals.get(),
@@ -971,11 +1186,10 @@ mod tests {
         assert!(e.contains("not a kernel knob"), "{e}");
         let e = wanted("nbt:scan_delay_ms=2.5").unwrap_err().to_string();
         assert!(e.contains("whole number"), "{e}");
-        let e = wanted("nbt+alto").unwrap_err().to_string();
-        assert!(
-            e.contains("+alto") && e.contains("not supported yet"),
-            "{e}"
-        );
+        // +alto and +colloid regulate the kernel's tiering (crate::layers); other layers do not
+        assert!(wanted("nbt+alto").is_ok() && wanted("nbt+colloid").is_ok());
+        let e = wanted("nbt+toggle").unwrap_err().to_string();
+        assert!(e.contains("+toggle") && e.contains("not supported"), "{e}");
         assert!(
             is_kernel_spec("nbt:hot_threshold_ms=5")
                 && !is_kernel_spec("tpp")
@@ -1190,6 +1404,7 @@ mod tests {
             path: "x".into(),
             original: "false".into(),
             set: "true".into(),
+            was_set: None,
         }]);
         let t = prometheus::TextEncoder::new()
             .encode_to_string(&r.gather())

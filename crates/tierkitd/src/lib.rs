@@ -8,12 +8,14 @@
 //! - [`select`]: which source serves a policy's needs; rights checks.
 //! - [`kernel`]: kernel-tiering mode (`--policy nbt`): the kernel's own tiering knobs, set and
 //!   restored (state file), and its vmstat counters.
+//! - [`layers`]: `nbt+alto` and `nbt+colloid`, regulating the kernel's tiering through its knobs.
 //! - [`metrics`], [`log`], [`config`], [`daemon`]: the daemon around it.
 
 pub mod config;
 pub mod daemon;
 pub mod error;
 pub mod kernel;
+pub mod layers;
 pub mod linux;
 pub mod log;
 pub mod mech;

@@ -118,7 +118,17 @@ fn a_live_scrape_passes_promtool_and_matches_the_guide() {
         path: "/proc/sys/kernel/numa_balancing".into(),
         original: "0".into(),
         set: "2".into(),
+        was_set: None,
     }]);
+    // and the layers' (`nbt+alto`, `nbt+colloid`)
+    for l in ["nbt+alto", "nbt+colloid"] {
+        let spec = tierkitd::layers::parse(l).unwrap().unwrap();
+        let lm = tierkitd::layers::LayerMetrics::register(&metrics.registry(), &spec);
+        lm.alto_ratio.set(0.25);
+        lm.alto_aol.set(70.0);
+        lm.colloid_latency.with_label_values(&["fast"]).set(2.5e-7);
+        lm.colloid_stops.inc();
+    }
     // one node here: everything is fast; a slow tier without nodes
     let mut lx = common::dry_run_backend(pid, Duration::from_millis(20), metrics);
     lx.metrics.set_info("hemem", lx.source_name());
@@ -175,6 +185,10 @@ fn a_live_scrape_passes_promtool_and_matches_the_guide() {
         "tierkitd_kernel_numa_hint_faults_total 15".into(),
         "tierkitd_kernel_pgpromote_success_total{node=\"0\"} 2".into(),
         "tierkitd_kernel_tiering_knob{knob=\"kernel.numa_balancing\"} 2".into(),
+        "tierkitd_alto_promotion_ratio 0.25".into(),
+        "tierkitd_alto_amortized_offcore_latency_cycles 70".into(),
+        "tierkitd_colloid_tier_latency_seconds{tier=\"fast\"} 0.00000025".into(),
+        "tierkitd_colloid_promotion_stops_total 1".into(),
     ] {
         assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
     }

@@ -386,6 +386,150 @@ t_nbt() {
   echo true > /sys/kernel/mm/numa/demotion_enabled
 }
 
+# 8c. `nbt+alto` and `nbt+colloid` over the kernel's tiering (not in the default list): the guest
+#     has no PMU, so both are refused in one line naming what is missing, before any knob changes;
+#     then `nbt+alto` on replayed core counters (TIERKITD_CORE_COUNTERS_REPLAY, a test aid): AOL 30
+#     (<= AOL_low: N = 0 of 16) clears the tiering bit and sets the promotion rate limit to 0, and
+#     the kernel promotes nothing of a hot region on the slow node; AOL 150 (>= AOL_high: 16 of 16)
+#     sets them back and the kernel promotes it. Every knob is back after SIGTERM, and after
+#     SIGKILL at N = 0 plus a restart (the rate limit Alto set comes back from the state file).
+aol_trace() { # aol_trace READS_AT_30 READS_AT_150 -> cumulative reads of a cgroup aggregate (pid 0)
+  awk -v a="$1" -v b="$2" 'BEGIN { c = 0; a1 = 0; a3 = 0
+    for (i = 0; i <= a + b; i++) {
+      if (i > 0) { aol = (i <= a) ? 30 : 150; c += 1e9; a3 += 1e6; a1 += aol * 1e6 }
+      printf "read %d 0 cycles=%.0f stalls_l3_miss=%.0f a1=%.0f a2=%.0f a3=%.0f\n", i, c, c / 4, a1, 2 * a1, a3 } }'
+}
+t_nbtalto() {
+  [ -e /proc/sys/kernel/numa_balancing ] || { fail nbtalto "no numa_balancing"; return; }
+  mount -t debugfs none /sys/kernel/debug 2>/dev/null
+  echo 0 > /proc/sys/kernel/numa_balancing; echo false > /sys/kernel/mm/numa/demotion_enabled
+  before=$(knobs_now)
+  ST=/tmp/tkstate-alto
+  conf /tmp/alto.toml 'interval-ms = 300' 'status-every-s = 2' "state-dir = \"$ST\""
+  sleep 1000 &
+  S=$!
+  # no PMU, no uncore counters: refused, the last line the error, nothing changed
+  /bin/tierkitd --pid $S --policy nbt+alto --config /tmp/alto.toml 2> /tmp/a1.log; rc1=$?
+  /bin/tierkitd --pid $S --policy nbt+colloid --config /tmp/alto.toml 2> /tmp/a2.log; rc2=$?
+  after_refusals=$(knobs_now)
+  ref_alto=$(tail -1 /tmp/a1.log | grep -c 'error: policy `nbt+alto` cannot run on this host: it needs per-core PMU counters (cycles, .*no core PMU')
+  ref_colloid=$(tail -1 /tmp/a2.log | grep -c 'error: policy `nbt+colloid` cannot run on this host: it needs per-tier uncore counters')
+  [ -f $ST/kernel-tiering.json ] && st_ref=1 || st_ref=0
+  # replayed counters: 150 intervals (45 s) at AOL 30, then AOL 150
+  aol_trace 150 1000 > /tmp/aol.txt
+  TIERKITD_CORE_COUNTERS_REPLAY=/tmp/aol.txt /bin/tierkitd --pid $S --policy nbt+alto --config /tmp/alto.toml --metrics-addr 127.0.0.1:$((PORT + 4)) 2> /tmp/a3.log &
+  D=$!
+  wait_for /tmp/a3.log '0 of 16' 30; w0=$?
+  n0=$(knobs_now)
+  /bin/workload 16 48 0 1 1 > /tmp/wa.out &
+  W=$!
+  wait_for /tmp/wa.out WORKLOAD_START 20 || { kill $D $W $S; wait; fail nbtalto "workload did not start"; show /tmp/a3.log; return; }
+  p0=$(awk '/^pgpromote_success /{print $2}' /proc/vmstat)
+  sleep 8
+  kill -USR1 $W; sleep 1
+  h_n0=$(kv hot_node0 "$(grep WORKLOAD_REPORT /tmp/wa.out | tail -1)")
+  p1=$(awk '/^pgpromote_success /{print $2}' /proc/vmstat)
+  nb_n0=$(cat /proc/sys/kernel/numa_balancing)
+  grep -q '16 of 16' /tmp/a3.log && early=1 || early=0
+  wait_for /tmp/a3.log '16 of 16' 90; w16=$?
+  n16=$(knobs_now)
+  until_report /tmp/wa.out $W 120 'hot_node0>=3687'; waited=$?
+  p2=$(awk '/^pgpromote_success /{print $2}' /proc/vmstat)
+  wget -q -O /tmp/ma.txt http://127.0.0.1:$((PORT + 4))/metrics || : > /tmp/ma.txt
+  scrape nbtalto /tmp/ma.txt
+  stop_workload $W /tmp/wa.out; r=$R
+  kill -TERM $D; wait $D; drc=$?
+  after_term=$(knobs_now)
+  [ -f $ST/kernel-tiering.json ] && st_term=1 || st_term=0
+  h0=$(kv hot_node0 "$r"); bad=$(kv corrupt "$r")
+  # SIGKILL at N = 0, then a restart restores what Alto set
+  aol_trace 150 0 > /tmp/aol0.txt
+  TIERKITD_CORE_COUNTERS_REPLAY=/tmp/aol0.txt /bin/tierkitd --pid $S --policy nbt+alto --config /tmp/alto.toml 2> /tmp/a4.log &
+  D=$!
+  wait_for /tmp/a4.log '0 of 16' 30
+  kill -KILL $D; wait $D 2>/dev/null
+  after_kill=$(knobs_now)
+  [ -f $ST/kernel-tiering.json ] && st_kill=1 || st_kill=0
+  /bin/tierkitd --pid $S --policy nbt --config /tmp/alto.toml 2> /tmp/a5.log &
+  D=$!
+  wait_for /tmp/a5.log 'set kernel.numa_balancing to 2' 30
+  grep -q 'did not exit cleanly' /tmp/a5.log && grep -q 'restored kernel.numa_balancing_promote_rate_limit_MBps to 65536 (was 0)' /tmp/a5.log && recovered=1 || recovered=0
+  kill -TERM $D; wait $D; drc2=$?
+  after_restart=$(knobs_now)
+  kill $S; wait $S 2>/dev/null
+  echo "TKBENCH nbtalto before=\"$before\" n0=\"$n0\" n16=\"$n16\" after_term=\"$after_term\" after_kill=\"$after_kill\" after_restart=\"$after_restart\""
+  has() { echo "$1" | tr ' ' '\n' | grep -qx "$2"; }
+  d="refused_alto=$ref_alto/$rc1 refused_colloid=$ref_colloid/$rc2 unchanged_by_refusals=$([ "$before" = "$after_refusals" ] && echo 1 || echo 0) state_after_refusals=$st_ref numa_balancing_at_n0=$nb_n0 promoted_at_n0=$((p1 - p0)) hot_on_node0_at_n0=$h_n0 n16_too_early=$early promoted_at_n16=$((p2 - p1)) hot_on_node0=$h0/4096 corrupt=$bad daemon_rc=$drc restored_after_term=$([ "$before" = "$after_term" ] && echo 1 || echo 0) state_after_term=$st_term state_after_kill=$st_kill recovered=$recovered restored_after_restart=$([ "$before" = "$after_restart" ] && echo 1 || echo 0) daemon2_rc=$drc2 timed_out=$w0$w16$waited"
+  if [ $rc1 = 1 ] && [ $rc2 = 1 ] && [ "$ref_alto" = 1 ] && [ "$ref_colloid" = 1 ] && [ "$before" = "$after_refusals" ] && [ $st_ref = 0 ] &&
+     [ $w0 = 0 ] && has "$n0" numa_balancing=0 && has "$n0" numa_balancing_promote_rate_limit_MBps=0 && [ "$nb_n0" = 0 ] && [ $early = 0 ] &&
+     [ $((p1 - p0)) = 0 ] && [ "${h_n0:-9999}" -lt 205 ] &&
+     [ $w16 = 0 ] && has "$n16" numa_balancing=2 && has "$n16" numa_balancing_promote_rate_limit_MBps=65536 &&
+     [ $waited = 0 ] && [ $((p2 - p1)) -gt 0 ] && pct_ge "${h0:-0}" 4096 90 && [ "$bad" = 0 ] &&
+     grep -q '^tierkitd_alto_promotion_ratio 1$' /tmp/ma.txt &&
+     [ $drc = 0 ] && [ "$before" = "$after_term" ] && [ $st_term = 0 ] && [ $st_kill = 1 ] && has "$after_kill" numa_balancing_promote_rate_limit_MBps=0 &&
+     [ $recovered = 1 ] && [ "$before" = "$after_restart" ] && [ $drc2 = 0 ]; then
+    pass nbtalto "$d"
+    echo "--- session (daemon log)"; sed 's/^/    /' /tmp/a3.log | head -60; echo "--- refusals"; tail -1 /tmp/a1.log; tail -1 /tmp/a2.log
+  else
+    fail nbtalto "$d"; show /tmp/a1.log 3; show /tmp/a2.log 3; show /tmp/a3.log 60; show /tmp/a4.log 10; show /tmp/a5.log 20
+  fi
+  echo true > /sys/kernel/mm/numa/demotion_enabled
+}
+
+# 8d. `nbt+colloid` on injected tier latencies (not in the default list; TIERKITD_TIER_LATENCY_REPLAY,
+#     a test aid: the guest has no uncore counters) with DAMON samples of the workload, both its
+#     regions first on node 0: while the fast tier is the faster (100 vs 250 ns) the kernel's
+#     tiering runs; when it is the slower (400 vs 250 ns) its promotion stops (numa_balancing 0,
+#     pgpromote_success unchanged) and tierkitd demotes the sampled hot pages by move_pages (a
+#     quarter of the hot region on node 1 at least); when it is faster again the kernel promotes
+#     them back (90% of the hot region on node 0). Every knob is back after SIGTERM.
+t_nbtcolloid() {
+  [ -e /proc/sys/kernel/numa_balancing ] || { fail nbtcolloid "no numa_balancing"; return; }
+  mount -t debugfs none /sys/kernel/debug 2>/dev/null
+  echo 0 > /proc/sys/kernel/numa_balancing; echo false > /sys/kernel/mm/numa/demotion_enabled
+  before=$(knobs_now)
+  ST=/tmp/tkstate-colloid
+  conf /tmp/colloid.toml 'source = "damon"' 'interval-ms = 300' 'status-every-s = 5' "state-dir = \"$ST\""
+  WORKLOAD_TLB_TICK_US=$TICK /bin/workload 16 48 0 0 0 > /tmp/wc.out &
+  W=$!
+  wait_for /tmp/wc.out WORKLOAD_START 20 || { fail nbtcolloid "workload did not start"; return; }
+  # 10 intervals (3 s) balanced the right way, 300 (90 s) with the fast tier loaded, then faster again
+  awk 'BEGIN { for (i = 0; i < 10; i++) print "100 250"; for (i = 0; i < 300; i++) print "400 250"; print "100 250" }' > /tmp/lat.txt
+  TIERKITD_TIER_LATENCY_REPLAY=/tmp/lat.txt /bin/tierkitd --pid $W --policy nbt+colloid --config /tmp/colloid.toml --metrics-addr 127.0.0.1:$((PORT + 5)) 2> /tmp/c1.log &
+  D=$!
+  wait_for /tmp/c1.log 'colloid: fast tier .* promotion stops' 30; ws=$?
+  nb_stop=$(cat /proc/sys/kernel/numa_balancing)
+  p0=$(awk '/^pgpromote_success /{print $2}' /proc/vmstat)
+  # until a quarter of the hot region is demoted (the phase lasts 90 s)
+  until_report /tmp/wc.out $W 80 'hot_node1>=1024'; wd=$?
+  h1=$(kv hot_node1 "$(grep WORKLOAD_REPORT /tmp/wc.out | tail -1)")
+  p1=$(awk '/^pgpromote_success /{print $2}' /proc/vmstat)
+  grep -q 'colloid: fast tier .* promotes again' /tmp/c1.log && early=1 || early=0
+  wget -q -O /tmp/mc.txt http://127.0.0.1:$((PORT + 5))/metrics || : > /tmp/mc.txt
+  scrape nbtcolloid /tmp/mc.txt
+  wait_for /tmp/c1.log 'colloid: fast tier .* promotes again' 100; wa=$?
+  nb_again=$(cat /proc/sys/kernel/numa_balancing)
+  until_report /tmp/wc.out $W 120 'hot_node0>=3687'; wb=$?
+  stop_workload $W /tmp/wc.out; r=$R
+  kill -TERM $D; wait $D; drc=$?
+  after_term=$(knobs_now)
+  [ -f $ST/kernel-tiering.json ] && st_term=1 || st_term=0
+  h0=$(kv hot_node0 "$r"); bad=$(kv corrupt "$r")
+  dem=$(sed -n 's/^tierkitd_demotions_total{target="[0-9]*"} //p' /tmp/mc.txt)
+  echo "TKBENCH nbtcolloid before=\"$before\" after_term=\"$after_term\""
+  d="numa_balancing_stopped=$nb_stop promoted_while_stopped=$((p1 - p0)) hot_on_node1_demoted=$h1/4096 metrics_demotions=${dem:-none} resumed_too_early=$early numa_balancing_again=$nb_again hot_on_node0=$h0/4096 corrupt=$bad daemon_rc=$drc restored_after_term=$([ "$before" = "$after_term" ] && echo 1 || echo 0) state_after_term=$st_term timed_out=$ws$wd$wa$wb"
+  if [ $ws = 0 ] && [ "$nb_stop" = 0 ] && [ $wd = 0 ] && [ $((p1 - p0)) = 0 ] && [ $early = 0 ] && [ "${dem:-0}" -gt 0 ] &&
+     grep -q '^tierkitd_colloid_promotion_stops_total 1$' /tmp/mc.txt &&
+     [ $wa = 0 ] && [ "$nb_again" = 2 ] && [ $wb = 0 ] && pct_ge "${h0:-0}" 4096 90 && [ "$bad" = 0 ] &&
+     [ $drc = 0 ] && [ "$before" = "$after_term" ] && [ $st_term = 0 ]; then
+    pass nbtcolloid "$d"
+    echo "--- session (daemon log)"; grep -v 'status:' /tmp/c1.log | sed 's/^/    /' | head -60
+  else
+    fail nbtcolloid "$d"; show /tmp/c1.log 60
+  fi
+  echo true > /sys/kernel/mm/numa/demotion_enabled
+}
+
 # 9. benchmark: migration rate of tierkitd vs raw batched move_pages on the same kind of target
 #    (64 MiB on node 1 that its process keeps writing at nice 19), side by side in one boot;
 #    then tierkitd's and kdamond's CPU time per second of monitoring at the defaults.
