@@ -24,6 +24,11 @@ impl TierInfo {
 pub struct TierCounters {
     /// LLC misses served by this tier (reads + RFOs).
     pub llc_misses: f64,
+    /// MEM_LOAD_L3_MISS_RETIRED.LOCAL_DRAM / .REMOTE_DRAM read as a counter: retired loads whose
+    /// data this tier's memory served. A load whose line a prefetcher brought in (or had in
+    /// flight) retires as a cache hit and is not counted; stores are not loads. The event PEBS
+    /// samples, so samples x period estimate it (PACT Table 1: the "LLC-misses" of Eq. 1).
+    pub l3_miss_loads: f64,
     /// TOR inserts: requests entering the CHA queue for this tier (== llc_misses here).
     pub tor_inserts: f64,
     /// TOR occupancy summed over cycles (Little's law: occupancy = inserts x latency).

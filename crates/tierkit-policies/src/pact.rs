@@ -1,8 +1,10 @@
 //! PACT (ASPLOS'26): per-page access criticality (PAC), adaptive promotion, eager demotion.
 //!
 //! - **Per-tier stall model** (§4.2, Eq. 1): every window the slow tier's stalls are estimated as
-//!   S = k * LLC-misses / MLP, with MLP = delta TOR_OCCUPANCY / delta TOR not-empty cycles of the
-//!   same window, clamped to [1, `mlp_max`]; k is the platform's calibrated per-tier coefficient
+//!   S = k * LLC-misses / MLP, LLC-misses being Table 1's MEM_LOAD_L3_MISS_RETIRED events of the
+//!   slow tier read as a counter (`TierCounters::l3_miss_loads`: loads a prefetcher covered retire
+//!   as cache hits and are not counted, as they are not sampled), with MLP = delta TOR_OCCUPANCY /
+//!   delta TOR not-empty cycles of the same window, clamped to [1, `mlp_max`]; k is the platform's calibrated per-tier coefficient
 //!   (`Calibration::stall_k_cycles`, measured like `tierkit calibrate`; the artifact's Skylake
 //!   values are 238 / 771 cycles), or `k_slow_cycles` when given.
 //! - **PAC sampling** (§4.3, Algorithm 1): PEBS-like samples of slow-tier loads
@@ -866,7 +868,15 @@ impl Policy for Pact {
         self.observe(tel);
         self.take_samples(tel);
         if let Some(c) = tel.tier_counters.get(SLOW as usize) {
-            self.win_misses += c.llc_misses;
+            // Table 1: the LLC-misses of Eq. 1 are MEM_LOAD_L3_MISS_RETIRED's events read as a
+            // counter (the event PEBS samples), so a load a prefetcher covered, which retires as
+            // a cache hit, counts in neither S nor A_t; a backend without that counter gives
+            // its tier's LLC misses instead.
+            self.win_misses += if c.l3_miss_loads > 0.0 {
+                c.l3_miss_loads
+            } else {
+                c.llc_misses
+            };
             self.win_occ += c.tor_occupancy;
             self.win_not_empty += c.tor_not_empty_cycles;
         }
@@ -937,10 +947,13 @@ mod tests {
         Pact::new(&Params::resolve("pact", PARAMS, &raw).unwrap())
     }
 
+    /// Slow-tier counters with `misses` retired L3-miss loads (Table 1's counter, what Eq. 1
+    /// uses) among three times as many LLC misses (stores and prefetch-covered loads besides).
     fn counters(misses: f64, mlp: f64) -> Vec<TierCounters> {
         let slow = TierCounters {
-            llc_misses: misses,
-            tor_inserts: misses,
+            l3_miss_loads: misses,
+            llc_misses: 3.0 * misses,
+            tor_inserts: 3.0 * misses,
             tor_occupancy: 1000.0 * mlp,
             tor_not_empty_cycles: 1000.0,
             ..TierCounters::default()
@@ -1048,6 +1061,22 @@ mod tests {
             before.iter_mut().for_each(|_| {});
             assert!((after - before.iter().sum::<f64>() - s).abs() < 1e-6 * s);
         }
+    }
+
+    #[test]
+    fn without_the_load_counter_s_falls_back_to_the_llc_misses() {
+        let mut m = machine(0, 10, 10);
+        let mut pol = pact("window_ms=1,max_promotions=0");
+        init(&mut m, &mut pol);
+        let mut mech = m.mech();
+        let mut tel = m.telemetry(vec![slow_sample(1, 100.0)]);
+        let mut c = counters(1000.0, 2.0);
+        c[1].l3_miss_loads = 0.0;
+        tel.tier_counters = c;
+        let mut out = Vec::new();
+        pol.step(&tel, &mut mech, &mut out);
+        let (ws, _) = pol.last_window;
+        assert!((ws - 400.0 * 3000.0 / 2.0).abs() < 1e-6 * ws, "S {ws}");
     }
 
     #[test]

@@ -97,7 +97,8 @@ pub fn point(platform: &str, mlp: f64, compute_ns: f64, pattern: &str) -> Result
 pub const PACT_MLP_RANGE: (f64, f64) = (1.0, 16.0);
 
 /// PACT's k for tier `tier` (0 fast, 1 slow): least squares through the origin of the L3-miss
-/// stall cycles on LLC-misses / MLP over microbenchmarks whose pages all lie in that tier.
+/// stall cycles on LLC-misses / MLP over microbenchmarks whose pages all lie in that tier, the
+/// LLC-misses being PACT's Table 1 counter (`TierCounters::l3_miss_loads`).
 pub fn stall_k(platform: &str, tier: usize) -> Result<f64> {
     let (mut sxy, mut sxx) = (0.0, 0.0);
     let cases = [
@@ -123,7 +124,8 @@ pub fn stall_k(platform: &str, tier: usize) -> Result<f64> {
             let Some(q) = m.tel.tier_mlp(tier as u8) else {
                 continue;
             };
-            let x = c.llc_misses / q.clamp(PACT_MLP_RANGE.0, PACT_MLP_RANGE.1);
+            // Table 1's counter: retired loads that missed L3 (prefetch-covered ones retire as hits)
+            let x = c.l3_miss_loads / q.clamp(PACT_MLP_RANGE.0, PACT_MLP_RANGE.1);
             let y: f64 = m.tel.cores.iter().map(|c| c.stalls_l3_miss).sum();
             sxy += x * y;
             sxx += x * x;

@@ -1479,10 +1479,21 @@ impl Machine {
             let wb = th.writebacks_per_miss();
             let busy = (x * l / th.m).min(1.0); // b = q / m
             let frac = run_ns / e;
+            // The share of its misses whose loads a prefetcher covered (the samplers drop them
+            // the same way: `sample`), taken over its regions as if each tier held the same mix.
+            let covered = th.dist.map_or(0.0, |d| {
+                let cap = 1.0 - 1.0 / th.m.max(1.0);
+                self.dists[d]
+                    .regions
+                    .iter()
+                    .map(|r| r.w * r.prefetched.min(cap))
+                    .sum::<f64>()
+            });
             for t in 0..nt {
                 let mt = misses * sh[t];
                 let q = x * sh[t] * lat[t];
                 tc[t].llc_misses += mt;
+                tc[t].l3_miss_loads += mt * (1.0 - covered);
                 tc[t].tor_inserts += mt;
                 tc[t].tor_occupancy += q * run_ns * cyc;
                 tc[t].bytes_read += mt * LINE;

@@ -263,7 +263,11 @@ def _fig1_and_56(ctx: Context, core: Any, kron: tuple[str, ...], get: Any) -> No
         "pages with the same frequency differ by orders of magnitude in PAC (Fig. 1)",
         f"p90/p10 of PAC among pages of the modal sample count: {g['PAC p90/p10 at equal frequency']:.3g}x",
         g["PAC p90/p10 at equal frequency"] >= 2.0,
-        "ours spreads only by the MLP difference of the phases (1.2 vs 8) and sampling noise",
+        "a window's samples share its stall equally (proportional attribution), and with Table 1's "
+        "counter a sample costs k x period / MLP, so equal-frequency pages differ only as their windows' "
+        "MLP does: graph-kron's walk windows read a socket MLP of ~9.4 and its scan windows the clamp, "
+        "16; the paper's orders of magnitude need windows whose MLP varies far more (BFS levels with "
+        "small frontiers and few active threads), which this two-phase workload does not model",
     )
     ctx.claim(
         "PAC ranks pages by their true stall better than access frequency (graph-kron)",
