@@ -214,6 +214,13 @@ impl PacIndex {
         }
     }
 
+    /// A slot's PAC changed, its candidacy did not: move it if its bucket did.
+    #[inline]
+    pub fn update_pac(&mut self, slot: usize, pac: f64) {
+        let cand = self.nodes[slot].list & 1 != 0;
+        self.update(slot, pac, cand);
+    }
+
     /// Remove a slot as `Vec::swap_remove` does: the last slot takes its place.
     pub fn swap_remove(&mut self, slot: usize) {
         self.unlink(slot as u32);
@@ -416,7 +423,12 @@ mod tests {
             }
         }
         let n = c.len() as u64;
-        c.sort_by(|&a, &b| vals[b as usize].0.total_cmp(&vals[a as usize].0).then(a.cmp(&b)));
+        c.sort_by(|&a, &b| {
+            vals[b as usize]
+                .0
+                .total_cmp(&vals[a as usize].0)
+                .then(a.cmp(&b))
+        });
         c.truncate(keep);
         (top, in_top, n, c)
     }
@@ -486,7 +498,9 @@ mod tests {
         ix.update(1, 2.0, false);
         assert_eq!(ix.nan_count(), 0);
         let vals = [1.0, 2.0];
-        let sel = ix.select(1.0, 20, 10, |s| vals[s as usize], &mut out).unwrap();
+        let sel = ix
+            .select(1.0, 20, 10, |s| vals[s as usize], &mut out)
+            .unwrap();
         assert_eq!((sel.top, sel.in_top, sel.candidates), (2, 1, 0));
         assert!(out.is_empty());
     }
