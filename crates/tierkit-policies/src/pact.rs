@@ -84,7 +84,7 @@ use tierkit_core::{
 
 use crate::common::{spec_name, Dense, Residency};
 use crate::pact_bins::{bin_of, fd_width, scale_width, Reservoir};
-use crate::pact_index::{PacIndex, Selection};
+use crate::pact_index::{self, ListId, PacIndex, Selection};
 
 const PARAMS: &[ParamDef] = &[
     ParamDef {
@@ -261,7 +261,12 @@ pub struct Entry {
     /// This window's sample weight (A_p, or A_p l_p for `score=latency`).
     win: f32,
     flags: u8,
+    /// Its list in the PAC buckets (in the entry's padding).
+    list: ListId,
 }
+
+// the bucket list id fits in the entry's padding
+const _: () = assert!(std::mem::size_of::<Entry>() == 32);
 
 const IN_WIN: u8 = 1;
 /// Sampled in the slow tier since it last arrived there: a promotion candidate.
@@ -472,7 +477,17 @@ impl Pact {
     #[inline]
     fn refile(&mut self, slot: usize) {
         let cand = self.is_candidate(slot);
-        self.by_pac.update(slot, self.entries[slot].pac, cand);
+        self.relist(slot, cand);
+    }
+
+    #[inline]
+    fn relist(&mut self, slot: usize, cand: bool) {
+        let e = &mut self.entries[slot];
+        let to = pact_index::list_of(e.pac, cand);
+        if to != e.list {
+            self.by_pac.relist(slot, e.list, to);
+            e.list = to;
+        }
     }
 
     fn refile_page(&mut self, p: PageId) {
@@ -483,7 +498,8 @@ impl Pact {
 
     fn untrack(&mut self, p: PageId) {
         let Some(s) = self.slot(p) else { return };
-        self.by_pac.swap_remove(s);
+        let last_list = self.entries.last().map_or(0, |e| e.list);
+        self.by_pac.swap_remove(s, self.entries[s].list, last_list);
         if self.entries[s].flags & IN_WIN != 0 {
             self.touched.retain(|&t| t as usize != s);
         }
@@ -566,7 +582,7 @@ impl Pact {
                         ..Entry::default()
                     });
                     self.pages.push(s.page);
-                    self.by_pac.push(0.0, false);
+                    self.by_pac.push(pact_index::list_of(0.0, false));
                     let x = self.entries.len() - 1;
                     self.index.set(s.page, x as u32);
                     x
@@ -636,7 +652,8 @@ impl Pact {
             e.flags &= !IN_WIN;
             let v = e.pac;
             self.reservoir.offer(v);
-            self.by_pac.update_pac(slot, v);
+            let cand = pact_index::is_candidate_list(self.entries[slot].list);
+            self.relist(slot, cand);
         }
         self.touched.clear();
         self.stall_total += s;
@@ -848,6 +865,7 @@ impl Pact {
             self.by_pac.check(
                 |s| self.entries[s as usize].pac,
                 |s| self.is_candidate(s as usize),
+                |s| self.entries[s as usize].list,
             );
             let bits = |c: &[(f64, PageId)]| c.iter().map(|&(v, p)| (v.to_bits(), p)).collect();
             let (want, want_cands) = self.select_by_scan(w, keep);
@@ -932,7 +950,7 @@ impl Policy for Pact {
 
     /// Per page: its tier (1 B), its slot in the tracking table (4 B) and its in-flight state
     /// (1 B). Per tracked page, at most `max_tracked`: its entry (32 B), its page id (8 B), its
-    /// place in the window's list (4 B) and in the PAC buckets (12 B). Per fast-tier page: its
+    /// place in the window's list (4 B) and in the PAC buckets (8 B). Per fast-tier page: its
     /// place on the CLOCK (8 B). Once: the PAC buckets' heads and lengths (90 KB).
     fn memory_bytes(&self, space: &PageSpace) -> u64 {
         let tracked = self.tracked_bound(space);

@@ -37,8 +37,6 @@ const SHIFT: u32 = 52 - SUB_BITS;
 const MID: usize = ((HI_EXP - LO_EXP) as usize) << SUB_BITS;
 /// Buckets in all: values <= 0, tiny positives, the middle ones, huge values.
 pub const BUCKETS: usize = MID + 3;
-/// The list id's bit marking a NaN value (kept in bucket 0's lists).
-const NAN_BIT: u32 = 1 << 31;
 
 /// The bucket of a value: monotone non-decreasing over the non-NaN values; NaN goes to 0.
 #[inline]
@@ -70,13 +68,35 @@ pub fn bucket_bounds(b: usize) -> (f64, f64) {
     }
 }
 
-/// A tracked page's place: its list (bucket * 2 + candidate, NAN_BIT for a NaN value) and its
-/// neighbours there.
+/// A slot's list: bucket * 2 + 1 for a candidate, + [`NAN_BIT`] for a NaN value. The caller
+/// keeps it beside its own entry (where it costs no room) and passes it in.
+pub type ListId = u16;
+/// The list id's bit marking a NaN value (kept in bucket 0's lists).
+const NAN_BIT: ListId = 1 << 15;
+const _: () = assert!(2 * BUCKETS <= NAN_BIT as usize);
+
+/// The list a value and candidacy belong to.
+#[inline]
+pub fn list_of(pac: f64, cand: bool) -> ListId {
+    let l = (bucket_of(pac) * 2 + cand as usize) as ListId;
+    if pac.is_nan() {
+        l | NAN_BIT
+    } else {
+        l
+    }
+}
+
+/// Whether a list holds candidates.
+#[inline]
+pub fn is_candidate_list(list: ListId) -> bool {
+    list & 1 != 0
+}
+
+/// A tracked page's neighbours in its list.
 #[derive(Clone, Copy, Debug)]
-pub struct Node {
+struct Node {
     prev: u32,
     next: u32,
-    list: u32,
 }
 
 /// What one binning found (see [`PacIndex::select`]).
@@ -91,7 +111,8 @@ pub struct Selection {
     pub visited: u64,
 }
 
-/// The tracked pages in buckets by PAC, slot for slot beside the policy's table.
+/// The tracked pages in buckets by PAC, slot for slot beside the policy's table (which keeps
+/// each slot's [`ListId`]).
 #[derive(Clone, Debug)]
 pub struct PacIndex {
     nodes: Vec<Node>,
@@ -118,6 +139,8 @@ impl PacIndex {
 
     /// Bytes of the bucket heads and lengths, whatever the number of pages.
     pub const FIXED_BYTES: u64 = (2 * BUCKETS * 2 * std::mem::size_of::<u32>()) as u64;
+    /// Bytes per slot (its neighbours; the list id is the caller's).
+    pub const SLOT_BYTES: u64 = std::mem::size_of::<Node>() as u64;
 
     /// Bytes for `n` slots: what [`PacIndex::new`] and [`PacIndex::reserve`] allocate.
     pub const fn bytes_for(n: u64) -> u64 {
@@ -149,22 +172,12 @@ impl PacIndex {
         self.nan
     }
 
-    fn list_of(pac: f64, cand: bool) -> u32 {
-        let l = (bucket_of(pac) * 2 + cand as usize) as u32;
-        if pac.is_nan() {
-            l | NAN_BIT
-        } else {
-            l
-        }
-    }
-
-    fn link(&mut self, slot: u32, list: u32) {
+    fn link(&mut self, slot: u32, list: ListId) {
         let l = (list & !NAN_BIT) as usize;
         let h = self.head[l];
         self.nodes[slot as usize] = Node {
             prev: NONE,
             next: h,
-            list,
         };
         if h != NONE {
             self.nodes[h as usize].prev = slot;
@@ -176,8 +189,8 @@ impl PacIndex {
         }
     }
 
-    fn unlink(&mut self, slot: u32) {
-        let Node { prev, next, list } = self.nodes[slot as usize];
+    fn unlink(&mut self, slot: u32, list: ListId) {
+        let Node { prev, next } = self.nodes[slot as usize];
         let l = (list & !NAN_BIT) as usize;
         if prev != NONE {
             self.nodes[prev as usize].next = next;
@@ -193,45 +206,37 @@ impl PacIndex {
         }
     }
 
-    /// Add the next slot (the table's new last entry).
-    pub fn push(&mut self, pac: f64, cand: bool) {
+    /// Add the next slot (the table's new last entry) to `list`.
+    pub fn push(&mut self, list: ListId) {
         let slot = self.nodes.len() as u32;
         self.nodes.push(Node {
             prev: NONE,
             next: NONE,
-            list: 0,
         });
-        self.link(slot, Self::list_of(pac, cand));
+        self.link(slot, list);
     }
 
-    /// A slot's PAC or candidacy may have changed: move it if its list did.
+    /// Move a slot from list `from` (where it is) to list `to`.
     #[inline]
-    pub fn update(&mut self, slot: usize, pac: f64, cand: bool) {
-        let list = Self::list_of(pac, cand);
-        if self.nodes[slot].list != list {
-            self.unlink(slot as u32);
-            self.link(slot as u32, list);
+    pub fn relist(&mut self, slot: usize, from: ListId, to: ListId) {
+        if from != to {
+            self.unlink(slot as u32, from);
+            self.link(slot as u32, to);
         }
     }
 
-    /// A slot's PAC changed, its candidacy did not: move it if its bucket did.
-    #[inline]
-    pub fn update_pac(&mut self, slot: usize, pac: f64) {
-        let cand = self.nodes[slot].list & 1 != 0;
-        self.update(slot, pac, cand);
-    }
-
-    /// Remove a slot as `Vec::swap_remove` does: the last slot takes its place.
-    pub fn swap_remove(&mut self, slot: usize) {
-        self.unlink(slot as u32);
+    /// Remove a slot (in list `list`) as `Vec::swap_remove` does: the last slot, in list
+    /// `last_list`, takes its place.
+    pub fn swap_remove(&mut self, slot: usize, list: ListId, last_list: ListId) {
+        self.unlink(slot as u32, list);
         let last = self.nodes.len() - 1;
         self.nodes.swap_remove(slot);
         if slot < last {
-            let Node { prev, next, list } = self.nodes[slot];
+            let Node { prev, next } = self.nodes[slot];
             if prev != NONE {
                 self.nodes[prev as usize].next = slot as u32;
             } else {
-                self.head[(list & !NAN_BIT) as usize] = slot as u32;
+                self.head[(last_list & !NAN_BIT) as usize] = slot as u32;
             }
             if next != NONE {
                 self.nodes[next as usize].prev = slot as u32;
@@ -328,9 +333,14 @@ impl PacIndex {
         Some(sel)
     }
 
-    /// Check the lists against the values (tests).
+    /// Check the lists against the slots' values, candidacy and list ids (tests).
     #[cfg(test)]
-    pub fn check(&self, pac: impl Fn(u32) -> f64, cand: impl Fn(u32) -> bool) {
+    pub fn check(
+        &self,
+        pac: impl Fn(u32) -> f64,
+        cand: impl Fn(u32) -> bool,
+        list: impl Fn(u32) -> ListId,
+    ) {
         let mut seen = vec![false; self.nodes.len()];
         let mut nan = 0;
         for l in 0..2 * BUCKETS {
@@ -339,11 +349,10 @@ impl PacIndex {
             for s in self.members(l) {
                 assert!(!seen[s as usize], "slot {s} twice");
                 seen[s as usize] = true;
-                let node = self.nodes[s as usize];
-                assert_eq!(node.prev, prev);
-                assert_eq!(node.list, Self::list_of(pac(s), cand(s)), "slot {s}");
-                assert_eq!((node.list & !NAN_BIT) as usize, l);
-                nan += (node.list & NAN_BIT != 0) as usize;
+                assert_eq!(self.nodes[s as usize].prev, prev);
+                assert_eq!(list(s), list_of(pac(s), cand(s)), "slot {s}");
+                assert_eq!((list(s) & !NAN_BIT) as usize, l);
+                nan += (list(s) & NAN_BIT != 0) as usize;
                 prev = s;
                 n += 1;
             }
@@ -444,6 +453,51 @@ mod tests {
         ]
     }
 
+    /// Values with their candidacy and list ids, and the index over them, edited together as
+    /// the policy edits its table.
+    #[derive(Default)]
+    struct Table {
+        vals: Vec<(f64, bool)>,
+        lists: Vec<ListId>,
+        ix: PacIndex,
+    }
+
+    impl Table {
+        fn push(&mut self, v: f64, c: bool) {
+            self.vals.push((v, c));
+            self.lists.push(list_of(v, c));
+            self.ix.push(list_of(v, c));
+        }
+        fn set(&mut self, s: usize, v: f64, c: bool) {
+            self.vals[s] = (v, c);
+            self.ix.relist(s, self.lists[s], list_of(v, c));
+            self.lists[s] = list_of(v, c);
+        }
+        fn swap_remove(&mut self, s: usize) {
+            let last = *self.lists.last().unwrap();
+            self.ix.swap_remove(s, self.lists[s], last);
+            self.vals.swap_remove(s);
+            self.lists.swap_remove(s);
+        }
+        fn check(&self) {
+            self.ix.check(
+                |s| self.vals[s as usize].0,
+                |s| self.vals[s as usize].1,
+                |s| self.lists[s as usize],
+            );
+        }
+        fn select(
+            &self,
+            w: f64,
+            bins: usize,
+            keep: usize,
+            out: &mut Vec<u32>,
+        ) -> Option<Selection> {
+            self.ix
+                .select(w, bins, keep, |s| self.vals[s as usize].0, out)
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(400))]
         #[test]
@@ -454,30 +508,27 @@ mod tests {
             bins in 2usize..40,
             keep in 1usize..50,
         ) {
-            let mut vals = init.clone();
-            let mut ix = PacIndex::new();
-            for &(v, c) in &vals {
-                ix.push(v, c);
+            let mut t = Table::default();
+            for &(v, c) in &init {
+                t.push(v, c);
             }
             for (i, v, c, op) in edits {
-                if vals.is_empty() || op == 3 {
-                    vals.push((v, c));
-                    ix.push(v, c);
+                if t.vals.is_empty() || op == 3 {
+                    t.push(v, c);
                     continue;
                 }
-                let s = i.index(vals.len());
+                let s = i.index(t.vals.len());
                 if op == 2 {
-                    vals.swap_remove(s);
-                    ix.swap_remove(s);
+                    t.swap_remove(s);
                 } else {
-                    vals[s] = (v, c);
-                    ix.update(s, v, c);
+                    t.set(s, v, c);
                 }
             }
-            ix.check(|s| vals[s as usize].0, |s| vals[s as usize].1);
+            t.check();
             let mut out = Vec::new();
-            let sel = ix.select(w, bins, keep, |s| vals[s as usize].0, &mut out).unwrap();
-            let (top, in_top, n, want) = by_scan(&vals, w, bins, keep);
+            let sel = t.select(w, bins, keep, &mut out).unwrap();
+            let vals = &t.vals;
+            let (top, in_top, n, want) = by_scan(vals, w, bins, keep);
             prop_assert_eq!((sel.top, sel.in_top, sel.candidates), (top, in_top, n));
             prop_assert!(out.len() >= want.len());
             let mut got = out.clone();
@@ -490,17 +541,15 @@ mod tests {
 
     #[test]
     fn nan_values_make_select_decline() {
-        let mut ix = PacIndex::new();
-        ix.push(1.0, true);
-        ix.push(f64::NAN, true);
+        let mut t = Table::default();
+        t.push(1.0, true);
+        t.push(f64::NAN, true);
         let mut out = Vec::new();
-        assert_eq!(ix.select(1.0, 20, 10, |_| 0.0, &mut out), None);
-        ix.update(1, 2.0, false);
-        assert_eq!(ix.nan_count(), 0);
-        let vals = [1.0, 2.0];
-        let sel = ix
-            .select(1.0, 20, 10, |s| vals[s as usize], &mut out)
-            .unwrap();
+        assert_eq!(t.select(1.0, 20, 10, &mut out), None);
+        t.set(1, 2.0, false);
+        assert_eq!(t.ix.nan_count(), 0);
+        t.check();
+        let sel = t.select(1.0, 20, 10, &mut out).unwrap();
         assert_eq!((sel.top, sel.in_top, sel.candidates), (2, 1, 0));
         assert!(out.is_empty());
     }
@@ -509,17 +558,12 @@ mod tests {
     fn a_window_looks_only_at_what_it_needs() {
         // 100K pages spread over six decades, 10 candidates at the top: the binning visits
         // a bucket or two of members, not the table
-        let mut ix = PacIndex::new();
-        let mut vals = Vec::new();
+        let mut t = Table::default();
         for i in 0..100_000u32 {
-            let v = 10f64.powf(i as f64 / 100_000.0 * 6.0);
-            vals.push(v);
-            ix.push(v, i >= 99_990);
+            t.push(10f64.powf(i as f64 / 100_000.0 * 6.0), i >= 99_990);
         }
         let mut out = Vec::new();
-        let sel = ix
-            .select(1e6 / 19.5, 20, 4096, |s| vals[s as usize], &mut out)
-            .unwrap();
+        let sel = t.select(1e6 / 19.5, 20, 4096, &mut out).unwrap();
         assert_eq!(sel.top, 19);
         assert_eq!(sel.candidates, 10);
         assert!(sel.visited < 3000, "{sel:?}");
