@@ -1441,7 +1441,7 @@ mod tests {
             let misses = [0.0, 1000.0, 1e5, 3e6][rng.below(4) as usize];
             // a quarter of the runs see NaN counters now and then (a NaN PAC stays NaN)
             let mlp = match rng.below(40) {
-                0 if seed % 4 == 0 => f64::NAN,
+                0 if seed.is_multiple_of(4) => f64::NAN,
                 _ => 1.0 + 20.0 * rng.f64(),
             };
             let mut mech = m.mech();
