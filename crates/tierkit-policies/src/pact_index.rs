@@ -68,7 +68,7 @@ pub fn bucket_bounds(b: usize) -> (f64, f64) {
     }
 }
 
-/// A slot's list: bucket * 2 + 1 for a candidate, + [`NAN_BIT`] for a NaN value. The caller
+/// A slot's list: bucket * 2 + 1 for a candidate, + `NAN_BIT` for a NaN value. The caller
 /// keeps it beside its own entry (where it costs no room) and passes it in.
 pub type ListId = u16;
 /// The list id's bit marking a NaN value (kept in bucket 0's lists).
