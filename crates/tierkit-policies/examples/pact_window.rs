@@ -1,7 +1,9 @@
 //! PACT's cost per 20 ms window at 1M samples/s (BENCHMARKS.md): the policy's `step` fed 1 ms
 //! epochs of 1000 slow-tier load samples (Zipf-popular pages), with slow-tier TOR counters, for
-//! several tracked-table sizes and binning variants, side by side in one run so their ratios
-//! are comparable. Wall time is measured here only; the policy itself reports no wall clock.
+//! several tracked-table sizes and binning variants, each with the window's binning by a pass
+//! over the table (as before the PAC buckets) and by the buckets, side by side in one run so
+//! their ratios are comparable. Wall time is measured here only; the policy itself reports no
+//! wall clock.
 //!
 //! `cargo run --release -p tierkit-policies --example pact_window [windows]`
 
@@ -16,12 +18,13 @@ use tierkit_policies::pact::{Pact, INFO};
 const SAMPLES_PER_EPOCH: usize = 1000; // 1M samples/s at 1 ms epochs
 const EPOCHS_PER_WINDOW: u64 = 20;
 
-fn bench(pages: u64, spec: &[(&str, &str)], windows: u64) -> (f64, f64, f64) {
+fn bench(pages: u64, spec: &[(&str, &str)], full_pass: bool, windows: u64) -> (f64, f64, f64, f64) {
     let raw: Vec<(String, String)> = spec
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let mut pol = Pact::new(&Params::resolve(INFO.name, INFO.params, &raw).unwrap());
+    pol.select_by_full_pass(full_pass);
     // every page resident in the slow tier; the fast tier holds 1/8 of them
     let fast_cap = pages / 8;
     let mut tiers: Vec<Option<u8>> = vec![Some(SLOW); pages as usize];
@@ -72,6 +75,19 @@ fn bench(pages: u64, spec: &[(&str, &str)], windows: u64) -> (f64, f64, f64) {
     let mut step_s = 0.0;
     let mut close_s = 0.0;
     let warm = 5;
+    // the table entries the binning looked at over the measured windows (the policy's stat is
+    // a mean over every window, warm-up included)
+    let visited = |pol: &Pact| {
+        let stats = pol.stats();
+        let stat = |name: &str| {
+            stats
+                .iter()
+                .find(|(k, _)| k == name)
+                .map_or(0.0, |(_, v)| *v)
+        };
+        stat("entries_visited_per_window") * stat("windows")
+    };
+    let mut visited_warm = 0.0;
     for e in 0..(windows + warm) * EPOCHS_PER_WINDOW {
         tel.now_ns += tel.epoch_ns;
         tel.samples = (0..SAMPLES_PER_EPOCH)
@@ -100,6 +116,9 @@ fn bench(pages: u64, spec: &[(&str, &str)], windows: u64) -> (f64, f64, f64) {
         let t0 = Instant::now();
         pol.step(&tel, &mut mech, &mut out);
         let dt = t0.elapsed().as_secs_f64();
+        if e == warm * EPOCHS_PER_WINDOW {
+            visited_warm = visited(&pol);
+        }
         if e >= warm * EPOCHS_PER_WINDOW {
             step_s += dt;
             if (e + 1) % EPOCHS_PER_WINDOW == 0 {
@@ -135,7 +154,12 @@ fn bench(pages: u64, spec: &[(&str, &str)], windows: u64) -> (f64, f64, f64) {
         .into_iter()
         .find(|(k, _)| k == "tracked_pages")
         .map_or(0.0, |(_, v)| v);
-    (step_s / windows as f64, close_s / windows as f64, tracked)
+    (
+        step_s / windows as f64,
+        close_s / windows as f64,
+        tracked,
+        (visited(&pol) - visited_warm) / windows as f64,
+    )
 }
 
 fn main() {
@@ -148,24 +172,38 @@ fn main() {
         SAMPLES_PER_EPOCH as u64 * EPOCHS_PER_WINDOW
     );
     println!(
-        "{:>10} {:>9} {:>10} {:>14} {:>14} {:>12} {:>8}",
-        "pages", "binning", "tracked", "ms/window", "close ms", "ns/sample", "ratio"
+        "{:>10} {:>9} {:>8} {:>10} {:>11} {:>10} {:>10} {:>10} {:>8}",
+        "pages",
+        "binning",
+        "select",
+        "tracked",
+        "visited/w",
+        "ms/window",
+        "close ms",
+        "ns/sample",
+        "ratio"
     );
     let mut first = None;
     for pages in [65_536u64, 524_288, 2_097_152] {
         for binning in ["scaled", "static"] {
-            let (w, c, tracked) = bench(pages, &[("binning", binning)], windows);
-            let base = *first.get_or_insert(w);
-            println!(
-                "{:>10} {:>9} {:>10} {:>14.3} {:>14.3} {:>12.1} {:>8.2}",
-                pages,
-                binning,
-                tracked,
-                w * 1e3,
-                c * 1e3,
-                w * 1e9 / (SAMPLES_PER_EPOCH as f64 * EPOCHS_PER_WINDOW as f64),
-                w / base
-            );
+            // the pass over the table (before the PAC buckets) and the buckets, one after the other
+            for (select, full_pass) in [("pass", true), ("buckets", false)] {
+                let (w, c, tracked, visited) =
+                    bench(pages, &[("binning", binning)], full_pass, windows);
+                let base = *first.get_or_insert(w);
+                println!(
+                    "{:>10} {:>9} {:>8} {:>10} {:>11.0} {:>10.3} {:>10.3} {:>10.1} {:>8.2}",
+                    pages,
+                    binning,
+                    select,
+                    tracked,
+                    visited,
+                    w * 1e3,
+                    c * 1e3,
+                    w * 1e9 / (SAMPLES_PER_EPOCH as f64 * EPOCHS_PER_WINDOW as f64),
+                    w / base
+                );
+            }
         }
     }
 }

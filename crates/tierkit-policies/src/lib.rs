@@ -54,6 +54,7 @@ pub mod nomad;
 pub mod notier;
 pub mod pact;
 pub mod pact_bins;
+pub mod pact_index;
 pub mod pagelist;
 pub mod place;
 pub mod soar;

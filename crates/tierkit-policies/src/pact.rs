@@ -15,7 +15,9 @@
 //!   since a page's last capture, its PAC is halved (`cooling=halve`) or reset (`cooling=reset`)
 //!   before the new stall is added.
 //! - **Tracking** (§4.3.6): a table of tracked pages, at most `max_tracked` (2M); samples of new
-//!   pages beyond it are counted as untracked. Its memory per tracked page is reported.
+//!   pages beyond it are counted as untracked. Its memory per tracked page is reported
+//!   (`bytes_per_tracked_page`: the entry, its page id, its place in the PAC buckets and the
+//!   page index).
 //! - **Adaptive promotion** (§4.5, Algorithm 3): each PAC update offers the new value to a
 //!   100-entry reservoir; its quartiles give the Freedman-Diaconis width W = 2 IQR / cbrt(n)
 //!   (n: see below); 20 bins of width W (the last holds everything above); the scaling rule
@@ -23,6 +25,19 @@
 //!   pages of the top non-empty bin are promoted, at most `max_promotions` (4096) per window.
 //!   `binning=static` keeps the initial width (1000); `binning=adaptive` skips the scaling
 //!   (Fig. 13's breakdown).
+//! - **Per-bin structures** (§4.3.6, §4.5): the paper keeps pages in per-bin queues so that a
+//!   window never sorts or scans the table. Here W changes nearly every window, so the tracked
+//!   pages sit in fixed buckets of their PAC's float key (64 per power of two, independent of W)
+//!   with a candidate list and an other-pages list each ([`crate::pact_index`]); a page moves in
+//!   O(1) when its PAC (at the window's close) or its candidacy (sampled, migrated, freed)
+//!   changes. The window's binning reads the bucket counts (a fixed 5.6K) and walks only the
+//!   lists it must: the bucket of the largest PAC and the one across the top bin's lower edge
+//!   when they straddle a bin boundary, and the top candidates' buckets until `max_promotions`
+//!   are collected (the last of those whole, for its ties). A window thus costs O(samples +
+//!   max_promotions + the members of those edge buckets) plus the fixed count scan, not
+//!   O(tracked), and nothing is rebuilt when W changes. Its choices are exactly those of a pass over every
+//!   tracked page (kept as `select_by_scan`, the reference of the tests, and used when a PAC is
+//!   NaN, which bins at 0 but sorts above everything).
 //! - **Eager demotion** (§4.4, Algorithm 2): before each promotion, if N_demoted < N_promoted + m
 //!   the least recently used fast-tier page is demoted (m = 0). Recency is a CLOCK over the fast
 //!   tier's pages with the accessed bit (`Mechanism::test_and_clear_accessed`), as the kernel's
@@ -55,8 +70,10 @@
 //!   becomes a candidate only once sampled in the slow tier since it last arrived there, so an
 //!   idle page that was just demoted is not promoted straight back on its old PAC.
 //! - The paper's time per window is wall time; results here must be deterministic, so stats
-//!   report the work done (samples and table entries visited per window) and BENCHMARKS.md the
-//!   measured time.
+//!   report the work done (`samples_per_window`, and `entries_visited_per_window`: the bucket
+//!   list members the binning looked at, about 1.5K with `binning=scaled` and 15K with `static`
+//!   at 400K tracked pages in BENCHMARKS.md's benchmark, where the pass over the table looked at
+//!   800K) and BENCHMARKS.md the measured time.
 
 use std::collections::VecDeque;
 
@@ -71,6 +88,7 @@ use tierkit_core::{
 
 use crate::common::{spec_name, Dense, Residency};
 use crate::pact_bins::{bin_of, fd_width, scale_width, Reservoir};
+use crate::pact_index::{self, ListId, PacIndex, Selection};
 
 const PARAMS: &[ParamDef] = &[
     ParamDef {
@@ -247,7 +265,12 @@ pub struct Entry {
     /// This window's sample weight (A_p, or A_p l_p for `score=latency`).
     win: f32,
     flags: u8,
+    /// Its list in the PAC buckets (in the entry's padding).
+    list: ListId,
 }
+
+// the bucket list id fits in the entry's padding
+const _: () = assert!(std::mem::size_of::<Entry>() == 32);
 
 const IN_WIN: u8 = 1;
 /// Sampled in the slow tier since it last arrived there: a promotion candidate.
@@ -296,6 +319,8 @@ pub struct Pact {
     pages: Vec<PageId>,
     /// Slots sampled in the current window, in first-sample order.
     touched: Vec<u32>,
+    /// The tracked slots in buckets by PAC and candidacy (Algorithm 3's per-bin queues).
+    by_pac: PacIndex,
     reservoir: Reservoir,
     /// The width of the last binning, and the priority bin's share of pages in it.
     width: f64,
@@ -326,6 +351,12 @@ pub struct Pact {
     trace: Vec<WindowTrace>,
     /// S of the last window and the sum attributed to its pages (they agree: §4.3.1).
     pub last_window: (f64, f64),
+    /// Check each window's selection against the pass over every tracked page (tests).
+    #[cfg(test)]
+    check_by_scan: bool,
+    /// Select by the pass over the table, as before the buckets (tests, and the benchmark's
+    /// side-by-side run).
+    by_scan_only: bool,
 }
 
 impl Pact {
@@ -367,6 +398,7 @@ impl Pact {
             entries: Vec::new(),
             pages: Vec::new(),
             touched: Vec::new(),
+            by_pac: PacIndex::new(),
             reservoir: Reservoir::new(reservoir, p.u64("seed")),
             width: p.float("initial_width"),
             top_share: 0.0,
@@ -389,6 +421,9 @@ impl Pact {
             demotions_failed: 0,
             trace: Vec::new(),
             last_window: (0.0, 0.0),
+            #[cfg(test)]
+            check_by_scan: false,
+            by_scan_only: false,
         }
     }
 
@@ -402,6 +437,13 @@ impl Pact {
         self.pages.iter().copied().zip(self.entries.iter())
     }
 
+    /// Bin by two passes over every tracked page each window, as before the PAC buckets: the
+    /// same choices at O(tracked) per window (for the benchmark's side-by-side run).
+    #[doc(hidden)]
+    pub fn select_by_full_pass(&mut self, yes: bool) {
+        self.by_scan_only = yes;
+    }
+
     /// The slow tier's k in use.
     pub fn k_slow(&self) -> f64 {
         self.k_slow
@@ -412,10 +454,12 @@ impl Pact {
         (self.max_tracked as u64).min(space.pages)
     }
 
-    /// Bytes held by the tracking table (entries, their page ids and the page index).
+    /// Bytes held by the tracking table (entries, their page ids, their places in the PAC
+    /// buckets and the page index).
     pub fn table_bytes(&self) -> usize {
         self.entries.capacity() * std::mem::size_of::<Entry>()
             + self.pages.capacity() * std::mem::size_of::<PageId>()
+            + self.by_pac.bytes() as usize
             + self.index.bytes()
     }
 
@@ -424,8 +468,42 @@ impl Pact {
         (s != NO_SLOT).then_some(s as usize)
     }
 
+    /// A promotion candidate: sampled in the slow tier since it last arrived there, resident
+    /// there and not moving.
+    fn is_candidate(&self, slot: usize) -> bool {
+        let p = self.pages[slot];
+        self.entries[slot].flags & CAND != 0
+            && self.residency.tier(p) == Some(SLOW)
+            && *self.inflight.get(p) == 0
+    }
+
+    /// Refile a slot in the PAC buckets after its PAC, flags, tier or in-flight state changed.
+    #[inline]
+    fn refile(&mut self, slot: usize) {
+        let cand = self.is_candidate(slot);
+        self.relist(slot, cand);
+    }
+
+    #[inline]
+    fn relist(&mut self, slot: usize, cand: bool) {
+        let e = &mut self.entries[slot];
+        let to = pact_index::list_of(e.pac, cand);
+        if to != e.list {
+            self.by_pac.relist(slot, e.list, to);
+            e.list = to;
+        }
+    }
+
+    fn refile_page(&mut self, p: PageId) {
+        if let Some(s) = self.slot(p) {
+            self.refile(s);
+        }
+    }
+
     fn untrack(&mut self, p: PageId) {
         let Some(s) = self.slot(p) else { return };
+        let last_list = self.entries.last().map_or(0, |e| e.list);
+        self.by_pac.swap_remove(s, self.entries[s].list, last_list);
         if self.entries[s].flags & IN_WIN != 0 {
             self.touched.retain(|&t| t as usize != s);
         }
@@ -484,6 +562,13 @@ impl Pact {
             self.untrack(e.page);
             self.inflight.set(e.page, 0);
         }
+        // tiers, in-flight states and candidacy changed only for these pages
+        for e in &tel.allocated {
+            self.refile_page(e.page);
+        }
+        for r in &tel.migrations {
+            self.refile_page(r.page);
+        }
     }
 
     /// Count this epoch's samples into the window (Algorithm 1 lines 3-5).
@@ -501,6 +586,7 @@ impl Pact {
                         ..Entry::default()
                     });
                     self.pages.push(s.page);
+                    self.by_pac.push(pact_index::list_of(0.0, false));
                     let x = self.entries.len() - 1;
                     self.index.set(s.page, x as u32);
                     x
@@ -527,10 +613,15 @@ impl Pact {
             e.last_capture = now;
             e.samples = e.samples.saturating_add(1);
             e.win += w;
+            let newly_cand = e.flags & CAND == 0;
             e.flags |= CAND;
             if e.flags & IN_WIN == 0 {
                 e.flags |= IN_WIN;
                 self.touched.push(slot as u32);
+            }
+            // its PAC (cooled or not) is refiled when the window closes
+            if newly_cand {
+                self.refile(slot);
             }
         }
     }
@@ -565,6 +656,8 @@ impl Pact {
             e.flags &= !IN_WIN;
             let v = e.pac;
             self.reservoir.offer(v);
+            let cand = pact_index::is_candidate_list(self.entries[slot].list);
+            self.relist(slot, cand);
         }
         self.touched.clear();
         self.stall_total += s;
@@ -659,6 +752,7 @@ impl Pact {
 
     fn migrate(&mut self, p: PageId, to: tierkit_core::TierId, out: &mut Vec<Action>) {
         self.inflight.set(p, if to == FAST { 1 } else { 2 });
+        self.refile_page(p);
         if to == FAST {
             self.inflight_to_fast += 1;
         }
@@ -710,6 +804,53 @@ impl Pact {
         done
     }
 
+    /// Bin the tracked pages with width `w`: the top non-empty bin over every tracked page, its
+    /// size, and its slow-tier candidates, highest PAC first (then page id), the first `keep`
+    /// of them. From the PAC buckets: what changed since the last window plus the buckets the
+    /// top bin's edges fall in, not the table (pact_index.rs).
+    fn select(&self, w: f64, keep: usize) -> (Selection, Vec<(f64, PageId)>) {
+        if self.by_scan_only {
+            return self.select_by_scan(w, keep);
+        }
+        let mut slots = Vec::new();
+        let pac = |s: u32| self.entries[s as usize].pac;
+        let Some(sel) = self.by_pac.select(w, self.bins, keep, pac, &mut slots) else {
+            // a NaN PAC (from NaN counters) bins at 0 but sorts above everything: the pass
+            return self.select_by_scan(w, keep);
+        };
+        let cands = slots
+            .iter()
+            .map(|&s| (self.entries[s as usize].pac, self.pages[s as usize]))
+            .collect();
+        (sel, top_candidates(cands, keep))
+    }
+
+    /// [`Pact::select`] by two passes over every tracked page: the maximum PAC, then the top
+    /// bin's pages (the reference the buckets must agree with, and the NaN fallback).
+    fn select_by_scan(&self, w: f64, keep: usize) -> (Selection, Vec<(f64, PageId)>) {
+        let bins = self.bins;
+        let max_pac = self.entries.iter().map(|e| e.pac).fold(0.0, f64::max);
+        let top = bin_of(max_pac, w, bins);
+        let mut in_top = 0u64;
+        let mut cands: Vec<(f64, PageId)> = Vec::new();
+        for (s, e) in self.entries.iter().enumerate() {
+            if bin_of(e.pac, w, bins) != top {
+                continue;
+            }
+            in_top += 1;
+            if self.is_candidate(s) {
+                cands.push((e.pac, self.pages[s]));
+            }
+        }
+        let sel = Selection {
+            top,
+            in_top,
+            candidates: cands.len() as u64,
+            visited: 2 * self.entries.len() as u64,
+        };
+        (sel, top_candidates(cands, keep))
+    }
+
     /// One migration cycle: bin the tracked pages, promote the priority bin's slow-tier pages.
     fn decide(
         &mut self,
@@ -721,39 +862,37 @@ impl Pact {
     ) {
         let w = self.bin_width();
         self.width = w;
-        let bins = self.bins;
-        // the top non-empty bin over all tracked pages
-        let max_pac = self.entries.iter().map(|e| e.pac).fold(0.0, f64::max);
-        let top = bin_of(max_pac, w, bins);
-        let mut in_top = 0u64;
-        let mut cands: Vec<(f64, PageId)> = Vec::new();
-        for (e, &p) in self.entries.iter().zip(&self.pages) {
-            if bin_of(e.pac, w, bins) != top {
-                continue;
-            }
-            in_top += 1;
-            if e.flags & CAND != 0
-                && self.residency.tier(p) == Some(SLOW)
-                && *self.inflight.get(p) == 0
-            {
-                cands.push((e.pac, p));
-            }
+        let keep = (self.max_promotions as usize).max(1);
+        let (sel, cands) = self.select(w, keep);
+        #[cfg(test)]
+        if self.check_by_scan {
+            self.by_pac.check(
+                |s| self.entries[s as usize].pac,
+                |s| self.is_candidate(s as usize),
+                |s| self.entries[s as usize].list,
+            );
+            let bits = |c: &[(f64, PageId)]| c.iter().map(|&(v, p)| (v.to_bits(), p)).collect();
+            let (want, want_cands) = self.select_by_scan(w, keep);
+            let sorted: Vec<(u64, PageId)> = bits(&cands);
+            assert_eq!(
+                (want.top, want.in_top, want.candidates, bits(&want_cands)),
+                (sel.top, sel.in_top, sel.candidates, sorted),
+                "window {}: the buckets and the pass disagree",
+                self.windows
+            );
         }
-        self.entries_visited += 2 * self.entries.len() as u64;
+        let Selection {
+            top,
+            in_top,
+            candidates: n_cands,
+            visited,
+        } = sel;
+        self.entries_visited += visited;
         self.top_share = if self.entries.is_empty() {
             0.0
         } else {
             in_top as f64 / self.entries.len() as f64
         };
-        let n_cands = cands.len() as u64;
-        // highest PAC first; only the first max_promotions (plus huge-page slack) are needed
-        let order = |a: &(f64, PageId), b: &(f64, PageId)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        let keep = (self.max_promotions as usize).max(1);
-        if cands.len() > keep {
-            cands.select_nth_unstable_by(keep - 1, order);
-            cands.truncate(keep);
-        }
-        cands.sort_by(order);
         let (pro0, dem0) = (self.n_promoted, self.n_demoted);
         let mut promoted = 0u64;
         if self.max_promotions > 0 {
@@ -788,6 +927,17 @@ impl Pact {
     }
 }
 
+/// The first `keep` candidates by PAC, highest first, then by page id.
+fn top_candidates(mut cands: Vec<(f64, PageId)>, keep: usize) -> Vec<(f64, PageId)> {
+    let order = |a: &(f64, PageId), b: &(f64, PageId)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    if cands.len() > keep {
+        cands.select_nth_unstable_by(keep - 1, order);
+        cands.truncate(keep);
+    }
+    cands.sort_by(order);
+    cands
+}
+
 impl Policy for Pact {
     fn name(&self) -> String {
         self.spec.clone()
@@ -803,8 +953,9 @@ impl Policy for Pact {
     }
 
     /// Per page: its tier (1 B), its slot in the tracking table (4 B) and its in-flight state
-    /// (1 B). Per tracked page, at most `max_tracked`: its entry, its page id and its place in
-    /// the window's list. Per fast-tier page: its place on the CLOCK (8 B).
+    /// (1 B). Per tracked page, at most `max_tracked`: its entry (32 B), its page id (8 B), its
+    /// place in the window's list (4 B) and in the PAC buckets (8 B). Per fast-tier page: its
+    /// place on the CLOCK (8 B). Once: the PAC buckets' heads and lengths (90 KB).
     fn memory_bytes(&self, space: &PageSpace) -> u64 {
         let tracked = self.tracked_bound(space);
         Residency::bytes_for(space.pages)
@@ -813,6 +964,7 @@ impl Policy for Pact {
             + bytes_of::<Entry>(tracked)
             + bytes_of::<PageId>(tracked)
             + bytes_of::<u32>(tracked)
+            + PacIndex::bytes_for(tracked)
             + bytes_of::<PageId>(space.fast_pages())
     }
 
@@ -825,6 +977,7 @@ impl Policy for Pact {
         memory::reserve_exact(&mut self.entries, tracked, "PACT's tracking table")?;
         memory::reserve_exact(&mut self.pages, tracked, "PACT's tracking table")?;
         memory::reserve_exact(&mut self.touched, tracked, "PACT's window list")?;
+        self.by_pac.reserve(tracked, "PACT's PAC buckets")?;
         let fast = space.fast_pages();
         self.clock_cap = fast.max(1) as usize;
         self.clock
@@ -841,6 +994,7 @@ impl Policy for Pact {
             + bytes_of::<Entry>(self.entries.capacity() as u64)
             + bytes_of::<PageId>(self.pages.capacity() as u64)
             + bytes_of::<u32>(self.touched.capacity() as u64)
+            + self.by_pac.bytes()
             + bytes_of::<PageId>(self.clock.capacity() as u64)
     }
 
@@ -944,7 +1098,10 @@ mod tests {
                 (k.to_string(), v.to_string())
             })
             .collect();
-        Pact::new(&Params::resolve("pact", PARAMS, &raw).unwrap())
+        let mut pol = Pact::new(&Params::resolve("pact", PARAMS, &raw).unwrap());
+        // every window: the buckets agree with the pass over every tracked page
+        pol.check_by_scan = true;
+        pol
     }
 
     /// Slow-tier counters with `misses` retired L3-miss loads (Table 1's counter, what Eq. 1
@@ -1275,5 +1432,118 @@ mod tests {
             all
         };
         assert_eq!(run(), run());
+    }
+
+    /// A random run on a small machine: skewed and uniform slow-tier samples with random
+    /// latencies, counters now and then zero (or NaN, in a quarter of the runs), frees and re-allocations, refused
+    /// migrations. Returns the actions and the window trace.
+    fn random_run(spec: &str, seed: u64, by_scan_only: bool) -> (Vec<Action>, String) {
+        const PAGES: u64 = 432;
+        let mut m = machine(32, PAGES - 32, 48);
+        let mut pol = pact(spec);
+        pol.by_scan_only = by_scan_only;
+        init(&mut m, &mut pol);
+        let mut rng = tierkit_core::Rng::new(seed);
+        let mut all = Vec::new();
+        // migrations carried out 0-3 epochs after they were asked for
+        let mut pending: VecDeque<Vec<Action>> = VecDeque::new();
+        for _ in 0..80 {
+            let n = rng.below(150);
+            let hot = rng.below(PAGES - 8);
+            let samples: Vec<Sample> = (0..n)
+                .map(|_| {
+                    let p = match rng.below(3) {
+                        0 => hot + rng.below(8),
+                        _ => rng.below(PAGES),
+                    };
+                    slow_sample(p, 50.0 + rng.below(300) as f32)
+                })
+                .collect();
+            for _ in 0..rng.below(3) {
+                let p = rng.below(PAGES);
+                match m.tier[p as usize] {
+                    Some(_) => m.free(p),
+                    None => m.alloc(p, SLOW, 0),
+                }
+            }
+            if rng.below(6) == 0 {
+                m.refuse_next = rng.below(4);
+            }
+            let misses = [0.0, 1000.0, 1e5, 3e6][rng.below(4) as usize];
+            // a quarter of the runs see NaN counters now and then (a NaN PAC stays NaN)
+            let mlp = match rng.below(40) {
+                0 if seed.is_multiple_of(4) => f64::NAN,
+                _ => 1.0 + 20.0 * rng.f64(),
+            };
+            let mut mech = m.mech();
+            for s in &samples {
+                if let Some(a) = mech.accessed.get_mut(s.page.0 as usize) {
+                    *a = true;
+                }
+            }
+            let mut tel = m.telemetry(samples);
+            tel.tier_counters = counters(misses, mlp);
+            let mut out = Vec::new();
+            pol.step(&tel, &mut mech, &mut out);
+            all.extend(out.iter().cloned());
+            pending.push_back(out);
+            while pending.len() > rng.below(4) as usize {
+                let due = pending.pop_front().unwrap_or_default();
+                m.apply(&due);
+            }
+        }
+        (all, format!("{:?}", pol.trace()))
+    }
+
+    const SPECS: &[&str] = &[
+        "window_ms=2",
+        "window_ms=1,binning=static",
+        "window_ms=1,binning=static,initial_width=20000,max_promotions=5",
+        "window_ms=3,binning=adaptive,max_promotions=3",
+        "window_ms=1,cooling=halve,cooling_samples=50,alpha=0.5",
+        "window_ms=1,cooling=reset,cooling_samples=100",
+        "window_ms=2,score=frequency,bins=5,initial_width=2",
+        "window_ms=1,score=latency,huge_pages=true",
+        "window_ms=1,m=4,t_scale=0.1,bins=3",
+        "window_ms=1,max_promotions=0",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Every window of a random run selects through the buckets exactly what the pass over
+        /// every tracked page selects (checked inside `decide`), and the whole run's actions and
+        /// trace are those of the pass alone, bit for bit.
+        #[test]
+        fn the_buckets_choose_what_the_pass_over_the_table_chose(
+            spec in proptest::sample::select(SPECS),
+            seed in 0u64..1 << 40,
+        ) {
+            let by_buckets = random_run(spec, seed, false);
+            let by_pass = random_run(spec, seed, true);
+            proptest::prop_assert_eq!(&by_buckets.0, &by_pass.0);
+            proptest::prop_assert_eq!(&by_buckets.1, &by_pass.1);
+        }
+    }
+
+    #[test]
+    fn a_window_visits_far_fewer_entries_than_the_table_holds() {
+        // 20K slow pages, 2K of them sampled each window: the binning looks at a few buckets,
+        // not the 20K tracked entries (the pass looked at each twice)
+        let mut m = machine(0, 20_000, 1000);
+        let mut pol = pact("window_ms=1");
+        pol.check_by_scan = false;
+        init(&mut m, &mut pol);
+        let mut rng = tierkit_core::Rng::new(4);
+        let all = (0..20_000).map(|p| slow_sample(p, 100.0)).collect();
+        epoch(&mut m, &mut pol, all, 1e6, 2.0);
+        let w0 = pol.windows;
+        let v0 = pol.entries_visited;
+        for _ in 0..20 {
+            let s = skewed_samples(&mut rng, 0, 20_000);
+            epoch(&mut m, &mut pol, s, 1e6, 2.0);
+        }
+        let per_window = (pol.entries_visited - v0) as f64 / (pol.windows - w0) as f64;
+        assert_eq!(pol.entries.len(), 20_000);
+        assert!(per_window < 2000.0, "{per_window} entries per window");
     }
 }

@@ -508,8 +508,9 @@ def _overhead(ctx: Context, df: pd.DataFrame) -> None:
     ctx.section(
         "PACT's own overhead (graph-kron 1:4)",
         "The paper reports 25 bytes per tracked page; ours holds the PAC (f64), the sample counter "
-        "at last capture (u64), the sample count, this window's weight and flags, the page id and a "
-        "dense page-to-slot index. Time per window at 1M samples/s is in BENCHMARKS.md.",
+        "at last capture (u64), the sample count, this window's weight and flags, the page id, its "
+        "place in the PAC buckets (8 B) and a dense page-to-slot index. Time per window at 1M "
+        "samples/s is in BENCHMARKS.md.",
     )
     ctx.table(t)
     ctx.section(
