@@ -46,10 +46,14 @@ def summary_keys(summary: dict[str, Any]) -> set[str]:
 
 
 def generic_column(column: str, tiers: list[str], procs: list[str]) -> str:
-    """`latency_ns.dram` -> `latency_ns.TIER`, `fast_pages.kv` -> `fast_pages.PROCESS`, `....p0` -> `.PID`."""
+    """`latency_ns.dram` -> `latency_ns.TIER`, `fast_pages.kv` -> `fast_pages.PROCESS`, `....p0` -> `.PID`,
+    `object_fast_pages.gups.hot` -> `object_fast_pages.PROCESS.OBJECT`."""
     head, dot, tail = column.rpartition(".")
     if not dot:
         return column
+    for proc in procs:
+        if column.startswith(f"object_fast_pages.{proc}."):
+            return "object_fast_pages.PROCESS.OBJECT"
     if head.startswith("policy.") and re.fullmatch(r"p\d+", tail):
         return f"{head}.PID"
     if tail in tiers:
