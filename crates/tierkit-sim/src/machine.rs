@@ -113,6 +113,13 @@ pub struct ThreadState {
     pub phase_work_left: Option<f64>,
 }
 
+impl ProcState {
+    /// The index of the object that holds `page` (a page of this process).
+    fn object_of(&self, page: u32) -> usize {
+        self.objects.partition_point(|o| o.first + o.pages <= page)
+    }
+}
+
 impl ThreadState {
     /// A thread that has not started yet, with the defaults the machine fills in when it enters
     /// its first phase; the caller sets what differs (process, group, pinned tier, work).
@@ -789,7 +796,7 @@ impl Machine {
         let from = (old != NONE).then_some(old);
         let pi = self.proc_of(page);
         let p = &mut self.procs[pi];
-        let oi = p.objects.partition_point(|o| o.first + o.pages <= page);
+        let oi = p.object_of(page);
         if let Some(f) = from {
             self.used[f as usize] -= 1;
             p.resident[f as usize] -= 1;
@@ -1973,17 +1980,18 @@ impl Machine {
             for oi in first..nobj {
                 let (live, pinned, vs, ve) = {
                     let objs = &self.procs[pi].objects;
-                    let o = &objs[oi];
-                    if o.vma_head != oi {
+                    if objs[oi].vma_head != oi {
                         continue; // inside the VMA of an object before it
                     }
-                    let run = objs[oi..].iter().take_while(|x| x.vma_head == oi);
-                    let last = objs[oi..].iter().take_while(|x| x.vma_head == oi).last();
+                    // the VMA: this object and the ones after it that continue it
+                    let n = objs[oi..].iter().take_while(|x| x.vma_head == oi).count();
+                    let vma = &objs[oi..oi + n];
+                    let end = vma[n - 1].first + vma[n - 1].pages;
                     (
-                        run.clone().any(|x| x.live),
-                        o.pinned,
-                        (o.first as u64) - base,
-                        last.map_or(0, |x| (x.first + x.pages) as u64) - base,
+                        vma.iter().any(|x| x.live),
+                        vma[0].pinned,
+                        vma[0].first as u64 - base,
+                        end as u64 - base,
                     )
                 };
                 if !live || pinned || ve == vs {
@@ -2139,7 +2147,7 @@ impl Machine {
             // vma_set_access_pid_bit (the fault path's numa_migrate_check)
             {
                 let p = &mut self.procs[pi];
-                let oi = p.objects.partition_point(|o| o.first + o.pages <= page);
+                let oi = p.object_of(page);
                 let head = p.objects.get(oi).map_or(oi, |o| o.vma_head);
                 if let Some(v) = p.numa.vmas.get_mut(head) {
                     v.fault_by(tid + 1);
