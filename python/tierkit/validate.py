@@ -303,6 +303,19 @@ def nbt_spec(meta: Mapping[str, Any], policy_params: set[str], *extra: str) -> s
     return "nbt" + (":" + ",".join(params) if params else "")
 
 
+def setup_phase(setup_s: float) -> str:
+    """The simulated workload's first phase: idle on its stack-like object (the `stack` object of
+    the experiment) for the guest program's setup, until its first sweep."""
+    return f"""[[process.thread.phase]]
+duration_s = {setup_s:.3f}
+mlp = 1
+compute_ns = 100000
+[[process.thread.phase.access]]
+object = "stack"
+pattern = "uniform"
+"""
+
+
 def sim_experiment(rec: Mapping[str, Any], policy_params: set[str], seed: int = 1) -> tuple[str, str]:
     """The recorded run as a simulator experiment (TOML) and the ``nbt`` policy spec with the
     guest kernel's knobs (only those the policy has)."""
@@ -353,14 +366,7 @@ tier = "slow"
 
 [[process.thread]]
 count = 1
-[[process.thread.phase]]
-duration_s = {setup_s:.3f}
-mlp = 1
-compute_ns = 100000
-[[process.thread.phase.access]]
-object = "stack"
-pattern = "uniform"
-[[process.thread.phase]]
+{setup_phase(setup_s)}[[process.thread.phase]]
 mlp = 8
 compute_ns = 0
 [[process.thread.phase.access]]

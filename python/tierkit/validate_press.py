@@ -42,6 +42,7 @@ from tierkit.validate import (
     rows_json,
     rows_table,
     run_span,
+    setup_phase,
 )
 
 #: the nbtpress recording shipped with the package
@@ -233,14 +234,7 @@ cpu_share = {share:.3f}
 {objects}[[process.thread]]
 count = 1
 # the setup (first touch and the fill) until the guest's first sweep: on its stack
-[[process.thread.phase]]
-duration_s = {setup_s:.3f}
-mlp = 1
-compute_ns = 100000
-[[process.thread.phase.access]]
-object = "stack"
-pattern = "uniform"
-# sweeps of the hot region, and the cold touches at the measured rate ({rate:.0f}/s)
+{setup_phase(setup_s)}# sweeps of the hot region, and the cold touches at the measured rate ({rate:.0f}/s)
 [[process.thread.phase]]
 mlp = {MLP}
 compute_ns = {compute_ns:.4g}
