@@ -1006,6 +1006,7 @@ fn read_access(ctx: &Ctx, path: &str, t: &Table, objects: &[ObjectSpec]) -> Resu
         ));
     }
     let scatter_seed = r.u64_opt("scatter_seed", 0, i64::MAX as u64)?;
+    let zipf_seed = r.u64_opt("zipf_seed", 0, i64::MAX as u64)?;
     r.finish(&[])?;
     Ok(AccessSpec {
         object,
@@ -1014,6 +1015,7 @@ fn read_access(ctx: &Ctx, path: &str, t: &Table, objects: &[ObjectSpec]) -> Resu
         start_frac,
         len_frac,
         scatter_seed,
+        zipf_seed,
     })
 }
 

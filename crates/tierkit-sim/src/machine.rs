@@ -1058,7 +1058,7 @@ impl Machine {
         let spec = &self.exp.processes[pi].threads[group].phases[phase];
         let p = &self.procs[pi];
         let mut regions = Vec::new();
-        for (ai, a) in spec.access.iter().enumerate() {
+        for a in &spec.access {
             let (first, pages) = if a.object == "*" {
                 (p.base, p.pages)
             } else {
@@ -1070,11 +1070,16 @@ impl Machine {
                 (o.first, o.pages)
             };
             let (start, len) = region_extent(first, pages, a);
-            let seed = self.exp.seed
-                ^ ((pi as u64) << 40)
-                ^ ((group as u64) << 24)
-                ^ ((phase as u64) << 8)
-                ^ ai as u64;
+            // A Zipf ranking is a property of the data (which vertices are hubs, which keys are
+            // popular): derived from the process and the range alone, so every phase and thread
+            // group reading the range finds the same pages hot, unless the region asks for its
+            // own ranking with `zipf_seed`.
+            let seed = Rng::derive(
+                self.exp.seed ^ ((pi as u64) << 40),
+                (((start - p.base) as u64) << 32) | len as u64,
+            )
+            .next_u64()
+                ^ a.zipf_seed.map_or(0, |z| Rng::derive(z, 0x7a1f).next_u64());
             let mut r = match (a.scatter_seed, a.pattern) {
                 (Some(s), _) => Region::subset(first, pages, len, a.weight, s)?,
                 (None, Pattern::Zipf { s }) => Region::zipf(start, len, s, a.weight, seed)?,

@@ -23,7 +23,10 @@ pub enum Pattern {
     Sequential,
     /// Dependent pointer walk over the region (uniform pages; the MLP is what differs).
     PointerChase,
-    /// Zipfian popularity with exponent s over a seeded permutation of the pages.
+    /// Zipfian popularity with exponent s over a seeded permutation of the pages. The
+    /// permutation (which page has which rank) belongs to the data: every phase and thread group
+    /// of a process that reads the same range of an object with `Zipf` finds the same pages
+    /// popular, unless the region gives its own `zipf_seed`.
     Zipf { s: f64 },
 }
 
@@ -40,6 +43,9 @@ pub struct AccessSpec {
     /// If set, the region is a random subset of `len_frac` of the object's pages (seeded),
     /// not a contiguous range.
     pub scatter_seed: Option<u64>,
+    /// For a `Zipf` region: another ranking of the range's pages (a hot set of its own). None:
+    /// the range's own ranking, shared by every region over the same range.
+    pub zipf_seed: Option<u64>,
 }
 
 /// A phase of a thread: an access distribution with its memory-level parallelism.

@@ -370,3 +370,94 @@ fn mlc_threads_draw_8_gbps_each_and_eight_saturate_the_fast_tier() {
     assert!(b8 > 0.65 * 52.0, "eight threads draw {b8:.1} of 52 GB/s");
     assert!(l8 > 1.5 * l0, "loaded latency {l8:.1} vs {l0:.1} ns");
 }
+
+/// The page ranking of a Zipf region belongs to the data: a hot page stays hot from one phase to
+/// the next (graph-kron's hub vertices in every iteration), and another thread group reading the
+/// same range finds the same pages hot. A region with a `zipf_seed` has a ranking of its own.
+#[test]
+fn a_zipf_ranking_is_the_same_in_every_phase_and_group_unless_a_zipf_seed_asks_otherwise() {
+    let text = |third_seed: &str| {
+        format!(
+            r#"
+workload = "custom"
+platform = "skx-cxl-emu"
+duration_s = 0.03
+epoch_ms = 1
+fast_tier_gb = 1
+[[process]]
+name = "solo"
+[[process.object]]
+name = "buf"
+size_mb = 64
+[[process.thread]]
+[[process.thread.phase]]
+duration_s = 0.01
+mlp = 4
+[[process.thread.phase.access]]
+object = "buf"
+pattern = "zipf"
+zipf_s = 1.2
+[[process.thread.phase]]
+duration_s = 0.01
+mlp = 2
+compute_ns = 5
+[[process.thread.phase.access]]
+object = "buf"
+pattern = "zipf"
+zipf_s = 1.2
+[[process.thread.phase]]
+mlp = 2
+[[process.thread.phase.access]]
+object = "buf"
+pattern = "zipf"
+zipf_s = 1.2
+{third_seed}
+[[process.thread]]
+[[process.thread.phase]]
+mlp = 1
+[[process.thread.phase.access]]
+object = "buf"
+pattern = "zipf"
+zipf_s = 1.2
+"#
+        )
+    };
+    // the page of the largest access rate, epoch by epoch
+    let hottest = |exp: &Experiment| -> Vec<u32> {
+        let mut m = Machine::new(exp, false).unwrap();
+        let n = m.total_pages() as u32;
+        let mut out = Vec::new();
+        for _ in 0..30 {
+            m.step().unwrap();
+            m.clear_events();
+            let top = (0..n)
+                .max_by(|&a, &b| m.page_access_rate(a).total_cmp(&m.page_access_rate(b)))
+                .unwrap();
+            out.push(top);
+        }
+        out
+    };
+    let same = load_str("t.toml", &text(""), &[], None).unwrap();
+    let h = hottest(&same);
+    assert!(h.iter().all(|&p| p == h[0]), "the hot page moved: {h:?}");
+    let own = load_str("t.toml", &text("zipf_seed = 3"), &[], None).unwrap();
+    let h2 = hottest(&own);
+    assert_eq!(h2[0], h[0], "the first phase is the range's own ranking");
+    // in the third phase, the first group reads its own ranking: the hottest page over both
+    // groups is either ranking's top page, and the rates of the old top page fall
+    let mut m = Machine::new(&own, false).unwrap();
+    for _ in 0..5 {
+        m.step().unwrap();
+        m.clear_events();
+    }
+    let before = m.page_access_rate(h[0]);
+    for _ in 0..25 {
+        m.step().unwrap();
+        m.clear_events();
+    }
+    let after = m.page_access_rate(h[0]);
+    assert!(
+        after < 0.8 * before,
+        "with its own zipf_seed the third phase does not read the old hot page as hot: {before} -> {after}"
+    );
+}

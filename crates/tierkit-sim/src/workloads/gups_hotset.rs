@@ -197,6 +197,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
             start_frac: 0.0,
             len_frac: (hot as f64 / tbytes as f64).min(1.0),
             scatter_seed: Some(e.seed ^ 0x5eed),
+            zipf_seed: None,
         };
         vec![
             phase(first, Some(change)),

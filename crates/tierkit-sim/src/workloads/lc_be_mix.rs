@@ -80,6 +80,7 @@ fn acc(object: &str, weight: f64, pattern: Pattern, start_frac: f64, len_frac: f
         start_frac,
         len_frac,
         scatter_seed: None,
+        zipf_seed: None,
     }
 }
 
@@ -161,6 +162,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
                     access: vec![
                         AccessSpec {
                             scatter_seed: Some(51),
+                            zipf_seed: None,
                             ..acc("items", 0.9, Pattern::Uniform, 0.0, 0.2)
                         },
                         acc("items", 0.1, Pattern::Uniform, 0.0, 1.0),

@@ -88,6 +88,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         start_frac: 0.1 + 0.3 * i as f64,
         len_frac: zf,
         scatter_seed: None,
+        zipf_seed: None,
     };
     let background = super::region("region", 1.0 - za, Pattern::Uniform);
     let shapes = [

@@ -91,5 +91,6 @@ pub fn region(object: &str, weight: f64, pattern: crate::spec::Pattern) -> crate
         start_frac: 0.0,
         len_frac: 1.0,
         scatter_seed: None,
+        zipf_seed: None,
     }
 }

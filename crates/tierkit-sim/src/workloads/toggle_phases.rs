@@ -91,6 +91,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         start_frac: 0.0,
         len_frac,
         scatter_seed: Some(0x7067),
+        zipf_seed: None,
     };
     let phase = |len_frac, mlp, compute_ns, read_frac, duration_s| PhaseSpec {
         duration_s,
