@@ -375,6 +375,10 @@ fn pact_eval<'py>(
     let ev = tierkit_sim::pact_eval::run(&exp, policy, truth_ms).map_err(err)?;
     let d = PyDict::new(py);
     d.set_item("policy", ev.spec)?;
+    d.set_item(
+        "page",
+        ev.pages.iter().map(|p| p.page.0).collect::<Vec<_>>(),
+    )?;
     d.set_item("pac", ev.pages.iter().map(|p| p.pac).collect::<Vec<_>>())?;
     d.set_item(
         "samples",

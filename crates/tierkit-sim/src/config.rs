@@ -907,6 +907,8 @@ fn read_thread(ctx: &Ctx, path: &str, t: &Table, objects: &[ObjectSpec]) -> Resu
         let compute_ns = pr.f64_or("compute_ns", 0.0, 1e9, 0.0)?;
         let read_frac = pr.f64_or("read_frac", 0.01, 1.0, 1.0)?;
         let misses_per_op = pr.f64_or("misses_per_op", 1e-6, 1e9, 1.0)?;
+        let phase_work = pr.f64_opt("work_ops", 1e-3, 1e18)?;
+        let barrier = pr.bool_or("barrier", false)?;
         let mut access = Vec::new();
         for (a, ac) in pr.tables("access")?.iter().enumerate() {
             access.push(read_access(ctx, &format!("{pp}.access.{a}"), ac, objects)?);
@@ -930,6 +932,8 @@ fn read_thread(ctx: &Ctx, path: &str, t: &Table, objects: &[ObjectSpec]) -> Resu
             compute_ns,
             read_frac,
             misses_per_op,
+            work_ops: phase_work,
+            barrier,
             access,
         });
     }
@@ -1340,6 +1344,8 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
                 compute_ns: w.compute_ns,
                 read_frac: w.read_frac,
                 misses_per_op: 1.0,
+                work_ops: None,
+                barrier: false,
                 access: vec![workloads::region("trace", 1.0, Pattern::Uniform)],
             })
             .collect();

@@ -74,8 +74,12 @@ pub struct ProcState {
     /// pages, and windows that fit inside the overrun are skipped). Not counted for a trace of
     /// one window, whose next window is itself.
     pub replay_overrun: f64,
-    /// Dist cache: (thread group, phase) -> dist index.
+    /// Dist cache: (thread group, phase) -> dist index, keyed by the phase's `canon` entry.
     pub dist_of: FxHashMap<(usize, usize), usize>,
+    /// For each thread group and phase, the first (group, phase) of the process that reads the
+    /// same regions with the same read share: such phases share one distribution (see
+    /// [`canonical_phases`]).
+    pub canon: Vec<Vec<(usize, usize)>>,
     pub scan_cursor: u32,
     pub scan_credit: f64,
     /// Linux's NUMA-balancing scanner state of this process (`SetNumaScan`).
@@ -111,6 +115,11 @@ pub struct ThreadState {
     pub finish_ns: Option<f64>,
     /// Trace replay: misses left in the current window (the phase ends when it runs out).
     pub phase_work_left: Option<f64>,
+    /// A phase with `work_ops`: operations left (the phase ends when they run out, the thread
+    /// idling for the rest of that epoch).
+    pub phase_ops_left: Option<f64>,
+    /// Waiting at its phase's barrier for the other threads of its process (no misses).
+    pub waiting: bool,
 }
 
 impl ProcState {
@@ -146,6 +155,8 @@ impl ThreadState {
             avail: 0.0,
             finish_ns: None,
             phase_work_left: None,
+            phase_ops_left: None,
+            waiting: false,
         }
     }
 
@@ -374,6 +385,7 @@ impl Machine {
         let mut base = 0u64;
         for (pi, p) in exp.processes.iter().enumerate() {
             let ppages: u64 = p.objects.iter().map(|o| exp.pages_of(o.bytes)).sum();
+            let canon = canonical_phases(p);
             for (g, t) in p.threads.iter().enumerate() {
                 if let Some(r) = exp.replays.iter().find(|r| r.process == pi && r.group == g) {
                     for w in &r.replay.windows {
@@ -382,7 +394,10 @@ impl Machine {
                     }
                     continue;
                 }
-                for ph in &t.phases {
+                for (k, ph) in t.phases.iter().enumerate() {
+                    if canon[g][k] != (g, k) {
+                        continue; // shares an earlier phase's distribution
+                    }
                     dists += Dist::hist_bytes_for(epochs);
                     for a in &ph.access {
                         let (first, n) = if a.object == "*" {
@@ -546,6 +561,7 @@ impl Machine {
                 misses: vec![0.0; ntiers],
                 replay_overrun: 0.0,
                 dist_of: FxHashMap::default(),
+                canon: canonical_phases(p),
                 scan_cursor: 0,
                 scan_credit: 0.0,
                 numa: ScanState::default(),
@@ -750,6 +766,10 @@ impl Machine {
     }
 
     /// Ground truth: the stall a page causes per ns (misses x latency / MLP over its threads).
+    /// While threads of the process wait at a barrier for the running ones, the running threads'
+    /// stalls hold them up too: the stall counts once per live thread over the running ones (a
+    /// small level of a BFS walked by one of eight threads costs the program eight times the
+    /// walker's stall).
     pub fn true_page_stall_rate(&self, page: u32) -> f64 {
         let t = self.page_tier[page as usize];
         if t == NONE {
@@ -757,15 +777,28 @@ impl Machine {
         }
         let pi = self.proc_of(page);
         let l = self.lat[t as usize];
-        self.procs[pi]
-            .threads
+        let threads = &self.procs[pi].threads;
+        let live = threads
             .iter()
-            .filter(|&&ti| self.threads[ti].active)
+            .filter(|&&ti| self.threads[ti].active && !self.threads[ti].done)
+            .count();
+        let running = threads
+            .iter()
+            .filter(|&&ti| self.threads[ti].active && !self.threads[ti].waiting)
+            .count();
+        if running == 0 {
+            return 0.0;
+        }
+        let held = live as f64 / running as f64;
+        threads
+            .iter()
+            .filter(|&&ti| self.threads[ti].active && !self.threads[ti].waiting)
             .filter_map(|&ti| {
                 let th = &self.threads[ti];
                 th.dist.map(|d| th.x * self.dists[d].pmf(page) * l / th.m)
             })
-            .sum()
+            .sum::<f64>()
+            * held
     }
 
     // ---------------------------------------------------------------- page table changes
@@ -1038,7 +1071,13 @@ impl Machine {
     }
 
     fn make_dist(&mut self, pi: usize, group: usize, phase: usize) -> Result<usize> {
-        if let Some(&d) = self.procs[pi].dist_of.get(&(group, phase)) {
+        let replayed = self.replay_of(pi, group).is_some();
+        let key = if replayed {
+            (group, phase)
+        } else {
+            self.procs[pi].canon[group][phase]
+        };
+        if let Some(&d) = self.procs[pi].dist_of.get(&key) {
             return Ok(d);
         }
         if let Some(rs) = self.replay_of(pi, group) {
@@ -1093,7 +1132,7 @@ impl Machine {
         let d = Dist::new(pi, regions, self.ntiers, spec.read_frac);
         self.dists.push(d);
         let id = self.dists.len() - 1;
-        self.procs[pi].dist_of.insert((group, phase), id);
+        self.procs[pi].dist_of.insert(key, id);
         Ok(id)
     }
 
@@ -1150,6 +1189,8 @@ impl Machine {
         th.read_frac = spec.read_frac;
         th.misses_per_op = spec.misses_per_op;
         th.phase_work_left = carry;
+        th.phase_ops_left = spec.work_ops;
+        th.waiting = false;
         th.phase_end_ns = spec
             .duration_s
             .map_or(f64::INFINITY, |s| self.now_ns + s * 1e9);
@@ -1222,9 +1263,19 @@ impl Machine {
             }
             for ti in self.procs[pi].threads.clone() {
                 let th = &self.threads[ti];
-                if th.active && th.phase_end_ns <= now {
+                if th.active
+                    && !th.waiting
+                    && (th.phase_end_ns <= now || th.phase_ops_left.is_some_and(|w| w <= 0.0))
+                {
+                    let group = th.group;
                     let next = th.phase + 1;
-                    self.enter_phase(ti, next)?;
+                    if self.exp.processes[pi].threads[group].phases[th.phase].barrier {
+                        let th = &mut self.threads[ti];
+                        th.waiting = true;
+                        th.x = 0.0;
+                    } else {
+                        self.enter_phase(ti, next)?;
+                    }
                 }
                 // Trace windows end by work; skip windows shorter than what ran past them.
                 while self.threads[ti].active
@@ -1234,12 +1285,36 @@ impl Machine {
                     self.enter_phase(ti, next)?;
                 }
             }
+            self.release_barrier(pi)?;
             if self.procs[pi].threads.iter().all(|&t| self.threads[t].done) {
                 self.exit_process(pi)?;
             }
         }
         for th in self.threads.iter_mut().filter(|t| t.proc_.is_none()) {
             th.active = th.start_ns <= now && th.stop_ns.is_none_or(|s| s > now);
+        }
+        Ok(())
+    }
+
+    /// A level-synchronous barrier: once every live thread of the process waits at the end of
+    /// a `barrier` phase, they all enter their next phase (at this epoch's start: a phase that
+    /// ends by work is rounded up to whole epochs, as time-bound phases are).
+    fn release_barrier(&mut self, pi: usize) -> Result<()> {
+        let threads = &self.procs[pi].threads;
+        let live = || {
+            threads
+                .iter()
+                .map(|&t| &self.threads[t])
+                .filter(|t| !t.done)
+        };
+        if !live().any(|t| t.waiting) || !live().all(|t| t.waiting) {
+            return Ok(());
+        }
+        for ti in self.procs[pi].threads.clone() {
+            if self.threads[ti].waiting {
+                let next = self.threads[ti].phase + 1;
+                self.enter_phase(ti, next)?;
+            }
         }
         Ok(())
     }
@@ -1431,7 +1506,8 @@ impl Machine {
         let mut s = vec![0.0; nt];
         for ti in 0..self.threads.len() {
             let th = &self.threads[ti];
-            if !th.active || th.done {
+            // waiting at a barrier, or its phase's work done (it waits from the next epoch)
+            if !th.active || th.done || th.waiting || th.phase_ops_left.is_some_and(|w| w <= 0.0) {
                 continue;
             }
             if !self.share(th, &mut s) {
@@ -1469,8 +1545,8 @@ impl Machine {
             let l: f64 = sh.iter().zip(&lat).map(|(a, b)| a * b).sum();
             let x = th.m / (l + th.m * th.z);
             let mut run_ns = th.avail * e;
-            if let Some(w) = th.work_left {
-                let need = w * th.misses_per_op / x;
+            for w in [th.work_left, th.phase_ops_left].into_iter().flatten() {
+                let need = w.max(0.0) * th.misses_per_op / x;
                 if need < run_ns {
                     run_ns = need;
                 }
@@ -1484,8 +1560,11 @@ impl Machine {
             if let Some(w) = th.phase_work_left.as_mut() {
                 *w -= misses;
             }
+            if let Some(w) = th.phase_ops_left.as_mut() {
+                *w -= ops;
+            }
             if let Some(d) = th.dist {
-                self.dists[d].rate += x * th.avail;
+                self.dists[d].rate += x * run_ns / e;
                 self.dists[d].rate_full += x;
             }
             let wb = th.writebacks_per_miss();
@@ -2621,4 +2700,29 @@ impl Backend for Machine {
     fn apply(&mut self, actions: &mut Vec<Action>) {
         Machine::apply(self, actions)
     }
+}
+
+/// The phases of a process that read the same regions with the same read share draw from one
+/// access distribution, whatever their MLP, compute or length: for each (thread group, phase)
+/// the first (group, phase) in order with that access. A program that repeats its phases (a
+/// graph traversal's levels, iteration after iteration) then keeps one table per distinct
+/// access pattern, and a page's accesses form one stream across the repetitions.
+fn canonical_phases(p: &crate::spec::ProcessSpec) -> Vec<Vec<(usize, usize)>> {
+    let mut distinct: Vec<(usize, usize)> = Vec::new();
+    let mut out = Vec::with_capacity(p.threads.len());
+    for (g, t) in p.threads.iter().enumerate() {
+        let mut row = Vec::with_capacity(t.phases.len());
+        for (k, spec) in t.phases.iter().enumerate() {
+            let same = distinct.iter().copied().find(|&(g2, k2)| {
+                let o = &p.threads[g2].phases[k2];
+                o.access == spec.access && o.read_frac == spec.read_frac
+            });
+            row.push(same.unwrap_or_else(|| {
+                distinct.push((g, k));
+                (g, k)
+            }));
+        }
+        out.push(row);
+    }
+    out
 }

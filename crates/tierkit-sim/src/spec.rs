@@ -61,6 +61,14 @@ pub struct PhaseSpec {
     pub read_frac: f64,
     /// LLC misses per unit of work ("operation").
     pub misses_per_op: f64,
+    /// The phase ends after this many operations of the thread (or at `duration_s`, whichever
+    /// comes first): a level of a graph traversal is a fixed amount of work, so it takes longer
+    /// when its pages are slow.
+    pub work_ops: Option<f64>,
+    /// At its end the thread waits, issuing no misses, until every live thread of its process
+    /// has ended its phase of the same index (a level-synchronous barrier, as OpenMP's at the end
+    /// of a parallel loop); then they all enter their next phase together.
+    pub barrier: bool,
     pub access: Vec<AccessSpec>,
 }
 

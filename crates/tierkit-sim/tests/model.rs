@@ -461,3 +461,125 @@ zipf_s = 1.2
         "with its own zipf_seed the third phase does not read the old hot page as hot: {before} -> {after}"
     );
 }
+
+/// Level-synchronous phases: a phase of `work_ops` ends when its work is done, and a `barrier`
+/// holds every thread of the process until all have ended it. One thread with work and three
+/// without: the three wait (issue nothing) while the one works, and the level lasts as long as
+/// its work takes, longer on the slow tier than on the fast one.
+#[test]
+fn a_barrier_level_lasts_as_long_as_its_slowest_thread_and_its_work_takes() {
+    let text = |tier: &str| {
+        format!(
+            r#"
+workload = "custom"
+platform = "skx-cxl-emu"
+duration_s = 0.2
+epoch_ms = 0.5
+fast_tier_gb = 1
+[[process]]
+name = "bfs"
+[[process.object]]
+name = "v"
+size_mb = 32
+tier = "{tier}"
+[[process.thread]]
+[[process.thread.phase]]
+work_ops = 2e5
+barrier = true
+mlp = 1
+[[process.thread.phase.access]]
+object = "v"
+[[process.thread.phase]]
+mlp = 1
+[[process.thread.phase.access]]
+object = "v"
+[[process.thread]]
+count = 3
+[[process.thread.phase]]
+work_ops = 0.001
+barrier = true
+mlp = 1
+[[process.thread.phase.access]]
+object = "v"
+[[process.thread.phase]]
+mlp = 1
+[[process.thread.phase.access]]
+object = "v"
+"#
+        )
+    };
+    // epochs until the waiting threads enter their second phase, and what ran meanwhile
+    let level = |tier: &str| -> (usize, f64) {
+        let exp = load_str("t.toml", &text(tier), &[], None).unwrap();
+        let mut m = Machine::new(&exp, false).unwrap();
+        let mut running = 0.0;
+        for k in 1..400 {
+            m.step().unwrap();
+            if m.threads[1..].iter().all(|t| t.phase == 1) {
+                return (k, running / k as f64);
+            }
+            running += m.tel.cores.len() as f64;
+            m.clear_events();
+        }
+        panic!("the barrier never opened");
+    };
+    let (fast, fast_running) = level("fast");
+    let (slow, slow_running) = level("slow");
+    // one walker at MLP 1 does 2e5 misses: ~100 ns each on the fast tier, ~2x on the slow one
+    assert!(fast > 20 && fast < 120, "fast level took {fast} epochs");
+    assert!(
+        slow as f64 > 1.5 * fast as f64,
+        "the level is work: {slow} epochs slow vs {fast} fast"
+    );
+    // while the walker works, the others wait (one core runs, after the first epoch)
+    assert!(
+        fast_running < 1.2 && slow_running < 1.2,
+        "{fast_running} {slow_running}"
+    );
+
+    // The ground truth charges the walker's stalls to all four threads: the three waiting ones
+    // are held up by them (misses x latency / MLP, times live over running threads).
+    let exp = load_str("t.toml", &text("slow"), &[], None).unwrap();
+    let mut m = Machine::new(&exp, false).unwrap();
+    for _ in 0..10 {
+        m.step().unwrap();
+        m.clear_events();
+    }
+    m.step().unwrap();
+    assert_eq!(m.tel.cores.len(), 1, "the walker alone runs");
+    let walker_stall = m.tel.cores[0].llc_misses / m.epoch_ns * m.stats.latency_ns[1] / 1.0;
+    let truth: f64 = (0..m.total_pages() as u32)
+        .map(|p| m.true_page_stall_rate(p))
+        .sum();
+    assert!(
+        (truth / (4.0 * walker_stall) - 1.0).abs() < 1e-6,
+        "truth {truth} vs 4 x the walker's stall {walker_stall}"
+    );
+}
+
+/// Halving the epoch leaves graph-kron's throughput and fast-tier share where they were: its
+/// work-bound levels end at epoch boundaries, and that rounding must not be what a result is.
+#[test]
+fn graph_kron_with_barrier_levels_converges_in_the_epoch_length() {
+    let thr = |epoch: &str| {
+        throughput(
+            "graph-kron",
+            "notier",
+            &[
+                "vertices_gb=0.05",
+                "edges_gb=0.05",
+                "frontier_gb=0.01",
+                "duration_s=3",
+                "fast_tier_gb=0.05",
+                "small_level_frac=0.05",
+                epoch,
+            ],
+        )
+    };
+    let a = thr("epoch_ms=1");
+    let b = thr("epoch_ms=0.5");
+    assert!(
+        (a / b - 1.0).abs() < 0.01,
+        "throughput {a} at 1 ms vs {b} at 0.5 ms"
+    );
+}

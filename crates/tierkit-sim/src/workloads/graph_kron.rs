@@ -1,12 +1,24 @@
 //! A graph-analytics workload in the spirit of GAPBS bc/sssp on a Kronecker graph (PACT §5,
 //! "bc-kron", "sssp-kron"): vertex properties with power-law (Zipfian) popularity, reached by
 //! dependent pointer walks (low MLP), edge arrays streamed (high MLP), and a frontier reused
-//! every iteration. Each iteration has two phases, as a level-synchronous traversal does:
-//! an expand phase, in which every thread walks from frontier vertices to their neighbours'
-//! properties (dependent loads: MLP ~1.2), then a scan phase, in which every thread streams the
-//! edge arrays and updates the frontier (independent loads: MLP ~8). Phases alternate every
-//! `iteration_s`, so the slow tier's MLP changes window to window: the same access count costs
-//! several times more stall in an expand window than in a scan window (PACT §3, Fig. 1).
+//! every iteration. The hub vertices are the same in every iteration (one Zipf ranking of the
+//! vertex array). Each iteration is level-synchronous, as GAPBS's parallel loops are: every
+//! level is a fixed amount of work ended by a barrier, so an iteration takes longer when its
+//! pages are slow (`iteration_s` is its length with every page in the fast tier, unloaded):
+//! - the small levels (next to the source and at the graph's fringe), whose frontiers hold
+//!   fewer vertices than one OpenMP chunk per thread (GAPBS bc's `schedule(dynamic, 64)`): one
+//!   thread walks them while the others wait at the barrier;
+//! - an expand phase, in which every thread walks from frontier vertices to their neighbours'
+//!   properties (dependent loads: MLP ~1.2);
+//! - a scan phase, in which every thread streams the edge arrays and updates the frontier
+//!   (independent loads: MLP ~8).
+//!
+//! The slow tier's MLP therefore changes window to window: the same access count costs several
+//! times more stall in an expand window than in a scan window, and a vertex read in a small
+//! level holds up every waiting thread, so it costs the program several times more than the
+//! same read in a full level, while the tier's MLP in that window is one walker's (~1.2, not
+//! threads x 1.2). Equal-frequency pages differ in criticality by the level they were read in
+//! (PACT §3, Fig. 1).
 //! `mlc_threads` adds PACT §5.8's bandwidth contention: Intel MLC threads reading the fast tier.
 
 use tierkit_core::params::{ParamDef, ParamKind, Params};
@@ -71,7 +83,7 @@ const P: &[ParamDef] = &[
         },
         default: "0.5",
         unit: "s",
-        doc: "length of one iteration (expand + scan)",
+        doc: "nominal length of one iteration (small levels, expand, scan): its work at the fast tier's unloaded latency; each level is a fixed amount of work ended by a barrier, so iterations take longer when pages are slow",
     },
     ParamDef {
         name: "expand_frac",
@@ -82,6 +94,13 @@ const P: &[ParamDef] = &[
         default: "0.6",
         unit: "",
         doc: "share of an iteration spent in the expand (pointer-walk) phase",
+    },
+    ParamDef {
+        name: "small_level_frac",
+        kind: ParamKind::Float { min: 0.0, max: 0.9 },
+        default: "0.02",
+        unit: "",
+        doc: "nominal share of an iteration in the BFS's small levels (next to the source and at the fringe), walked by one thread while the others wait at the barrier; an estimate, not a fit: a Kronecker BFS has ~7 levels of which two or three hold nearly all vertices, and the ~8 small levels of a forward and backward pass take ~1 ms each",
     },
     ParamDef {
         name: "walk_mlp",
@@ -124,7 +143,7 @@ const P: &[ParamDef] = &[
 
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "graph-kron",
-    description: "GAPBS bc/sssp-like on a Kronecker graph: power-law hub vertices by dependent walks (MLP 1.2) and streamed edges (MLP 8) in alternating phases, frontier reused per iteration",
+    description: "GAPBS bc/sssp-like on a Kronecker graph: power-law hub vertices by dependent walks (MLP 1.2) and streamed edges (MLP 8) in alternating phases, small BFS levels walked by one thread, frontier reused per iteration",
     source: "PACT ASPLOS'26 §5 (bc-kron, sssp-kron from GAPBS) in spirit",
     params: P,
     defaults: || Defaults {
@@ -153,12 +172,26 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
     ];
     let it = p.float("iteration_s");
     let fx = p.float("expand_frac");
-    let expand = PhaseSpec {
-        duration_s: Some(it * fx),
+    let small = p.float("small_level_frac");
+    let full = it * (1.0 - small);
+    // A level is a fixed amount of work, ended by a barrier (GAPBS's parallel loops): its
+    // nominal length is its work at the fast tier's unloaded latency, so it takes longer when
+    // its pages are slow or a tier is loaded, and a level that waits on one thread holds up all.
+    let l0 = e.platform.tiers[0].curve.unloaded_ns();
+    let level = |mut ph: PhaseSpec, nominal_s: f64| {
+        ph.work_ops =
+            Some(nominal_s * 1e9 * ph.mlp / (l0 + ph.mlp * ph.compute_ns) / ph.misses_per_op);
+        ph.barrier = true;
+        ph
+    };
+    let walk = PhaseSpec {
+        duration_s: None,
         mlp: p.float("walk_mlp"),
         compute_ns: 4.0,
         read_frac: 0.95,
         misses_per_op: 1.0,
+        work_ops: None,
+        barrier: false,
         access: vec![
             region(
                 "vertices",
@@ -170,26 +203,58 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
             region("frontier", 0.15, Pattern::Uniform),
         ],
     };
-    let scan = PhaseSpec {
-        duration_s: Some(it * (1.0 - fx)),
+    let stream = PhaseSpec {
+        duration_s: None,
         mlp: p.float("scan_mlp"),
         compute_ns: 6.0,
         read_frac: 0.9,
         misses_per_op: 1.0,
+        work_ops: None,
+        barrier: false,
         access: vec![
             region("edges", 0.8, Pattern::Sequential),
             region("frontier", 0.2, Pattern::Sequential),
         ],
     };
-    // enough iterations for the run; the last phase lasts until the experiment ends
-    let iterations = (e.duration_s / it).ceil().max(1.0) as usize;
-    let mut phases = Vec::with_capacity(2 * iterations);
-    for _ in 0..iterations {
-        phases.push(expand.clone());
-        phases.push(scan.clone());
-    }
-    if let Some(last) = phases.last_mut() {
-        last.duration_s = None;
+    let expand = level(walk.clone(), full * fx);
+    let scan = level(stream, full * (1.0 - fx));
+    // The small levels: one thread walks them as it walks a full level; the others have no
+    // work in them and wait at the barrier.
+    let walk_small = level(walk.clone(), it * small);
+    let wait_small = PhaseSpec {
+        work_ops: Some(0.0),
+        ..walk_small.clone()
+    };
+    // Enough iterations for the run (each takes at least its nominal length); the last phase
+    // lasts until the experiment ends.
+    let iterations = (e.duration_s / it).ceil().max(1.0) as usize + 1;
+    let timeline = |small_phase: &PhaseSpec| {
+        let mut phases = Vec::with_capacity(3 * iterations);
+        for _ in 0..iterations {
+            if small > 0.0 {
+                phases.push(small_phase.clone());
+            }
+            phases.push(expand.clone());
+            phases.push(scan.clone());
+        }
+        if let Some(last) = phases.last_mut() {
+            last.work_ops = None;
+            last.barrier = false;
+        }
+        phases
+    };
+    let threads = p.int("threads") as u32;
+    let mut groups = vec![ThreadSpec {
+        count: 1,
+        work_ops: None,
+        phases: timeline(&walk_small),
+    }];
+    if threads > 1 {
+        groups.push(ThreadSpec {
+            count: threads - 1,
+            work_ops: None,
+            phases: timeline(&wait_small),
+        });
     }
     Ok((
         vec![ProcessSpec {
@@ -198,11 +263,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
             cpu_share: 1.0,
             start_s: 0.0,
             objects,
-            threads: vec![ThreadSpec {
-                count: p.int("threads") as u32,
-                work_ops: None,
-                phases,
-            }],
+            threads: groups,
         }],
         mlc(p, e),
     ))

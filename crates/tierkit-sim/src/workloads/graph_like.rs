@@ -115,6 +115,8 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         compute_ns: 5.0,
         read_frac: 0.9,
         misses_per_op: 1.0,
+        work_ops: None,
+        barrier: false,
         access: vec![
             region(
                 "vertices",
@@ -132,6 +134,8 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         compute_ns: 6.0,
         read_frac: 1.0,
         misses_per_op: 1.0,
+        work_ops: None,
+        barrier: false,
         access: vec![region("edges", 1.0, Pattern::Sequential)],
     };
     let mut threads = vec![ThreadSpec {

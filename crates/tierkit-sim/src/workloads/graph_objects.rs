@@ -64,6 +64,8 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
             compute_ns: z,
             read_frac: rf,
             misses_per_op: 1.0,
+            work_ops: None,
+            barrier: false,
             access,
         };
     let build_graph = |until: f64| {

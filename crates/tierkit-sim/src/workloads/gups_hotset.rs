@@ -181,6 +181,8 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
         compute_ns: p.float("compute_ns"),
         read_frac: 0.5,
         misses_per_op: obj_bytes / 64.0,
+        work_ops: None,
+        barrier: false,
         access,
     };
     let hf = p.float("hot_access_frac");

@@ -121,6 +121,8 @@ fn partitioned(
                 compute_ns,
                 read_frac,
                 misses_per_op: 1.0,
+                work_ops: None,
+                barrier: false,
                 access: vec![
                     acc(
                         private,
@@ -159,6 +161,8 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
                     compute_ns: 40.0,
                     read_frac: 0.9,
                     misses_per_op: 4.0,
+                    work_ops: None,
+                    barrier: false,
                     access: vec![
                         AccessSpec {
                             scatter_seed: Some(51),

@@ -95,6 +95,8 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
                 compute_ns: z,
                 read_frac: 1.0,
                 misses_per_op: 1.0,
+                work_ops: None,
+                barrier: false,
                 access: vec![region("buf", 1.0, pattern)],
             }],
         }],

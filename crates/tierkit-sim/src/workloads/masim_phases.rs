@@ -105,6 +105,8 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
                 compute_ns: z,
                 read_frac: 0.8,
                 misses_per_op: 1.0,
+                work_ops: None,
+                barrier: false,
                 access: vec![zone(i, pat), background.clone()],
             });
         }

@@ -137,6 +137,8 @@ pub fn tenant(shape: &str, paper_gb: f64, scale: f64, start_s: f64) -> ProcessSp
                 compute_ns,
                 read_frac,
                 misses_per_op: 1.0,
+                work_ops: None,
+                barrier: false,
                 access,
             }],
         }],

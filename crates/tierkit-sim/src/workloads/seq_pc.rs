@@ -90,6 +90,8 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
                 compute_ns: z,
                 read_frac: 1.0,
                 misses_per_op: 1.0,
+                work_ops: None,
+                barrier: false,
                 access: vec![region(obj, 1.0, pattern)],
             }],
         }

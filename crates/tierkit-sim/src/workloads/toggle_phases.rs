@@ -99,6 +99,8 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         compute_ns,
         read_frac,
         misses_per_op: 1.0,
+        work_ops: None,
+        barrier: false,
         access: vec![area(len_frac)],
     };
     let phases = vec![

@@ -109,6 +109,8 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         read_frac: p.float("get_frac"),
         // two index hops and one value line per operation
         misses_per_op: 3.0,
+        work_ops: None,
+        barrier: false,
         access: vec![
             region("index", 2.0, Pattern::PointerChase),
             region(
