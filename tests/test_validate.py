@@ -194,8 +194,9 @@ def test_validate_kernel_press_writes_the_side_by_side(tk: Callable[..., object]
     # the guest's CPU share, the scanner passes as often as the kernel's and the simulated nbt
     # churns at the kernel's pace (promotions and demotions; before: 0.25x and none)
     assert abs(rows["pass_interval_s"]["sim"] / rows["pass_interval_s"]["kernel"] - 1) < 0.25
-    for m in ("promotions_per_s", "churn_per_s", "cold_fast_share"):
+    # the shipped recording is 400 s long, so its steady state holds many of kswapd's demotion
+    # batches (a 100 s one held two, and its demotion rate moved by a batch: 0.74x)
+    for m in ("promotions_per_s", "demotions_per_s", "churn_per_s", "cold_fast_share"):
         assert rows[m]["within_tolerance"], rows[m]
-    assert rows["demotions_per_s"]["sim"] > 0.5 * rows["demotions_per_s"]["kernel"]
     assert comparison["within_tolerance"] == all(rows[m]["within_tolerance"] for m in compared)
     assert "churn" in (out / "report.md").read_text()

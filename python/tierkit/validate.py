@@ -203,7 +203,7 @@ SCENARIOS: dict[str, tuple[str, str, tuple[tuple[str, int, int, int], ...]]] = {
         (
             ("hot", 32, 1, 256),
             ("cold", 64, 1, 768),
-            ("seconds", 100, 2, 600),
+            ("seconds", 400, 2, 600),
             ("free", 16, 0, 2048),
             ("cold-rate", 8192, 0, 1_000_000),
         ),
