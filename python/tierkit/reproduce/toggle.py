@@ -15,9 +15,7 @@ DESCRIPTION = (
     "CMM-D CXL expander, Table 2): the three-phase "
     "microbenchmark (toggle-phases), single tenants that are migration-friendly (liblinear) or "
     "-unfriendly (silo single-threaded, gups), and the FF, UF, UU pairs of Table 4, against "
-    "notier, tpp, memtis and nomad. Sizes are the paper's scaled down with their ratios kept; the "
-    "thread counts are the paper's, so each page is accessed 1/scale times as often as in the "
-    "paper (16x in full mode), which the LRU aging of TPP's kswapd sees (docs/validation.md)."
+    "notier, tpp, memtis and nomad. Sizes are the paper's scaled down with their ratios kept."
 )
 
 SINGLE = ("liblinear", "silo", "gups")
