@@ -1429,6 +1429,35 @@ mod tests {
     }
 
     #[test]
+    fn phase_work_barrier_and_zipf_seed_are_read_and_checked() {
+        let exp = |phase: &str, access: &str| {
+            format!(
+                "workload = \"custom\"\n[[process]]\nname = \"p\"\n[[process.object]]\nname = \"b\"\nsize_mb = 4\n[[process.thread]]\n[[process.thread.phase]]\n{phase}\n[[process.thread.phase.access]]\nobject = \"b\"\npattern = \"zipf\"\n{access}\n"
+            )
+        };
+        let e = load_str(
+            "exp.toml",
+            &exp("work_ops = 1e6\nbarrier = true", "zipf_seed = 7"),
+            &[],
+            None,
+        )
+        .unwrap();
+        let ph = &e.processes[0].threads[0].phases[0];
+        assert_eq!(ph.work_ops, Some(1e6));
+        assert!(ph.barrier);
+        assert_eq!(ph.access[0].zipf_seed, Some(7));
+        let m = err_of(&exp("work_ops = 0", ""), &[]);
+        assert!(
+            m.contains("phase.0.work_ops") && m.contains("expected"),
+            "{m}"
+        );
+        let m = err_of(&exp("barrier = 1", ""), &[]);
+        assert!(m.contains("barrier") && m.contains("expected"), "{m}");
+        let m = err_of(&exp("", "zipf_seed = -1"), &[]);
+        assert!(m.contains("zipf_seed") && m.contains("expected"), "{m}");
+    }
+
+    #[test]
     fn unknown_key_names_it_and_suggests() {
         let m = err_of("workload = \"gups-hotset\"\nduraton_s = 3\n", &[]);
         assert!(
