@@ -38,6 +38,11 @@ pub struct Region {
     /// demand load arrives (1 for a sequential stream, 0 for random or dependent loads). Only
     /// the latency a sample reports depends on it: such a load waits for the rest of the prefetch.
     pub prefetched: f64,
+    /// Misses per touch of a page: 1 for random or dependent loads (each miss is its own visit),
+    /// the lines of a page for a stream, which reads a page's lines one after the other, once
+    /// per sweep. What a page's accessed bit and a pending hint fault see are touches: a stream
+    /// sets a page's accessed bit once per sweep, however many of its lines it reads.
+    pub burst: f64,
 }
 
 impl Region {
@@ -48,6 +53,7 @@ impl Region {
             w,
             kind: RegionKind::Range,
             prefetched: 0.0,
+            burst: 1.0,
         }
     }
 
@@ -81,6 +87,7 @@ impl Region {
             w,
             kind: RegionKind::Subset { pages: all, member },
             prefetched: 0.0,
+            burst: 1.0,
         })
     }
 
@@ -109,6 +116,7 @@ impl Region {
                 inv,
             },
             prefetched: 0.0,
+            burst: 1.0,
         })
     }
 
@@ -148,6 +156,7 @@ impl Region {
                 prob,
             },
             prefetched: 0.0,
+            burst: 1.0,
         }
     }
 
@@ -236,6 +245,8 @@ pub struct Dist {
     pub read_frac: f64,
     pub lo: u32,
     pub hi: u32,
+    /// Some region's misses come in bursts (a stream): `touch_pmf` differs from `pmf`.
+    bursty: bool,
     /// Misses of this phase, cumulative since the simulation started, as breakpoints of a
     /// piecewise-linear function of time (ns): see [`Dist::record`] and [`Dist::cum_at`].
     hist_t: Vec<f64>,
@@ -257,7 +268,9 @@ impl Dist {
         let alias = AliasTable::new(&regions.iter().map(|r| r.w).collect::<Vec<_>>());
         let lo = regions.iter().map(|r| r.first).min().unwrap_or(0);
         let hi = regions.iter().map(|r| r.first + r.len).max().unwrap_or(0);
+        let bursty = regions.iter().any(|r| r.burst != 1.0);
         Dist {
+            bursty,
             proc_,
             regions,
             alias,
@@ -362,6 +375,23 @@ impl Dist {
             return 0.0;
         }
         self.regions.iter().map(|r| r.w * r.pmf(page)).sum()
+    }
+
+    /// The share of this phase's misses that are touches of `page` (see [`Region::burst`]): its
+    /// misses' share (`pmf`) with each streamed region's divided by the misses a sweep makes in
+    /// one page. Accessed bits and hint faults follow touches.
+    #[inline]
+    pub fn touch_pmf(&self, page: u32) -> f64 {
+        if !self.bursty {
+            return self.pmf(page);
+        }
+        if page < self.lo || page >= self.hi {
+            return 0.0;
+        }
+        self.regions
+            .iter()
+            .map(|r| r.w * r.pmf(page) / r.burst)
+            .sum()
     }
 
     #[inline]

@@ -731,8 +731,9 @@ impl Machine {
         (r, w)
     }
 
-    /// A page's expected accesses (LLC misses) between `t0` and `t1` (ns), from the cumulative
-    /// misses of every phase of its process.
+    /// A page's expected touches between `t0` and `t1` (ns), from the cumulative misses of every
+    /// phase of its process: its LLC misses, but a stream's sweep over the page counts once
+    /// (`Region::burst`), as the page's accessed bit and a pending hint fault see it.
     fn page_accesses_between(&self, page: u32, t0: f64, t1: f64) -> f64 {
         if t1 <= t0 {
             return 0.0;
@@ -746,7 +747,7 @@ impl Machine {
             }
             let dc = dd.cum_at(t1) - dd.cum_at(t0);
             if dc > 0.0 {
-                n += dc * dd.pmf(page);
+                n += dc * dd.touch_pmf(page);
             }
         }
         n
@@ -1126,6 +1127,8 @@ impl Machine {
             };
             if a.pattern == Pattern::Sequential {
                 r.prefetched = 1.0;
+                // a sweep reads a page's lines one after the other: one touch per page
+                r.burst = (self.page_bytes as f64 / LINE).max(1.0);
             }
             regions.push(r);
         }
@@ -1854,7 +1857,7 @@ impl Machine {
         for &d in self.procs[pi].dist_of.values() {
             let dd = &self.dists[d];
             if dd.users > 0 {
-                let pmf = dd.pmf(page);
+                let pmf = dd.touch_pmf(page);
                 if pmf > 0.0 {
                     n += 1;
                     one = Some((d, pmf));
@@ -1893,7 +1896,7 @@ impl Machine {
         for &d in self.procs[pi].dist_of.values() {
             let dd = &self.dists[d];
             if dd.users > 0 && dd.rate_full > 0.0 {
-                let pmf = dd.pmf(page);
+                let pmf = dd.touch_pmf(page);
                 full += dd.rate_full * pmf;
                 now += dd.rate * pmf;
             }

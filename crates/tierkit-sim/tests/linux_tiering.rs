@@ -636,3 +636,37 @@ fn a_time_shared_process_is_scanned_by_its_cpu_time() {
     let ratio = half.procs[0].ops / full.procs[0].ops;
     assert!((ratio - 0.5).abs() < 0.01, "{ratio}");
 }
+
+/// A stream reads a page's 64 lines one after the other, once per sweep: its accessed bit is set
+/// once per sweep, not once per line. Two threads sweeping 64 MiB: a page tested dt after its
+/// clear reads referenced with probability 1 - exp(-r dt / 64), r its rate of LLC misses.
+#[test]
+fn a_stream_sets_a_pages_accessed_bit_once_per_sweep_not_once_per_line() {
+    let t = experiment(64, 16, 1.0);
+    let text = "workload = \"custom\"\nplatform = \"icx-numa\"\nduration_s = 10\nepoch_ms = 1\n\
+         fast_tier_gb = 0.015625\nslow_tier_gb = 64\npage_size = \"4KiB\"\n\
+         [[process]]\nname = \"p\"\n[[process.object]]\nname = \"o\"\nsize_mb = 64\n\
+         [[process.thread]]\ncount = 2\n[[process.thread.phase]]\nmlp = 8\nread_frac = 1.0\n\
+         [[process.thread.phase.access]]\nobject = \"o\"\nweight = 1.0\npattern = \"sequential\"\n";
+    let stream = load_str("stream.toml", text, &[], None).unwrap();
+    assert_eq!(stream.page_bytes, t.page_bytes);
+    let mut m = Machine::new(&stream, false).unwrap();
+    step_to(&mut m, 0.01);
+    let pages: Vec<PageId> = (0..64 * 256u64).map(PageId).collect();
+    let mut bits = Vec::new();
+    let t0 = m.now_ns as u64;
+    m.test_and_clear_accessed_at(&pages, t0, &mut bits);
+    // every page of a stream has the same rate; a sweep of 16384 pages takes a few ms
+    let r = m.page_access_rate(100);
+    let sweep_ns = 64.0 / r;
+    let dt = 0.5 * sweep_ns;
+    m.test_and_clear_accessed_at(&pages, t0 + dt as u64, &mut bits);
+    let share = bits.iter().filter(|&&b| b).count() as f64 / pages.len() as f64;
+    let per_sweep = 1.0 - (-r * dt / 64.0).exp();
+    let per_line = 1.0 - (-r * dt).exp();
+    assert!(
+        (share - per_sweep).abs() < 0.02,
+        "share {share} referenced after half a sweep, expected {per_sweep} (per line: {per_line})"
+    );
+    assert!(per_line > 0.99 && per_sweep < 0.45);
+}

@@ -440,6 +440,11 @@ def _fig12(ctx: Context, df: pd.DataFrame, get: Any, pols: tuple[str, ...]) -> N
                 "slowdown": float(d["slowdown_vs_fast_only"]),
                 "seq slowdown": float(procs["seq"]["slowdown_vs_fast_only"]),
                 "rand slowdown": float(procs["rand"]["slowdown_vs_fast_only"]),
+                "mean tenant slowdown": (
+                    float(procs["seq"]["slowdown_vs_fast_only"])
+                    + float(procs["rand"]["slowdown_vs_fast_only"])
+                )
+                / 2,
                 "promotions": int(d["promotions"]),
             }
         )
@@ -447,15 +452,20 @@ def _fig12(ctx: Context, df: pd.DataFrame, get: Any, pols: tuple[str, ...]) -> N
     ctx.section(
         "Colocation: a sequential and a random tenant (Fig. 12, §4.3.7)",
         "masim-colocate: fast tier holds half the footprint. `pact:score=latency` weights each "
-        "sample by its reported load latency (the paper's §4.3.7 proposal).",
+        "sample by its reported load latency (the paper's §4.3.7 proposal). `slowdown` is the "
+        "run's (the tenants' operations together, so the streaming tenant, with several times the "
+        "other's operations a second, weighs most); the claim compares the mean of the two "
+        "tenants' slowdowns, each program counting once as in the paper's aggregate.",
     )
     ctx.table(t)
-    base = t.set_index("policy")["slowdown"]
+    base = t.set_index("policy")["mean tenant slowdown"]
     others = [p for p in pols if not p.startswith("pact")]
     ctx.claim(
         "Under colocation PACT still outperforms the baselines",
-        "PACT outperforms existing policies under colocation microbenchmarks (Fig. 12)",
-        f"PACT {base['pact']:.3f} vs best baseline {min(base[o] for o in others):.3f}",
+        "PACT outperforms existing policies under colocation microbenchmarks (Fig. 12): 61% lower "
+        "aggregate slowdown than Colloid, 112% for the sequential and 28% for the random tenant",
+        f"mean of the tenants' slowdowns: PACT {base['pact']:.3f} vs best baseline "
+        f"{min(base[o] for o in others):.3f}",
         base["pact"] <= min(base[o] for o in others) * 1.01,
     )
     lat = t.set_index("policy")
