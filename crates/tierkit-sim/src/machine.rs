@@ -1128,7 +1128,7 @@ impl Machine {
             if a.pattern == Pattern::Sequential {
                 r.prefetched = 1.0;
                 // a sweep reads a page's lines one after the other: one touch per page
-                r.burst = (self.page_bytes as f64 / LINE).max(1.0);
+                r.burst = (self.page_bytes / LINE).max(1.0);
             }
             regions.push(r);
         }
