@@ -1114,8 +1114,15 @@ impl Machine {
             // popular): derived from the process and the range alone, so every phase and thread
             // group reading the range finds the same pages hot, unless the region asks for its
             // own ranking with `zipf_seed`.
+            // by the process's name, not its place in the file (names are unique)
+            let name = self.exp.processes[pi]
+                .name
+                .bytes()
+                .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                    (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+                });
             let seed = Rng::derive(
-                self.exp.seed ^ ((pi as u64) << 40),
+                self.exp.seed ^ name,
                 (((start - p.base) as u64) << 32) | len as u64,
             )
             .next_u64()
