@@ -778,28 +778,25 @@ impl Machine {
         }
         let pi = self.proc_of(page);
         let l = self.lat[t as usize];
-        let threads = &self.procs[pi].threads;
-        let live = threads
-            .iter()
-            .filter(|&&ti| self.threads[ti].active && !self.threads[ti].done)
-            .count();
-        let running = threads
-            .iter()
-            .filter(|&&ti| self.threads[ti].active && !self.threads[ti].waiting)
-            .count();
+        let (mut live, mut running, mut stall) = (0u32, 0u32, 0.0);
+        for &ti in &self.procs[pi].threads {
+            let th = &self.threads[ti];
+            if !th.active {
+                continue;
+            }
+            live += u32::from(!th.done);
+            if th.waiting {
+                continue;
+            }
+            running += 1;
+            if let Some(d) = th.dist {
+                stall += th.x * self.dists[d].pmf(page) * l / th.m;
+            }
+        }
         if running == 0 {
             return 0.0;
         }
-        let held = live as f64 / running as f64;
-        threads
-            .iter()
-            .filter(|&&ti| self.threads[ti].active && !self.threads[ti].waiting)
-            .filter_map(|&ti| {
-                let th = &self.threads[ti];
-                th.dist.map(|d| th.x * self.dists[d].pmf(page) * l / th.m)
-            })
-            .sum::<f64>()
-            * held
+        stall * (live as f64 / running as f64)
     }
 
     // ---------------------------------------------------------------- page table changes

@@ -220,7 +220,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
     let scan = level(stream, full * (1.0 - fx));
     // The small levels: one thread walks them as it walks a full level; the others have no
     // work in them and wait at the barrier.
-    let walk_small = level(walk.clone(), it * small);
+    let walk_small = level(walk, it * small);
     let wait_small = PhaseSpec {
         work_ops: Some(0.0),
         ..walk_small.clone()
