@@ -670,7 +670,7 @@ def build_parser() -> Parser:
         metavar="HOT,COLD,SECONDS[,FREE,RATE]",
         help="the recorded workload: hot and cold MiB and seconds (default 32,480,20); with --scenario"
         " press also the MiB left free above node 0's high watermark and the cold touches per second"
-        " (default 32,64,400,16,8192: the shipped recording, about 9 minutes of guest time)",
+        " (default 32,64,400,16,8192: the shipped recording, about 16 minutes)",
     )
     val.add_argument("--seed", type=int, default=1, help="the simulation's seed (default 1)")
     val.add_argument("--json", action="store_true", help="print the comparison as one JSON object on stdout")

@@ -434,17 +434,15 @@ def _fig12(ctx: Context, df: pd.DataFrame, get: Any, pols: tuple[str, ...]) -> N
     for p in pols:
         d = df[(df["system"] == p) & (df["where"] == "colo")].iloc[0]
         procs = {q["name"]: q for q in d["summary"]["processes"]}
+        seq = float(procs["seq"]["slowdown_vs_fast_only"])
+        rand = float(procs["rand"]["slowdown_vs_fast_only"])
         rows.append(
             {
                 "policy": p,
                 "slowdown": float(d["slowdown_vs_fast_only"]),
-                "seq slowdown": float(procs["seq"]["slowdown_vs_fast_only"]),
-                "rand slowdown": float(procs["rand"]["slowdown_vs_fast_only"]),
-                "mean tenant slowdown": (
-                    float(procs["seq"]["slowdown_vs_fast_only"])
-                    + float(procs["rand"]["slowdown_vs_fast_only"])
-                )
-                / 2,
+                "seq slowdown": seq,
+                "rand slowdown": rand,
+                "mean tenant slowdown": (seq + rand) / 2,
                 "promotions": int(d["promotions"]),
             }
         )

@@ -228,8 +228,8 @@ def _alto(ctx: Context) -> None:
         len(cut) >= 2,
         note="the paper's 100x needs a base that promotes far more than it must; ours promote as fast as "
         "kswapd frees fast-tier pages, and a candidate Alto vetoes faults again and passes later. NBT "
-        "is cut least: Alto marks N of 16 of its scanner's pages, and NBT's rate limit and hot threshold "
-        "already hold its promotions back (docs/validation.md)",
+        "is cut least (Alto lets N of 16 of each scanner window's pages be marked); why was not "
+        "analysed (docs/validation.md)",
     )
     worse = [r["base"] for r in rows if r["slowdown +alto"] > 1.03 * r["slowdown"]]
     ctx.claim(
