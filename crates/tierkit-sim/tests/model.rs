@@ -583,3 +583,53 @@ fn graph_kron_with_barrier_levels_converges_in_the_epoch_length() {
         "throughput {a} at 1 ms vs {b} at 0.5 ms"
     );
 }
+
+/// A process's Zipf ranking follows its name, not its place in the file: listing two processes
+/// in the other order leaves each one's hottest page where it was within its own object.
+#[test]
+fn a_zipf_ranking_does_not_depend_on_the_order_of_the_processes() {
+    let proc_ = |name: &str| {
+        format!(
+            r#"
+[[process]]
+name = "{name}"
+[[process.object]]
+name = "buf"
+size_mb = 16
+[[process.thread]]
+[[process.thread.phase]]
+mlp = 2
+[[process.thread.phase.access]]
+object = "buf"
+pattern = "zipf"
+zipf_s = 1.2
+"#
+        )
+    };
+    let head =
+        "workload = \"custom\"\nplatform = \"skx-cxl-emu\"\nduration_s = 0.01\nfast_tier_gb = 1\n";
+    // each process's hottest page, as an offset within its own pages, by process name
+    let hottest = |order: [&str; 2]| -> Vec<(String, u32)> {
+        let text = format!("{head}{}{}", proc_(order[0]), proc_(order[1]));
+        let exp = load_str("t.toml", &text, &[], None).unwrap();
+        let mut m = Machine::new(&exp, false).unwrap();
+        for _ in 0..3 {
+            m.step().unwrap();
+            m.clear_events();
+        }
+        let per = m.total_pages() as u32 / 2;
+        let mut out: Vec<(String, u32)> = (0..2u32)
+            .map(|k| {
+                let top = (k * per..(k + 1) * per)
+                    .max_by(|&a, &b| m.page_access_rate(a).total_cmp(&m.page_access_rate(b)))
+                    .unwrap();
+                (order[k as usize].to_string(), top - k * per)
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    let ab = hottest(["a", "b"]);
+    assert_eq!(ab, hottest(["b", "a"]));
+    assert_ne!(ab[0].1, ab[1].1, "two processes, two rankings");
+}
