@@ -329,15 +329,18 @@ def _fig8(ctx: Context, core: Any, kron: tuple[str, ...]) -> None:
     for ax in axes:
         ax.set_xlabel("time (s)")
     ctx.figure(fig, "fig8_promotions_bin_width", "graph-kron 1:4: promotions per 20 ms window and bin width")
-    n = len(tr)
-    first = float(tr["promotions"].iloc[: max(n // 5, 1)].mean())
-    rest = float(tr["promotions"].iloc[n // 5 :].mean()) if n > 1 else 0.0
+    # The spike is the first simulated second (PACT's first windows, while the PAC spread is
+    # high), a fixed time rather than a share of the run: the spike lasts about half a second at
+    # both sizes, so a share of the run would make the claim depend on the run's length.
+    early = tr["t_s"] <= 1.0
+    first = float(tr["promotions"][early].mean())
+    rest = float(tr["promotions"][~early].mean()) if (~early).any() else 0.0
     w = tr["width"][tr["width"] > 0]
     ctx.claim(
         "Promotions spike early and then settle to intermittent bursts",
         "initial spike, then stable with intermittent bursts (Fig. 8a)",
-        f"mean promotions per window: {first:.3g} in the first fifth, {rest:.3g} afterwards",
-        first > 2 * rest,
+        f"mean promotions per window: {first:.3g} in the first second, {rest:.3g} afterwards",
+        first > 4 * rest,
     )
     ctx.claim(
         "The bin width adapts to the PAC distribution over the run",

@@ -103,6 +103,13 @@ const P: &[ParamDef] = &[
         doc: "nominal share of an iteration in the BFS's small levels (next to the source and at the fringe), walked by one thread while the others wait at the barrier; an estimate, not a fit: a Kronecker BFS has ~7 levels of which two or three hold nearly all vertices, and the ~8 small levels of a forward and backward pass take ~1 ms each",
     },
     ParamDef {
+        name: "scan_vertex_frac",
+        kind: ParamKind::Float { min: 0.0, max: 0.9 },
+        default: "0.2",
+        unit: "",
+        doc: "share of the scan phase's misses that read the properties of the streamed edges' endpoints: independent loads (the scan's MLP) spread over the whole vertex array, so a vertex page's accesses are cheap or dear by the phase that makes them (PACT §5.3: hubs are reached by serialized walks, the rest mostly by independent reads); an estimate, not a fit",
+    },
+    ParamDef {
         name: "walk_mlp",
         kind: ParamKind::Float {
             min: 1.0,
@@ -211,10 +218,17 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
         misses_per_op: 1.0,
         work_ops: None,
         barrier: false,
-        access: vec![
-            region("edges", 0.8, Pattern::Sequential),
-            region("frontier", 0.2, Pattern::Sequential),
-        ],
+        access: {
+            let sv = p.float("scan_vertex_frac");
+            let mut a = vec![
+                region("edges", 0.8 * (1.0 - sv), Pattern::Sequential),
+                region("frontier", 0.2 * (1.0 - sv), Pattern::Sequential),
+            ];
+            if sv > 0.0 {
+                a.push(region("vertices", sv, Pattern::Uniform));
+            }
+            a
+        },
     };
     let expand = level(walk.clone(), full * fx);
     let scan = level(stream, full * (1.0 - fx));
