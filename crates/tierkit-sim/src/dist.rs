@@ -24,6 +24,9 @@ pub enum RegionKind {
         offs: Vec<u32>,
         prob: Vec<f64>,
         alias: AliasTable,
+        /// Touches per miss by page (beside `prob`), when the trace counted touches: a page's
+        /// share of the window's touches is `prob x touch` (see [`Region::burst`]).
+        touch: Option<Vec<f64>>,
     },
 }
 
@@ -121,9 +124,9 @@ impl Region {
     }
 
     /// Bytes an empirical region over `n` pages holds: their offsets, probabilities and alias
-    /// table.
-    pub const fn empirical_bytes(n: u64) -> u64 {
-        bytes_of::<u32>(n) + bytes_of::<f64>(n) + AliasTable::bytes_for(n)
+    /// table (and touches per miss, when the trace counted touches).
+    pub const fn empirical_bytes(n: u64, touches: bool) -> u64 {
+        bytes_of::<u32>(n) + bytes_of::<f64>(n) * (1 + touches as u64) + AliasTable::bytes_for(n)
     }
 
     /// Bytes the region holds now.
@@ -135,16 +138,38 @@ impl Region {
                 cap(pages.capacity(), 4) + cap(member.capacity(), 8)
             }
             RegionKind::Zipf { perm, inv, .. } => cap(perm.capacity(), 4) + cap(inv.capacity(), 4),
-            RegionKind::Empirical { offs, prob, alias } => {
-                cap(offs.capacity(), 4) + cap(prob.capacity(), 8) + alias.bytes()
+            RegionKind::Empirical {
+                offs,
+                prob,
+                alias,
+                touch,
+            } => {
+                cap(offs.capacity(), 4)
+                    + cap(prob.capacity(), 8)
+                    + touch.as_ref().map_or(0, |t| cap(t.capacity(), 8))
+                    + alias.bytes()
             }
         }
     }
 
-    /// A region over `counts[i]` accesses to page `first + offs[i]` (offsets sorted, distinct).
-    pub fn empirical(first: u32, offs: Vec<u32>, counts: &[f64], w: f64) -> Self {
+    /// A region over `counts[i]` accesses to page `first + offs[i]` (offsets sorted, distinct),
+    /// of which `touches[i]` are touches (all of them when None).
+    pub fn empirical(
+        first: u32,
+        offs: Vec<u32>,
+        counts: &[f64],
+        touches: Option<&[f64]>,
+        w: f64,
+    ) -> Self {
         let total: f64 = counts.iter().sum();
         let prob: Vec<f64> = counts.iter().map(|c| c / total).collect();
+        let touch = touches.map(|t| {
+            counts
+                .iter()
+                .zip(t)
+                .map(|(&c, &t)| if c > 0.0 { (t / c).min(1.0) } else { 1.0 })
+                .collect()
+        });
         let len = offs.last().map_or(1, |&o| o + 1);
         Region {
             first,
@@ -154,6 +179,7 @@ impl Region {
                 alias: AliasTable::new(&prob),
                 offs,
                 prob,
+                touch,
             },
             prefetched: 0.0,
             burst: 1.0,
@@ -181,6 +207,33 @@ impl Region {
                 offs.binary_search(&off).map_or(0.0, |i| prob[i])
             }
         }
+    }
+
+    /// The share of this region's misses that are touches of `page`: `pmf / burst`, or for a
+    /// trace window that counted touches, the page's own measured share.
+    #[inline]
+    pub fn touch_pmf(&self, page: u32) -> f64 {
+        match &self.kind {
+            RegionKind::Empirical {
+                offs,
+                prob,
+                touch: Some(t),
+                ..
+            } => {
+                if page < self.first || page >= self.first + self.len {
+                    return 0.0;
+                }
+                offs.binary_search(&(page - self.first))
+                    .map_or(0.0, |i| prob[i] * t[i])
+                    / self.burst
+            }
+            _ => self.pmf(page) / self.burst,
+        }
+    }
+
+    /// Whether some page's misses are not each a touch (see [`Region::touch_pmf`]).
+    pub fn bursty(&self) -> bool {
+        self.burst != 1.0 || matches!(&self.kind, RegionKind::Empirical { touch: Some(_), .. })
     }
 
     #[inline]
@@ -268,7 +321,7 @@ impl Dist {
         let alias = AliasTable::new(&regions.iter().map(|r| r.w).collect::<Vec<_>>());
         let lo = regions.iter().map(|r| r.first).min().unwrap_or(0);
         let hi = regions.iter().map(|r| r.first + r.len).max().unwrap_or(0);
-        let bursty = regions.iter().any(|r| r.burst != 1.0);
+        let bursty = regions.iter().any(Region::bursty);
         Dist {
             bursty,
             proc_,
@@ -388,10 +441,7 @@ impl Dist {
         if page < self.lo || page >= self.hi {
             return 0.0;
         }
-        self.regions
-            .iter()
-            .map(|r| r.w * r.pmf(page) / r.burst)
-            .sum()
+        self.regions.iter().map(|r| r.w * r.touch_pmf(page)).sum()
     }
 
     #[inline]
@@ -500,7 +550,7 @@ mod tests {
 
     #[test]
     fn empirical_region_matches_its_counts() {
-        let r = Region::empirical(100, vec![0, 5, 9], &[1.0, 3.0, 6.0], 1.0);
+        let r = Region::empirical(100, vec![0, 5, 9], &[1.0, 3.0, 6.0], None, 1.0);
         let d = Dist::new(0, vec![r], 2, 1.0);
         assert!((d.pmf(105) - 0.3).abs() < 1e-12 && d.pmf(104) == 0.0 && d.pmf(99) == 0.0);
         let mut rng = Rng::new(3);

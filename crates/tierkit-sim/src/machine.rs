@@ -389,7 +389,7 @@ impl Machine {
             for (g, t) in p.threads.iter().enumerate() {
                 if let Some(r) = exp.replays.iter().find(|r| r.process == pi && r.group == g) {
                     for w in &r.replay.windows {
-                        dists += Region::empirical_bytes(w.pages.len() as u64)
+                        dists += Region::empirical_bytes(w.pages.len() as u64, w.touches.is_some())
                             + Dist::hist_bytes_for(epochs);
                     }
                     continue;
@@ -1082,7 +1082,8 @@ impl Machine {
             // A trace window: its measured page frequencies over the trace's object.
             let w = &rs.replay.windows[phase];
             let first = self.procs[pi].objects[0].first;
-            let mut r = Region::empirical(first, w.pages.clone(), &w.counts, 1.0);
+            let mut r =
+                Region::empirical(first, w.pages.clone(), &w.counts, w.touches.as_deref(), 1.0);
             // The window's MLP estimate comes from stride continuation (docs/traces.md): read it
             // back as the share of misses a prefetcher covers.
             r.prefetched = (1.0 - 1.0 / w.mlp.max(1.0)).clamp(0.0, 1.0);

@@ -98,6 +98,58 @@ fn pointer_chased_pages_stall_more_although_streamed_pages_are_hotter() {
     );
 }
 
+/// A traced stream touches a page once per sweep (lackey traces list every access in order):
+/// its windows count one touch per run of misses through a page, 64 line misses of a 4 KiB
+/// page; the pointer chase's misses are touches but when it comes back to a page within a few
+/// misses (its list is 128 pages: about a quarter of them); and what the machine's accessed
+/// bits and hint faults follow (`Dist::touch_pmf`) is the touches' share, not the misses'.
+#[test]
+fn a_traced_stream_touches_a_page_once_per_sweep() {
+    let e = experiment("duration_s = 0.2\nfast_tier_gb = 1\n");
+    let per_miss = |r: &tierkit_sim::trace::replay::Replay| {
+        let (mut c, mut t) = (0.0, 0.0);
+        for w in &r.windows {
+            c += w.counts.iter().sum::<f64>();
+            t += w.touches.as_ref().unwrap_or(&w.counts).iter().sum::<f64>();
+        }
+        t / c
+    };
+    let (pc, st) = (
+        per_miss(&e.replays[0].replay),
+        per_miss(&e.replays[1].replay),
+    );
+    assert!(
+        pc > 0.5 && pc < 0.95,
+        "pointer chase: {pc} touches per miss"
+    );
+    assert!(
+        (st - 1.0 / 64.0).abs() < 0.25 / 64.0,
+        "stream: {st} touches per miss, one per 64 lines expected"
+    );
+    let mut m = Machine::new(&e, false).unwrap();
+    for _ in 0..20 {
+        m.step().unwrap();
+        m.clear_events();
+    }
+    for (pi, want) in [(0usize, pc), (1, st)] {
+        let (mut misses, mut touches) = (0.0, 0.0);
+        for th in m.threads.iter().filter(|t| t.active && t.proc_ == Some(pi)) {
+            let d = &m.dists[th.dist.unwrap()];
+            let p = &m.procs[pi];
+            for page in p.base..p.base + p.pages {
+                misses += d.pmf(page);
+                touches += d.touch_pmf(page);
+            }
+        }
+        assert!(misses > 0.99, "process {pi}: {misses}");
+        assert!(
+            (touches / misses - want).abs() < 0.2 * want,
+            "process {pi}: {} touches per miss, expected {want}",
+            touches / misses
+        );
+    }
+}
+
 #[test]
 fn a_trace_replays_to_the_end_once_and_loops_by_default() {
     let e = experiment("loops = 1\nduration_s = 5\nfast_tier_gb = 1\n");

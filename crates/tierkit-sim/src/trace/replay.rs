@@ -291,6 +291,12 @@ pub struct ReplayOpts {
 pub struct Window {
     pub pages: Vec<u32>,
     pub counts: Vec<f64>,
+    /// Touches by page, beside `counts` (misses), for a trace of every access (lackey): a miss
+    /// that comes more than [`TOUCH_GAP`] misses after the page's last one starts a touch, so a
+    /// stream's run of misses through one page's lines is one visit, as the page's accessed bit and a pending hint
+    /// fault see it (docs/model.md, "Access bits"). None when every miss is its own touch (and
+    /// for sampled sources: perf-mem samples, DAMON regions).
+    pub touches: Option<Vec<f64>>,
     pub misses: f64,
     pub mlp: f64,
     pub compute_ns: f64,
@@ -360,6 +366,7 @@ impl Replay {
             }
         }
         let mut dense = vec![0.0f64; self.page_numbers.len()];
+        let mut dense_t: Vec<f64> = Vec::new();
         self.windows = groups
             .into_iter()
             .map(|g| {
@@ -371,12 +378,19 @@ impl Replay {
                 let compute: f64 = g.iter().map(|w| w.misses * w.compute_ns).sum();
                 let reads: f64 = g.iter().map(|w| w.misses * w.read_frac).sum();
                 let mut pages: Vec<u32> = Vec::new();
+                let bursty = g.iter().any(|w| w.touches.is_some());
+                if bursty && dense_t.is_empty() {
+                    dense_t = vec![0.0f64; self.page_numbers.len()];
+                }
                 for w in &g {
-                    for (&p, &c) in w.pages.iter().zip(&w.counts) {
+                    for (k, (&p, &c)) in w.pages.iter().zip(&w.counts).enumerate() {
                         if dense[p as usize] == 0.0 {
                             pages.push(p);
                         }
                         dense[p as usize] += c;
+                        if bursty {
+                            dense_t[p as usize] += w.touches.as_ref().map_or(c, |t| t[k]);
+                        }
                     }
                 }
                 pages.sort_unstable();
@@ -384,9 +398,16 @@ impl Replay {
                     .iter()
                     .map(|&p| std::mem::take(&mut dense[p as usize]))
                     .collect();
+                let touches = bursty.then(|| {
+                    pages
+                        .iter()
+                        .map(|&p| std::mem::take(&mut dense_t[p as usize]))
+                        .collect()
+                });
                 Window {
                     pages,
                     counts,
+                    touches,
                     misses,
                     mlp: (misses / inv).max(1.0),
                     compute_ns: compute / misses,
@@ -491,11 +512,31 @@ impl PageIds {
     }
 }
 
+/// A miss starts a new touch of its page when more than this many misses came since the
+/// page's last one: a sweep reads a page's lines one after the other (every miss, or with up to
+/// this many streams interleaved, every few misses), which sets its accessed bit once; a random
+/// or dependent miss comes back to a page only after many others. 32 misses are a few
+/// microseconds, far below any scanner's period.
+const TOUCH_GAP: u32 = 32;
+
+/// A page's misses and touches (see [`Window::touches`]) in the open window, and the miss
+/// clock at its last miss.
+#[derive(Clone, Copy)]
+struct Slot {
+    count: u32,
+    touches: u32,
+    last_at: u32,
+}
+
 /// The window being filled: misses by dense page id. `touched` lists the ids with a count
 /// (appended without a branch: the slot is always written, the length grows only on a first
 /// touch), so the loop keeps many independent cache misses in flight.
 struct Open {
-    counts: Vec<u32>,
+    /// By page id, in one slot so that a miss reads one cache line.
+    counts: Vec<Slot>,
+    count_touches: bool,
+    /// Misses so far (wrapping): a slot's `last_at` is its value at the page's last miss.
+    clock: u32,
     touched: Vec<u32>,
     ntouched: usize,
     misses: u64,
@@ -521,13 +562,25 @@ impl Open {
         let i = id as usize;
         if i >= self.counts.len() {
             let len = (i + 1).next_power_of_two();
-            self.counts.resize(len, 0);
+            // a page never missed before is as far back as a new touch needs
+            let fresh = Slot {
+                count: 0,
+                touches: 0,
+                last_at: self.clock.wrapping_sub(TOUCH_GAP + 1),
+            };
+            self.counts.resize(len, fresh);
             self.touched.resize(len + 1, 0);
         }
         let c = &mut self.counts[i];
         self.touched[self.ntouched] = id;
-        self.ntouched += (*c == 0) as usize;
-        *c = c.saturating_add(n.min(u32::MAX as u64) as u32);
+        self.ntouched += (c.count == 0) as usize;
+        c.count = c.count.saturating_add(n.min(u32::MAX as u64) as u32);
+        if self.count_touches {
+            let gap = self.clock.wrapping_sub(c.last_at);
+            c.touches = c.touches.saturating_add(u32::from(gap > TOUCH_GAP));
+            c.last_at = self.clock;
+            self.clock = self.clock.wrapping_add(1);
+        }
     }
 
     /// Start loading `id`'s count into the CPU cache.
@@ -581,12 +634,16 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
     let window_acc = o.window_accesses.unwrap_or((h.accesses / 32).max(1)).max(1);
     let stamped = h.has_stamps();
     let mut mlp = StrideMlp::default();
-    // (page ids with counts, misses, mlp, compute_ns, read_frac) per window
-    type RawWindow = (Vec<(u32, f64)>, f64, f64, f64, f64, u64);
+    // (page ids with counts, touches if counted, misses, mlp, compute_ns, read_frac, accesses)
+    // per window
+    type RawWindow = (Vec<(u32, f64)>, Option<Vec<f64>>, f64, f64, f64, f64, u64);
     let mut raw: Vec<RawWindow> = Vec::new();
     let mut ids = PageIds::new();
     let mut cur = Open {
         counts: Vec::new(),
+        // a trace of every access in order: runs of misses through one page are one touch
+        count_touches: h.source == Source::Lackey,
+        clock: 0,
         touched: vec![0],
         ntouched: 0,
         misses: 0,
@@ -610,12 +667,22 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
             (StampKind::Nanoseconds | StampKind::None, None) => 10.0,
         };
         let rf = (1.0 - cur.stores as f64 / misses).clamp(0.05, 1.0);
-        let counts: Vec<(u32, f64)> = cur.touched[..cur.ntouched]
+        let touched = &cur.touched[..cur.ntouched];
+        let slot = |id: &u32| cur.counts[*id as usize];
+        let touches: Option<Vec<f64>> = (cur.count_touches
+            && touched.iter().map(slot).any(|c| c.touches < c.count))
+        .then(|| touched.iter().map(|id| slot(id).touches as f64).collect());
+        let counts: Vec<(u32, f64)> = touched
             .iter()
-            .map(|&id| (id, std::mem::take(&mut cur.counts[id as usize]) as f64))
+            .map(|&id| {
+                let c = &mut cur.counts[id as usize];
+                let n = c.count as f64;
+                (c.count, c.touches) = (0, 0);
+                (id, n)
+            })
             .collect();
         cur.ntouched = 0;
-        raw.push((counts, misses, m, z, rf, cur.accesses));
+        raw.push((counts, touches, misses, m, z, rf, cur.accesses));
         cur.reset();
     };
     // Records are decoded BATCH at a time and go through the batch in passes, each of which
@@ -754,14 +821,26 @@ pub fn build(path: &Path, o: &ReplayOpts) -> Result<Replay> {
     let windows = raw
         .into_iter()
         .map(
-            |(mut counts, misses, mlp, compute_ns, read_frac, accesses)| {
-                for c in &mut counts {
-                    c.0 = rank[c.0 as usize];
-                }
-                counts.sort_unstable_by_key(|c| c.0);
+            |(counts, touches, misses, mlp, compute_ns, read_frac, accesses)| {
+                // (page, misses, touches) in address order
+                let mut rows: Vec<(u32, f64, f64)> = counts
+                    .iter()
+                    .enumerate()
+                    .map(|(k, c)| {
+                        (
+                            rank[c.0 as usize],
+                            c.1,
+                            touches.as_ref().map_or(c.1, |t| t[k]),
+                        )
+                    })
+                    .collect();
+                rows.sort_unstable_by_key(|c| c.0);
                 Window {
-                    pages: counts.iter().map(|c| c.0).collect(),
-                    counts: counts.iter().map(|c| c.1).collect(),
+                    pages: rows.iter().map(|c| c.0).collect(),
+                    counts: rows.iter().map(|c| c.1).collect(),
+                    touches: touches
+                        .is_some()
+                        .then(|| rows.iter().map(|c| c.2).collect()),
                     misses,
                     mlp: mlp.max(1.0),
                     compute_ns: compute_ns.max(0.0),
@@ -1270,6 +1349,62 @@ mod tests {
             before.windows.len()
         );
         assert_eq!(again, before);
+    }
+
+    /// Touches per page of a full trace: three sweeps over 1024 pages (4 MiB, past the 1 MiB
+    /// LLC model, so every line misses) touch each page three times in 192 misses, also when
+    /// two streams are interleaved; random lines over as many pages touch a page at nearly
+    /// every miss; a sampled source counts no touches; merged windows keep the sums.
+    #[test]
+    fn a_full_trace_counts_a_sweep_through_a_page_as_one_touch() {
+        let lines = 1024 * 64u64;
+        let totals = |r: &Replay| {
+            let mut c = vec![0.0; r.page_numbers.len()];
+            let mut t = vec![0.0; r.page_numbers.len()];
+            for w in &r.windows {
+                for (k, &p) in w.pages.iter().enumerate() {
+                    c[p as usize] += w.counts[k];
+                    t[p as usize] += w.touches.as_ref().map_or(w.counts[k], |x| x[k]);
+                }
+            }
+            (c, t)
+        };
+        let p = write(
+            "sw.tkt",
+            Source::Lackey,
+            (0..3 * lines).map(|i| (i, i % lines)),
+        );
+        let mut r = build(&p, &opts()).unwrap();
+        assert!(r.windows.iter().all(|w| w.touches.is_some()));
+        let (c, t) = totals(&r);
+        assert_eq!(c.len(), 1024);
+        assert!(c.iter().all(|&x| x == 192.0) && t.iter().all(|&x| x == 3.0));
+        // two interleaved streams over disjoint halves
+        let half = lines / 2;
+        let two = (0..3 * lines).map(|i| (i, (i / 2) % half + (i % 2) * half));
+        let (_, t2) = totals(&build(&write("sw2.tkt", Source::Lackey, two), &opts()).unwrap());
+        assert!(t2.iter().all(|&x| x == 3.0), "{:?}", &t2[..8]);
+        // merging keeps every page's misses and touches
+        r.merge_short_windows(1e12, 100.0, 1.0);
+        assert_eq!(r.windows.len(), 1);
+        assert_eq!(totals(&r), (c, t));
+        // random lines: a page comes back within 32 misses about 32 / 1024 of the time
+        let mut x = 1u64;
+        let rnd = (0..3 * lines).map(|i| (i, splitmix(&mut x) % lines));
+        let (c, t) = totals(&build(&write("rl.tkt", Source::Lackey, rnd), &opts()).unwrap());
+        let share = t.iter().sum::<f64>() / c.iter().sum::<f64>();
+        assert!(share > 0.95 && share < 0.99, "{share}");
+        // a sampled source: every record is its own touch
+        let p = write(
+            "sw-perf.tkt",
+            Source::PerfMem,
+            (0..3 * lines).map(|i| (i, i % lines)),
+        );
+        assert!(build(&p, &opts())
+            .unwrap()
+            .windows
+            .iter()
+            .all(|w| w.touches.is_none()));
     }
 
     #[test]
