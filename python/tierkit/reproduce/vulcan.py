@@ -127,12 +127,22 @@ def run(ctx: Context) -> None:
             "tenants (51-69 GB against 32 GB of DRAM, with log^2 of tens of GB in eq. 3) make the "
             "demands, and the partitioning, far more active than our scaled ones."
         )
-    mean_gain = sum(by.loc["vulcan", n] / max(by.loc[p, n] for p in others) for n in names) / 3
+    # The paper's average is over the existing solutions it compares with ("an average performance
+    # increase of 12.4% ... over existing solutions", §6; its fairness figure, 75.3%, is likewise
+    # an average over them), so: Vulcan's throughput over each other system's, per tenant, averaged
+    # over tenants and systems. The stricter ratio to the best other system per tenant is shown too.
+    ratios = [by.loc["vulcan", n] / by.loc[p, n] for n in names for p in others]
+    mean_gain = sum(ratios) / len(ratios)
+    best_gain = sum(by.loc["vulcan", n] / max(by.loc[p, n] for p in others) for n in names) / 3
     ctx.claim(
         "Vulcan improves performance on average across tenants",
-        "+12.4% on average",
-        f"mean ratio to the best other per tenant {mean_gain:.3f}",
+        "+12.4% on average over the existing solutions (§6)",
+        f"mean ratio to the other systems over tenants and systems {mean_gain:.3f} "
+        f"(to the best other per tenant {best_gain:.3f})",
         mean_gain >= 1.0,
+        paper_value=1.124,
+        ours_value=float(mean_gain),
+        tolerance=0.25,
     )
 
     # ------------------------------------------------------------ Figs. 2, 3, 7: migration cost
