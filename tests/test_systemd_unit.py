@@ -20,6 +20,14 @@ DROP_INS = {
     "pebs": "CapabilityBoundingSet=CAP_PERFMON\nSystemCallFilter=perf_event_open\n",
     "softdirty": "CapabilityBoundingSet=CAP_DAC_OVERRIDE\n",
     "frames": "CapabilityBoundingSet=CAP_SYS_ADMIN\n",
+    # kernel-tiering mode (nbt and its layers: docs/operator-guide.md, "Kernel-tiering mode")
+    "kernel-tiering": (
+        "CapabilityBoundingSet=CAP_SYS_ADMIN\n"
+        "ReadWritePaths=/proc/sys/kernel /proc/sys/vm/watermark_scale_factor /sys/kernel/mm/numa "
+        "-/sys/kernel/debug/sched/numa_balancing\n"
+        "RuntimeDirectory=tierkitd\n"
+        "RuntimeDirectoryPreserve=yes\n"
+    ),
 }
 
 
