@@ -292,7 +292,7 @@ pub struct Window {
     pub pages: Vec<u32>,
     pub counts: Vec<f64>,
     /// Touches by page, beside `counts` (misses), for a trace of every access (lackey): a miss
-    /// that comes more than [`TOUCH_GAP`] misses after the page's last one starts a touch, so a
+    /// that comes more than 32 misses (`TOUCH_GAP`) after the page's last one starts a touch, so a
     /// stream's run of misses through one page's lines is one visit, as the page's accessed bit and a pending hint
     /// fault see it (docs/model.md, "Access bits"). None when every miss is its own touch (and
     /// for sampled sources: perf-mem samples, DAMON regions).
