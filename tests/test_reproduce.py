@@ -88,3 +88,26 @@ def test_no_fail_exits_0_and_all_names_every_reproduction(tmp_path: Path) -> Non
             check=False,
         ).stdout
     )
+
+
+def test_a_claim_is_within_its_tolerance_two_sided_or_past_a_bound_the_paper_states() -> None:
+    from tierkit.reproduce.common import Claim
+
+    def within(ours: float, bound: str | None) -> bool | None:
+        c = Claim("c", "p", "o", True, paper_value=2.0, ours_value=ours, tolerance=0.25, bound=bound)
+        return c.within_tolerance
+
+    # two-sided: within 25% either way
+    for ours, want in [(2.4, True), (1.6, True), (1.4, False), (2.6, False)]:
+        assert within(ours, None) is want, ours
+    # "at most 2": anything below counts, above only within the tolerance
+    for ours, want in [(0.1, True), (2.5, True), (2.6, False)]:
+        assert within(ours, "upper") is want, ours
+    # "at least 2": anything above counts, below only within the tolerance
+    for ours, want in [(50.0, True), (1.5, True), (1.4, False)]:
+        assert within(ours, "lower") is want, ours
+    assert Claim("c", "p", "o", True).within_tolerance is None
+    assert (
+        Claim("c", "p", "o", True, paper_value=2.0, ours_value=1.0, bound="upper").to_json()["bound"]
+        == "upper"
+    )

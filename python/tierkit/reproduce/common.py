@@ -40,6 +40,10 @@ class Claim:
     ours_value: float | None = None
     #: relative distance from the paper's number within which ours counts as matching it
     tolerance: float | None = None
+    #: where the paper states a bound ("at most 1.17x", "comparable or better"): "upper" counts
+    #: every value up to paper x (1 + tolerance) as matching, "lower" every value from
+    #: paper x (1 - tolerance) up; None (the default) is two-sided
+    bound: str | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -54,6 +58,10 @@ class Claim:
         r = self.ratio
         if r is None or self.tolerance is None:
             return None
+        if self.bound == "upper":
+            return r <= 1.0 + self.tolerance
+        if self.bound == "lower":
+            return r >= 1.0 - self.tolerance
         return abs(r - 1.0) <= self.tolerance
 
     def to_json(self) -> dict[str, Any]:
@@ -158,10 +166,14 @@ class Context:
         paper_value: float | None = None,
         ours_value: float | None = None,
         tolerance: float | None = None,
+        bound: str | None = None,
     ) -> None:
         """State a claim; ``holds`` is computed by the caller from the runs. ``paper_value`` and
         ``ours_value`` are the claim's headline number in the paper and here (a ratio, a
-        percentage), with the relative ``tolerance`` within which they count as matching."""
+        percentage), with the relative ``tolerance`` within which they count as matching, on
+        both sides or, with ``bound`` "upper" or "lower", where the paper states a bound."""
+        if bound not in (None, "upper", "lower"):
+            raise ValueError(f"bound must be None, 'upper' or 'lower', not {bound!r}")
         self.claims.append(
             Claim(
                 claim=claim,
@@ -172,6 +184,7 @@ class Context:
                 paper_value=None if paper_value is None else float(paper_value),
                 ours_value=None if ours_value is None else float(ours_value),
                 tolerance=tolerance,
+                bound=bound,
             )
         )
 

@@ -402,6 +402,7 @@ def _fig11(ctx: Context, get: Any) -> None:
         paper_value=1.0,
         ours_value=worst,
         tolerance=0.03,
+        bound="upper",
     )
     fewer_c = min(r["tpp+colloid promotions"] / max(r["pact promotions"], 1) for _, r in t.iterrows())
     fewer_m = min(r["memtis promotions"] / max(r["pact promotions"], 1) for _, r in t.iterrows())
