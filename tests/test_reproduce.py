@@ -107,6 +107,11 @@ def test_a_claim_is_within_its_tolerance_two_sided_or_past_a_bound_the_paper_sta
     for ours, want in [(50.0, True), (1.5, True), (1.4, False)]:
         assert within(ours, "lower") is want, ours
     assert Claim("c", "p", "o", True).within_tolerance is None
+    assert Claim("c", "p", "o", True).ratio_text() == ""
+    c = Claim("c", "p", "o", True, paper_value=2.0, ours_value=2.6, tolerance=0.25, bound="upper")
+    assert c.ratio_text() == "1.30, outside ≤+25%"
+    c = Claim("c", "p", "o", True, paper_value=2.0, ours_value=2.2, tolerance=0.25)
+    assert c.ratio_text() == "1.10, within ±25%"
     assert (
         Claim("c", "p", "o", True, paper_value=2.0, ours_value=1.0, bound="upper").to_json()["bound"]
         == "upper"

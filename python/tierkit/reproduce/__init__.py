@@ -143,7 +143,7 @@ def reproduce_all(
             "|---|---|---|---|---|---|",
         ]
         for c in cs:
-            ratio = "" if c.ratio is None else f"{c.ratio:.2f}"
+            ratio = c.ratio_text()
             why = "" if c.holds else (c.note or "see the reproduction's report")
             cells = [c.claim, c.paper, c.ours, ratio, "yes" if c.holds else "**no**", why]
             body.append("| " + " | ".join(x.replace("|", "/") for x in cells) + " |")

@@ -64,6 +64,18 @@ class Claim:
             return r >= 1.0 - self.tolerance
         return abs(r - 1.0) <= self.tolerance
 
+    def ratio_text(self) -> str:
+        """The report's "ours / paper" cell: the ratio and, with a tolerance, whether it is
+        within it ("1.08, within ±25%"; "0.62, outside ≥-25%" for a lower bound)."""
+        r = self.ratio
+        if r is None:
+            return ""
+        if self.tolerance is None:
+            return f"{r:.2f}"
+        side = {"upper": "≤+", "lower": "≥-"}.get(self.bound or "", "±")
+        verdict = "within" if self.within_tolerance else "outside"
+        return f"{r:.2f}, {verdict} {side}{100 * self.tolerance:.0f}%"
+
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["ratio"] = self.ratio
@@ -223,7 +235,7 @@ class Context:
         ]
         for c in self.claims:
             ours = c.ours + (f" ({c.note})" if c.note else "")
-            ratio = "" if c.ratio is None else f"{c.ratio:.2f}"
+            ratio = c.ratio_text()
             lines.append(f"| {c.claim} | {c.paper} | {ours} | {ratio} | {'yes' if c.holds else '**no**'} |")
         lines.append("")
         lines.extend(self.sections)

@@ -185,6 +185,12 @@ def _fig4(ctx: Context, get: Any) -> None:
             "promotions settle after its first windows; these runs end first. Over 300 simulated "
             "seconds of graph-kron at 1:4 tpp+colloid promoted 3.5x PACT's pages at a higher "
             "slowdown, nbt 0.41x (docs/validation.md, section 2)",
+            # the paper's range over its workloads, at its low end: 2.1-10.4x for Colloid,
+            # 1.2-9.6x for NBT
+            paper_value={"tpp+colloid": 2.1, "nbt": 1.2}[other],
+            ours_value=fewer,
+            tolerance=0.25,
+            bound="lower",
         )
     best = sum(1 for _, row in sd.iterrows() if row["pact"] <= min(row[s] for s in SYSTEMS) * 1.02)
     ctx.claim(
@@ -368,6 +374,10 @@ def _fig10(ctx: Context, get: Any, sens: list[str]) -> None:
         "within 5% of the workload-specific optimum (§5.7)",
         f"every variant within {100 * (worst - 1):.1f}% of the default's slowdown",
         worst <= 1.05,
+        paper_value=0.05,
+        ours_value=max(worst - 1.0, 0.0),
+        tolerance=0.25,
+        bound="upper",
     )
 
 

@@ -163,6 +163,9 @@ def _single(ctx: Context, df: pd.DataFrame) -> None:
         "liblinear +54% over no migration (48 GB DRAM)",
         f"liblinear tpp+toggle {tab.loc['liblinear', 'tpp+toggle']:.2f}x notier",
         tab.loc["liblinear", "tpp+toggle"] > 1.0,
+        paper_value=1.54,
+        ours_value=float(tab.loc["liblinear", "tpp+toggle"]),
+        tolerance=0.25,
     )
     worst_other = min(tab.loc["silo", p] for p in ("tpp", "memtis", "nomad"))
     ctx.claim(
@@ -182,6 +185,10 @@ def _single(ctx: Context, df: pd.DataFrame) -> None:
             f"{m}: {tab.loc[m, 'tpp+toggle']:.2f} vs tpp {tab.loc[m, 'tpp']:.2f}" for m in ("silo", "gups")
         ),
         all(tab.loc[m, "tpp+toggle"] >= 0.99 * tab.loc[m, "tpp"] for m in ("silo", "gups")),
+        # the paper's number is against Nomad: ours against Nomad, averaged over the two
+        paper_value=1.36,
+        ours_value=float(sum(tab.loc[m, "tpp+toggle"] / tab.loc[m, "nomad"] for m in ("silo", "gups")) / 2),
+        tolerance=0.25,
     )
 
 
@@ -216,15 +223,25 @@ def _pairs(ctx: Context, df: pd.DataFrame, offsets: tuple[float, ...]) -> None:
         "SP +35%, Liblinear +38% over no migration",
         ", ".join(f"{r.tenant} {r['tpp+toggle']:.2f}" for _, r in ff.iterrows()),
         bool((ff["tpp+toggle"] > 1.0).all()),
+        # the two tenants' gains averaged: the paper's (1.35 + 1.38) / 2
+        paper_value=1.365,
+        ours_value=float(ff["tpp+toggle"].mean()),
+        tolerance=0.25,
     )
     mixed = tab[tab["pair"] != "FF"]
     mean_toggle = float(mixed["tpp+toggle"].mean())
     mean_nomad = float(mixed["nomad"].mean())
+    # "up to 72% better": the largest gain over Nomad of one tenant of the UF and UU pairs
+    best_vs_nomad = float((mixed["tpp+toggle"] / mixed["nomad"]).max())
     ctx.claim(
         "UF/UU: toggling per process does better than Nomad",
         "up to 72% better than Nomad",
-        f"mean normalized throughput {mean_toggle:.2f} vs Nomad {mean_nomad:.2f}",
+        f"mean normalized throughput {mean_toggle:.2f} vs Nomad {mean_nomad:.2f}; at most "
+        f"{best_vs_nomad:.2f}x Nomad's for one tenant",
         mean_toggle >= mean_nomad,
+        paper_value=1.72,
+        ours_value=best_vs_nomad,
+        tolerance=0.25,
     )
     _plot_pairs(ctx, tab)
 
