@@ -4,7 +4,7 @@ use crate::action::{Action, SampleFilter};
 use crate::memory::PageSpace;
 use crate::params::{ParamDef, Params};
 use crate::telemetry::Telemetry;
-use crate::{PageId, TierId};
+use crate::{PageId, Pid, TierId};
 
 /// Synchronous queries a policy may make of the machine during a step (the simulated machine
 /// answers from its page table; Linux from move_pages(2) queries and idle-page tracking).
@@ -20,6 +20,15 @@ pub trait Mechanism {
     fn test_and_clear_accessed_at(&mut self, pages: &[PageId], at_ns: u64, out: &mut Vec<bool>) {
         let _ = at_ns;
         self.test_and_clear_accessed(pages, out)
+    }
+    /// The pages an access-bit scan of process `pid` with a `stride_bytes` stride reads: one
+    /// page per stride-aligned stretch of its virtual address space that holds a present page,
+    /// in address order (the toggling paper's restart scan walks PTEs at a 2 MiB stride). Fills
+    /// `out` and returns true, or returns false when the backend leaves it to the policy (the
+    /// simulator: its processes' address spaces are their objects, which `Telemetry` lists).
+    fn stride_pages(&self, pid: Pid, stride_bytes: u64, out: &mut Vec<PageId>) -> bool {
+        let _ = (pid, stride_bytes, out);
+        false
     }
 }
 

@@ -27,14 +27,14 @@
 //! restart window (5), the variation threshold (2) and the floor of the variation counter at 0
 //! are ours; after a restart the stop detector starts afresh (MaxSlope 0).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use rustc_hash::FxHashMap;
 use tierkit_core::params::{ParamDef, ParamKind, Params};
 use tierkit_core::policy::{AccessTracker, Builder};
 use tierkit_core::telemetry::MigrationOutcome;
 use tierkit_core::{memory, Error, FAST};
-use tierkit_core::{Action, Mechanism, PageId, Policy, PolicyInfo, Telemetry, TelemetryNeeds};
+use tierkit_core::{Action, Mechanism, PageId, Pid, Policy, PolicyInfo, Telemetry, TelemetryNeeds};
 
 const P: &[ParamDef] = &[
     ParamDef { name: "interval_ms", kind: ParamKind::Float { min: 10.0, max: 1e6 }, default: "2000", unit: "ms", doc: "p: interval of the demote_promoted delta and of Algorithm 1 (§4.2: 2 s, kevaluated)" },
@@ -74,7 +74,7 @@ fn build(base: Box<dyn Policy>, p: &Params) -> tierkit_core::Result<Box<dyn Poli
         window: p.u64("window") as usize,
         restart_threshold: p.int("restart_threshold"),
         refault: p.bool("refault").then(Refault::default),
-        procs: Vec::new(),
+        procs: BTreeMap::new(),
         next_eval: 0.0,
         next_scan: 0.0,
         scans: Vec::new(),
@@ -304,7 +304,8 @@ pub struct Toggle {
     window: usize,
     restart_threshold: i64,
     refault: Option<Refault>,
-    procs: Vec<ProcToggle>,
+    /// By pid: the simulator's are process indices, tierkitd's the targets' real pids.
+    procs: BTreeMap<Pid, ProcToggle>,
     next_eval: f64,
     next_scan: f64,
     /// (time s, pid, accessed PTEs) of every scan, reported in the stats (Fig. 7).
@@ -316,9 +317,9 @@ pub struct Toggle {
 }
 
 impl Toggle {
-    fn ensure(&mut self, n: usize) {
-        while self.procs.len() < n {
-            self.procs.push(ProcToggle {
+    fn ensure(&mut self, tel: &Telemetry) {
+        for p in &tel.processes {
+            self.procs.entry(p.pid).or_insert(ProcToggle {
                 stop: StopDetector::default(),
                 restart: None,
                 enabled: true,
@@ -328,8 +329,13 @@ impl Toggle {
         }
     }
 
-    /// Pages an access-bit scan of `pid` reads: one per stride over its live objects.
-    fn scan_pages(&self, tel: &Telemetry, pid: u32, out: &mut Vec<PageId>) {
+    /// Pages an access-bit scan of `pid` reads: one per stride of its address space, as the
+    /// backend walks it ([`Mechanism::stride_pages`]: tierkitd, over the target's present
+    /// pages), else one per stride over its live objects (the simulator's address space).
+    fn scan_pages(&self, tel: &Telemetry, mech: &dyn Mechanism, pid: u32, out: &mut Vec<PageId>) {
+        if mech.stride_pages(pid, self.stride_bytes, out) {
+            return;
+        }
         out.clear();
         let stride = (self.stride_bytes / tel.page_bytes.max(1)).max(1);
         for o in tel.objects.iter().filter(|o| o.pid == pid && o.live) {
@@ -423,20 +429,20 @@ impl Policy for Toggle {
     }
 
     fn init(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
-        self.ensure(tel.processes.len());
+        self.ensure(tel);
         self.next_eval = tel.now_ns as f64 + self.interval_ns;
         self.next_scan = tel.now_ns as f64 + self.scan_ns;
         self.base.init(tel, mech, out);
     }
 
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
-        self.ensure(tel.processes.len());
+        self.ensure(tel);
         self.refault_observe(tel);
         let now = tel.now_ns as f64;
         if now + 1e-6 >= self.next_eval {
             self.next_eval += self.interval_ns;
             for p in &tel.processes {
-                let st = &mut self.procs[p.pid as usize];
+                let st = self.procs.get_mut(&p.pid).expect("ensured above");
                 if !p.alive || !st.enabled {
                     continue;
                 }
@@ -456,14 +462,14 @@ impl Policy for Toggle {
             let mut pages = Vec::new();
             let mut bits = Vec::new();
             for p in &tel.processes {
-                if !p.alive || self.procs[p.pid as usize].enabled {
+                if !p.alive || self.procs.get(&p.pid).is_none_or(|st| st.enabled) {
                     continue;
                 }
-                self.scan_pages(tel, p.pid, &mut pages);
+                self.scan_pages(tel, &*mech, p.pid, &mut pages);
                 mech.test_and_clear_accessed(&pages, &mut bits);
                 let count = bits.iter().filter(|&&b| b).count() as u64;
                 self.scans.push((now * 1e-9, p.pid, count));
-                let st = &mut self.procs[p.pid as usize];
+                let st = self.procs.get_mut(&p.pid).expect("ensured above");
                 if st.restart.as_mut().is_some_and(|r| r.observe(count)) {
                     st.enabled = true;
                     st.restarts += 1;
@@ -498,7 +504,7 @@ impl Policy for Toggle {
 
     fn stats(&self) -> Vec<(String, f64)> {
         let mut s = self.base.stats();
-        for (i, p) in self.procs.iter().enumerate() {
+        for (i, p) in &self.procs {
             s.push((format!("toggle.stops.p{i}"), p.stops as f64));
             s.push((format!("toggle.restarts.p{i}"), p.restarts as f64));
         }
@@ -670,5 +676,87 @@ mod tests {
         ch.clear();
         pol.series(&mut ch);
         assert!(ch.is_empty(), "nothing new since the last report");
+    }
+
+    /// A backend whose processes are real pids (tierkitd's targets) and which walks their
+    /// address spaces itself ([`Mechanism::stride_pages`]): 64 pages of pid 4242 at the
+    /// stride, of which `hot` read accessed at each scan.
+    struct RealPids {
+        hot: usize,
+        scans: u32,
+    }
+
+    impl Mechanism for RealPids {
+        fn tier_of(&self, _: PageId) -> Option<tierkit_core::TierId> {
+            Some(tierkit_core::SLOW)
+        }
+        fn test_and_clear_accessed(&mut self, pages: &[PageId], out: &mut Vec<bool>) {
+            self.scans += 1;
+            out.clear();
+            out.extend((0..pages.len()).map(|i| i < self.hot));
+        }
+        fn stride_pages(&self, pid: Pid, _: u64, out: &mut Vec<PageId>) -> bool {
+            out.clear();
+            if pid == 4242 {
+                out.extend((0..64).map(|i| PageId(1000 + 512 * i)));
+            }
+            true
+        }
+    }
+
+    /// On tierkitd a process is its real pid, not an index (it used to panic indexing a table
+    /// by pid), and the restart scan reads the pages the backend's stride walk gives (tierkitd
+    /// has no objects): migration stops for the ping-ponging target only and restarts when its
+    /// accessed-PTE count changes for good.
+    #[test]
+    fn real_pids_stop_and_restart_through_the_backends_stride_walk() {
+        let mut pol = crate::build("notier+toggle").unwrap();
+        let mut mech = RealPids { hot: 48, scans: 0 };
+        let mut out = Vec::new();
+        let mut tel = Telemetry {
+            page_bytes: 4096,
+            processes: vec![proc_(4242, 0, true), proc_(77, 0, true)],
+            ..Default::default()
+        };
+        pol.init(&tel, &mut mech, &mut out);
+        let dp = [0, 0, 100, 300, 600, 900, 1200, 1500, 1800];
+        let mut moves: Vec<(Pid, bool)> = Vec::new();
+        let mut t = 0u64;
+        let mut step =
+            |tel: &mut Telemetry, mech: &mut RealPids, d: u64, moves: &mut Vec<(Pid, bool)>| {
+                t += 1_000_000_000;
+                tel.now_ns = t;
+                tel.processes = vec![proc_(4242, d, true), proc_(77, 0, true)];
+                out.clear();
+                pol.step(tel, mech, &mut out);
+                for a in &out {
+                    if let Action::SetMigration { pid, enabled } = a {
+                        moves.push((*pid, *enabled));
+                    }
+                }
+            };
+        for &d in &dp {
+            // interval_ms 2000: every other step evaluates
+            step(&mut tel, &mut mech, d, &mut moves);
+            step(&mut tel, &mut mech, d, &mut moves);
+        }
+        assert_eq!(moves, [(4242, false)]);
+        // stopped: scans every 5 s read 48 of 64 pages accessed, then the pattern shrinks
+        for _ in 0..30 {
+            step(&mut tel, &mut mech, 1800, &mut moves);
+        }
+        assert!(mech.scans >= 5, "{} scans", mech.scans);
+        assert_eq!(moves, [(4242, false)], "a steady count does not restart");
+        mech.hot = 12;
+        for _ in 0..30 {
+            step(&mut tel, &mut mech, 1800, &mut moves);
+        }
+        assert_eq!(moves, [(4242, false), (4242, true)]);
+        let s: std::collections::BTreeMap<_, _> = pol.stats().into_iter().collect();
+        assert_eq!(
+            (s["toggle.stops.p4242"], s["toggle.restarts.p4242"]),
+            (1.0, 1.0)
+        );
+        assert_eq!(s["toggle.stops.p77"], 0.0);
     }
 }

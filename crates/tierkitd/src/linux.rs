@@ -1095,6 +1095,31 @@ impl Mechanism for Linux {
             });
         }
     }
+
+    /// One present page per `stride_bytes`-aligned stretch of the target's address space, from
+    /// the last scan's pages (in address order): what a PTE walk at that stride finds. A pid
+    /// that is not a target has none.
+    fn stride_pages(&self, pid: Pid, stride_bytes: u64, out: &mut Vec<PageId>) -> bool {
+        out.clear();
+        if let Some(p) = self.procs.get(&pid) {
+            stride_sample(&p.pages.vpns, &p.pages.ids, stride_bytes, out);
+        }
+        true
+    }
+}
+
+/// The first page of every `stride_bytes`-aligned stretch of virtual pages `vpns` (sorted) that
+/// holds one, as `ids`.
+fn stride_sample(vpns: &[u64], ids: &[PageId], stride_bytes: u64, out: &mut Vec<PageId>) {
+    let per = (stride_bytes / PAGE_SIZE).max(1);
+    let mut last = None;
+    for (&vpn, &id) in vpns.iter().zip(ids) {
+        let chunk = vpn / per;
+        if last != Some(chunk) {
+            out.push(id);
+            last = Some(chunk);
+        }
+    }
 }
 
 impl Backend for Linux {
@@ -1213,6 +1238,13 @@ impl Backend for Linux {
                 ),
                 Action::SetMigration { pid, enabled } => {
                     if let Some(p) = self.procs.get_mut(&pid) {
+                        if p.migration_enabled != enabled {
+                            // the policy's decision (migration toggling's stop and restart)
+                            info!(
+                                "migration {} for target pid {pid} by the policy",
+                                if enabled { "restarted" } else { "stopped" }
+                            );
+                        }
                         p.migration_enabled = enabled;
                     }
                 }
@@ -1255,6 +1287,24 @@ impl Backend for Linux {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The restart scan's stride over a target's present pages: the first page of each aligned
+    /// stretch that has one, none for a stretch without pages.
+    #[test]
+    fn stride_pages_take_one_present_page_per_aligned_stretch() {
+        let per = 2 * 1024 * 1024 / PAGE_SIZE; // 512 pages of 4 KiB
+        let vpns = [3, 4, 511, 512, 2 * per + 7, 2 * per + 8, 5 * per];
+        let ids: Vec<PageId> = (0..vpns.len() as u64).map(|i| PageId(100 + i)).collect();
+        let mut out = Vec::new();
+        stride_sample(&vpns, &ids, 2 * 1024 * 1024, &mut out);
+        assert_eq!(
+            out,
+            vec![PageId(100), PageId(103), PageId(104), PageId(106)]
+        );
+        out.clear();
+        stride_sample(&vpns, &ids, 1, &mut out); // a stride below a page: every page
+        assert_eq!(out, ids);
+    }
     use tierkit_core::MigrateMode;
 
     static STOP: AtomicBool = AtomicBool::new(false);

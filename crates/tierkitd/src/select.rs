@@ -74,6 +74,18 @@ pub fn choose_at(
                 .into(),
         ));
     }
+    // Vulcan keeps its tenants' state in tables indexed by the simulator's process numbers,
+    // picks demotion victims from the tenants' objects and reads their QoS classes: tierkitd
+    // gives real pids, no objects and no classes, so it would never demote.
+    let parsed = tierkit_core::params::PolicySpec::parse(policy);
+    if parsed.is_ok_and(|s| s.layers.iter().any(|l| l.name == "vulcan")) {
+        return Err(unsupported(
+            "tierkitd does not run Vulcan yet: it picks demotion victims from each tenant's objects and \
+             reads the tenants' QoS classes, neither of which tierkitd collects on a real host; \
+             run it in the simulator (`tierkit run`), or use hemem or memtis here"
+                .into(),
+        ));
+    }
     let cores = if needs.core_counters {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let u = core_counters::probe(pmu_root, &cpuinfo).map_err(unsupported)?;
@@ -404,6 +416,16 @@ mod tests {
         .err()
         .unwrap()
         .to_string()
+    }
+
+    #[test]
+    fn vulcan_is_refused_with_the_reason() {
+        let e = refusal_on_a_bare_host("vulcan");
+        assert!(
+            e.contains("does not run Vulcan") && e.contains("objects"),
+            "{e}"
+        );
+        assert!(refusal_on_a_bare_host("vulcan:unit_mb=4").contains("does not run Vulcan"));
     }
 
     #[test]
