@@ -10,6 +10,10 @@
  * SECONDS 0 runs until SIGTERM/SIGINT; SIGUSR1 prints a report and keeps running:
  *         WORKLOAD_REPORT pid=.. hot_node0=.. ... sweeps=.. mono=.. (CLOCK_MONOTONIC seconds, also on
  *         WORKLOAD_START; WORKLOAD_REPORT_HOT=1 counts only the hot region's pages, cold ones as 0)
+ * WORKLOAD_PHASED=1 sweeps the hot region in phases (migration toggling's test): at first only its
+ *         first half, after a SIGUSR2 only its second half (the first half's pages go cold: a
+ *         tiering system that promoted them demotes them again), after another the whole region
+ *         (the count of accessed pages doubles); each change prints WORKLOAD_PHASE n=.. mono=..
  * WORKLOAD_NICE=N in the environment lowers its priority (busybox has no `nice` applet).
  * WORKLOAD_FORK=1 forks a child after placing the pages: it sleeps holding copy-on-write shares
  * of every page until the workload ends (pages mapped by two processes cannot be moved by
@@ -47,9 +51,10 @@
 #define MPOL_BIND 2
 #define PAGE 4096UL
 
-static volatile sig_atomic_t stop, report;
+static volatile sig_atomic_t stop, report, next_phase;
 static void on_stop(int s) { (void)s; stop = 1; }
 static void on_usr1(int s) { (void)s; report = 1; }
+static void on_usr2(int s) { (void)s; next_phase++; }
 
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
 
@@ -123,7 +128,7 @@ int main(int argc, char **argv)
     double secs = atof(argv[3]);
     int hn = argc > 4 ? atoi(argv[4]) : 1, cn = argc > 5 ? atoi(argv[5]) : 1;
     if (getenv("WORKLOAD_NICE") && nice(atoi(getenv("WORKLOAD_NICE"))) == -1) perror("nice");
-    signal(SIGTERM, on_stop); signal(SIGINT, on_stop); signal(SIGUSR1, on_usr1);
+    signal(SIGTERM, on_stop); signal(SIGINT, on_stop); signal(SIGUSR1, on_usr1); signal(SIGUSR2, on_usr2);
     pid_t ticker = 0;
     if (getenv("WORKLOAD_TLB_TICK_US") && (ticker = fork()) == 0) {
         long us = atol(getenv("WORKLOAD_TLB_TICK_US"));
@@ -144,9 +149,18 @@ int main(int argc, char **argv)
     unsigned long sweeps = 0;
     int ro = getenv("WORKLOAD_READONLY") != NULL;
     volatile uint64_t sink = 0;
+    int phased = getenv("WORKLOAD_PHASED") != NULL, phase = 0;
+    size_t half = (hot / 2 / PAGE) * PAGE;
     for (;;) {
-        /* one sweep: read-modify-write the pattern word of every hot page and one more line */
-        for (size_t i = 0; i < hot; i += PAGE) {
+        if (phased && next_phase != phase && phase < 2) {
+            phase++;
+            printf("WORKLOAD_PHASE n=%d pid=%d mono=%.3f\n", phase, getpid(), now());
+            fflush(stdout);
+        }
+        /* one sweep: read-modify-write the pattern word of every hot page and one more line
+         * (phased: [0, half), then [half, hot), then all of it) */
+        size_t from = phased && phase == 1 ? half : 0, to = phased && phase == 0 ? half : hot;
+        for (size_t i = from; i < to; i += PAGE) {
             uint64_t *w = (uint64_t *)(h + i);
             if (ro) { sink += *w + w[64]; continue; }
             *w = (*w & 0xffff000000000000ull) | ((*w + 1) & 0x0000ffffffffffffull);

@@ -11,6 +11,15 @@ kv() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -1; }
 count_at_least() { i=0; while n=$(grep -c "$2" "$1" 2>/dev/null); [ "${n:-0}" -lt "$3" ]; do i=$((i + 1)); [ $i -gt $(($4 * 10)) ] && return 1; sleep 0.1; done; return 0; }
 # wait_for FILE PATTERN SECONDS: wait until FILE has a line matching PATTERN; 1 on timeout
 wait_for() { count_at_least "$1" "$2" 1 "$3"; }
+# wait_log FILE PATTERN SECONDS: until PATTERN is in FILE, polled every second, for at most
+# SECONDS of the guest's uptime; 1 when they pass first
+wait_log() {
+  end=$(($(cut -d. -f1 /proc/uptime) + $3))
+  until grep -q "$2" "$1" 2>/dev/null; do
+    [ "$(cut -d. -f1 /proc/uptime)" -ge $end ] && return 1
+    sleep 1
+  done
+}
 show() { echo "--- $1"; sed 's/^/    /' "$1" | tail -n "${2:-40}"; echo "--- dmesg"; dmesg | grep -iE 'segfault|bug|warn|oops|killed' | tail -n 10; }
 # scrape NAME FILE: print a metrics scrape for the host, which checks it with `promtool check
 # metrics` (run.sh): every line prefixed, then the line count (a line cut by console output shows)
@@ -692,7 +701,55 @@ t_nbtpress() {
   if [ "$bad" = 0 ] && [ "${prom:-0}" -ge "$n" ]; then pass nbtpress "$d"; else fail nbtpress "$d"; fi
 }
 
-ALL="cli damon limit kill fork dryrun softdirty shim nb2 nbt bench"
+# 11. `memtis+toggle` (migration toggling over a sampling base, issue 17): per-process stop and
+#     restart of tierkitd's own migrations, as the toggling paper's microbenchmark (Fig. 7)
+#     drives them. The workload sweeps the first half of its 24 MiB hot region, and MEMTIS
+#     promotes it (the fast budget, --fast-limit 16M, holds one half, not both). Then it sweeps
+#     only the second half: MEMTIS demotes the first half's pages, which it had promoted, to
+#     promote the second's, so the layer's demote_promoted count rises and then levels off, and
+#     migration stops for the target (logged). Then it sweeps the whole region: the restart
+#     scans' accessed-page counts (a page per 256 KiB of the target, read from the DAMON source)
+#     double (after the layer's restart detector has settled on the stopped pattern's count) and
+#     migration restarts. The layer's intervals are shortened from the paper's 2 s
+#     and 5 s so that the test waits seconds, not minutes.
+t_toggle() {
+  conf /tmp/tog.toml 'source = "damon"' 'interval-ms = 300' 'status-every-s = 5'
+  WORKLOAD_PHASED=1 WORKLOAD_TLB_TICK_US=$TICK /bin/workload 24 0 0 1 > /tmp/wt.out &
+  W=$!
+  wait_for /tmp/wt.out WORKLOAD_START 20 || { fail toggle "workload did not start"; return; }
+  /bin/tierkitd --pid $W --policy 'memtis+toggle:interval_ms=600,scan_period_ms=900,window=3,stride_kb=256' \
+    --config /tmp/tog.toml --fast-limit 16M 2> /tmp/dt.log &
+  D=$!
+  # the first half (3072 pages) mostly in the fast tier, then the second half is swept
+  until_report /tmp/wt.out $W 120 'hot_node0>=2700'; w_first=$?
+  kill -USR2 $W
+  # bounded by the guest's clock (a poll every second), so that a slow guest cannot stretch them
+  wait_log /tmp/dt.log "migration stopped for target pid $W" 150; w_stop=$?
+  t_stop=$(cut -d' ' -f1 /proc/uptime)
+  # the restart detector first settles on the stopped pattern's count (window 3, a scan every
+  # 0.9 s), then the pattern changes
+  sleep 8
+  kill -USR2 $W
+  wait_log /tmp/dt.log "migration restarted for target pid $W" 150; w_restart=$?
+  t_restart=$(cut -d' ' -f1 /proc/uptime)
+  kill -USR1 $W; sleep 1
+  r1=$(grep WORKLOAD_REPORT /tmp/wt.out | tail -1)
+  stop_workload $W /tmp/wt.out; r=$R
+  kill -TERM $D; wait $D; drc=$?
+  bad=$(kv corrupt "$r")
+  stops=$(grep -c "migration stopped for target pid $W" /tmp/dt.log)
+  restarts=$(grep -c "migration restarted for target pid $W" /tmp/dt.log)
+  phases=$(grep -c WORKLOAD_PHASE /tmp/wt.out)
+  d="first_half_promoted=$([ $w_first = 0 ] && echo 1 || echo 0) stopped=$([ $w_stop = 0 ] && echo 1 || echo 0) restarted=$([ $w_restart = 0 ] && echo 1 || echo 0) stop_at=$t_stop restart_at=$t_restart stops=$stops restarts=$restarts phases=$phases hot_node0_at_restart=$(kv hot_node0 "$r1") corrupt=$bad daemon_rc=$drc"
+  if [ $w_first = 0 ] && [ $w_stop = 0 ] && [ $w_restart = 0 ] && [ "$stops" -ge 1 ] && [ "$restarts" -ge 1 ] && [ "$phases" = 2 ] &&
+     [ "$bad" = 0 ] && [ $drc = 0 ]; then
+    pass toggle "$d"
+  else
+    fail toggle "$d"; show /tmp/dt.log 80; show /tmp/wt.out 8
+  fi
+}
+
+ALL="cli damon limit kill fork dryrun softdirty shim nb2 nbt toggle bench"
 [ $# -gt 0 ] || set -- $ALL
 for t in "$@"; do
   echo "TKTEST_BEGIN $t uptime=$(cut -d' ' -f1 /proc/uptime)"
