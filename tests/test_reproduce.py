@@ -108,6 +108,8 @@ def test_a_claim_is_within_its_tolerance_two_sided_or_past_a_bound_the_paper_sta
         assert within(ours, "lower") is want, ours
     assert Claim("c", "p", "o", True).within_tolerance is None
     assert Claim("c", "p", "o", True).ratio_text() == ""
+    with pytest.raises(ValueError, match="bound must be"):
+        Claim("c", "p", "o", True, paper_value=2.0, ours_value=1.0, bound="Upper")
     c = Claim("c", "p", "o", True, paper_value=2.0, ours_value=2.6, tolerance=0.25, bound="upper")
     assert c.ratio_text() == "1.30, outside ≤+25%"
     c = Claim("c", "p", "o", True, paper_value=2.0, ours_value=2.2, tolerance=0.25)

@@ -45,6 +45,10 @@ class Claim:
     #: paper x (1 - tolerance) up; None (the default) is two-sided
     bound: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.bound not in (None, "upper", "lower"):
+            raise ValueError(f"bound must be None, 'upper' or 'lower', not {self.bound!r}")
+
     @property
     def ratio(self) -> float | None:
         """Ours over the paper's, where both are numbers."""
@@ -184,8 +188,6 @@ class Context:
         ``ours_value`` are the claim's headline number in the paper and here (a ratio, a
         percentage), with the relative ``tolerance`` within which they count as matching, on
         both sides or, with ``bound`` "upper" or "lower", where the paper states a bound."""
-        if bound not in (None, "upper", "lower"):
-            raise ValueError(f"bound must be None, 'upper' or 'lower', not {bound!r}")
         self.claims.append(
             Claim(
                 claim=claim,
