@@ -282,6 +282,13 @@ pub struct Memtis {
     count_total: u64,
     /// Histogram bins of the pages whose migration is in flight (they sit on `MIGRATING`).
     pending_hist: [u64; BINS],
+    /// Each object's pages and the index of its process in `owner_names`, sorted by first page:
+    /// which tenant a hot page belongs to, for the per-process series (Vulcan Fig. 1's hot-page
+    /// ratio). Empty where the backend names no objects (tierkitd).
+    owners: Vec<(u64, u64, usize)>,
+    owner_names: Vec<String>,
+    /// `tel.objects.len()` when `owners` was built.
+    owner_objects: usize,
 }
 
 impl Memtis {
@@ -332,7 +339,60 @@ impl Memtis {
             migrations_failed: 0,
             delegated: false,
             count_total: 0,
+            owners: Vec::new(),
+            owner_names: Vec::new(),
+            owner_objects: 0,
         }
+    }
+
+    /// Learn which process owns which pages from the objects' ranges (they are fixed once
+    /// known; rebuilt when objects are added).
+    fn learn_owners(&mut self, tel: &Telemetry) {
+        if tel.objects.len() == self.owner_objects {
+            return;
+        }
+        self.owner_objects = tel.objects.len();
+        self.owners.clear();
+        self.owner_names.clear();
+        for o in &tel.objects {
+            let name = tel
+                .processes
+                .iter()
+                .find(|p| p.pid == o.pid)
+                .map_or_else(|| format!("pid{}", o.pid), |p| p.name.clone());
+            let i = match self.owner_names.iter().position(|n| *n == name) {
+                Some(i) => i,
+                None => {
+                    self.owner_names.push(name);
+                    self.owner_names.len() - 1
+                }
+            };
+            self.owners
+                .push((o.first_page.0, o.first_page.0 + o.pages, i));
+        }
+        self.owners.sort_unstable();
+    }
+
+    fn owner_of(&self, p: PageId) -> Option<usize> {
+        let k = self.owners.partition_point(|&(first, _, _)| first <= p.0);
+        let &(_, end, i) = self.owners.get(k.checked_sub(1)?)?;
+        (p.0 < end).then_some(i)
+    }
+
+    /// The pages MEMTIS counts hot (at or above the hot threshold, in either tier), per process.
+    fn hot_pages_per_owner(&self) -> Vec<u64> {
+        let mut per = vec![0u64; self.owner_names.len()];
+        let hot = self.hot_bin();
+        for t in [FAST, SLOW] {
+            for b in hot..BINS {
+                for p in self.lists.iter(list(t, b)) {
+                    if let Some(i) = self.owner_of(p) {
+                        per[i] += 1;
+                    }
+                }
+            }
+        }
+        per
     }
 
     pub fn sample_period(&self) -> u64 {
@@ -712,6 +772,7 @@ impl Policy for Memtis {
     fn step(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         self.fast_cap = tel.tier(FAST).map_or(0, |t| t.capacity_pages);
         self.page_bytes = tel.page_bytes.max(1);
+        self.learn_owners(tel);
         self.observe_events(tel);
         self.observe_samples(tel);
         self.adapt_period(tel.now_ns, out);
@@ -731,6 +792,21 @@ impl Policy for Memtis {
     fn delegate_placement(&mut self) -> bool {
         self.delegated = true;
         true
+    }
+
+    /// Per report interval: the pages counted hot now, in all and per process
+    /// (`hot_pages.<process>`, what Vulcan's Fig. 1 plots for MEMTIS as hot and cold pages).
+    fn series(&mut self, out: &mut Vec<(String, f64)>) {
+        let hot = self.hot_bin();
+        let all: u64 = [FAST, SLOW]
+            .iter()
+            .flat_map(|&t| (hot..BINS).map(move |b| list(t, b)))
+            .map(|l| self.lists.len(l))
+            .sum();
+        out.push(("hot_pages".to_string(), all as f64));
+        for (name, n) in self.owner_names.iter().zip(self.hot_pages_per_owner()) {
+            out.push((format!("hot_pages.{name}"), n as f64));
+        }
     }
 
     fn stats(&self) -> Vec<(String, f64)> {
@@ -885,6 +961,50 @@ mod tests {
         assert_eq!(thresholds_for(60), (10, 10));
         // everything fits: the minimum threshold, and the warm bin below it
         assert_eq!(thresholds_for(2000), (1, 0));
+    }
+
+    /// Vulcan Fig. 1's hot-page ratio: the series counts MEMTIS's hot pages per process.
+    #[test]
+    fn the_series_counts_hot_pages_per_process() {
+        let mut m = Machine::new(&[30, 1000]);
+        for (pid, first) in [(1, 0), (2, 50)] {
+            m.objects.push(tierkit_core::telemetry::ObjectInfo {
+                pid,
+                name: format!("heap{pid}"),
+                first_page: PageId(first),
+                pages: 50,
+                live: true,
+            });
+            for p in first..first + 50 {
+                m.alloc(p, SLOW, pid);
+            }
+        }
+        // pid 1's pages 0..20 are sampled 64 times (bin 15), pid 2's pages once each (bin 9)
+        let mut s = repeat(0..20, 64);
+        s.extend(repeat(50..100, 1));
+        let n = s.len().to_string();
+        let mut pol = memtis(&[("adaptation_samples", &n)]);
+        // before any sample every new page starts hot
+        m.run_for(&mut pol, vec![], 1);
+        let mut out = Vec::new();
+        pol.series(&mut out);
+        let get = |out: &[(String, f64)], k: &str| out.iter().find(|(n, _)| n == k).map(|x| x.1);
+        assert_eq!(get(&out, "hot_pages"), Some(100.0));
+        assert_eq!(get(&out, "hot_pages.pid1"), Some(50.0));
+        assert_eq!(get(&out, "hot_pages.pid2"), Some(50.0));
+        // 30 - 3 fast pages: bins 10..15 (pid 1's 20 sampled pages) fit, bin 9 (pid 2's 50)
+        // would not, so only pid 1's sampled pages stay hot
+        m.run_for(&mut pol, s, 1);
+        assert_eq!(pol.hot, 10);
+        out.clear();
+        pol.series(&mut out);
+        assert_eq!(get(&out, "hot_pages"), Some(20.0));
+        assert_eq!(get(&out, "hot_pages.pid1"), Some(20.0));
+        assert_eq!(get(&out, "hot_pages.pid2"), Some(0.0));
+        // pages outside every object count in the total only
+        assert_eq!(pol.owner_of(PageId(100)), None);
+        assert_eq!(pol.owner_of(PageId(49)), Some(0));
+        assert_eq!(pol.owner_of(PageId(50)), Some(1));
     }
 
     #[test]

@@ -23,6 +23,20 @@ def _proc(summary: dict[str, Any], name: str) -> dict[str, Any]:
     return next(p for p in summary["processes"] if p["name"] == name)
 
 
+def _hot_page_ratio(series: dict[str, list[float]], name: str, after_s: float) -> float:
+    """Mean over the report intervals after `after_s` of the process's pages MEMTIS counts hot
+    (its policy series `hot_pages.<name>`) over its resident pages."""
+    hot = series.get(f"policy.hot_pages.{name}")
+    if hot is None:
+        raise ValueError(f"the run's time series has no policy.hot_pages.{name} column")
+    vals = [
+        h / r
+        for t, h, r in zip(series["t_s"], hot, series[f"rss_pages.{name}"], strict=True)
+        if t > after_s and r > 0 and h == h
+    ]
+    return sum(vals) / len(vals) if vals else float("nan")
+
+
 def run(ctx: Context) -> None:
     scale = 1 / 32 if ctx.quick else 1 / 16
     dur = ctx.dur(170.0, 50.0)
@@ -49,28 +63,44 @@ def run(ctx: Context) -> None:
     solo = _proc(df.loc["solo", "summary"], "memcached")
     colo = _proc(df.loc["colocated", "summary"], "memcached")
     rel = colo["throughput_ops_per_s"] / solo["throughput_ops_per_s"]
+    # Fig. 1(d)'s hot-page ratio: the share of Memcached's pages MEMTIS counts hot, averaged over
+    # the interval in which Liblinear runs beside it (the same interval of the solo run)
+    hot_solo = _hot_page_ratio(df.loc["solo", "series"], "memcached", pr)
+    hot_colo = _hot_page_ratio(df.loc["colocated", "series"], "memcached", pr)
     ctx.section(
         "The cold-page dilemma under MEMTIS (Fig. 1)",
-        "Memcached alone and co-located with Liblinear (started with a delay) under MEMTIS: its "
-        "fast-tier hit ratio (the share of its misses served by the fast tier, our stand-in for the "
-        "hot-page ratio) and its throughput relative to solo.",
+        "Memcached alone and co-located with Liblinear (started with a delay) under MEMTIS: the share "
+        "of its pages MEMTIS counts hot (Fig. 1(d)'s hot-page ratio, averaged while Liblinear runs), "
+        "its fast-tier hit ratio (the share of its misses served by the fast tier) and its "
+        "throughput relative to solo.",
     )
     ctx.table(
         pd.DataFrame(
             [
-                {"run": "solo", "fast-tier hit ratio": solo["fast_tier_hit_ratio"], "throughput": 1.0},
-                {"run": "co-located", "fast-tier hit ratio": colo["fast_tier_hit_ratio"], "throughput": rel},
+                {
+                    "run": "solo",
+                    "hot-page ratio": hot_solo,
+                    "fast-tier hit ratio": solo["fast_tier_hit_ratio"],
+                    "throughput": 1.0,
+                },
+                {
+                    "run": "co-located",
+                    "hot-page ratio": hot_colo,
+                    "fast-tier hit ratio": colo["fast_tier_hit_ratio"],
+                    "throughput": rel,
+                },
             ]
         )
     )
     ctx.claim(
-        "Co-location with a BE tenant lowers the LC tenant's fast-tier share under MEMTIS",
+        "Co-location with a BE tenant lowers the LC tenant's hot-page ratio under MEMTIS",
         "hot-page ratio ~75% solo -> <28% co-located",
-        f"hit ratio {solo['fast_tier_hit_ratio']:.2f} -> {colo['fast_tier_hit_ratio']:.2f}",
-        colo["fast_tier_hit_ratio"] < solo["fast_tier_hit_ratio"] - 0.05,
+        f"hot-page ratio {hot_solo:.2f} -> {hot_colo:.2f} (fast-tier hit ratio "
+        f"{solo['fast_tier_hit_ratio']:.2f} -> {colo['fast_tier_hit_ratio']:.2f})",
+        hot_colo < hot_solo - 0.05,
         # the paper's drop, 75% to under 28%: co-located over solo at most 0.37
         paper_value=0.28 / 0.75,
-        ours_value=float(colo["fast_tier_hit_ratio"] / solo["fast_tier_hit_ratio"]),
+        ours_value=float(hot_colo / max(hot_solo, 1e-9)),
         tolerance=0.25,
         bound="upper",
     )
@@ -195,12 +225,14 @@ def run(ctx: Context) -> None:
     )
     ctx.claim(
         "Per-thread page tables cut the cost of a migration",
-        "up to 4.06x faster 2-page migrations (with optimized preparation)",
+        "2-page migrations up to 3.44x faster with optimized preparation alone, up to 4.06x with "
+        "the TLB shootdown optimization too (Fig. 7): the shootdowns' own share 4.06 / 3.44 = 1.18x",
         f"{us_pw / max(us_pt, 1e-9):.2f}x less CPU per migration, "
         f"{ipi_pw / max(ipi_pt, 1e-9):.1f}x fewer IPIs",
         us_pt < us_pw and ipi_pt < ipi_pw,
-        # "up to": the paper's best case, against ours per migration
-        paper_value=4.06,
+        # Only the shootdown part is modelled (the section's text), so ours is compared with the
+        # paper's speedup of that part over optimized preparation: T_prep / T_both = 4.06 / 3.44.
+        paper_value=4.06 / 3.44,
         ours_value=float(us_pw / max(us_pt, 1e-9)),
         tolerance=0.25,
     )
