@@ -118,3 +118,53 @@ def test_a_claim_is_within_its_tolerance_two_sided_or_past_a_bound_the_paper_sta
         Claim("c", "p", "o", True, paper_value=2.0, ours_value=1.0, bound="upper").to_json()["bound"]
         == "upper"
     )
+
+
+def test_the_report_goes_between_the_docs_markers_and_a_doc_without_them_is_refused_first(
+    tmp_path: Path,
+) -> None:
+    from tierkit.reproduce import DOC_BEGIN, DOC_END, splice_doc
+
+    doc = tmp_path / "validation.md"
+    doc.write_text(f"# Validation\n\nby hand before\n\n{DOC_BEGIN}\nold report\n{DOC_END}\n\nby hand after\n")
+    report = "# Validation report\n\n| [pact](pact/report.md) | 15 | 14 |\n\n## pact\n\n| claim |"
+    splice_doc(doc, report)
+    text = doc.read_text()
+    assert "old report" not in text
+    assert "by hand before" in text
+    assert text.endswith("by hand after\n")
+    # headings two levels deeper (under the page's section); links into the run's directory dropped
+    assert "\n### Validation report\n" in text
+    assert "\n#### pact\n" in text
+    assert "| pact | 15 | 14 |" in text
+    assert text.index(DOC_BEGIN) < text.index("### Validation report") < text.index(DOC_END)
+    # again: the block is replaced, not appended to
+    splice_doc(doc, "# Again")
+    assert "### Again" in doc.read_text()
+    assert "Validation report" not in doc.read_text()
+
+    # the shipped page has the markers
+    from tierkit.reproduce import check_doc
+
+    check_doc(Path(__file__).parent.parent / "docs" / "validation.md")
+
+    # a file without them is refused before any run starts, naming the file and the markers;
+    # so is --update-doc with a single paper
+    plain = tmp_path / "plain.md"
+    plain.write_text("# no markers\n")
+    for args, expect in (
+        (["all", "--update-doc", str(plain)], [str(plain), DOC_BEGIN]),
+        (["pact", "--update-doc", str(doc)], ["--update-doc needs `reproduce all`"]),
+        (["all", "--update-doc", str(tmp_path / "missing.md")], ["missing.md", "cannot read"]),
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "tierkit", "reproduce", *args, "--quick", "--out", str(tmp_path / "o")],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert proc.returncode != 0
+        assert all(e in proc.stderr for e in expect), proc.stderr
+        assert proc.stderr.count("\n") == 1, proc.stderr
+    assert not (tmp_path / "o" / "colloid").exists()

@@ -615,6 +615,15 @@ def build_parser() -> Parser:
         ),
     )
     repro.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
+    repro.add_argument(
+        "--update-doc",
+        type=Path,
+        metavar="FILE",
+        help=(
+            "with `all`: also write the report into FILE between its two marker lines "
+            "(docs/validation.md has them; checked before the runs start)"
+        ),
+    )
     val = sub.add_parser(
         "validate",
         help="check the simulator against a real system (kernel: Linux's own NUMA-balancing tiering)",
@@ -1230,13 +1239,17 @@ def cmd_soar(args: argparse.Namespace) -> int:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from tierkit.progress import stderr_is_terminal
-    from tierkit.reproduce import check, reproduce, reproduce_all
+    from tierkit.reproduce import check, check_doc, reproduce, reproduce_all
 
     check(args.paper)
     out = args.out or Path(f"reproduce-{args.paper}")
     _check_out_dir(out)
     if args.workers is not None and args.workers < 1:
         raise CliError(f"--workers must be at least 1, got {args.workers}")
+    if args.update_doc is not None:
+        if args.paper != "all":
+            raise CliError("--update-doc needs `reproduce all`: the report it writes covers every paper")
+        check_doc(args.update_doc)
     if args.paper == "all":
         by_paper = reproduce_all(
             out=out,
@@ -1244,6 +1257,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             workers=args.workers,
             progress=stderr_is_terminal(),
             max_memory=args.max_memory,
+            update_doc=args.update_doc,
         )
     else:
         by_paper = {
@@ -1267,6 +1281,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.paper == "all":
         total = sum(len(c) for c in by_paper.values())
         sys.stdout.write(f"{out / 'report.md'}: {total - failed} of {total} claims hold\n")
+        if args.update_doc is not None:
+            sys.stdout.write(f"{args.update_doc}: the report written between its markers\n")
     if failed and not args.no_fail:
         sys.stderr.write(f"tierkit: {failed} claim(s) do not hold (--no-fail to exit 0 regardless)\n")
         return EXIT_CLAIMS

@@ -16,7 +16,23 @@ from types import ModuleType
 
 from tierkit.reproduce.common import Claim, Context
 
-__all__ = ["REPRODUCTIONS", "Claim", "Context", "check", "list_reproductions", "reproduce", "reproduce_all"]
+__all__ = [
+    "DOC_BEGIN",
+    "DOC_END",
+    "REPRODUCTIONS",
+    "Claim",
+    "Context",
+    "check",
+    "check_doc",
+    "list_reproductions",
+    "reproduce",
+    "reproduce_all",
+    "splice_doc",
+]
+
+#: The lines between which `reproduce all --update-doc FILE` writes its report into FILE.
+DOC_BEGIN = "<!-- tierkit reproduce all: begin (generated; edit outside these markers) -->"
+DOC_END = "<!-- tierkit reproduce all: end -->"
 
 #: name -> module (under tierkit.reproduce)
 REPRODUCTIONS: dict[str, str] = {
@@ -79,23 +95,96 @@ def reproduce(
     return ctx.claims
 
 
+def _block(text: str, doc: Path) -> tuple[int, int]:
+    """The positions of the markers' lines in ``text`` (of ``doc``), or a clear error."""
+    from tierkit import TierkitError
+
+    lines = text.split("\n")
+    begins = [i for i, line in enumerate(lines) if line.strip() == DOC_BEGIN]
+    ends = [i for i, line in enumerate(lines) if line.strip() == DOC_END]
+    if len(begins) != 1 or len(ends) != 1 or ends[0] < begins[0]:
+        raise TierkitError(
+            f"{doc}: expected one line `{DOC_BEGIN}` followed later by one line `{DOC_END}` "
+            f"(found {len(begins)} and {len(ends)}); the report goes between them"
+        )
+    return begins[0], ends[0]
+
+
+def check_doc(doc: str | Path) -> None:
+    """Raise :class:`tierkit.TierkitError` unless ``doc`` exists and has the report's markers
+    (checked before hours of runs, not after)."""
+    from tierkit import TierkitError
+
+    path = Path(doc)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise TierkitError(f"{path}: cannot read it ({e.strerror or e})") from None
+    _block(text, path)
+
+
+def splice_doc(doc: str | Path, report: str) -> None:
+    """Replace what is between the markers of ``doc`` with ``report`` (its headings two levels
+    deeper, under the page's section, its links into the output directory dropped),
+    atomically."""
+    import re
+
+    path = Path(doc)
+    text = path.read_text()
+    b, e = _block(text, path)
+    body = []
+    for line in report.rstrip("\n").split("\n"):
+        if line.startswith("#"):
+            line = "##" + line
+        body.append(re.sub(r"\[([^\]]+)\]\([^)]*report\.md\)", r"\1", line))
+    lines = text.split("\n")
+    new = "\n".join([*lines[: b + 1], *body, *lines[e:]])
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(new)
+    tmp.replace(path)
+
+
+def _commit() -> str:
+    """The source's short commit, with ``-dirty`` when tracked files differ from it; "" outside a
+    checkout."""
+    import subprocess
+
+    here = Path(__file__).parent
+
+    def git(*a: str) -> str:
+        try:
+            r = subprocess.run(["git", *a], cwd=here, capture_output=True, text=True, check=False)
+        except OSError:
+            return ""
+        return r.stdout.strip() if r.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD")
+    if commit and git("status", "--porcelain", "--untracked-files=no"):
+        commit += "-dirty"
+    return commit
+
+
 def reproduce_all(
     out: str | Path | None = None,
     quick: bool = False,
     workers: int | None = None,
     progress: bool = False,
     max_memory: int | str | None = None,
+    update_doc: str | Path | None = None,
 ) -> dict[str, list[Claim]]:
     """Run every reproduction into ``out/PAPER`` and write one validation report over all of them:
     ``out/report.md``, ``out/report.html`` and ``out/claims.json`` (every claim, with its
-    ``reproduction``). Returns the claims by reproduction."""
+    ``reproduction``). With ``update_doc``, the report also replaces what is between the markers
+    :data:`DOC_BEGIN` and :data:`DOC_END` of that file (docs/validation.md). Returns the claims by
+    reproduction."""
     import datetime
     import html
     import json
-    import subprocess
 
     import tierkit
 
+    if update_doc is not None:
+        check_doc(update_doc)
     root = Path(out or "reproduce-all")
     root.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[Claim]] = {}
@@ -103,16 +192,7 @@ def reproduce_all(
         results[name] = reproduce(
             name, root / name, quick=quick, workers=workers, progress=progress, max_memory=max_memory
         )
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=Path(__file__).parent,
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip()
-    except OSError:
-        commit = ""
+    commit = _commit()
     held = sum(c.holds for cs in results.values() for c in cs)
     total = sum(len(cs) for cs in results.values())
     with_number = [c for cs in results.values() for c in cs if c.ratio is not None]
@@ -153,6 +233,8 @@ def reproduce_all(
                 + "</tr>"
             )
     (root / "report.md").write_text("\n".join(head + body) + "\n")
+    if update_doc is not None:
+        splice_doc(update_doc, "\n".join(head + body))
     page = (
         "<!doctype html><html><head><meta charset='utf-8'><title>tierkit validation report</title>"
         "<style>body{font-family:sans-serif;max-width:80em;margin:auto}td,th{border-bottom:1px solid #ddd;"
