@@ -584,7 +584,10 @@ def build_parser() -> Parser:
             Reproductions: colloid (Colloid, SOSP'24), soar-alto (Soar and Alto, OSDI'25),
             pact (PACT, ASPLOS'26), vulcan (Vulcan), toggle (migration toggling). `all` runs every
             one into DIR/PAPER and writes one validation report over them: DIR/report.md,
-            DIR/report.html and DIR/claims.json (default DIR: reproduce-all).
+            DIR/report.html and DIR/claims.json (default DIR: reproduce-all); with --update-doc
+            FILE it also writes the report into FILE between its marker lines (how
+            docs/validation.md is regenerated: `tierkit reproduce all --out DIR --update-doc
+            docs/validation.md`).
 
             Exit status: 0 when every claim holds, 3 when one does not (0 with --no-fail)."""
         ),
