@@ -18,7 +18,7 @@
 //!   it changed PTEs in it), so this is the paper's own mechanism, and the one tierkit's
 //!   simulator scales for `nbt+alto` (`NumaScan::budget_share` x N/16). Never 0: task_scan_min
 //!   divides by it. Needs debugfs; without it only the rate limit regulates.
-//! - `kernel.numa_balancing_promote_rate_limit_MBps` = base x N / 16: the kernel's promotion
+//! - `kernel.numa_balancing_promote_rate_limit_MBps` = max(1, base x N / 16): the kernel's promotion
 //!   budget. Alone it is not enough: while the fast node has free space above its promotion
 //!   watermark plus max(1 GiB, 1/16 of the node) (pgdat_free_space_enough), the kernel promotes
 //!   every faulting slow page without the threshold or the rate limit (the simulator's `nbt`
@@ -266,7 +266,9 @@ impl AltoCtl {
             v.push((SCAN_SIZE, (b * n as u64 / 16).max(1).to_string()));
         }
         if let Some(b) = self.base_rate_mbps {
-            v.push((RATE_LIMIT, (b * n as u64 / 16).to_string()));
+            // at least 1 MB/s, the knob's smallest promoting value: 0 would stop promotion,
+            // which is N = 0's decision, not N > 0's
+            v.push((RATE_LIMIT, (b * n as u64 / 16).max(1).to_string()));
         }
         v.push((NUMA_BALANCING, "2".to_string()));
         v
@@ -788,6 +790,14 @@ mod tests {
             small.knobs_for(1),
             vec![(SCAN_SIZE, "1".into()), (NUMA_BALANCING, "2".into())]
         );
+        // nor does the promotion rate limit while N > 0: 4 MB/s x 1/16 rounds to 1, not to 0
+        // (which would stop promotion as N = 0 does)
+        let slow = AltoCtl::new(40.0, 100.0, 1000.0, None, Some(4));
+        assert_eq!(
+            slow.knobs_for(1),
+            vec![(RATE_LIMIT, "1".into()), (NUMA_BALANCING, "2".into())]
+        );
+        assert_eq!(slow.knobs_for(8)[0], (RATE_LIMIT, "2".into()));
     }
 
     #[test]
