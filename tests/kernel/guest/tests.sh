@@ -395,7 +395,7 @@ t_nbt() {
   echo true > /sys/kernel/mm/numa/demotion_enabled
 }
 
-# 8c. `nbt+alto` and `nbt+colloid` over the kernel's tiering (not in the default list): the guest
+# 8c. `nbt+alto` and `nbt+colloid` over the kernel's tiering: the guest
 #     has no PMU, so both are refused in one line naming what is missing, before any knob changes;
 #     then `nbt+alto` on replayed core counters (TIERKITD_CORE_COUNTERS_REPLAY, a test aid): AOL 30
 #     (<= AOL_low: N = 0 of 16) clears the tiering bit and sets the promotion rate limit to 0, and
@@ -485,7 +485,89 @@ t_nbtalto() {
   echo true > /sys/kernel/mm/numa/demotion_enabled
 }
 
-# 8d. `nbt+colloid` on injected tier latencies (not in the default list; TIERKITD_TIER_LATENCY_REPLAY,
+# 8c'. `nbt+alto`'s middle bands: the kernel's promotion follows F(AOL). Node 0 is shrunk to
+#     256 MiB free by reserving huge pages on it (below pgdat_free_space_enough's 1 GiB, so the
+#     kernel applies its promotion rate limit) and a 48 MiB hot region starts on node 1. Replayed
+#     core counters put AOL at 70 (N = 4 of 16), then 90 (8), then 150 (16); with a base limit of
+#     4 MB/s tierkitd sets kernel.numa_balancing_promote_rate_limit_MBps to 1, 2 and 4 (256, 512
+#     and 1024 pages/s) and scan_size_mb to 64, 128 and 256 (each more than the region, so one
+#     scan window per pass). What the kernel does with a limit: each scan window marks the region,
+#     its hint faults come in a burst, and numa_promotion_rate_limit lets `limit` candidates
+#     through per one-second window, refusing the rest of the burst. Under emulation a pass takes
+#     1-5 s (the scanner is paced by the task's CPU time, task_tick_numa), so pgpromote_success per
+#     wall second is the limit over the pass time; per scan pass (mm->numa_scan_seq) it is about
+#     the limit itself. Measured between the daemon's band changes, per pass: at most 1.6x each
+#     band's limit (a burst longer than a second spans a second window, and one straddling a band
+#     change counts in the next), at least half the limit at N = 16 (the limit binds), and at
+#     least 1.2x more at each higher band (F doubles the limit; measured 1.35-2.5x over 6 boots).
+aol_steps() { # aol_steps AOL:READS... -> cumulative reads of a cgroup aggregate (pid 0)
+  echo "$@" | tr ' ' '\n' | awk -F: 'BEGIN { c = 0; a1 = 0; a3 = 0; i = 0
+      printf "read 0 0 cycles=0 stalls_l3_miss=0 a1=0 a2=0 a3=0\n" }
+    { for (k = 0; k < $2; k++) { i++; c += 1e9; a3 += 1e6; a1 += $1 * 1e6
+        printf "read %d 0 cycles=%.0f stalls_l3_miss=%.0f a1=%.0f a2=%.0f a3=%.0f\n", i, c, c / 4, a1, 2 * a1, a3 } }'
+}
+t_nbtband() {
+  [ -e /proc/sys/kernel/numa_balancing ] || { fail nbtband "no numa_balancing"; return; }
+  mount -t debugfs none /sys/kernel/debug 2>/dev/null
+  hp=/sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages
+  [ -w $hp ] || { fail nbtband "no per-node huge pages ($hp)"; return; }
+  echo 0 > /proc/sys/kernel/numa_balancing
+  before=$(knobs_now)
+  free0() { awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo; }
+  echo $(( ($(free0) / 1024 - 256) / 2 )) > $hp
+  f0=$(free0)
+  [ "$f0" -lt $((1024 * 1024)) ] || { echo 0 > $hp; fail nbtband "node 0 still has $f0 kB free after reserving huge pages"; return; }
+  ST=/tmp/tkstate-band
+  conf /tmp/band.toml 'interval-ms = 500' 'status-every-s = 5' "state-dir = \"$ST\""
+  /bin/workload 48 0 0 1 1 > /tmp/wb.out &
+  W=$!
+  wait_for /tmp/wb.out WORKLOAD_START 60 || { kill $W; wait; echo 0 > $hp; fail nbtband "workload did not start"; return; }
+  # one read per 500 ms interval: 40 at AOL 70 (20 s), 32 at 90 (16 s), then 150
+  aol_steps 70:40 90:32 150:400 > /tmp/aolb.txt
+  SPEC="nbt:promote_rate_limit_mbps=4,scan_size_mb=256,scan_period_min_ms=1000,scan_period_max_ms=1000+alto"
+  TIERKITD_CORE_COUNTERS_REPLAY=/tmp/aolb.txt /bin/tierkitd --pid $W --policy "$SPEC" --config /tmp/band.toml 2> /tmp/b1.log &
+  D=$!
+  # mark: uptime (centiseconds), pgpromote_success, pgpromote_candidate, numa_hint_faults,
+  # numa_pte_updates, the workload's scan passes
+  mark() {
+    echo "$(awk '{printf "%d", $1 * 100}' /proc/uptime) $(awk '/^pgpromote_success /{s=$2} /^pgpromote_candidate /{c=$2} /^numa_hint_faults /{f=$2} /^numa_pte_updates /{u=$2} END{print s, c, f, u}' /proc/vmstat) $(scanseq $W)"
+  }
+  at() { wait_for /tmp/b1.log "$1" 90 && mark; }
+  waited=1
+  if s4=$(at ' 4 of 16') && k4=$(knobs_now) && s8=$(at ' 8 of 16') && k8=$(knobs_now) &&
+     s16=$(at '16 of 16') && k16=$(knobs_now); then
+    sleep 10
+    e16=$(mark)
+    waited=0
+  fi
+  kill -USR1 $W; sleep 1
+  stop_workload $W /tmp/wb.out; r=$R
+  kill -TERM $D; wait $D; drc=$?
+  after=$(knobs_now)
+  echo 0 > $hp
+  [ -f $ST/kernel-tiering.json ] && st=1 || st=0
+  # promotions per wall second and per scan pass between two marks
+  per_s() { echo "$1" "$2" | awk '{ d = $7 - $1; printf "%d", (d > 0 ? ($8 - $2) * 100 / d : -1) }'; }
+  per_pass() { echo "$1" "$2" | awk '{ d = $12 - $6; printf "%d", (d > 0 ? ($8 - $2) / d : -1) }'; }
+  q4=$(per_pass "$s4" "$s8"); q8=$(per_pass "$s8" "$s16"); q16=$(per_pass "$s16" "$e16")
+  has() { echo "$1" | tr ' ' '\n' | grep -qx "$2"; }
+  lim() { echo $(($1 * 256)); }   # MB/s -> 4 KiB pages (per second, so per one-second window)
+  d="node0_free_kb=$f0 per_pass_at_n4=$q4/$(lim 1) at_n8=$q8/$(lim 2) at_n16=$q16/$(lim 4) per_s_at_n4=$(per_s "$s4" "$s8") at_n8=$(per_s "$s8" "$s16") at_n16=$(per_s "$s16" "$e16") hot_on_node0=$(kv hot_node0 "$r")/12288 corrupt=$(kv corrupt "$r") daemon_rc=$drc restored=$([ "$before" = "$after" ] && echo 1 || echo 0) state_after=$st timed_out=$waited"
+  echo "TKBENCH nbtband n4=\"$k4\" n8=\"$k8\" n16=\"$k16\" marks=\"$s4 | $s8 | $s16 | $e16\" (centiseconds pgpromote_success pgpromote_candidate numa_hint_faults numa_pte_updates scan_seq)"
+  if [ "$waited" = 0 ] && has "$k4" numa_balancing_promote_rate_limit_MBps=1 && has "$k4" scan_size_mb=64 &&
+     has "$k8" numa_balancing_promote_rate_limit_MBps=2 && has "$k8" scan_size_mb=128 &&
+     has "$k16" numa_balancing_promote_rate_limit_MBps=4 && has "$k16" scan_size_mb=256 &&
+     [ "$q4" -gt 0 ] && [ $((q4 * 10)) -le $(($(lim 1) * 16)) ] && [ $((q8 * 10)) -le $(($(lim 2) * 16)) ] &&
+     [ $((q16 * 10)) -le $(($(lim 4) * 16)) ] && [ $((q16 * 2)) -ge $(lim 4) ] &&
+     [ $((q8 * 10)) -ge $((q4 * 12)) ] && [ $((q16 * 10)) -ge $((q8 * 12)) ] &&
+     [ "$(kv corrupt "$r")" = 0 ] && [ $drc = 0 ] && [ "$before" = "$after" ] && [ $st = 0 ]; then
+    pass nbtband "$d"
+  else
+    fail nbtband "$d"; show /tmp/b1.log 40
+  fi
+}
+
+# 8d. `nbt+colloid` on injected tier latencies (TIERKITD_TIER_LATENCY_REPLAY,
 #     a test aid: the guest has no uncore counters) with DAMON samples of the workload, both its
 #     regions first on node 0: while the fast tier is the faster (100 vs 250 ns) the kernel's
 #     tiering runs; when it is the slower (400 vs 250 ns) its promotion stops (numa_balancing 0,
@@ -711,37 +793,46 @@ t_nbtpress() {
 #     scans' accessed-page counts (a page per 256 KiB of the target, read from the DAMON source)
 #     double (after the layer's restart detector has settled on the stopped pattern's count) and
 #     migration restarts. The layer's intervals are shortened from the paper's 2 s
-#     and 5 s so that the test waits seconds, not minutes.
+#     and 5 s so that the test waits seconds, not minutes. Per process: a second target, a 4 MiB
+#     region swept steadily (its pages promoted once, never demoted again), keeps its migration
+#     on throughout (no stop is logged for it) and ends in the fast tier; the fast budget
+#     (--fast-limit 20M) holds it and one half of the first target's region.
 t_toggle() {
   conf /tmp/tog.toml 'source = "damon"' 'interval-ms = 300' 'status-every-s = 5'
   WORKLOAD_PHASED=1 WORKLOAD_TLB_TICK_US=$TICK /bin/workload 24 0 0 1 > /tmp/wt.out &
   W=$!
-  wait_for /tmp/wt.out WORKLOAD_START 20 || { fail toggle "workload did not start"; return; }
-  /bin/tierkitd --pid $W --policy 'memtis+toggle:interval_ms=600,scan_period_ms=900,window=3,stride_kb=256' \
-    --config /tmp/tog.toml --fast-limit 16M 2> /tmp/dt.log &
+  WORKLOAD_TLB_TICK_US=$TICK /bin/workload 4 0 0 1 > /tmp/wt2.out &
+  W2=$!
+  wait_for /tmp/wt.out WORKLOAD_START 20 && wait_for /tmp/wt2.out WORKLOAD_START 20 ||
+    { kill $W $W2; wait; fail toggle "workload did not start"; return; }
+  /bin/tierkitd --pid $W $W2 --policy 'memtis+toggle:interval_ms=600,scan_period_ms=900,window=3,stride_kb=256' \
+    --config /tmp/tog.toml --fast-limit 20M 2> /tmp/dt.log &
   D=$!
   # the first half (3072 pages) mostly in the fast tier, then the second half is swept
   until_report /tmp/wt.out $W 120 'hot_node0>=2700'; w_first=$?
   kill -USR2 $W
   # bounded by the guest's clock (a poll every second), so that a slow guest cannot stretch them
-  wait_log /tmp/dt.log "migration stopped for target pid $W" 150; w_stop=$?
+  wait_log /tmp/dt.log "migration stopped for target pid $W by" 150; w_stop=$?
   t_stop=$(cut -d' ' -f1 /proc/uptime)
   # the restart detector first settles on the stopped pattern's count (window 3, a scan every
   # 0.9 s), then the pattern changes
   sleep 8
   kill -USR2 $W
-  wait_log /tmp/dt.log "migration restarted for target pid $W" 150; w_restart=$?
+  wait_log /tmp/dt.log "migration restarted for target pid $W by" 150; w_restart=$?
   t_restart=$(cut -d' ' -f1 /proc/uptime)
   kill -USR1 $W; sleep 1
   r1=$(grep WORKLOAD_REPORT /tmp/wt.out | tail -1)
   stop_workload $W /tmp/wt.out; r=$R
+  stop_workload $W2 /tmp/wt2.out; r2=$R
   kill -TERM $D; wait $D; drc=$?
   bad=$(kv corrupt "$r")
-  stops=$(grep -c "migration stopped for target pid $W" /tmp/dt.log)
-  restarts=$(grep -c "migration restarted for target pid $W" /tmp/dt.log)
+  stops=$(grep -c "migration stopped for target pid $W by" /tmp/dt.log)
+  restarts=$(grep -c "migration restarted for target pid $W by" /tmp/dt.log)
+  other_stops=$(grep -c "migration stopped for target pid $W2 by" /tmp/dt.log)
   phases=$(grep -c WORKLOAD_PHASE /tmp/wt.out)
-  d="first_half_promoted=$([ $w_first = 0 ] && echo 1 || echo 0) stopped=$([ $w_stop = 0 ] && echo 1 || echo 0) restarted=$([ $w_restart = 0 ] && echo 1 || echo 0) stop_at=$t_stop restart_at=$t_restart stops=$stops restarts=$restarts phases=$phases hot_node0_at_restart=$(kv hot_node0 "$r1") corrupt=$bad daemon_rc=$drc"
+  d="first_half_promoted=$([ $w_first = 0 ] && echo 1 || echo 0) stopped=$([ $w_stop = 0 ] && echo 1 || echo 0) restarted=$([ $w_restart = 0 ] && echo 1 || echo 0) stop_at=$t_stop restart_at=$t_restart stops=$stops restarts=$restarts phases=$phases hot_node0_at_restart=$(kv hot_node0 "$r1") other_stops=$other_stops other_hot_node0=$(kv hot_node0 "$r2")/1024 corrupt=$bad/$(kv corrupt "$r2") daemon_rc=$drc"
   if [ $w_first = 0 ] && [ $w_stop = 0 ] && [ $w_restart = 0 ] && [ "$stops" -ge 1 ] && [ "$restarts" -ge 1 ] && [ "$phases" = 2 ] &&
+     [ "$other_stops" = 0 ] && pct_ge "$(kv hot_node0 "$r2")" 1024 90 && [ "$(kv corrupt "$r2")" = 0 ] &&
      [ "$bad" = 0 ] && [ $drc = 0 ]; then
     pass toggle "$d"
   else
@@ -749,7 +840,7 @@ t_toggle() {
   fi
 }
 
-ALL="cli damon limit kill fork dryrun softdirty shim nb2 nbt toggle bench"
+ALL="cli damon limit kill fork dryrun softdirty shim nb2 nbt nbtalto nbtcolloid nbtband toggle bench"
 [ $# -gt 0 ] || set -- $ALL
 for t in "$@"; do
   echo "TKTEST_BEGIN $t uptime=$(cut -d' ' -f1 /proc/uptime)"
