@@ -29,7 +29,7 @@
 //! Heat is the page's sample count, halved every `cooling_quanta` quanta (cooling, as in MEMTIS
 //! which Vulcan's sampling follows).
 
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 
 use tierkit_core::memory::bytes_of;
 use tierkit_core::params::{ParamDef, ParamKind, Params};
@@ -37,8 +37,8 @@ use tierkit_core::policy::Builder;
 use tierkit_core::rng::Rng;
 use tierkit_core::telemetry::QosClass;
 use tierkit_core::{
-    Action, Mechanism, MigrateMode, PageId, PageSpace, Policy, PolicyInfo, SampleFilter, Telemetry,
-    TelemetryNeeds, FAST, SLOW,
+    Action, Mechanism, MigrateMode, PageId, PageSpace, Pid, Policy, PolicyInfo, SampleFilter,
+    Telemetry, TelemetryNeeds, FAST, SLOW,
 };
 
 use crate::common::{spec_name, Dense, Residency};
@@ -367,6 +367,11 @@ pub struct Vulcan {
     colds: Vec<Vec<(f32, u64)>>,
     cold_fresh: Vec<bool>,
     tenants: Vec<TenantState>,
+    /// Each tenant's slot in the per-tenant tables, by pid, in the order tenants were first
+    /// seen (the simulator's pids are 0, 1, ... in that order; a real host's are any numbers).
+    slots: BTreeMap<Pid, usize>,
+    /// A tenant's pages from the backend (`Mechanism::stride_pages`) when no object names them.
+    scratch: Vec<PageId>,
     next_quantum: f64,
     next_migrate: f64,
     stats: Stats,
@@ -407,10 +412,25 @@ impl Vulcan {
             colds: Vec::new(),
             cold_fresh: Vec::new(),
             tenants: Vec::new(),
+            slots: BTreeMap::new(),
+            scratch: Vec::new(),
             next_quantum: 0.0,
             next_migrate: 0.0,
             stats: Stats::default(),
         }
+    }
+
+    /// The tenant's slot in the per-tenant tables, made when its pid is first seen.
+    fn slot(&mut self, pid: Pid) -> usize {
+        let n = self.slots.len();
+        let i = *self.slots.entry(pid).or_insert(n);
+        if i == n {
+            self.tenants.push(TenantState::default());
+            self.queues.push(BinaryHeap::new());
+            self.colds.push(Vec::new());
+            self.cold_fresh.push(false);
+        }
+        i
     }
 
     /// FTHR, GPT, demand, then Algorithm 1 over the live tenants.
@@ -418,11 +438,11 @@ impl Vulcan {
         self.stats.quanta += 1;
         let cap = tel.tier(FAST).map_or(0, |t| t.capacity_pages);
         let gib = (1u64 << 30) as f64 / tel.page_bytes.max(1) as f64; // pages per GiB
-        let live: Vec<usize> = tel
+        let live: Vec<(usize, &tierkit_core::telemetry::ProcInfo)> = tel
             .processes
             .iter()
             .filter(|p| p.alive)
-            .map(|p| p.pid as usize)
+            .map(|p| (self.slot(p.pid), p))
             .collect();
         if live.is_empty() {
             return;
@@ -432,8 +452,7 @@ impl Vulcan {
         self.stats.unit_pages = unit;
         let gfmc = (gfmc_pages as u64) / unit;
         let mut ts = Vec::with_capacity(live.len());
-        for &i in &live {
-            let p = &tel.processes[i];
+        for &(i, p) in &live {
             let init_credits = self.init_credits;
             let st = &mut self.tenants[i];
             if !st.seen {
@@ -457,22 +476,40 @@ impl Vulcan {
             });
         }
         self.stats.transfers += cbfrp(&mut ts, gfmc, &mut self.rng);
-        for (k, &i) in live.iter().enumerate() {
+        for (k, &(i, _)) in live.iter().enumerate() {
             let st = &mut self.tenants[i];
             st.credits = ts[k].credits;
             st.alloc_pages = (ts[k].alloc * unit).min(cap);
         }
     }
 
-    /// Up to `max` of this tenant's fast-tier pages that are not in flight, coldest first.
-    fn coldest(&self, tel: &Telemetry, pid: u32, max: usize) -> Vec<(f32, u64)> {
+    /// Up to `max` of this tenant's fast-tier pages that are not in flight, coldest first: its
+    /// objects' pages (the simulator), else every present page the backend names for it
+    /// (tierkitd: `Mechanism::stride_pages` at a one-page stride).
+    fn coldest(
+        &mut self,
+        tel: &Telemetry,
+        mech: &dyn Mechanism,
+        pid: u32,
+        max: usize,
+    ) -> Vec<(f32, u64)> {
         let mut colds = Vec::new();
+        let keep = |pg: u64, colds: &mut Vec<(f32, u64)>| {
+            let r = self.pages.get(PageId(pg));
+            if !r.inflight && self.res.tier(PageId(pg)) == Some(FAST) {
+                colds.push((r.heat, pg));
+            }
+        };
+        let mut named = false;
         for o in tel.objects.iter().filter(|o| o.pid == pid && o.live) {
+            named = true;
             for pg in o.first_page.0..o.first_page.0 + o.pages {
-                let r = self.pages.get(PageId(pg));
-                if !r.inflight && self.res.tier(PageId(pg)) == Some(FAST) {
-                    colds.push((r.heat, pg));
-                }
+                keep(pg, &mut colds);
+            }
+        }
+        if !named && mech.stride_pages(pid, tel.page_bytes.max(1), &mut self.scratch) {
+            for &pg in &self.scratch {
+                keep(pg.0, &mut colds);
             }
         }
         let by = |a: &(f32, u64), b: &(f32, u64)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
@@ -486,14 +523,20 @@ impl Vulcan {
 
     /// The tenant's next demotion victim: from a coldest-first list built at most once per
     /// quantum (heats change at quantum boundaries), when first needed.
-    fn next_cold(&mut self, tel: &Telemetry, pid: u32, budget: u64) -> Option<(f32, u64)> {
-        let i = pid as usize;
+    fn next_cold(
+        &mut self,
+        tel: &Telemetry,
+        mech: &dyn Mechanism,
+        pid: u32,
+        budget: u64,
+    ) -> Option<(f32, u64)> {
+        let i = self.slot(pid);
         loop {
             if self.colds[i].is_empty() {
                 if self.cold_fresh[i] {
                     return None;
                 }
-                let mut v = self.coldest(tel, pid, 20 * budget.max(1) as usize);
+                let mut v = self.coldest(tel, mech, pid, 20 * budget.max(1) as usize);
                 v.reverse();
                 self.colds[i] = v;
                 self.cold_fresh[i] = true;
@@ -508,14 +551,14 @@ impl Vulcan {
 
     /// Each tenant's own migration work within its partition and budget: its own promotion
     /// queues, no global hot list.
-    fn migrate(&mut self, tel: &Telemetry, out: &mut Vec<Action>) {
+    fn migrate(&mut self, tel: &Telemetry, mech: &dyn Mechanism, out: &mut Vec<Action>) {
         let budget = (self.budget_mb * 1048576.0 / tel.page_bytes.max(1) as f64) as u64;
         let cap = tel.tier(FAST).map_or(0, |t| t.capacity_pages);
         let mut fast_free = cap.saturating_sub(self.res.count(FAST));
         let thr = self.hot_threshold.max(1e-9);
         for p in tel.processes.iter().filter(|p| p.alive) {
             let pid = p.pid;
-            let i = pid as usize;
+            let i = self.slot(pid);
             let limit = if self.partition && self.tenants[i].seen {
                 self.tenants[i].alloc_pages
             } else {
@@ -526,7 +569,7 @@ impl Vulcan {
             let mut left = budget;
             // Over the partition (it shrank): demote the coldest.
             while fast_now > limit && left > 0 {
-                let Some((_, pg)) = self.next_cold(tel, pid, budget) else {
+                let Some((_, pg)) = self.next_cold(tel, mech, pid, budget) else {
                     break;
                 };
                 self.demote(pg, out);
@@ -555,7 +598,7 @@ impl Vulcan {
                 if fast_now >= limit || fast_free == 0 {
                     // Make room with a clearly colder page of this tenant (below the threshold
                     // and under half the candidate's heat), else stop.
-                    match self.next_cold(tel, pid, budget) {
+                    match self.next_cold(tel, mech, pid, budget) {
                         Some((h, victim))
                             if (h as f64) < thr && 2.0 * (h as f64) < heat as f64 && left >= 2 =>
                         {
@@ -652,10 +695,9 @@ impl Policy for Vulcan {
             period: self.sample_period,
             filter: SampleFilter::AllMisses,
         });
-        self.tenants = vec![TenantState::default(); tel.processes.len()];
-        self.queues = vec![BinaryHeap::new(); tel.processes.len()];
-        self.colds = vec![Vec::new(); tel.processes.len()];
-        self.cold_fresh = vec![false; tel.processes.len()];
+        for p in &tel.processes {
+            self.slot(p.pid);
+        }
         for p in &tel.processes {
             out.push(Action::SetTlbScope {
                 pid: p.pid,
@@ -666,18 +708,19 @@ impl Policy for Vulcan {
         self.next_migrate = tel.now_ns as f64 + self.migrate_ns;
     }
 
-    fn step(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
+    fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         self.res.observe(tel);
-        if self.tenants.len() < tel.processes.len() {
-            self.tenants
-                .resize(tel.processes.len(), TenantState::default());
+        for p in &tel.processes {
+            self.slot(p.pid);
         }
         for m in &tel.migrations {
             let r = self.pages.get_mut(m.page);
             if r.inflight {
                 r.inflight = false;
                 if m.to == FAST {
-                    let st = &mut self.tenants[r.pid as usize];
+                    let pid = r.pid;
+                    let i = self.slot(pid);
+                    let st = &mut self.tenants[i];
                     st.inflight_up = st.inflight_up.saturating_sub(1);
                 }
             }
@@ -687,7 +730,8 @@ impl Policy for Vulcan {
         }
         let thr = self.hot_threshold.max(1e-9);
         for s in &tel.samples {
-            let st = &mut self.tenants[s.pid as usize];
+            let i = self.slot(s.pid);
+            let st = &mut self.tenants[i];
             if s.tier == FAST {
                 st.fast += 1.0;
             } else {
@@ -714,7 +758,7 @@ impl Policy for Vulcan {
                 if lvl > r.qlevel {
                     r.qlevel = lvl;
                     let key = (r.heat * 4.0) as u32;
-                    self.queues[s.pid as usize].push((lvl, key, std::cmp::Reverse(s.page.0)));
+                    self.queues[i].push((lvl, key, std::cmp::Reverse(s.page.0)));
                 }
             }
         }
@@ -725,7 +769,8 @@ impl Policy for Vulcan {
             self.colds.iter_mut().for_each(|c| c.clear());
             self.cold_fresh.iter_mut().for_each(|f| *f = false);
             for p in tel.processes.iter().filter(|p| p.alive) {
-                let st = &self.tenants[p.pid as usize];
+                let i = self.slot(p.pid);
+                let st = &self.tenants[i];
                 if self.partition && st.seen {
                     out.push(Action::SetPartition {
                         pid: p.pid,
@@ -746,7 +791,7 @@ impl Policy for Vulcan {
         }
         if now + 1e-6 >= self.next_migrate {
             self.next_migrate += self.migrate_ns;
-            self.migrate(tel, out);
+            self.migrate(tel, &*mech, out);
         }
     }
 
@@ -763,12 +808,14 @@ impl Policy for Vulcan {
         for lvl in 1..=4 {
             v.push((format!("promotions_queue{lvl}"), s.promotions[lvl] as f64));
         }
-        for (i, t) in self.tenants.iter().enumerate() {
-            v.push((format!("p{i}.alloc_pages"), t.alloc_pages as f64));
-            v.push((format!("p{i}.credits"), t.credits as f64));
-            v.push((format!("p{i}.fthr"), t.fthr.unwrap_or(f64::NAN)));
-            v.push((format!("p{i}.gpt"), t.gpt));
-            v.push((format!("p{i}.demand_pages"), t.demand_pages as f64));
+        // per tenant by pid (the simulator's pids are its process indices)
+        for (pid, &i) in &self.slots {
+            let t = &self.tenants[i];
+            v.push((format!("p{pid}.alloc_pages"), t.alloc_pages as f64));
+            v.push((format!("p{pid}.credits"), t.credits as f64));
+            v.push((format!("p{pid}.fthr"), t.fthr.unwrap_or(f64::NAN)));
+            v.push((format!("p{pid}.gpt"), t.gpt));
+            v.push((format!("p{pid}.demand_pages"), t.demand_pages as f64));
         }
         v
     }
@@ -777,6 +824,111 @@ impl Policy for Vulcan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A real host's backend as tierkitd is one: pids are any numbers, no objects, and a
+    /// tenant's pages come from `stride_pages`.
+    struct RealHost<'a> {
+        m: &'a crate::testbed::Machine,
+    }
+
+    impl Mechanism for RealHost<'_> {
+        fn tier_of(&self, page: PageId) -> Option<tierkit_core::TierId> {
+            self.m.tier.get(page.0 as usize).copied().flatten()
+        }
+        fn test_and_clear_accessed(&mut self, pages: &[PageId], out: &mut Vec<bool>) {
+            out.clear();
+            out.resize(pages.len(), false);
+        }
+        fn stride_pages(&self, pid: Pid, _stride: u64, out: &mut Vec<PageId>) -> bool {
+            out.clear();
+            for (i, (&t, &o)) in self.m.tier.iter().zip(&self.m.owner).enumerate() {
+                if t.is_some() && o == pid {
+                    out.push(PageId(i as u64));
+                }
+            }
+            true
+        }
+    }
+
+    /// Vulcan on a real host (tierkitd): pids 4242 (LC, 60 pages, all on the slow tier) and 77
+    /// (BE, 140 pages, 100 of them filling the fast tier), both sampled on every page every
+    /// epoch. A hotness ranking would leave the fast tier to the BE tenant; Vulcan's partition
+    /// gives each its equal share (50 pages), the LC tenant first, finding the BE tenant's
+    /// demotion victims through the backend's page list since no object names them.
+    #[test]
+    fn on_a_real_host_the_lc_tenant_gets_its_share_without_objects_or_small_pids() {
+        use crate::testbed::Machine;
+        use tierkit_core::telemetry::{ProcInfo, Sample};
+        let (lc, be) = (4242u32, 77u32);
+        let mut m = Machine::new(&[100, 1000]);
+        for p in 0..60 {
+            m.alloc(p, SLOW, lc);
+        }
+        for p in 60..160 {
+            m.alloc(p, FAST, be);
+        }
+        for p in 160..200 {
+            m.alloc(p, SLOW, be);
+        }
+        let mut pol = Vulcan::new(&crate::testbed::params(
+            "vulcan",
+            P,
+            &[
+                ("quantum_ms", "10"),
+                ("migrate_ms", "10"),
+                ("sample_period", "1"),
+                ("unit_mb", "0.004"),
+            ],
+        ));
+        let procs = |m: &Machine| {
+            [(lc, QosClass::LatencyCritical), (be, QosClass::BestEffort)]
+                .iter()
+                .map(|&(pid, class)| {
+                    let mut rss = vec![0u64; 2];
+                    for (t, o) in m.tier.iter().zip(&m.owner) {
+                        if let (Some(t), true) = (t, *o == pid) {
+                            rss[*t as usize] += 1;
+                        }
+                    }
+                    ProcInfo {
+                        pid,
+                        name: format!("p{pid}"),
+                        class,
+                        alive: true,
+                        threads: 1,
+                        rss_pages: rss,
+                        demote_promoted: 0,
+                        promotions: 0,
+                        demotions: 0,
+                        migration_enabled: true,
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        m.init(&mut pol);
+        let mut out = Vec::new();
+        for _ in 0..400 {
+            let samples = (0..200u64)
+                .map(|p| Sample {
+                    pid: m.owner[p as usize],
+                    tid: m.owner[p as usize],
+                    ..crate::testbed::read(p)
+                })
+                .collect();
+            let mut tel = m.telemetry(samples);
+            tel.processes = procs(&m);
+            out.clear();
+            pol.step(&tel, &mut RealHost { m: &m }, &mut out);
+            m.apply(&out);
+        }
+        let fast = |pid| procs(&m).iter().find(|p| p.pid == pid).unwrap().rss_pages[0];
+        let s: BTreeMap<_, _> = pol.stats().into_iter().collect();
+        assert!(fast(lc) >= 45, "LC {} of 60 pages fast {s:?}", fast(lc));
+        assert!(fast(be) <= 55, "BE {} pages fast", fast(be));
+        let s: BTreeMap<_, _> = pol.stats().into_iter().collect();
+        assert!(s.contains_key("p4242.alloc_pages") && s.contains_key("p77.alloc_pages"));
+        assert!(s["demotions_issued"] >= 40.0, "{s:?}");
+    }
 
     fn t(lc: bool, demand: u64) -> Tenant {
         Tenant {

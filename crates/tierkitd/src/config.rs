@@ -25,7 +25,7 @@ use crate::topology::parse_list;
     name = "tierkitd",
     version,
     after_help = AFTER_HELP,
-    override_usage = "tierkitd (--pid PID... | --cgroup PATH) --policy SPEC [--config FILE] [--fast-nodes LIST] [--slow-nodes LIST]\n                [--fast-limit BYTES] [--dry-run] [--metrics-addr 127.0.0.1:PORT] [--log-format text|json]\n                [--log-level LEVEL]\n       (targets and policy may also come from the config file)"
+    override_usage = "tierkitd (--pid PID... | --cgroup PATH) --policy SPEC [--config FILE] [--fast-nodes LIST] [--slow-nodes LIST]\n                [--fast-limit BYTES] [--dry-run] [--metrics-addr 127.0.0.1:PORT] [--log-format text|json]\n                [--log-level LEVEL] [--latency-critical PID...]\n       (targets and policy may also come from the config file)"
 )]
 pub struct Cli {
     /// Target process IDs (several after one --pid, or --pid repeated). Only these are touched.
@@ -78,6 +78,10 @@ pub struct Cli {
     /// already in memory-tiering mode); their values are restored at exit.
     #[arg(long)]
     pub take_over: bool,
+    /// Targets that are latency-critical (Vulcan's QoS class, §3.3: served first when fast memory
+    /// is lent); every other target is best-effort. Each must be one of the --pid targets.
+    #[arg(long, value_name = "PID", num_args = 1.., value_parser = parse_pid)]
+    pub latency_critical: Vec<u32>,
 }
 
 const AFTER_HELP: &str = "\
@@ -144,6 +148,7 @@ const KEYS: &[&str] = &[
     "status-every-s",
     "state-dir",
     "take-over",
+    "latency-critical",
 ];
 
 /// A `--pid` value: a positive process id (negative numbers reach this check, not clap's).
@@ -251,6 +256,21 @@ fn read_file(cli: &mut Cli, table: &toml::Table) -> Result<FileSettings> {
     let cgroup = file("cgroup")
         .map(|v| as_str("cgroup", v).map(PathBuf::from))
         .transpose()?;
+    if let Some(v) = file("latency-critical") {
+        let arr = v.as_array().ok_or_else(|| {
+            cfg_err(
+                "latency-critical",
+                "expected an array of process ids, e.g. latency-critical = [1234]",
+            )
+        })?;
+        let mut lc = Vec::new();
+        for x in arr {
+            lc.push(as_int("latency-critical", x, 1, i32::MAX as i64)? as u32);
+        }
+        if cli.latency_critical.is_empty() {
+            cli.latency_critical = lc;
+        }
+    }
     if cli.pid.is_empty() && cli.cgroup.is_none() {
         cli.pid = pids;
         cli.cgroup = cgroup;
@@ -438,6 +458,18 @@ pub fn resolve_with_env(cli: Cli, log_env: Option<String>) -> Result<Config> {
         v.map(|s| parse_list(&s).map_err(|e| cfg_err(flag, e)))
             .transpose()
     };
+    let mut lc = cli.latency_critical.clone();
+    lc.sort_unstable();
+    lc.dedup();
+    if let Targets::Pids(p) = &targets {
+        if let Some(x) = lc.iter().find(|x| !p.contains(x)) {
+            return Err(cfg_err(
+                "--latency-critical",
+                format!("pid {x} is not one of the --pid targets"),
+            ));
+        }
+    }
+    s.latency_critical = lc;
     s.dry_run = cli.dry_run;
     s.fast_limit_bytes = cli
         .fast_limit
@@ -609,6 +641,53 @@ mod tests {
                 .starts_with("--metrics-addr: `nope`")
         );
         assert!(e(&["--pid", "0", "--policy", "x"]).starts_with("--pid: 0"));
+    }
+
+    /// Vulcan's QoS classes: `--latency-critical` (or the file's `latency-critical`) names
+    /// targets; a pid that is not a target is an error naming the flag.
+    #[test]
+    fn latency_critical_targets() {
+        let c = resolve(
+            cli(&[
+                "--pid",
+                "12",
+                "7",
+                "--latency-critical",
+                "7",
+                "--policy",
+                "vulcan",
+            ])
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(c.settings.latency_critical, vec![7]);
+        let c = with_file(
+            "pid = [3, 4]\nlatency-critical = [4]\n",
+            &["--policy", "vulcan"],
+        )
+        .unwrap();
+        assert_eq!(c.settings.latency_critical, vec![4]);
+        let e = resolve(
+            cli(&[
+                "--pid",
+                "12",
+                "--latency-critical",
+                "13",
+                "--policy",
+                "vulcan",
+            ])
+            .unwrap(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("--latency-critical: pid 13 is not one of the --pid targets"),
+            "{e}"
+        );
+        let e = with_file("pid = [3]\nlatency-critical = 3\n", &["--policy", "vulcan"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("latency-critical: expected an array"), "{e}");
     }
 
     #[test]

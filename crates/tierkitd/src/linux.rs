@@ -57,6 +57,9 @@ pub struct Settings {
     /// asking the kernel again (needs pagemap's frame numbers: CAP_SYS_ADMIN). Off only to
     /// measure what it saves.
     pub scan_reuse_frames: bool,
+    /// Targets of Vulcan's latency-critical class (`--latency-critical`); the others are
+    /// best-effort.
+    pub latency_critical: Vec<u32>,
 }
 
 impl Default for Settings {
@@ -69,6 +72,7 @@ impl Default for Settings {
             fast_limit_bytes: None,
             fast_reserve_pct: 2.0,
             scan_reuse_frames: true,
+            latency_critical: Vec::new(),
         }
     }
 }
@@ -560,7 +564,11 @@ impl Linux {
             v.push(ProcInfo {
                 pid,
                 name: p.name.clone(),
-                class: QosClass::BestEffort,
+                class: if self.settings.latency_critical.contains(&pid) {
+                    QosClass::LatencyCritical
+                } else {
+                    QosClass::BestEffort
+                },
                 alive: !p.gone,
                 threads: p.threads,
                 rss_pages: rss,

@@ -74,18 +74,6 @@ pub fn choose_at(
                 .into(),
         ));
     }
-    // Vulcan keeps its tenants' state in tables indexed by the simulator's process numbers,
-    // picks demotion victims from the tenants' objects and reads their QoS classes: tierkitd
-    // gives real pids, no objects and no classes, so it would never demote.
-    let parsed = tierkit_core::params::PolicySpec::parse(policy);
-    if parsed.is_ok_and(|s| s.layers.iter().any(|l| l.name == "vulcan")) {
-        return Err(unsupported(
-            "tierkitd does not run Vulcan yet: it picks demotion victims from each tenant's objects and \
-             reads the tenants' QoS classes, neither of which tierkitd collects on a real host; \
-             run it in the simulator (`tierkit run`), or use hemem or memtis here"
-                .into(),
-        ));
-    }
     let cores = if needs.core_counters {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let u = core_counters::probe(pmu_root, &cpuinfo).map_err(unsupported)?;
@@ -418,14 +406,37 @@ mod tests {
         .to_string()
     }
 
+    /// Vulcan runs where a sampling policy runs (its tenants by pid, their pages from the
+    /// backend, their classes from `--latency-critical`): chosen or refused as hemem is.
     #[test]
-    fn vulcan_is_refused_with_the_reason() {
-        let e = refusal_on_a_bare_host("vulcan");
-        assert!(
-            e.contains("does not run Vulcan") && e.contains("objects"),
-            "{e}"
-        );
-        assert!(refusal_on_a_bare_host("vulcan:unit_mb=4").contains("does not run Vulcan"));
+    fn vulcan_is_chosen_as_a_sampling_policy_is() {
+        let fix = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let nothing = fix.join("no-such-dir");
+        let pick = |spec: &str| {
+            let p = tierkit_policies::build(spec).unwrap();
+            choose_at(
+                spec,
+                &p.needs(),
+                SourcePref::Auto,
+                Attrs::default(),
+                1.0,
+                &nothing,
+                &nothing,
+            )
+            .map(|c| c.source.name().to_string())
+            .map_err(|e| e.to_string())
+        };
+        let (v, h) = (pick("vulcan:unit_mb=4"), pick("hemem"));
+        assert_eq!(v.is_ok(), h.is_ok(), "{v:?} / {h:?}");
+        if let (Ok(v), Ok(h)) = (&v, &h) {
+            assert_eq!(v, h);
+        }
+        if let Err(e) = &v {
+            assert!(
+                !e.contains("does not run Vulcan") && e.contains("DAMON"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

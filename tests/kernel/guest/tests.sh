@@ -840,7 +840,41 @@ t_toggle() {
   fi
 }
 
-ALL="cli damon limit kill fork dryrun softdirty shim nb2 nbt nbtalto nbtcolloid nbtband toggle bench"
+# 12. `vulcan` (issue 17: the last policy tierkitd refused for a reason other than hardware):
+#     two targets as tenants over DAMON, a best-effort one whose 24 MiB region starts on node 0
+#     (over the 16 MiB fast budget) and a latency-critical one (`--latency-critical`) whose 6 MiB
+#     region starts on node 1. Algorithm 1 gives each an equal share (8 MiB) and lends the LC
+#     tenant what it needs first; the BE tenant, over its partition, demotes its coldest present
+#     pages (found through tierkitd's scan: no objects on a real host), and the LC tenant's pages
+#     are promoted into the room: >= 90% of them on node 0, the BE tenant's node-0 pages down
+#     within the budget, data intact, exit 0.
+t_vulcan() {
+  conf /tmp/vul.toml 'source = "damon"' 'interval-ms = 300' 'status-every-s = 5'
+  WORKLOAD_TLB_TICK_US=$TICK /bin/workload 24 0 0 0 > /tmp/wv1.out &
+  B=$!
+  WORKLOAD_TLB_TICK_US=$TICK /bin/workload 6 0 0 1 > /tmp/wv2.out &
+  L=$!
+  wait_for /tmp/wv1.out WORKLOAD_START 20 && wait_for /tmp/wv2.out WORKLOAD_START 20 ||
+    { kill $B $L; wait; fail vulcan "workload did not start"; return; }
+  /bin/tierkitd --pid $B $L --latency-critical $L --policy 'vulcan:quantum_ms=500' \
+    --config /tmp/vul.toml --fast-limit 16M 2> /tmp/dv.log &
+  D=$!
+  until_report /tmp/wv2.out $L 120 'hot_node0>=1383'; waited=$?
+  kill -USR1 $B; sleep 1
+  stop_workload $L /tmp/wv2.out; rl=$R
+  stop_workload $B /tmp/wv1.out; rb=$R
+  kill -TERM $D; wait $D; drc=$?
+  d="lc_hot_node0=$(kv hot_node0 "$rl")/1536 be_hot_node0=$(kv hot_node0 "$rb")/6144 corrupt=$(kv corrupt "$rl")/$(kv corrupt "$rb") daemon_rc=$drc timed_out=$waited"
+  if [ $waited = 0 ] && pct_ge "$(kv hot_node0 "$rl")" 1536 90 && [ "$(kv hot_node0 "$rb")" -le 4096 ] &&
+     [ "$(kv corrupt "$rl")" = 0 ] && [ "$(kv corrupt "$rb")" = 0 ] && [ $drc = 0 ] &&
+     ! grep -q 'panicked' /tmp/dv.log; then
+    pass vulcan "$d"
+  else
+    fail vulcan "$d"; show /tmp/dv.log 60
+  fi
+}
+
+ALL="cli damon limit kill fork dryrun softdirty shim nb2 nbt nbtalto nbtcolloid nbtband toggle vulcan bench"
 [ $# -gt 0 ] || set -- $ALL
 for t in "$@"; do
   echo "TKTEST_BEGIN $t uptime=$(cut -d' ' -f1 /proc/uptime)"
