@@ -388,8 +388,9 @@ mod tests {
         assert!(e.contains("uncore counters") && e.contains("PEBS"), "{e}");
     }
 
-    /// Why `spec` is refused on a host with no PMU and no telemetry source at all.
-    fn refusal_on_a_bare_host(spec: &str) -> String {
+    /// What `spec` gets on a host with no PMU and no DAMON: the source chosen, or why it is
+    /// refused.
+    fn on_a_bare_host(spec: &str) -> std::result::Result<String, String> {
         let p = tierkit_policies::build(spec).unwrap();
         let nothing = Path::new("/nonexistent");
         choose_at(
@@ -401,31 +402,20 @@ mod tests {
             nothing,
             nothing,
         )
-        .err()
-        .unwrap()
-        .to_string()
+        .map(|c| c.source.name().to_string())
+        .map_err(|e| e.to_string())
+    }
+
+    /// Why `spec` is refused on a host with no PMU and no telemetry source at all.
+    fn refusal_on_a_bare_host(spec: &str) -> String {
+        on_a_bare_host(spec).unwrap_err()
     }
 
     /// Vulcan runs where a sampling policy runs (its tenants by pid, their pages from the
     /// backend, their classes from `--latency-critical`): chosen or refused as hemem is.
     #[test]
     fn vulcan_is_chosen_as_a_sampling_policy_is() {
-        let fix = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-        let nothing = fix.join("no-such-dir");
-        let pick = |spec: &str| {
-            let p = tierkit_policies::build(spec).unwrap();
-            choose_at(
-                spec,
-                &p.needs(),
-                SourcePref::Auto,
-                Attrs::default(),
-                1.0,
-                &nothing,
-                &nothing,
-            )
-            .map(|c| c.source.name().to_string())
-            .map_err(|e| e.to_string())
-        };
+        let pick = on_a_bare_host;
         let (v, h) = (pick("vulcan:unit_mb=4"), pick("hemem"));
         assert_eq!(v.is_ok(), h.is_ok(), "{v:?} / {h:?}");
         if let (Ok(v), Ok(h)) = (&v, &h) {
