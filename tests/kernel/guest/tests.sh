@@ -499,8 +499,8 @@ t_nbtalto() {
 #     the limit itself. Measured between the daemon's band changes, per pass: at most 1.6x each
 #     band's limit (a burst longer than a second spans a second window, and one straddling a band
 #     change counts in the next), at least half the limit at N = 16 (the limit binds), and at
-#     least 1.2x more at each higher band (F doubles the limit; measured 1.35-2.5x over 8 boots);
-#     per wall second, more at each higher band too (measured 51-95, 97-135, 299-404 pages/s).
+#     least 1.2x more at each higher band (F doubles the limit; measured 1.35-2.5x over 9 boots);
+#     per wall second, more at each higher band too (measured 51-95, 97-135, 299-405 pages/s).
 aol_steps() { # aol_steps AOL:READS... -> cumulative reads of a cgroup aggregate (pid 0)
   echo "$@" | tr ' ' '\n' | awk -F: 'BEGIN { c = 0; a1 = 0; a3 = 0; i = 0
       printf "read 0 0 cycles=0 stalls_l3_miss=0 a1=0 a2=0 a3=0\n" }
