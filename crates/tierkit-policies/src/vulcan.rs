@@ -29,7 +29,7 @@
 //! Heat is the page's sample count, halved every `cooling_quanta` quanta (cooling, as in MEMTIS
 //! which Vulcan's sampling follows).
 
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 
 use tierkit_core::memory::bytes_of;
 use tierkit_core::params::{ParamDef, ParamKind, Params};
@@ -367,9 +367,10 @@ pub struct Vulcan {
     colds: Vec<Vec<(f32, u64)>>,
     cold_fresh: Vec<bool>,
     tenants: Vec<TenantState>,
-    /// Each tenant's slot in the per-tenant tables, by pid, in the order tenants were first
+    /// Each tenant's pid at its slot in the per-tenant tables, in the order tenants were first
     /// seen (the simulator's pids are 0, 1, ... in that order; a real host's are any numbers).
-    slots: BTreeMap<Pid, usize>,
+    /// Looked up by a linear scan: tenants are few, and it is on the per-sample path.
+    slots: Vec<Pid>,
     /// A tenant's pages from the backend (`Mechanism::stride_pages`) when no object names them.
     scratch: Vec<PageId>,
     next_quantum: f64,
@@ -412,7 +413,7 @@ impl Vulcan {
             colds: Vec::new(),
             cold_fresh: Vec::new(),
             tenants: Vec::new(),
-            slots: BTreeMap::new(),
+            slots: Vec::new(),
             scratch: Vec::new(),
             next_quantum: 0.0,
             next_migrate: 0.0,
@@ -422,14 +423,15 @@ impl Vulcan {
 
     /// The tenant's slot in the per-tenant tables, made when its pid is first seen.
     fn slot(&mut self, pid: Pid) -> usize {
-        let n = self.slots.len();
-        let i = *self.slots.entry(pid).or_insert(n);
-        if i == n {
-            self.tenants.push(TenantState::default());
-            self.queues.push(BinaryHeap::new());
-            self.colds.push(Vec::new());
-            self.cold_fresh.push(false);
+        if let Some(i) = self.slots.iter().position(|&p| p == pid) {
+            return i;
         }
+        let i = self.slots.len();
+        self.slots.push(pid);
+        self.tenants.push(TenantState::default());
+        self.queues.push(BinaryHeap::new());
+        self.colds.push(Vec::new());
+        self.cold_fresh.push(false);
         i
     }
 
@@ -808,8 +810,10 @@ impl Policy for Vulcan {
         for lvl in 1..=4 {
             v.push((format!("promotions_queue{lvl}"), s.promotions[lvl] as f64));
         }
-        // per tenant by pid (the simulator's pids are its process indices)
-        for (pid, &i) in &self.slots {
+        // per tenant in pid order (the simulator's pids are its process indices)
+        let mut by_pid: Vec<(Pid, usize)> = self.slots.iter().copied().zip(0..).collect();
+        by_pid.sort_unstable();
+        for (pid, i) in by_pid {
             let t = &self.tenants[i];
             v.push((format!("p{pid}.alloc_pages"), t.alloc_pages as f64));
             v.push((format!("p{pid}.credits"), t.credits as f64));
@@ -922,10 +926,9 @@ mod tests {
             m.apply(&out);
         }
         let fast = |pid| procs(&m).iter().find(|p| p.pid == pid).unwrap().rss_pages[0];
-        let s: BTreeMap<_, _> = pol.stats().into_iter().collect();
+        let s: std::collections::BTreeMap<_, _> = pol.stats().into_iter().collect();
         assert!(fast(lc) >= 45, "LC {} of 60 pages fast {s:?}", fast(lc));
         assert!(fast(be) <= 55, "BE {} pages fast", fast(be));
-        let s: BTreeMap<_, _> = pol.stats().into_iter().collect();
         assert!(s.contains_key("p4242.alloc_pages") && s.contains_key("p77.alloc_pages"));
         assert!(s["demotions_issued"] >= 40.0, "{s:?}");
     }
