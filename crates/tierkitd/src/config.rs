@@ -229,6 +229,19 @@ fn as_float(k: &str, v: &toml::Value, min: f64, max: f64) -> Result<f64> {
     Ok(f)
 }
 
+/// An array of process ids (`pid`, `latency-critical`).
+fn as_pids(k: &str, v: &toml::Value) -> Result<Vec<u32>> {
+    let arr = v.as_array().ok_or_else(|| {
+        cfg_err(
+            k,
+            format!("expected an array of process ids, e.g. {k} = [1234]"),
+        )
+    })?;
+    arr.iter()
+        .map(|x| Ok(as_int(k, x, 1, i32::MAX as i64)? as u32))
+        .collect()
+}
+
 fn as_str<'a>(k: &str, v: &'a toml::Value) -> Result<&'a str> {
     v.as_str()
         .ok_or_else(|| cfg_err(k, format!("expected a string, got {v}")))
@@ -244,29 +257,15 @@ fn read_file(cli: &mut Cli, table: &toml::Table) -> Result<FileSettings> {
     let mut samples_per_page = 1.0;
     let mut status_every = Duration::from_secs(10);
     // the file first, flags override
-    let mut pids = Vec::new();
-    if let Some(v) = file("pid") {
-        let arr = v
-            .as_array()
-            .ok_or_else(|| cfg_err("pid", "expected an array of process ids, e.g. pid = [1234]"))?;
-        for x in arr {
-            pids.push(as_int("pid", x, 1, i32::MAX as i64)? as u32);
-        }
-    }
+    let pids = file("pid")
+        .map(|v| as_pids("pid", v))
+        .transpose()?
+        .unwrap_or_default();
     let cgroup = file("cgroup")
         .map(|v| as_str("cgroup", v).map(PathBuf::from))
         .transpose()?;
     if let Some(v) = file("latency-critical") {
-        let arr = v.as_array().ok_or_else(|| {
-            cfg_err(
-                "latency-critical",
-                "expected an array of process ids, e.g. latency-critical = [1234]",
-            )
-        })?;
-        let mut lc = Vec::new();
-        for x in arr {
-            lc.push(as_int("latency-critical", x, 1, i32::MAX as i64)? as u32);
-        }
+        let lc = as_pids("latency-critical", v)?;
         if cli.latency_critical.is_empty() {
             cli.latency_critical = lc;
         }
