@@ -32,6 +32,7 @@ conf() { # conf FILE key=value... -> TOML
   : > "$1"; f=$1; shift
   for kvp in "$@"; do echo "$kvp" >> "$f"; done
 }
+has() { echo "$1" | tr ' ' '\n' | grep -qx "$2"; }   # has "k=v k=v" k=v  => the list holds that item
 pct_ge() { [ $(($1 * 100)) -ge $(($2 * $3)) ]; }   # pct_ge part whole pct  => part >= pct% of whole
 # Tests wait for the event they check, each with a bounded timeout, instead of for a fixed time:
 # the emulated guest's speed varies several-fold with the host's load.
@@ -402,11 +403,11 @@ t_nbt() {
 #     the kernel promotes nothing of a hot region on the slow node; AOL 150 (>= AOL_high: 16 of 16)
 #     sets them back and the kernel promotes it. Every knob is back after SIGTERM, and after
 #     SIGKILL at N = 0 plus a restart (the rate limit Alto set comes back from the state file).
-aol_trace() { # aol_trace READS_AT_30 READS_AT_150 -> cumulative reads of a cgroup aggregate (pid 0)
-  awk -v a="$1" -v b="$2" 'BEGIN { c = 0; a1 = 0; a3 = 0
-    for (i = 0; i <= a + b; i++) {
-      if (i > 0) { aol = (i <= a) ? 30 : 150; c += 1e9; a3 += 1e6; a1 += aol * 1e6 }
-      printf "read %d 0 cycles=%.0f stalls_l3_miss=%.0f a1=%.0f a2=%.0f a3=%.0f\n", i, c, c / 4, a1, 2 * a1, a3 } }'
+aol_steps() { # aol_steps AOL:READS... -> cumulative reads of a cgroup aggregate (pid 0)
+  echo "$@" | tr ' ' '\n' | awk -F: 'BEGIN { c = 0; a1 = 0; a3 = 0; i = 0
+      printf "read 0 0 cycles=0 stalls_l3_miss=0 a1=0 a2=0 a3=0\n" }
+    { for (k = 0; k < $2; k++) { i++; c += 1e9; a3 += 1e6; a1 += $1 * 1e6
+        printf "read %d 0 cycles=%.0f stalls_l3_miss=%.0f a1=%.0f a2=%.0f a3=%.0f\n", i, c, c / 4, a1, 2 * a1, a3 } }'
 }
 t_nbtalto() {
   [ -e /proc/sys/kernel/numa_balancing ] || { fail nbtalto "no numa_balancing"; return; }
@@ -425,7 +426,7 @@ t_nbtalto() {
   ref_colloid=$(tail -1 /tmp/a2.log | grep -c 'error: policy `nbt+colloid` cannot run on this host: it needs per-tier uncore counters')
   [ -f $ST/kernel-tiering.json ] && st_ref=1 || st_ref=0
   # replayed counters: 150 intervals (45 s) at AOL 30, then AOL 150
-  aol_trace 150 1000 > /tmp/aol.txt
+  aol_steps 30:150 150:1000 > /tmp/aol.txt
   TIERKITD_CORE_COUNTERS_REPLAY=/tmp/aol.txt /bin/tierkitd --pid $S --policy nbt+alto --config /tmp/alto.toml --metrics-addr 127.0.0.1:$((PORT + 4)) 2> /tmp/a3.log &
   D=$!
   wait_for /tmp/a3.log '0 of 16' 30; w0=$?
@@ -452,7 +453,7 @@ t_nbtalto() {
   [ -f $ST/kernel-tiering.json ] && st_term=1 || st_term=0
   h0=$(kv hot_node0 "$r"); bad=$(kv corrupt "$r")
   # SIGKILL at N = 0, then a restart restores what Alto set
-  aol_trace 150 0 > /tmp/aol0.txt
+  aol_steps 30:150 > /tmp/aol0.txt
   TIERKITD_CORE_COUNTERS_REPLAY=/tmp/aol0.txt /bin/tierkitd --pid $S --policy nbt+alto --config /tmp/alto.toml 2> /tmp/a4.log &
   D=$!
   wait_for /tmp/a4.log '0 of 16' 30
@@ -467,7 +468,6 @@ t_nbtalto() {
   after_restart=$(knobs_now)
   kill $S; wait $S 2>/dev/null
   echo "TKBENCH nbtalto before=\"$before\" n0=\"$n0\" n16=\"$n16\" after_term=\"$after_term\" after_kill=\"$after_kill\" after_restart=\"$after_restart\""
-  has() { echo "$1" | tr ' ' '\n' | grep -qx "$2"; }
   d="refused_alto=$ref_alto/$rc1 refused_colloid=$ref_colloid/$rc2 unchanged_by_refusals=$([ "$before" = "$after_refusals" ] && echo 1 || echo 0) state_after_refusals=$st_ref numa_balancing_at_n0=$nb_n0 promoted_at_n0=$((p1 - p0)) hot_on_node0_at_n0=$h_n0 n16_too_early=$early promoted_at_n16=$((p2 - p1)) hot_on_node0=$h0/4096 corrupt=$bad daemon_rc=$drc restored_after_term=$([ "$before" = "$after_term" ] && echo 1 || echo 0) state_after_term=$st_term state_after_kill=$st_kill recovered=$recovered restored_after_restart=$([ "$before" = "$after_restart" ] && echo 1 || echo 0) daemon2_rc=$drc2 timed_out=$w0$w16$waited"
   if [ $rc1 = 1 ] && [ $rc2 = 1 ] && [ "$ref_alto" = 1 ] && [ "$ref_colloid" = 1 ] && [ "$before" = "$after_refusals" ] && [ $st_ref = 0 ] &&
      [ $w0 = 0 ] && has "$n0" numa_balancing=0 && has "$n0" numa_balancing_promote_rate_limit_MBps=0 && [ "$nb_n0" = 0 ] && [ $early = 0 ] &&
@@ -499,14 +499,8 @@ t_nbtalto() {
 #     the limit itself. Measured between the daemon's band changes, per pass: at most 1.6x each
 #     band's limit (a burst longer than a second spans a second window, and one straddling a band
 #     change counts in the next), at least half the limit at N = 16 (the limit binds), and at
-#     least 1.2x more at each higher band (F doubles the limit; measured 1.35-2.5x over 9 boots);
-#     per wall second, more at each higher band too (measured 51-95, 97-135, 299-405 pages/s).
-aol_steps() { # aol_steps AOL:READS... -> cumulative reads of a cgroup aggregate (pid 0)
-  echo "$@" | tr ' ' '\n' | awk -F: 'BEGIN { c = 0; a1 = 0; a3 = 0; i = 0
-      printf "read 0 0 cycles=0 stalls_l3_miss=0 a1=0 a2=0 a3=0\n" }
-    { for (k = 0; k < $2; k++) { i++; c += 1e9; a3 += 1e6; a1 += $1 * 1e6
-        printf "read %d 0 cycles=%.0f stalls_l3_miss=%.0f a1=%.0f a2=%.0f a3=%.0f\n", i, c, c / 4, a1, 2 * a1, a3 } }'
-}
+#     least 1.2x more at each higher band (F doubles the limit; measured 1.35-2.5x over 11 boots);
+#     per wall second, more at each higher band too (measured 51-95, 97-143, 299-405 pages/s).
 t_nbtband() {
   [ -e /proc/sys/kernel/numa_balancing ] || { fail nbtband "no numa_balancing"; return; }
   mount -t debugfs none /sys/kernel/debug 2>/dev/null
@@ -552,7 +546,6 @@ t_nbtband() {
   per_pass() { echo "$1" "$2" | awk '{ d = $12 - $6; printf "%d", (d > 0 ? ($8 - $2) / d : -1) }'; }
   q4=$(per_pass "$s4" "$s8"); q8=$(per_pass "$s8" "$s16"); q16=$(per_pass "$s16" "$e16")
   r4=$(per_s "$s4" "$s8"); r8=$(per_s "$s8" "$s16"); r16=$(per_s "$s16" "$e16")
-  has() { echo "$1" | tr ' ' '\n' | grep -qx "$2"; }
   lim() { echo $(($1 * 256)); }   # MB/s -> 4 KiB pages (per second, so per one-second window)
   d="node0_free_kb=$f0 per_pass_at_n4=$q4/$(lim 1) at_n8=$q8/$(lim 2) at_n16=$q16/$(lim 4) per_s_at_n4=$r4 at_n8=$r8 at_n16=$r16 hot_on_node0=$(kv hot_node0 "$r")/12288 corrupt=$(kv corrupt "$r") daemon_rc=$drc restored=$([ "$before" = "$after" ] && echo 1 || echo 0) state_after=$st timed_out=$waited"
   echo "TKBENCH nbtband n4=\"$k4\" n8=\"$k8\" n16=\"$k16\" marks=\"$s4 | $s8 | $s16 | $e16\" (centiseconds pgpromote_success pgpromote_candidate numa_hint_faults numa_pte_updates scan_seq)"
