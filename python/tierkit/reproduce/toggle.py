@@ -52,6 +52,10 @@ def run(ctx: Context) -> None:
     for mix in SINGLE:
         for p in SINGLE_POLICIES:
             specs.append(RunSpec(f"single|{mix}|{p}", "mig-friendliness", p, (*base, f"mix={mix}")))
+    # The paper's +54% for liblinear is at 48 GB of DRAM (§5.3); the table above is at 32 GB.
+    big = (f"scale={scale}", f"fast_tier_gb={48 * scale}", f"duration_s={dur}", platform)
+    for p in ("notier", "tpp+toggle"):
+        specs.append(RunSpec(f"single48|liblinear|{p}", "mig-friendliness", p, (*big, "mix=liblinear")))
     for mix in ("ff", "uf", "uu"):
         for off in offsets:
             for p in PAIR_POLICIES:
@@ -151,20 +155,21 @@ def _single(ctx: Context, df: pd.DataFrame) -> None:
     )
     ctx.table(tab.reset_index())
     ctx.text(
-        "The paper's stack is TPP-mod plus toggling; over our TPP the layer rarely engages (see the "
-        "microbenchmark: TPP's second-chance kswapd demotes few promoted pages, so demote_promoted "
-        "gives Algorithm 1 little slope), and tpp+toggle tracks tpp. memtis+toggle shows the layer "
-        "where the base does ping-pong. Our liblinear gains little from any migration at these "
-        "sizes: its hot set is a quarter of the RSS, about the fast tier, and first touch already "
-        "puts much of it there."
+        "The paper's stack is TPP-mod plus toggling. liblinear streams over its whole data (10% of "
+        "its misses, one touch per page per sweep) and reads a quarter of it at random (90%): the "
+        "streamed pages read idle to kswapd between sweeps, TPP finds room for the random-access "
+        "set and migration pays; the sweeps also promote streamed pages that are demoted again "
+        "(demote_promoted), which is the slope the toggle layer watches."
     )
+    gain48 = _norm(df, "single48|liblinear|tpp+toggle", "single48|liblinear|notier")
     ctx.claim(
         "A friendly workload gains from migration with toggling",
         "liblinear +54% over no migration (48 GB DRAM)",
-        f"liblinear tpp+toggle {tab.loc['liblinear', 'tpp+toggle']:.2f}x notier",
-        tab.loc["liblinear", "tpp+toggle"] > 1.0,
+        f"liblinear tpp+toggle {gain48:.2f}x notier at 48 GB "
+        f"({tab.loc['liblinear', 'tpp+toggle']:.2f}x at 32 GB)",
+        gain48 > 1.0 and tab.loc["liblinear", "tpp+toggle"] > 1.0,
         paper_value=1.54,
-        ours_value=float(tab.loc["liblinear", "tpp+toggle"]),
+        ours_value=float(gain48),
         tolerance=0.25,
     )
     worst_other = min(tab.loc["silo", p] for p in ("tpp", "memtis", "nomad"))

@@ -2,8 +2,10 @@
 //! Tables 3-4), alone or in the FF, UF and UU pairs with a start offset. Sizes are the paper's
 //! GB times `scale` (1/16 by default, so its 32 GB of DRAM is the 2 GiB default fast tier).
 //!
-//! - liblinear (friendly): 15 threads; a stable hot set, a quarter of the RSS, takes 90% of the
-//!   accesses and fits in the fast tier, so promoting it once pays.
+//! - liblinear (friendly): 15 threads; a stable hot set, a quarter of the RSS scattered over it,
+//!   takes 90% of the accesses at random and fits in the fast tier, so promoting it once pays; the
+//!   other 10% sweep the whole data in order (a solver's pass over its training instances), one
+//!   touch per page per sweep, so between sweeps the data reads idle to an LRU.
 //! - ft (friendly): 24 threads streaming over a stable 30% of the RSS (90% of accesses).
 //! - silo (unfriendly, single thread): one dependent-access thread over a weakly skewed (Zipf
 //!   0.6) key space larger than the fast tier: the warm set does not fit, so pages ping-pong.
@@ -78,7 +80,7 @@ pub fn tenant(shape: &str, paper_gb: f64, scale: f64, start_s: f64) -> ProcessSp
                     scatter_seed: Some(11),
                     zipf_seed: None,
                 },
-                region("data", 0.1, Pattern::Uniform),
+                region("data", 0.1, Pattern::Sequential),
             ],
         ),
         "ft" => (
