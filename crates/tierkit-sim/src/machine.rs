@@ -222,6 +222,9 @@ pub struct Machine {
     page_bind: Vec<u8>,
     /// When each page's accessed bit was last cleared (ns): by its allocation or a test.
     last_clear: Vec<f64>,
+    /// Tests only: allocate page by page (`allocate_page`), never in runs (`allocate_run`).
+    #[cfg(test)]
+    per_page_alloc: bool,
     /// The thread that last hint-faulted on each page (tid + 1; 0: none), for the private /
     /// shared split of task_numa_fault (last_cpupid).
     last_fault_tid: Vec<u32>,
@@ -612,6 +615,8 @@ impl Machine {
             },
             shadow: FxHashMap::default(),
             shadow_list: Vec::new(),
+            #[cfg(test)]
+            per_page_alloc: false,
             procs,
             threads,
             dists: Vec::new(),
@@ -885,10 +890,93 @@ impl Machine {
         // Room for the events was reserved up front (Machine::memory_bytes); this only grows
         // the list, fallibly, if more comes in one epoch.
         memory::reserve(&mut self.tel.allocated, n as u64, "the page events")?;
-        for page in first..first + n {
-            self.allocate_page(pi, oi, page)?;
+        let mut page = first;
+        while page < first + n {
+            page += self.allocate_run(pi, oi, page, first + n - page)?;
         }
         Ok(())
+    }
+
+    #[cfg(test)]
+    fn per_page_alloc(&self) -> bool {
+        self.per_page_alloc
+    }
+
+    #[cfg(not(test))]
+    fn per_page_alloc(&self) -> bool {
+        false
+    }
+
+    /// Allocate up to `count` pages of object `oi` from `page` on, as `allocate_page` would one
+    /// after the other, and say how many were allocated (at least one). Pages that all go to the
+    /// object's preferred tier while it has room are placed together (the counters, the tables
+    /// and each phase's tier mass updated once per run of pages, page by page in the same order,
+    /// so the result is the same bit for bit); anything else (a pinned object, per-page binds,
+    /// a full tier, whose shadows may have to go) goes through `allocate_page`.
+    fn allocate_run(&mut self, pi: usize, oi: usize, page: u32, count: u32) -> Result<u32> {
+        let o = &self.procs[pi].objects[oi];
+        let preferred = o.bind.unwrap_or(0) as usize;
+        let room = |t: usize| {
+            let mut r = self.cap[t].saturating_sub(self.used[t]);
+            if t == 0 {
+                if let Some(limit) = self.procs[pi].partition {
+                    r = r.min(limit.saturating_sub(self.procs[pi].resident[0]));
+                }
+            }
+            r
+        };
+        // the tier allocate_page would choose, unless a full tier's shadows could make room
+        let mut t = preferred;
+        let mut k = 0;
+        for c in std::iter::once(preferred).chain((0..self.ntiers).filter(|&c| c != preferred)) {
+            let r = room(c);
+            if r > 0 {
+                (t, k) = (c, (count as u64).min(r) as u32);
+                break;
+            }
+            if !self.shadow_list.is_empty() {
+                break;
+            }
+        }
+        let (lo, hi) = (page as usize, (page + k) as usize);
+        if o.pinned
+            || k == 0
+            || self.per_page_alloc()
+            || !self.page_bind.is_empty()
+            || self.page_tier[lo..hi].iter().any(|&x| x != NONE)
+        {
+            self.allocate_page(pi, oi, page)?;
+            return Ok(1);
+        }
+        let (kk, tt) = (k as u64, t as u8);
+        self.used[t] += kk;
+        let p = &mut self.procs[pi];
+        p.resident[t] += kk;
+        p.objects[oi].resident[t] += kk;
+        self.page_tier[lo..hi].fill(tt);
+        self.page_flags[lo..hi].fill(0);
+        self.last_clear[lo..hi].fill(self.now_ns);
+        let Machine { procs, dists, .. } = self;
+        for &d in procs[pi].dist_of.values() {
+            let dd = &mut dists[d];
+            if dd.users == 0 || hi as u32 <= dd.lo || lo as u32 >= dd.hi {
+                continue;
+            }
+            for pg in page..page + k {
+                let pr = dd.pmf(pg);
+                if pr != 0.0 {
+                    dd.mass[t] += pr;
+                }
+            }
+        }
+        self.tel
+            .allocated
+            .extend((page..page + k).map(|pg| PageEvent {
+                page: PageId(pg as u64),
+                pid: pi as u32,
+                tier: tt,
+            }));
+        Ok(k)
     }
 
     /// Processes that start at the same instant run their first touches at the same time, so
@@ -954,17 +1042,29 @@ impl Machine {
             .collect();
         let mut next = vec![0u32; streams.len()];
         while let Some(Reverse((_, pi, oi, i))) = heap.pop() {
-            let i = i as usize;
-            let k = next[i];
+            let k = next[i as usize];
             let (first, pages) = {
                 let o = &self.procs[pi].objects[oi];
                 (o.first, o.pages)
             };
-            self.allocate_page(pi, oi, first + k)?;
-            next[i] = k + 1;
-            if k + 1 < pages {
-                let (_, _, offset, n) = streams[i];
-                heap.push(Reverse((key(offset, n, k + 1), pi, oi, i as u32)));
+            // this stream's pages that come before the next stream's page, as a run
+            let (_, _, offset, n) = streams[i as usize];
+            let mut end = k + 1;
+            match heap.peek() {
+                None => end = pages,
+                Some(Reverse(top)) => {
+                    while end < pages && (key(offset, n, end), pi, oi, i) < *top {
+                        end += 1;
+                    }
+                }
+            }
+            let mut j = k;
+            while j < end {
+                j += self.allocate_run(pi, oi, first + j, end - j)?;
+            }
+            next[i as usize] = end;
+            if end < pages {
+                heap.push(Reverse((key(offset, n, end), pi, oi, i)));
             }
         }
         Ok(())
@@ -2733,4 +2833,88 @@ fn canonical_phases(p: &crate::spec::ProcessSpec) -> Vec<Vec<(usize, usize)>> {
         out.push(row);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Allocating runs of pages together leaves the machine exactly as allocating them one by
+    /// one does: tiers, counters, page events and every phase's tier mass, bit for bit, whether
+    /// processes start alone or together (interleaved first touch) and whether the fast tier
+    /// fills.
+    #[test]
+    fn allocating_in_runs_is_allocating_page_by_page() {
+        let cases: [(&str, &[&str]); 4] = [
+            (
+                "gups-hotset",
+                &["working_set_gb=0.5", "hot_set_gb=0.2", "page_size=4KiB"],
+            ),
+            (
+                "mig-friendliness",
+                &["mix=ff", "scale=0.004", "fast_tier_gb=0.1", "offset_s=0"],
+            ),
+            (
+                "mig-friendliness",
+                &[
+                    "mix=uu",
+                    "scale=0.004",
+                    "fast_tier_gb=0.1",
+                    "offset_s=0.002",
+                ],
+            ),
+            (
+                "lc-be-mix",
+                &[
+                    "scale=0.004",
+                    "fast_tier_gb=0.05",
+                    "pagerank_start_s=0",
+                    "liblinear_start_s=0.003",
+                ],
+            ),
+        ];
+        for (name, sets) in cases {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            let exp = crate::load(name, &sets, Some(3)).unwrap();
+            let mut a = Machine::new(&exp, false).unwrap();
+            let mut b = Machine::new(&exp, false).unwrap();
+            b.per_page_alloc = true;
+            for _ in 0..5 {
+                a.step().unwrap();
+                b.step().unwrap();
+                assert_eq!(a.page_tier, b.page_tier, "{name}");
+                assert_eq!(a.page_flags, b.page_flags, "{name}");
+                assert_eq!(a.used, b.used, "{name}");
+                let ev = |m: &Machine| -> Vec<(u64, u32, u8)> {
+                    m.tel
+                        .allocated
+                        .iter()
+                        .map(|e| (e.page.0, e.pid, e.tier))
+                        .collect()
+                };
+                assert_eq!(ev(&a), ev(&b), "{name}");
+                for (x, y) in a.procs.iter().zip(&b.procs) {
+                    assert_eq!(x.resident, y.resident, "{name}");
+                    for (ox, oy) in x.objects.iter().zip(&y.objects) {
+                        assert_eq!(ox.resident, oy.resident, "{name}");
+                    }
+                }
+                let bits = |m: &Machine| -> Vec<u64> {
+                    m.dists
+                        .iter()
+                        .flat_map(|d| d.mass.iter().map(|x| x.to_bits()))
+                        .collect()
+                };
+                assert_eq!(bits(&a), bits(&b), "{name}");
+                assert!(
+                    a.last_clear
+                        .iter()
+                        .zip(&b.last_clear)
+                        .all(|(x, y)| x.to_bits() == y.to_bits()),
+                    "{name}"
+                );
+            }
+            assert!(a.used[0] == a.cap[0], "{name}: the fast tier fills");
+        }
+    }
 }
