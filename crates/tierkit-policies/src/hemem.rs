@@ -131,8 +131,10 @@ fn list_for(tier: TierId, hot: bool) -> usize {
     }
 }
 
-/// HeMem's per-page record (`struct hemem_page`: accesses[], local_clock, hot).
+/// HeMem's per-page record (`struct hemem_page`: accesses[], local_clock, hot). 10 bytes, not
+/// 12: packed to 2-byte alignment (one per page of the page space).
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C, packed(2))]
 struct PageState {
     reads: u16,
     writes: u16,
@@ -445,8 +447,8 @@ impl Policy for HeMem {
         }
     }
 
-    /// Per page: its tier (1 B), its counts and flags ([`PageState`], 12 B) and its list
-    /// links (12 B).
+    /// Per page: its tier (1 B), its counts and flags ([`PageState`], 10 B) and its list
+    /// links (10 B).
     fn memory_bytes(&self, space: &PageSpace) -> u64 {
         Residency::bytes_for(space.pages)
             + Dense::<PageState>::bytes_for(space.pages)

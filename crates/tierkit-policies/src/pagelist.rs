@@ -14,7 +14,9 @@ const NIL: u32 = u32::MAX;
 const PER_LIST: u64 = 16;
 const NO_LIST: u16 = u16::MAX;
 
+/// 10 bytes, not 12: packed to 2-byte alignment (one per page of the page space).
 #[derive(Clone, Copy, Debug)]
+#[repr(C, packed(2))]
 struct Link {
     prev: u32,
     next: u32,
