@@ -225,7 +225,8 @@ def _pairs(ctx: Context, df: pd.DataFrame, offsets: tuple[float, ...]) -> None:
     ff = tab[tab["pair"] == "FF"]
     ctx.claim(
         "FF: migration with toggling beats no migration for both tenants",
-        "SP +35%, Liblinear +38% over no migration",
+        "SP +35%, Liblinear +38% over no migration (Table 4's Liblinear + SP pair; ours is its "
+        "Liblinear + FT pair, SP's access pattern not being described)",
         ", ".join(f"{r.tenant} {r['tpp+toggle']:.2f}" for _, r in ff.iterrows()),
         bool((ff["tpp+toggle"] > 1.0).all()),
         # the two tenants' gains averaged: the paper's (1.35 + 1.38) / 2
