@@ -1165,7 +1165,12 @@ impl Backend for Linux {
             self.metrics.target_processes.set(pids.len() as i64);
         }
         let now_ns = self.start.elapsed().as_nanos() as u64;
-        let procs: Vec<ProcPages> = self.procs.values().map(|p| p.pages.clone()).collect();
+        // lent to the source for the interval and given back (no copy of every page's entry)
+        let procs: Vec<ProcPages> = self
+            .procs
+            .values_mut()
+            .map(|p| std::mem::take(&mut p.pages))
+            .collect();
         let mut samples = std::mem::take(&mut self.tel.samples);
         let mut ctx = Ctx {
             table: &mut self.table,
@@ -1190,6 +1195,9 @@ impl Backend for Linux {
             }
         }
         self.tel.samples = samples;
+        for (p, pages) in self.procs.values_mut().zip(procs) {
+            p.pages = pages;
+        }
         self.tel.tier_counters = match self.cha.as_mut().map(|c| c.read()) {
             Some(Ok(v)) => v,
             Some(Err(e)) => {
