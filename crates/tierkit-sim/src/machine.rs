@@ -870,13 +870,19 @@ impl Machine {
         true
     }
 
+    /// Pages process `pi` may still place in `tier` under its fast-tier partition (None: no
+    /// partition applies).
+    fn partition_left(&self, tier: usize, pi: usize) -> Option<u64> {
+        let p = &self.procs[pi];
+        (tier == 0)
+            .then_some(p.partition)
+            .flatten()
+            .map(|limit| limit.saturating_sub(p.resident[0]))
+    }
+
     fn has_room(&mut self, tier: usize, pi: usize) -> bool {
-        if tier == 0 {
-            if let Some(limit) = self.procs[pi].partition {
-                if self.procs[pi].resident[0] >= limit {
-                    return false;
-                }
-            }
+        if self.partition_left(tier, pi) == Some(0) {
+            return false;
         }
         self.used[tier] < self.cap[tier] || self.reclaim_shadows(tier)
     }
@@ -917,13 +923,9 @@ impl Machine {
         let o = &self.procs[pi].objects[oi];
         let preferred = o.bind.unwrap_or(0) as usize;
         let room = |t: usize| {
-            let mut r = self.cap[t].saturating_sub(self.used[t]);
-            if t == 0 {
-                if let Some(limit) = self.procs[pi].partition {
-                    r = r.min(limit.saturating_sub(self.procs[pi].resident[0]));
-                }
-            }
-            r
+            let free = self.cap[t].saturating_sub(self.used[t]);
+            self.partition_left(t, pi)
+                .map_or(free, |left| free.min(left))
         };
         // the tier allocate_page would choose, unless a full tier's shadows could make room
         let mut t = preferred;
