@@ -42,10 +42,13 @@
 //!   the least recently used fast-tier page is demoted (m = 0). Recency is a CLOCK over the fast
 //!   tier's pages with the accessed bit (`Mechanism::test_and_clear_accessed`), as the kernel's
 //!   LRU that PACT reclaims from.
-//! - **Huge pages** (§5.2 "THP"): with `huge_pages=true` and 4 KiB pages, a chosen page's whole
-//!   2 MiB region (the 512 aligned page ids) migrates. With the simulator's `page_size = "2MiB"`
-//!   every page is already a huge page, sampled and tracked at that size, and the option changes
-//!   nothing.
+//! - **Huge pages** (§5.2 "THP"): with `huge_pages=true` and 4 KiB pages, pages are tracked at
+//!   4 KiB and a chosen page's whole 2 MiB region (the 512 aligned page ids) migrates, as the
+//!   paper's `move_pages()` of a THP does. Demotion is THP-grained too: the CLOCK holds one entry
+//!   per huge page, tests its one accessed bit (the PMD's, set by an access to any of its 4 KiB
+//!   pages: the test reads and clears all 512) and demotes the victim whole, as the kernel
+//!   migrates a THP. With the simulator's `page_size = "2MiB"` every page is already a huge
+//!   page, sampled and tracked at that size, and the option changes nothing.
 //! - **Scores** (§5.6, §4.3.7): `score=frequency` adds the window's sample count instead of the
 //!   attributed stall (same machinery, initial width in samples); `score=latency` weights each
 //!   sample by its reported load latency, S_p = S * A_p l_p / sum_i A_i l_i (the paper's
@@ -75,7 +78,7 @@
 //!   at 400K tracked pages in BENCHMARKS.md's benchmark, where the pass over the table looked at
 //!   800K) and BENCHMARKS.md the measured time.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
 use tierkit_core::action::{MigrateMode, SampleFilter};
 use tierkit_core::memory::{self, bytes_of};
@@ -194,7 +197,7 @@ const PARAMS: &[ParamDef] = &[
         kind: ParamKind::Bool,
         default: "false",
         unit: "",
-        doc: "With 4 KiB pages, migrate a chosen page's whole 2 MiB region (512 pages).",
+        doc: "With 4 KiB pages, treat each 2 MiB region (512 pages) as a THP: a chosen page's region is promoted whole, and the LRU demotes whole regions by their one accessed bit.",
     },
     ParamDef {
         name: "mlp_max",
@@ -337,6 +340,10 @@ pub struct Pact {
     /// pages) the stale and repeated entries are dropped, so it never outgrows the fast tier.
     clock: VecDeque<PageId>,
     clock_cap: usize,
+    /// With THP (`huge_pages` on 4 KiB pages): pages per huge page (512), else 1. The CLOCK then
+    /// holds one entry per huge page (its first page id) and `in_clock` the huge pages in it.
+    group: u64,
+    in_clock: HashSet<u64>,
     /// Algorithm 2's counters (migrations issued, minus those that failed).
     n_promoted: u64,
     n_demoted: u64,
@@ -410,6 +417,8 @@ impl Pact {
             inflight_to_fast: 0,
             clock: VecDeque::new(),
             clock_cap: usize::MAX,
+            group: 1,
+            in_clock: HashSet::new(),
             n_promoted: 0,
             n_demoted: 0,
             samples: 0,
@@ -526,6 +535,11 @@ impl Pact {
 
     /// Read this epoch's events: residency, migration results, frees.
     fn observe(&mut self, tel: &Telemetry) {
+        self.group = if self.huge_pages && tel.page_bytes < (2 << 20) {
+            HUGE_GROUP
+        } else {
+            1
+        };
         self.residency.observe(tel);
         for e in &tel.allocated {
             if e.tier == FAST {
@@ -556,6 +570,8 @@ impl Pact {
             } else if was == 2 {
                 self.n_demoted = self.n_demoted.saturating_sub(1);
                 self.demotions_failed += 1;
+                // still in the fast tier: back on the CLOCK, which dropped it as moving
+                self.clock_push(r.page);
             }
         }
         for e in &tel.freed {
@@ -702,6 +718,25 @@ impl Pact {
     /// still a distinct fast page, this one is among them.
     fn clock_push(&mut self, p: PageId) {
         const SEEN: u8 = 0x80;
+        if self.group > 1 {
+            // THP: one entry per huge page, as its PMD has one accessed bit
+            let base = p.0 / self.group * self.group;
+            if !self.in_clock.insert(base) {
+                return;
+            }
+            if self.clock.len() >= self.clock_cap {
+                let (residency, in_clock, g) = (&self.residency, &mut self.in_clock, self.group);
+                self.clock.retain(|&q| {
+                    let keep = (q.0..q.0 + g).any(|x| residency.tier(PageId(x)) == Some(FAST));
+                    if !keep {
+                        in_clock.remove(&q.0);
+                    }
+                    keep
+                });
+            }
+            self.clock.push_back(PageId(base));
+            return;
+        }
         if self.clock.len() >= self.clock_cap {
             let (residency, inflight) = (&self.residency, &mut self.inflight);
             self.clock.retain(|&q| {
@@ -750,6 +785,50 @@ impl Pact {
         Some(p)
     }
 
+    /// The fast-tier pages of the huge page starting at `base` that are not moving.
+    fn huge_page_fast(&self, base: u64) -> Vec<PageId> {
+        (base..base + self.group)
+            .map(PageId)
+            .filter(|&q| self.residency.tier(q) == Some(FAST) && *self.inflight.get(q) == 0)
+            .collect()
+    }
+
+    /// [`Pact::lru_victim`] with THP: the least recently used huge page by CLOCK over its one
+    /// accessed bit (the PMD's: set by an access to any of its 4 KiB pages, so the test reads
+    /// them all and clears them all), returned as its fast-tier pages, which demote together:
+    /// the kernel migrates a THP whole. None if the fast tier holds nothing that can move.
+    fn lru_victim_huge(&mut self, mech: &mut dyn Mechanism) -> Option<Vec<PageId>> {
+        let budget = self.clock.len() * 2 + 1;
+        let mut bits = Vec::new();
+        let mut fallback = None;
+        for _ in 0..budget {
+            let Some(b) = self.clock.pop_front() else {
+                break;
+            };
+            let pages = self.huge_page_fast(b.0);
+            if pages.is_empty() {
+                // left the fast tier, or moving: drop it (an arrival pushes it again)
+                self.in_clock.remove(&b.0);
+                continue;
+            }
+            mech.test_and_clear_accessed(&pages, &mut bits);
+            if bits.iter().any(|&a| a) {
+                fallback.get_or_insert(b);
+                self.clock.push_back(b); // second chance
+                continue;
+            }
+            self.in_clock.remove(&b.0);
+            return Some(pages);
+        }
+        // every huge page was recently used: take the oldest
+        let b = fallback?;
+        if let Some(i) = self.clock.iter().position(|&q| q == b) {
+            self.clock.remove(i);
+        }
+        self.in_clock.remove(&b.0);
+        Some(self.huge_page_fast(b.0))
+    }
+
     fn migrate(&mut self, p: PageId, to: tierkit_core::TierId, out: &mut Vec<Action>) {
         self.inflight.set(p, if to == FAST { 1 } else { 2 });
         self.refile_page(p);
@@ -768,14 +847,13 @@ impl Pact {
     fn promote(
         &mut self,
         p: PageId,
-        page_bytes: u64,
         free_fast: &mut i64,
         mech: &mut dyn Mechanism,
         out: &mut Vec<Action>,
     ) -> u64 {
-        let group: Vec<PageId> = if self.huge_pages && page_bytes < (2 << 20) {
-            let base = p.0 / HUGE_GROUP * HUGE_GROUP;
-            (base..base + HUGE_GROUP)
+        let group: Vec<PageId> = if self.group > 1 {
+            let base = p.0 / self.group * self.group;
+            (base..base + self.group)
                 .map(PageId)
                 .filter(|&q| self.residency.tier(q) == Some(SLOW) && *self.inflight.get(q) == 0)
                 .collect()
@@ -786,6 +864,18 @@ impl Pact {
         for q in group {
             // eager demotion: keep N_demoted >= N_promoted + m (Algorithm 2 lines 4-6)
             while self.n_demoted < self.n_promoted + 1 + self.m {
+                if self.group > 1 {
+                    // THP: the victim's whole huge page
+                    let Some(vs) = self.lru_victim_huge(mech) else {
+                        break;
+                    };
+                    for v in vs {
+                        self.migrate(v, SLOW, out);
+                        self.n_demoted += 1;
+                        *free_fast += 1;
+                    }
+                    continue;
+                }
                 let Some(v) = self.lru_victim(mech) else {
                     break;
                 };
@@ -906,7 +996,7 @@ impl Pact {
                 if *self.inflight.get(p) != 0 {
                     continue; // moved with its huge page already
                 }
-                let n = self.promote(p, tel.page_bytes, &mut free_fast, mech, out);
+                let n = self.promote(p, &mut free_fast, mech, out);
                 if n == 0 {
                     break;
                 }
@@ -996,6 +1086,7 @@ impl Policy for Pact {
             + bytes_of::<u32>(self.touched.capacity() as u64)
             + self.by_pac.bytes()
             + bytes_of::<PageId>(self.clock.capacity() as u64)
+            + bytes_of::<(u64, u8)>(self.in_clock.capacity() as u64)
     }
 
     fn init(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
@@ -1354,6 +1445,37 @@ mod tests {
         assert_eq!(pol.lru_victim(&mut mech), Some(PageId(1)));
         // pages 0, 2, 3 got a second chance and are now clear: the oldest goes next
         assert_eq!(pol.lru_victim(&mut mech), Some(PageId(0)));
+    }
+
+    #[test]
+    fn huge_pages_demote_whole_by_their_one_accessed_bit() {
+        // the fast tier full with two huge pages: 0..512, one of whose pages was just read, and
+        // 512..1024, idle; a slow huge page 1024..1536 is sampled
+        let mut m = machine(1024, 512, 1024);
+        let mut pol = pact("window_ms=1,huge_pages=true");
+        init(&mut m, &mut pol);
+        epoch(&mut m, &mut pol, vec![], 0.0, 1.0); // learn the allocations
+        assert_eq!(pol.clock.len(), 2, "one CLOCK entry per huge page");
+        let s = vec![slow_sample(1100, 100.0); 10];
+        let mut mech = m.mech();
+        mech.accessed[300] = true; // the PMD's bit: one 4 KiB page stands for all 512
+        let mut tel = m.telemetry(s.clone());
+        tel.tier_counters = counters(10_000.0, 1.0);
+        let mut out = Vec::new();
+        pol.step(&tel, &mut mech, &mut out);
+        m.apply(&out);
+        let tiers = |r: std::ops::Range<usize>| m.tier[r].iter().all(|&t| t == Some(FAST));
+        assert!(
+            tiers(0..512),
+            "the huge page read since its clear stays whole"
+        );
+        assert!(
+            m.tier[512..1024].iter().all(|&t| t == Some(SLOW)),
+            "the idle one is demoted whole, not page by page"
+        );
+        assert!(tiers(1024..1536), "the sampled one is promoted whole");
+        assert_eq!(pol.n_demoted, 512);
+        assert_eq!(m.nospace, 0);
     }
 
     #[test]

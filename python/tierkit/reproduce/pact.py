@@ -33,6 +33,8 @@ SYSTEMS = ("pact", *BASELINES)
 # (its TPP version) and MEMTIS, under 1-8 MLC threads
 MLC_THREADS = (1, 2, 4, 8)
 CONTENTION = ("pact", "tpp+colloid", "memtis")
+# the THP setup of Fig. 11: PACT against MEMTIS, the second-best THP baseline, on 2 MiB pages
+CONTENTION_THP = ("pact", "memtis")
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -96,6 +98,15 @@ def run(ctx: Context) -> None:
                     "graph-kron",
                     pol,
                     (*kron, "fast_ratio=1:4", f"mlc_threads={n}"),
+                )
+            )
+        for pol in CONTENTION_THP:
+            specs.append(
+                RunSpec(
+                    f"{pol}@mlc{n}thp",
+                    "graph-kron",
+                    pol,
+                    (*kron, "fast_ratio=1:4", f"mlc_threads={n}", "page_size=2MiB"),
                 )
             )
     kv = ("values_gb=0.5", "index_gb=0.05") if ctx.quick else ("values_gb=8", "index_gb=1")
@@ -390,23 +401,32 @@ def _fig11(ctx: Context, get: Any) -> None:
         row: dict[str, Any] = {"MLC threads": n}
         for p in CONTENTION:
             row[p] = get(p, f"mlc{n}")
+        for p in CONTENTION_THP:
+            row[f"{p} THP"] = get(p, f"mlc{n}thp")
         for p in CONTENTION:
             row[f"{p} promotions"] = int(get(p, f"mlc{n}", "promotions"))
+        for p in CONTENTION_THP:
+            row[f"{p} THP promotions"] = int(get(p, f"mlc{n}thp", "promotions"))
         rows.append(row)
     t = pd.DataFrame(rows)
     ctx.section(
         "Bandwidth contention (Fig. 11, §5.8)",
         "graph-kron (bc-kron-like) at fast:slow 1:4 on skx-cxl-emu with 1-8 Intel-MLC-like "
         "threads reading the fast tier (`mlc_threads`, ~8 GB/s each on the idle tier); slowdown "
-        "against the fast-only run under the same contention. Colloid is its TPP version, as "
-        "PACT ran it.",
+        "against the fast-only run under the same contention. As the paper ran it: PACT against "
+        "Colloid (its TPP version, the second-best 4 KiB baseline) on 4 KiB pages, and against "
+        "MEMTIS (the second-best THP baseline) on 2 MiB pages (THP columns; promotions counted "
+        "in huge pages). On 2 MiB pages PACT samples and tracks each huge page, where the paper's "
+        "tracks its 4 KiB pages and moves their huge page (`pact:huge_pages=true` on 4 KiB pages "
+        "does that, but pays 512 base-page migrations and shootdowns per huge page, which a THP "
+        "migration does not).",
     )
     ctx.table(t)
-    worst = max(r["pact"] / min(r["tpp+colloid"], r["memtis"]) for _, r in t.iterrows())
+    worst = max(max(r["pact"] / r["tpp+colloid"], r["pact THP"] / r["memtis THP"]) for _, r in t.iterrows())
     ctx.claim(
         "Under bandwidth contention PACT stays at or below the baselines",
         "PACT comparable to or better than Colloid and MEMTIS at 1-8 MLC threads (Fig. 11)",
-        f"PACT's slowdown at most {worst:.3f}x the better of Colloid and MEMTIS over "
+        f"PACT's slowdown at most {worst:.3f}x Colloid's (4 KiB) and MEMTIS's (THP) over "
         f"{len(MLC_THREADS)} levels (comparable: within 3%)",
         worst <= 1.03,
         paper_value=1.0,
@@ -415,7 +435,7 @@ def _fig11(ctx: Context, get: Any) -> None:
         bound="upper",
     )
     fewer_c = min(r["tpp+colloid promotions"] / max(r["pact promotions"], 1) for _, r in t.iterrows())
-    fewer_m = min(r["memtis promotions"] / max(r["pact promotions"], 1) for _, r in t.iterrows())
+    fewer_m = min(r["memtis THP promotions"] / max(r["pact THP promotions"], 1) for _, r in t.iterrows())
     ctx.claim(
         "Under bandwidth contention PACT promotes several times fewer pages than Colloid",
         "3.5-4.7x fewer promotions than Colloid (§5.8)",
@@ -429,11 +449,18 @@ def _fig11(ctx: Context, get: Any) -> None:
         tolerance=0.5,
     )
     ctx.claim(
-        "Under bandwidth contention PACT promotes fewer pages than MEMTIS",
+        "Under bandwidth contention with THP PACT promotes fewer huge pages than MEMTIS",
         "2.2x fewer promotions than MEMTIS (§5.8, THP)",
-        f"MEMTIS promotes at least {fewer_m:.2f}x PACT's pages at every level (4 KiB pages)",
+        f"MEMTIS promotes at least {fewer_m:.2f}x PACT's huge pages at every level",
         fewer_m >= 1.5,
-        "the paper's 2.2x compares PACT with THP to MEMTIS with THP; here both use 4 KiB pages",
+        "on 2 MiB pages every huge page of graph-kron is sampled about once a 20 ms window, so "
+        "PACs rise at similar rates; a page's PAC grows only while it is in the slow tier (only "
+        "slow-tier loads are sampled, and alpha 1 never cools), so the pages longest there reach "
+        "the top bin and the fast tier rotates: most of PACT's promotions are demoted again, while "
+        "MEMTIS moves pages only across its hot threshold. The paper's PACT ranks 4 KiB pages "
+        "inside each huge page, which the 2 MiB machine cannot sample. (On 4 KiB pages MEMTIS "
+        "promotes several times PACT's pages here, where the paper's Table 2 has MEMTIS at "
+        "1.3K-15K promotions against PACT's 550K-907K: not reproduced either.)",
         paper_value=2.2,
         ours_value=fewer_m,
         tolerance=0.5,
