@@ -7,6 +7,7 @@
 pub mod action;
 pub mod backend;
 pub mod error;
+pub mod events;
 pub mod memory;
 pub mod params;
 pub mod policy;
@@ -18,6 +19,7 @@ pub mod testing;
 pub use action::{Action, MigrateMode, NumaScan, SampleFilter, ScanTiers};
 pub use backend::Backend;
 pub use error::{Error, Result};
+pub use events::PageEvents;
 pub use memory::PageSpace;
 pub use params::{ParamDef, ParamKind, ParamValue, Params, PolicySpec, SpecLayer};
 pub use policy::{AccessTracker, Layer, Mechanism, Policy, PolicyInfo, TelemetryNeeds};

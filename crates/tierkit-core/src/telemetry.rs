@@ -1,7 +1,7 @@
 //! What a policy may see: only what real hardware and kernels can give, with their semantics.
 //! Counter values are deltas over the epoch that just ended.
 
-use crate::{PageId, Pid, Tid, TierId};
+use crate::{PageEvents, PageId, Pid, Tid, TierId};
 
 /// Static description of a memory tier.
 #[derive(Clone, Debug, PartialEq)]
@@ -208,8 +208,10 @@ pub struct Telemetry {
     pub samples: Vec<Sample>,
     pub hint_faults: Vec<HintFault>,
     pub migrations: Vec<MigrationResult>,
-    pub allocated: Vec<PageEvent>,
-    pub freed: Vec<PageEvent>,
+    /// Pages that became resident this epoch, in order (stored as runs of consecutive pages).
+    pub allocated: PageEvents,
+    /// Pages freed this epoch, in order.
+    pub freed: PageEvents,
     pub processes: Vec<ProcInfo>,
     pub objects: Vec<ObjectInfo>,
     /// The machine's calibration constants, when known.

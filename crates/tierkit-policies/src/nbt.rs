@@ -410,7 +410,7 @@ mod tests {
         let mut out = Vec::new();
         let mut t = tel(0, cap, cap);
         t.allocated = alloc(0..cap, FAST);
-        t.allocated.extend(alloc(cap..cap + 10, SLOW));
+        t.allocated.extend(&alloc(cap..cap + 10, SLOW));
         p.init(&t, &mut mech, &mut out);
         out.clear();
         p.step(&t, &mut mech, &mut out);

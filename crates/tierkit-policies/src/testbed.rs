@@ -8,7 +8,7 @@ use tierkit_core::telemetry::{
     MigrationOutcome, MigrationResult, ObjectInfo, PageEvent, Sample, TierInfo,
 };
 use tierkit_core::testing::FakeMech;
-use tierkit_core::{Action, PageId, Pid, Policy, Telemetry, TierId};
+use tierkit_core::{Action, PageEvents, PageId, Pid, Policy, Telemetry, TierId};
 
 pub struct Machine {
     pub tier: Vec<Option<TierId>>,
@@ -26,8 +26,8 @@ pub struct Machine {
     /// Per-page mbind targets from `BindRange`, honoured by [`Machine::touch`].
     pub bind: Vec<Option<TierId>>,
     pub sampling: Option<(u64, SampleFilter)>,
-    allocated: Vec<PageEvent>,
-    freed: Vec<PageEvent>,
+    allocated: PageEvents,
+    freed: PageEvents,
     results: Vec<MigrationResult>,
 }
 
@@ -65,8 +65,8 @@ impl Machine {
             bindings: Vec::new(),
             bind: Vec::new(),
             sampling: None,
-            allocated: Vec::new(),
-            freed: Vec::new(),
+            allocated: PageEvents::new(),
+            freed: PageEvents::new(),
             results: Vec::new(),
         }
     }

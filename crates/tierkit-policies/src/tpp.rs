@@ -213,7 +213,7 @@ pub(crate) mod tests {
         }
     }
 
-    pub(crate) fn alloc(pages: std::ops::Range<u64>, tier: u8) -> Vec<PageEvent> {
+    pub(crate) fn alloc(pages: std::ops::Range<u64>, tier: u8) -> tierkit_core::PageEvents {
         pages
             .map(|p| PageEvent {
                 page: PageId(p),
@@ -467,7 +467,7 @@ pub(crate) mod tests {
             let mut inflight = std::collections::BTreeSet::new();
             let mut t0 = tel(0, 2000, 0);
             t0.allocated = alloc(0..32, SLOW);
-            t0.allocated.extend(alloc(32..64, FAST));
+            t0.allocated.extend(&alloc(32..64, FAST));
             for q in 0..64 { mech.tiers[q] = Some(if q < 32 { SLOW } else { FAST }); }
             let mut out = Vec::new();
             p.step(&t0, &mut mech, &mut out);

@@ -10,7 +10,7 @@ use tierkit_core::action::{Action, MigrateMode, NumaScan, SampleFilter, ScanTier
 use tierkit_core::memory;
 use tierkit_core::rng::Rng;
 use tierkit_core::telemetry::*;
-use tierkit_core::{Backend, Mechanism, PageId, TelemetryNeeds, TierId};
+use tierkit_core::{Backend, Mechanism, PageEvents, PageId, TelemetryNeeds, TierId};
 
 use crate::dist::{Dist, Region};
 use crate::error::{Result, SimError};
@@ -308,8 +308,10 @@ pub struct MachineMemory {
     /// (8 B), and as the policy needs them, the bind table (1 B) and the last faulting thread
     /// (4 B).
     pub page_table: u64,
-    /// The page events of one epoch (allocations and frees, 16 B each) at their largest:
-    /// every page allocated at once, every page that can be freed freed at once.
+    /// The page events of one epoch (allocations and frees, stored as runs of consecutive
+    /// pages, 16 B a run) at their largest: every page allocated at once (a run per object and
+    /// tier, or per page where first touches interleave), every page that can be freed freed at
+    /// once (a run per page at worst).
     pub events: u64,
     /// The phases' access distributions: the regions' tables (a Zipf region's permutation, a
     /// scattered region's offsets, a trace window's pages and alias table) and each phase's
@@ -346,6 +348,38 @@ impl Machine {
         cap
     }
 
+    /// At most how many runs of allocation events one epoch holds ([`PageEvents`]). An object's
+    /// first touch fills its preferred tier and then the next ones, so its events are a run per
+    /// tier it lands in (and one more where a full tier's shadows are dropped page by page).
+    /// Pages go one by one, a run each at worst, where processes start together (their first
+    /// touches interleave, `allocate_interleaved`) and where a policy binds ranges of pages.
+    fn allocation_runs(exp: &Experiment, needs: &TelemetryNeeds) -> u64 {
+        let tiers = exp.platform.tiers.len().max(1) as u64;
+        let epoch_s = exp.epoch_ms * 1e-3;
+        exp.processes
+            .iter()
+            .enumerate()
+            .map(|(pi, p)| {
+                let costart = exp
+                    .processes
+                    .iter()
+                    .enumerate()
+                    .any(|(pj, q)| pj != pi && (q.start_s - p.start_s).abs() <= epoch_s);
+                p.objects
+                    .iter()
+                    .map(|o| {
+                        let n = exp.pages_of(o.bytes);
+                        if costart || needs.bind_ranges {
+                            n
+                        } else {
+                            (tiers + 1) * PageEvents::runs_for(n).max(1)
+                        }
+                    })
+                    .sum::<u64>()
+            })
+            .sum()
+    }
+
     /// Pages whose frees can come in one epoch: every object with a free time, and every
     /// object of a process that can exit (all its threads have work bounds, or phases that all
     /// end, or replay a trace).
@@ -380,8 +414,8 @@ impl Machine {
         if needs.hint_faults {
             per_page += std::mem::size_of::<u32>() as u64;
         }
-        let event = std::mem::size_of::<PageEvent>() as u64;
-        let events = (pages + Self::freeable_pages(exp)).saturating_mul(event);
+        let events = (Self::allocation_runs(exp, needs) + Self::freeable_pages(exp))
+            .saturating_mul(PageEvents::RUN_BYTES);
         // One distribution per phase of every thread group, each with its history.
         let epochs = (exp.duration_s / exp.epoch_ms * 1e3).ceil().max(1.0) as u64;
         let mut dists = 0u64;
@@ -453,10 +487,7 @@ impl Machine {
                 + cap(self.page_bind.capacity(), 1)
                 + cap(self.last_clear.capacity(), 8)
                 + cap(self.last_fault_tid.capacity(), 4),
-            events: cap(
-                self.tel.allocated.capacity() + self.tel.freed.capacity(),
-                std::mem::size_of::<PageEvent>(),
-            ),
+            events: self.tel.allocated.capacity_bytes() + self.tel.freed.capacity_bytes(),
             dists: self.dists.iter().map(Dist::bytes).sum(),
             fault_queues: cap(self.faults.capacity(), fault)
                 + self
@@ -587,8 +618,10 @@ impl Machine {
         }
         let total = base as u64;
         let mut tel = Telemetry::default();
-        memory::reserve_exact(&mut tel.allocated, total, "the page events")?;
-        memory::reserve_exact(&mut tel.freed, Self::freeable_pages(exp), "the page events")?;
+        tel.allocated
+            .try_reserve(Self::allocation_runs(exp, needs), "the page events")?;
+        tel.freed
+            .try_reserve(Self::freeable_pages(exp), "the page events")?;
         let lat = exp
             .platform
             .tiers
@@ -894,8 +927,14 @@ impl Machine {
             (o.first, o.pages)
         };
         // Room for the events was reserved up front (Machine::memory_bytes); this only grows
-        // the list, fallibly, if more comes in one epoch.
-        memory::reserve(&mut self.tel.allocated, n as u64, "the page events")?;
+        // the list, fallibly, if more comes in one epoch: a run per tier, a run per page with
+        // per-page binds.
+        let runs = if self.page_bind.is_empty() {
+            (self.ntiers as u64 + 1) * PageEvents::runs_for(n as u64).max(1)
+        } else {
+            n as u64
+        };
+        self.tel.allocated.try_reserve(runs, "the page events")?;
         let mut page = first;
         while page < first + n {
             page += self.allocate_run(pi, oi, page, first + n - page)?;
@@ -973,11 +1012,7 @@ impl Machine {
         }
         self.tel
             .allocated
-            .extend((page..page + k).map(|pg| PageEvent {
-                page: PageId(pg as u64),
-                pid: pi as u32,
-                tier: tt,
-            }));
+            .push_run(PageId(page as u64), kk, pi as u32, tt);
         Ok(k)
     }
 
@@ -1034,7 +1069,7 @@ impl Machine {
                 }
             }
         }
-        memory::reserve(&mut self.tel.allocated, n_pages, "the page events")?;
+        self.tel.allocated.try_reserve(n_pages, "the page events")?;
         // Positions are positive and finite: their bit patterns order as the numbers do.
         let key = |offset: f64, n: f64, k: u32| ((offset + k as f64 + 0.5) / n).to_bits();
         let mut heap: BinaryHeap<Reverse<(u64, usize, usize, u32)>> = streams
@@ -1138,7 +1173,7 @@ impl Machine {
             o.live = false;
             (o.first, o.pages)
         };
-        memory::reserve(&mut self.tel.freed, n as u64, "the page events")?;
+        self.tel.freed.try_reserve(n as u64, "the page events")?;
         for page in first..first + n {
             let t = self.page_tier[page as usize];
             if t == NONE {

@@ -1366,7 +1366,7 @@ mod tests {
         let tel = lx.take_telemetry();
         assert!(!tel.allocated.is_empty(), "the child's pages are reported");
         assert!(tel.allocated.iter().all(|e| e.pid == pid && e.tier == FAST));
-        let page = tel.allocated[0].page;
+        let page = tel.allocated.iter().next().expect("an event").page;
         assert_eq!(tel.processes.len(), 1);
         assert_eq!(tel.processes[0].rss_pages[0], tel.allocated.len() as u64);
         assert_eq!(tel.tiers[0].used_pages, tel.allocated.len() as u64);
