@@ -86,7 +86,7 @@ pub struct Cli {
 
 const AFTER_HELP: &str = "\
 Config-file-only settings (defaults): interval-ms (500), batch-pages (4096), migrate-mib-s (512; 0 = unlimited),
-fast-reserve-pct (2), source (auto | pebs | damon | softdirty), samples-per-page (1.0), damon-sample-us (5000),
+fast-reserve-pct (2), scan-budget-pct (10), source (auto | pebs | damon | softdirty), samples-per-page (1.0), damon-sample-us (5000),
 damon-aggr-us (100000), damon-update-us (1000000), damon-min-regions (10), damon-max-regions (500),
 status-every-s (10), log-level (info); state-dir and take-over as the flags.
 
@@ -138,6 +138,7 @@ const KEYS: &[&str] = &[
     "batch-pages",
     "migrate-mib-s",
     "fast-reserve-pct",
+    "scan-budget-pct",
     "source",
     "samples-per-page",
     "damon-sample-us",
@@ -332,6 +333,7 @@ fn read_file(cli: &mut Cli, table: &toml::Table) -> Result<FileSettings> {
             "batch-pages" => s.batch_pages = as_int(k, v, 1, 1 << 20)? as usize,
             "migrate-mib-s" => s.migrate_mib_s = as_float(k, v, 0.0, 1e7)?,
             "fast-reserve-pct" => s.fast_reserve_pct = as_float(k, v, 0.0, 90.0)?,
+            "scan-budget-pct" => s.scan_budget_pct = as_float(k, v, 0.1, 100.0)?,
             "samples-per-page" => samples_per_page = as_float(k, v, 0.001, 1000.0)?,
             "damon-sample-us" => damon.sample_us = as_int(k, v, 100, 10_000_000)? as u64,
             "damon-aggr-us" => damon.aggr_us = as_int(k, v, 1000, 100_000_000)? as u64,

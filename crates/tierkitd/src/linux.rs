@@ -57,6 +57,12 @@ pub struct Settings {
     /// asking the kernel again (needs pagemap's frame numbers: CAP_SYS_ADMIN). Off only to
     /// measure what it saves.
     pub scan_reuse_frames: bool,
+    /// The share of one CPU (percent) the scans of the targets' pages may take on average
+    /// (`scan-budget-pct`): after a scan of every target that took d seconds the next comes
+    /// d / share later, or at the next interval if that is later. A target that joined is
+    /// scanned at once; the soft-dirty source, which reads its bits in the scan, scans every
+    /// interval. 100 scans every interval.
+    pub scan_budget_pct: f64,
     /// Targets of Vulcan's latency-critical class (`--latency-critical`); the others are
     /// best-effort.
     pub latency_critical: Vec<u32>,
@@ -72,6 +78,7 @@ impl Default for Settings {
             fast_limit_bytes: None,
             fast_reserve_pct: 2.0,
             scan_reuse_frames: true,
+            scan_budget_pct: 10.0,
             latency_critical: Vec::new(),
         }
     }
@@ -94,6 +101,10 @@ struct Proc {
     demote_promoted: u64,
     threads: u32,
     gone: bool,
+    /// Its pages per tier, kept up to date by the scans and the migrations.
+    rss: [u64; 2],
+    /// Scanned at least once.
+    scanned: bool,
 }
 
 /// A token bucket of pages.
@@ -157,6 +168,8 @@ pub struct Linux {
     last_warn: BTreeMap<Pid, (String, Instant)>,
     /// Time spent in apply() during the last decide (to separate the policy's own time).
     pub last_apply: Duration,
+    /// When the next scan of every target is due (`scan_budget_pct`).
+    next_scan: Instant,
 }
 
 fn read_comm(pid: Pid) -> Option<String> {
@@ -276,6 +289,7 @@ impl Linux {
             noted: BTreeSet::new(),
             last_warn: BTreeMap::new(),
             last_apply: Duration::ZERO,
+            next_scan: Instant::now(),
         };
         l.tel.page_bytes = PAGE_SIZE;
         l.tel.cpu_ghz = cpu_ghz();
@@ -416,6 +430,8 @@ impl Linux {
                     p.pages.vpns.clear();
                     p.pages.soft_dirty.clear();
                     p.known = scan::Known::default();
+                    p.rss = [0, 0];
+                    p.scanned = false;
                     for id in ids {
                         if let Some(s) = self.table.slot(id) {
                             self.tel.freed.push(PageEvent {
@@ -495,16 +511,7 @@ impl Linux {
     }
 
     fn our_pages(&self, tier: TierId) -> u64 {
-        self.procs
-            .values()
-            .map(|p| {
-                p.pages
-                    .ids
-                    .iter()
-                    .filter(|&&id| self.table.slot(id).is_some_and(|s| s.tier == tier))
-                    .count() as u64
-            })
-            .sum()
+        self.procs.values().map(|p| p.rss[tier as usize]).sum()
     }
 
     fn fill_tiers(&mut self) {
@@ -552,12 +559,7 @@ impl Linux {
             resident.insert(l.clone(), [0, 0]);
         }
         for (&pid, p) in &self.procs {
-            let mut rss = vec![0u64; 2];
-            for &id in &p.pages.ids {
-                if let Some(s) = self.table.slot(id) {
-                    rss[s.tier as usize] += 1;
-                }
-            }
+            let rss = p.rss.to_vec();
             let r = resident.entry(self.target_label(pid)).or_default();
             r[0] += rss[0];
             r[1] += rss[1];
@@ -649,6 +651,7 @@ impl Linux {
         let prev = std::mem::take(&mut self.procs.get_mut(&pid).expect("a known target").pages);
         let mut k = 0usize;
         let mut demote_promoted_here = 0u64;
+        let mut rss = [0u64; 2];
         for p in &present {
             let Some(tier) = self.tiers.tier_of_node(p.node as u32) else {
                 continue;
@@ -696,8 +699,11 @@ impl Linux {
             pages.vpns.push(p.vpn);
             pages.ids.push(id);
             pages.soft_dirty.push(p.soft_dirty);
+            rss[tier as usize] += 1;
         }
         let proc_ = self.procs.get_mut(&pid).expect("scanned a known target");
+        proc_.rss = rss;
+        proc_.scanned = true;
         proc_.known = scan::Known::from_present(&present);
         proc_.demote_promoted += demote_promoted_here;
         for &id in &prev.ids {
@@ -827,6 +833,14 @@ impl Linux {
                     let outcome = if st == node as i32 {
                         moved += 1;
                         if let Some(s) = self.table.slot_mut(id) {
+                            if let Some(p) = self.procs.get_mut(&pid) {
+                                if let Some(r) = p.rss.get_mut(s.tier as usize) {
+                                    *r = r.saturating_sub(1);
+                                }
+                                if let Some(r) = p.rss.get_mut(to as usize) {
+                                    *r += 1;
+                                }
+                            }
                             s.tier = to;
                             if to == FAST {
                                 s.promoted = true;
@@ -1144,8 +1158,28 @@ impl Backend for Linux {
         self.tel.migrations.clear();
         self.tel.migrations.append(&mut self.results);
         self.refresh_targets(false)?;
+        // every target when a scan is due (scan_budget_pct), else only those never scanned;
+        // the others keep the last scan's view, with tierkitd's own migrations applied to it
+        let every = Instant::now() >= self.next_scan || self.source.wants_soft_dirty();
+        let t_scan = Instant::now();
+        let mut scanned = 0usize;
         for pid in self.pids() {
-            self.scan_one(pid);
+            let p = &self.procs[&pid];
+            if every || !p.scanned {
+                self.scan_one(pid);
+                scanned += 1;
+            } else {
+                self.procs.get_mut(&pid).expect("a target").threads = threads_of(pid);
+            }
+        }
+        if every {
+            let took = t_scan.elapsed();
+            let share = (self.settings.scan_budget_pct / 100.0).clamp(1e-6, 1.0);
+            self.next_scan = t_scan + took.div_f64(share);
+            self.metrics.page_scans.inc();
+            self.metrics.page_scan_seconds.observe(took.as_secs_f64());
+        } else if scanned < self.procs.len() {
+            self.metrics.page_scans_deferred.inc();
         }
         let gone: Vec<Pid> = self
             .procs
@@ -1400,6 +1434,69 @@ mod tests {
         // its ids are reused only after the epoch that reported them freed
         lx.observe().unwrap();
         assert!(lx.pids().is_empty());
+    }
+
+    #[test]
+    fn scans_are_paced_by_their_budget_and_a_deferred_interval_keeps_the_view() {
+        let me = std::process::id();
+        let settings = Settings {
+            interval: Duration::from_millis(20),
+            // the next scan 1000 times the last one's duration later
+            scan_budget_pct: 0.1,
+            ..Settings::default()
+        };
+        let tiers = TierMap {
+            fast: vec![0],
+            slow: vec![],
+            reason: "test".into(),
+        };
+        let mut lx = Linux::new(
+            Targets::Pids(vec![me]),
+            tiers,
+            topology::NODE_ROOT.into(),
+            settings,
+            Box::new(crate::source::NoSource),
+            &STOP,
+            Metrics::new(),
+        )
+        .unwrap();
+        lx.observe().unwrap();
+        let tel = lx.take_telemetry();
+        let first = tel.allocated.len() as u64;
+        assert!(first > 0);
+        assert_eq!(tel.processes[0].rss_pages, vec![first, 0]);
+        lx.restore_telemetry(tel);
+        assert_eq!(lx.metrics.page_scans.get(), 1);
+        // 8 MiB more, touched: the next interval does not see them, the scan after it does
+        let mut more = vec![0u8; 8 << 20];
+        for i in (0..more.len()).step_by(4096) {
+            more[i] = 1;
+        }
+        std::hint::black_box(&more);
+        lx.observe().unwrap();
+        let tel = lx.take_telemetry();
+        assert!(tel.allocated.is_empty() && tel.freed.is_empty());
+        assert_eq!(
+            tel.processes[0].rss_pages,
+            vec![first, 0],
+            "the last scan's view"
+        );
+        assert_eq!(tel.tiers[0].used_pages, first);
+        lx.restore_telemetry(tel);
+        assert_eq!(lx.metrics.page_scans.get(), 1);
+        assert_eq!(lx.metrics.page_scans_deferred.get(), 1);
+        lx.next_scan = Instant::now();
+        lx.observe().unwrap();
+        let tel = lx.take_telemetry();
+        assert_eq!(lx.metrics.page_scans.get(), 2);
+        assert!(tel.allocated.len() >= 2048, "{}", tel.allocated.len());
+        let rss = tel.processes[0].rss_pages[0];
+        assert_eq!(
+            rss,
+            first + tel.allocated.len() as u64 - tel.freed.len() as u64
+        );
+        assert_eq!(tel.tiers[0].used_pages, rss);
+        drop(more);
     }
 
     #[test]

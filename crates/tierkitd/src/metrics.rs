@@ -51,6 +51,11 @@ pub struct Metrics {
     pub scan_pages_queried: IntCounter,
     /// Present pages whose node the scan knew from an unchanged frame number.
     pub scan_pages_reused: IntCounter,
+    /// Scans of every target's pages, and their wall time.
+    pub page_scans: IntCounter,
+    pub page_scan_seconds: Histogram,
+    /// Intervals that kept the last scan's view of the targets to stay within scan-budget-pct.
+    pub page_scans_deferred: IntCounter,
     pub pages_migrated: IntCounter,
     pub rate_limited: IntCounter,
     pub external_moves: IntCounter,
@@ -183,6 +188,18 @@ impl Metrics {
             scan_pages_reused: counter(
                 "scan_pages_reused_total",
                 "Present pages whose node the scan kept because their frame number had not changed.",
+            ),
+            page_scans: counter(
+                "page_scans_total",
+                "Scans of every target's present pages and their nodes.",
+            ),
+            page_scan_seconds: seconds(
+                "page_scan_seconds",
+                "Wall time of each scan of every target's pages (maps, pagemap, node queries, page events).",
+            ),
+            page_scans_deferred: counter(
+                "page_scans_deferred_total",
+                "Intervals that kept the last scan's view of the targets' pages to keep the scans within scan-budget-pct.",
             ),
             pages_migrated: counter("pages_migrated_total", "Pages moved by tierkitd."),
             rate_limited: counter(
