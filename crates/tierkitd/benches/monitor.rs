@@ -14,19 +14,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tierkit_core::backend;
-use tierkitd::linux::{Linux, Settings, Targets};
+use tierkitd::linux::Settings;
 use tierkitd::source::softdirty::SoftDirty;
-use tierkitd::topology::TierMap;
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-fn thread_cpu() -> Duration {
-    // SAFETY: getrusage writes one struct rusage into the zeroed value we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
+mod common;
+use common::{self_backend, thread_cpu};
 
 fn main() {
     const MIB: usize = 64;
@@ -55,12 +47,10 @@ fn main() {
         let settings = Settings {
             interval: Duration::from_millis(50),
             scan_reuse_frames: reuse,
+            // a scan every step: the scan's cost is what this measures (benches/scale.rs
+            // measures the pacing)
+            scan_budget_pct: 100.0,
             ..Settings::default()
-        };
-        let tiers = TierMap {
-            fast: vec![0],
-            slow: vec![],
-            reason: "bench".into(),
         };
         // soft-dirty when the kernel has it; DAMON is not used here (it may be busy on a shared host)
         let source: Box<dyn tierkitd::source::Source> = match tierkitd::source::softdirty::probe() {
@@ -72,16 +62,7 @@ fn main() {
                 Box::new(tierkitd::source::NoSource)
             }
         };
-        let lx = Linux::new(
-            Targets::Pids(vec![std::process::id()]),
-            tiers,
-            tierkitd::topology::NODE_ROOT.into(),
-            settings,
-            source,
-            &STOP,
-            tierkitd::metrics::Metrics::new(),
-        )
-        .expect("backend");
+        let lx = self_backend(settings, source);
         (lx, tierkit_policies::build("hemem").unwrap())
     };
     let mut runs = [make(true), make(false)];

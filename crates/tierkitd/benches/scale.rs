@@ -9,22 +9,13 @@
 //!
 //! Run: cargo bench -p tierkitd --bench scale [-- GIB [SECS]]
 
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use tierkit_core::backend;
-use tierkitd::linux::{Linux, Settings, Targets};
-use tierkitd::topology::TierMap;
+use tierkitd::linux::Settings;
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-fn thread_cpu() -> Duration {
-    // SAFETY: getrusage writes one struct rusage into the zeroed value we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
+mod common;
+use common::{self_backend, thread_cpu};
 
 fn main() {
     let args: Vec<String> = std::env::args()
@@ -46,21 +37,7 @@ fn main() {
             scan_budget_pct: budget,
             ..Settings::default()
         };
-        let tiers = TierMap {
-            fast: vec![0],
-            slow: vec![],
-            reason: "bench".into(),
-        };
-        let mut lx = Linux::new(
-            Targets::Pids(vec![std::process::id()]),
-            tiers,
-            tierkitd::topology::NODE_ROOT.into(),
-            settings,
-            Box::new(tierkitd::source::NoSource),
-            &STOP,
-            tierkitd::metrics::Metrics::new(),
-        )
-        .expect("backend");
+        let mut lx = self_backend(settings, Box::new(tierkitd::source::NoSource));
         let mut policy = tierkit_policies::build("hemem").unwrap();
         let mut actions = Vec::new();
         backend::init(policy.as_mut(), &mut lx, &mut actions);

@@ -1365,6 +1365,11 @@ mod tests {
             dry_run,
             ..Settings::default()
         };
+        backend_with(targets, settings)
+    }
+
+    /// The backend on this host's node 0 as the fast tier, without a telemetry source.
+    fn backend_with(targets: Targets, settings: Settings) -> Linux {
         let tiers = TierMap {
             fast: vec![0],
             slow: vec![],
@@ -1445,21 +1450,7 @@ mod tests {
             scan_budget_pct: 0.1,
             ..Settings::default()
         };
-        let tiers = TierMap {
-            fast: vec![0],
-            slow: vec![],
-            reason: "test".into(),
-        };
-        let mut lx = Linux::new(
-            Targets::Pids(vec![me]),
-            tiers,
-            topology::NODE_ROOT.into(),
-            settings,
-            Box::new(crate::source::NoSource),
-            &STOP,
-            Metrics::new(),
-        )
-        .unwrap();
+        let mut lx = backend_with(Targets::Pids(vec![me]), settings);
         lx.observe().unwrap();
         let tel = lx.take_telemetry();
         let first = tel.allocated.len() as u64;
