@@ -758,75 +758,62 @@ impl Pact {
         self.clock.push_back(p);
     }
 
-    /// The least recently used fast-tier page by CLOCK over the accessed bits; None if the fast
-    /// tier holds nothing that can move.
-    fn lru_victim(&mut self, mech: &mut dyn Mechanism) -> Option<PageId> {
-        let budget = self.clock.len() * 2 + 1;
-        let mut bit = Vec::with_capacity(1);
-        let mut fallback = None;
-        for _ in 0..budget {
-            let p = self.clock.pop_front()?;
-            if self.residency.tier(p) != Some(FAST) || *self.inflight.get(p) != 0 {
-                continue; // left the fast tier, or moving: drop from the clock
-            }
-            mech.test_and_clear_accessed(&[p], &mut bit);
-            if bit.first().copied().unwrap_or(false) {
-                fallback.get_or_insert(p);
-                self.clock.push_back(p); // second chance
-                continue;
-            }
-            return Some(p);
-        }
-        // every page was recently used: take the oldest
-        let p = fallback?;
-        if let Some(i) = self.clock.iter().position(|&q| q == p) {
-            self.clock.remove(i);
-        }
-        Some(p)
+    /// The pages of CLOCK entry `e` that can be demoted now: those of its huge page (one page
+    /// without THP) that are in the fast tier and not moving. Fills `out`.
+    fn entry_pages(&self, e: PageId, out: &mut Vec<PageId>) {
+        out.clear();
+        out.extend(
+            (e.0..e.0 + self.group)
+                .map(PageId)
+                .filter(|&q| self.residency.tier(q) == Some(FAST) && *self.inflight.get(q) == 0),
+        );
     }
 
-    /// The fast-tier pages of the huge page starting at `base` that are not moving.
-    fn huge_page_fast(&self, base: u64) -> Vec<PageId> {
-        (base..base + self.group)
-            .map(PageId)
-            .filter(|&q| self.residency.tier(q) == Some(FAST) && *self.inflight.get(q) == 0)
-            .collect()
+    /// Drop CLOCK entry `e` from the set of huge pages on the CLOCK (THP only).
+    fn clock_forget(&mut self, e: PageId) {
+        if self.group > 1 {
+            self.in_clock.remove(&e.0);
+        }
     }
 
-    /// [`Pact::lru_victim`] with THP: the least recently used huge page by CLOCK over its one
-    /// accessed bit (the PMD's: set by an access to any of its 4 KiB pages, so the test reads
-    /// them all and clears them all), returned as its fast-tier pages, which demote together:
-    /// the kernel migrates a THP whole. None if the fast tier holds nothing that can move.
-    fn lru_victim_huge(&mut self, mech: &mut dyn Mechanism) -> Option<Vec<PageId>> {
+    /// The least recently used CLOCK entry by its accessed bit: a fast-tier page, or with THP a
+    /// huge page, whose one accessed bit (the PMD's) is set by an access to any of its 4 KiB
+    /// pages, so the test reads and clears them all. Fills `victim` with the entry's pages, which
+    /// demote together (the kernel migrates a THP whole); false if the fast tier holds nothing
+    /// that can move.
+    fn lru_victim(&mut self, mech: &mut dyn Mechanism, victim: &mut Vec<PageId>) -> bool {
         let budget = self.clock.len() * 2 + 1;
-        let mut bits = Vec::new();
+        let mut bits = Vec::with_capacity(1);
         let mut fallback = None;
         for _ in 0..budget {
-            let Some(b) = self.clock.pop_front() else {
+            let Some(e) = self.clock.pop_front() else {
                 break;
             };
-            let pages = self.huge_page_fast(b.0);
-            if pages.is_empty() {
+            self.entry_pages(e, victim);
+            if victim.is_empty() {
                 // left the fast tier, or moving: drop it (an arrival pushes it again)
-                self.in_clock.remove(&b.0);
+                self.clock_forget(e);
                 continue;
             }
-            mech.test_and_clear_accessed(&pages, &mut bits);
+            mech.test_and_clear_accessed(victim, &mut bits);
             if bits.iter().any(|&a| a) {
-                fallback.get_or_insert(b);
-                self.clock.push_back(b); // second chance
+                fallback.get_or_insert(e);
+                self.clock.push_back(e); // second chance
                 continue;
             }
-            self.in_clock.remove(&b.0);
-            return Some(pages);
+            self.clock_forget(e);
+            return true;
         }
-        // every huge page was recently used: take the oldest
-        let b = fallback?;
-        if let Some(i) = self.clock.iter().position(|&q| q == b) {
+        // every entry was recently used: take the oldest
+        let Some(e) = fallback else {
+            return false;
+        };
+        if let Some(i) = self.clock.iter().position(|&q| q == e) {
             self.clock.remove(i);
         }
-        self.in_clock.remove(&b.0);
-        Some(self.huge_page_fast(b.0))
+        self.clock_forget(e);
+        self.entry_pages(e, victim);
+        true
     }
 
     fn migrate(&mut self, p: PageId, to: tierkit_core::TierId, out: &mut Vec<Action>) {
@@ -861,27 +848,19 @@ impl Pact {
             vec![p]
         };
         let mut done = 0;
+        let mut victim = Vec::new();
         for q in group {
-            // eager demotion: keep N_demoted >= N_promoted + m (Algorithm 2 lines 4-6)
+            // eager demotion: keep N_demoted >= N_promoted + m (Algorithm 2 lines 4-6); with
+            // THP the victim is a whole huge page
             while self.n_demoted < self.n_promoted + 1 + self.m {
-                if self.group > 1 {
-                    // THP: the victim's whole huge page
-                    let Some(vs) = self.lru_victim_huge(mech) else {
-                        break;
-                    };
-                    for v in vs {
-                        self.migrate(v, SLOW, out);
-                        self.n_demoted += 1;
-                        *free_fast += 1;
-                    }
-                    continue;
-                }
-                let Some(v) = self.lru_victim(mech) else {
+                if !self.lru_victim(mech, &mut victim) {
                     break;
-                };
-                self.migrate(v, SLOW, out);
-                self.n_demoted += 1;
-                *free_fast += 1;
+                }
+                for &v in &victim {
+                    self.migrate(v, SLOW, out);
+                    self.n_demoted += 1;
+                    *free_fast += 1;
+                }
             }
             if *free_fast <= 0 {
                 break; // nothing to demote and no room
@@ -1442,9 +1421,12 @@ mod tests {
         epoch(&mut m, &mut pol, vec![], 0.0, 1.0); // learn the allocations
         let mut mech = m.mech();
         mech.accessed = vec![true, false, true, true];
-        assert_eq!(pol.lru_victim(&mut mech), Some(PageId(1)));
+        let mut victim = Vec::new();
+        assert!(pol.lru_victim(&mut mech, &mut victim));
+        assert_eq!(victim, vec![PageId(1)]);
         // pages 0, 2, 3 got a second chance and are now clear: the oldest goes next
-        assert_eq!(pol.lru_victim(&mut mech), Some(PageId(0)));
+        assert!(pol.lru_victim(&mut mech, &mut victim));
+        assert_eq!(victim, vec![PageId(0)]);
     }
 
     #[test]

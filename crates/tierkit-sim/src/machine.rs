@@ -369,15 +369,22 @@ impl Machine {
                     .iter()
                     .map(|o| {
                         let n = exp.pages_of(o.bytes);
-                        if costart || needs.bind_ranges {
-                            n
-                        } else {
-                            (tiers + 1) * PageEvents::runs_for(n).max(1)
-                        }
+                        Self::first_touch_runs(tiers, n, costart || needs.bind_ranges)
                     })
                     .sum::<u64>()
             })
             .sum()
+    }
+
+    /// At most how many runs of events the first touch of `pages` pages of one object takes: a
+    /// run per tier it lands in and one more (see [`Machine::allocation_runs`]), or a run per page
+    /// when they may go one by one to alternating tiers (`per_page`).
+    fn first_touch_runs(tiers: u64, pages: u64, per_page: bool) -> u64 {
+        if per_page {
+            pages
+        } else {
+            (tiers + 1) * PageEvents::runs_for(pages).max(1)
+        }
     }
 
     /// Pages whose frees can come in one epoch: every object with a free time, and every
@@ -929,11 +936,7 @@ impl Machine {
         // Room for the events was reserved up front (Machine::memory_bytes); this only grows
         // the list, fallibly, if more comes in one epoch: a run per tier, a run per page with
         // per-page binds.
-        let runs = if self.page_bind.is_empty() {
-            (self.ntiers as u64 + 1) * PageEvents::runs_for(n as u64).max(1)
-        } else {
-            n as u64
-        };
+        let runs = Self::first_touch_runs(self.ntiers as u64, n as u64, !self.page_bind.is_empty());
         self.tel.allocated.try_reserve(runs, "the page events")?;
         let mut page = first;
         while page < first + n {
