@@ -112,6 +112,15 @@ impl PageEvents {
         }
     }
 
+    /// The events as runs, in order: (first page, pages, process, tier). The runs' pages,
+    /// taken in order, are exactly the events [`PageEvents::iter`] yields; where a run starts
+    /// and ends is the storage's choice, so a consumer must not read meaning into it.
+    pub fn runs_iter(&self) -> impl Iterator<Item = (PageId, u64, Pid, TierId)> + '_ {
+        self.runs
+            .iter()
+            .map(|r| (PageId(r.first), r.count() as u64, r.pid, r.tier()))
+    }
+
     /// Make room for `additional` more runs without aborting when memory is short.
     pub fn try_reserve(&mut self, additional: u64, what: &str) -> Result<()> {
         memory::reserve(&mut self.runs, additional, what)
@@ -277,6 +286,12 @@ mod tests {
             let got: Vec<PageEvent> = v.iter().collect();
             prop_assert_eq!(v.len(), want.len());
             prop_assert_eq!(&got, &want);
+            // the runs, expanded, are the same events
+            let expanded: Vec<PageEvent> = v
+                .runs_iter()
+                .flat_map(|(first, n, pid, tier)| (0..n).map(move |i| ev(first.0 + i, pid, tier)))
+                .collect();
+            prop_assert_eq!(&expanded, &want);
             prop_assert!(v.runs() <= want.len());
             // the same events pushed one by one store the same runs
             prop_assert_eq!(PageEvents::from(want), v);

@@ -35,6 +35,26 @@ impl<T: Clone> Dense<T> {
     pub fn set(&mut self, p: PageId, x: T) {
         *self.get_mut(p) = x;
     }
+    /// Set pages `first..first + count` to `x`: the same as setting them one by one, in one
+    /// pass when the table does not reach them yet.
+    pub fn set_run(&mut self, first: PageId, count: u64, x: T) {
+        let (a, end) = (first.0 as usize, (first.0 + count) as usize);
+        if a >= self.v.len() {
+            self.v.resize(a, self.default.clone());
+            self.v.resize(end, x);
+        } else {
+            for p in a..end {
+                self.set(PageId(p as u64), x.clone());
+            }
+        }
+    }
+    /// Ask for `p`'s entry to be brought into cache (a hint; nothing if it has none).
+    #[inline]
+    pub fn prefetch(&self, p: PageId) {
+        if let Some(x) = self.v.get(p.0 as usize) {
+            memory::prefetch(x);
+        }
+    }
     pub fn len(&self) -> usize {
         self.v.len()
     }
@@ -97,8 +117,19 @@ impl Residency {
     /// is not resident (freed while its copy was in flight) changes nothing. Call once per epoch
     /// before deciding.
     pub fn observe(&mut self, tel: &Telemetry) {
-        for e in &tel.allocated {
-            self.set(e.page, Some(e.tier));
+        for (first, count, _, tier) in tel.allocated.runs_iter() {
+            if count > 0 && first.0 >= self.tier.len() as u64 {
+                // A first touch: no page of the run had a tier.
+                if tier as usize >= self.counts.len() {
+                    self.counts.resize(tier as usize + 1, 0);
+                }
+                self.counts[tier as usize] += count;
+                self.tier.set_run(first, count, tier);
+            } else {
+                for p in first.0..first.0 + count {
+                    self.set(PageId(p), Some(tier));
+                }
+            }
         }
         for m in &tel.migrations {
             if m.outcome == MigrationOutcome::Done && self.tier(m.page).is_some() {
@@ -123,6 +154,12 @@ impl Residency {
             self.counts[new as usize] += 1;
         }
         self.tier.set(p, new);
+    }
+
+    /// Ask for `p`'s entry to be brought into cache (a hint).
+    #[inline]
+    pub fn prefetch(&self, p: PageId) {
+        self.tier.prefetch(p);
     }
 
     pub fn tier(&self, p: PageId) -> Option<TierId> {

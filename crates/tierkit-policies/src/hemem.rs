@@ -118,6 +118,9 @@ const SLOW_COLD: usize = 3;
 const MIGRATING: usize = 4;
 const N_LISTS: usize = 5;
 
+/// How many samples ahead the sample loop asks for their pages' records.
+const PREFETCH_AHEAD: usize = 16;
+
 const HOT: u8 = 1;
 const TO_FAST: u8 = 2;
 const TO_SLOW: u8 = 4;
@@ -273,14 +276,17 @@ impl HeMem {
 
     fn observe_events(&mut self, tel: &Telemetry) {
         self.residency.observe(tel);
-        for e in tel.allocated.iter().chain(&tel.freed) {
-            self.settle(e.page);
-            self.freq_total = (self.freq_total - self.freq(e.page) as f64).max(0.0);
-            *self.pages.get_mut(e.page) = PageState {
-                clock: self.clock,
-                ..PageState::default()
-            };
-            self.sync(e.page);
+        for (first, count, _, _) in tel.allocated.runs_iter() {
+            if first.0 >= self.pages.len() as u64 && !self.lists.reaches(first) {
+                self.first_touch(first, count);
+                continue;
+            }
+            for p in first.0..first.0 + count {
+                self.forget(PageId(p));
+            }
+        }
+        for e in &tel.freed {
+            self.forget(e.page);
         }
         for m in &tel.migrations {
             if m.outcome == MigrationOutcome::Done {
@@ -293,9 +299,58 @@ impl HeMem {
         }
     }
 
+    /// A page allocated or freed: a fresh record, on the list its tier calls for.
+    fn forget(&mut self, p: PageId) {
+        self.settle(p);
+        self.freq_total = (self.freq_total - self.freq(p) as f64).max(0.0);
+        *self.pages.get_mut(p) = PageState {
+            clock: self.clock,
+            ..PageState::default()
+        };
+        self.sync(p);
+    }
+
+    /// [`HeMem::forget`] for pages `first..first + count` that the tables do not reach yet (a
+    /// first touch), in one pass: they have no record, no count and no list, so each gets a
+    /// fresh record and goes on the cold list of the tier it is in now, in page order.
+    fn first_touch(&mut self, first: PageId, count: u64) {
+        self.pages.set_run(
+            first,
+            count,
+            PageState {
+                clock: self.clock,
+                ..PageState::default()
+            },
+        );
+        let end = first.0 + count;
+        let mut p = first.0;
+        while p < end {
+            let t = self.residency.tier(PageId(p));
+            let mut q = p + 1;
+            while q < end && self.residency.tier(PageId(q)) == t {
+                q += 1;
+            }
+            if let Some(t) = t {
+                self.lists
+                    .push_back_run(list_for(t, false), PageId(p), q - p);
+            }
+            p = q;
+        }
+    }
+
     /// The PEBS scan thread: count each sample and move pages between hot and cold lists.
     fn observe_samples(&mut self, tel: &Telemetry) {
-        for s in &tel.samples {
+        // The samples' pages are scattered over large tables: ask for the records a few
+        // samples ahead (a hint that changes nothing else).
+        for a in tel.samples.iter().take(PREFETCH_AHEAD) {
+            self.residency.prefetch(a.page);
+            self.pages.prefetch(a.page);
+        }
+        for (i, s) in tel.samples.iter().enumerate() {
+            if let Some(a) = tel.samples.get(i + PREFETCH_AHEAD) {
+                self.residency.prefetch(a.page);
+                self.pages.prefetch(a.page);
+            }
             self.samples += 1;
             if self.residency.tier(s.page).is_none() {
                 self.samples_untracked += 1;
@@ -585,6 +640,60 @@ mod tests {
                 filter: SampleFilter::AllMisses
             }]
         );
+    }
+
+    /// A first touch taken as runs leaves HeMem as taking it page by page does: the same
+    /// records and the same lists in the same order, also where a run mixes tiers, pages of
+    /// the run are freed in the same epoch, and later runs re-touch freed pages.
+    #[test]
+    fn a_first_touch_in_runs_is_a_first_touch_page_by_page() {
+        use tierkit_core::telemetry::PageEvent;
+        let mut tel = Telemetry::default();
+        tel.allocated.push_run(PageId(0), 40, 1, FAST);
+        tel.allocated.push_run(PageId(40), 30, 1, SLOW);
+        tel.allocated.push_run(PageId(100), 10, 2, FAST);
+        for p in [3, 41, 105] {
+            tel.freed.push(PageEvent {
+                page: PageId(p),
+                pid: 1,
+                tier: FAST,
+            });
+        }
+        let mut a = hemem(&[]);
+        let mut b = hemem(&[]);
+        a.observe_events(&tel);
+        b.residency.observe(&tel);
+        for e in tel.allocated.iter().chain(&tel.freed) {
+            b.forget(e.page);
+        }
+        // a second epoch re-touches freed pages and new ones
+        let mut tel2 = Telemetry::default();
+        tel2.allocated.push_run(PageId(3), 1, 1, SLOW);
+        tel2.allocated.push_run(PageId(110), 5, 1, SLOW);
+        a.observe_events(&tel2);
+        b.residency.observe(&tel2);
+        for e in tel2.allocated.iter() {
+            b.forget(e.page);
+        }
+        for l in 0..N_LISTS {
+            let (x, y): (Vec<_>, Vec<_>) = (a.lists.iter(l).collect(), b.lists.iter(l).collect());
+            assert_eq!(x, y, "list {l}");
+        }
+        assert_eq!(a.lists.len(FAST_COLD), 39 + 9);
+        for p in 0..120 {
+            let (x, y) = (*a.pages.get(PageId(p)), *b.pages.get(PageId(p)));
+            assert_eq!(
+                (x.reads, x.writes, x.flags),
+                (y.reads, y.writes, y.flags),
+                "page {p}"
+            );
+            assert_eq!(
+                a.residency.tier(PageId(p)),
+                b.residency.tier(PageId(p)),
+                "page {p}"
+            );
+        }
+        assert_eq!(a.residency.count(FAST), b.residency.count(FAST));
     }
 
     #[test]

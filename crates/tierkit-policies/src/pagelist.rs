@@ -88,6 +88,12 @@ impl PageLists {
         }
     }
 
+    /// Whether the per-page table reaches `p` (it may have been linked).
+    #[inline]
+    pub fn reaches(&self, p: PageId) -> bool {
+        p.0 < self.link.len() as u64
+    }
+
     #[inline]
     pub fn front(&self, l: usize) -> Option<PageId> {
         let h = self.head[l];
@@ -126,6 +132,37 @@ impl PageLists {
         }
         self.tail[l] = i;
         self.len[l] += 1;
+    }
+
+    /// Append pages `first..first + count` to list `l` in page order, taking each off any list
+    /// it is on: the same as pushing them one by one, in one pass when none of them has been
+    /// linked before (a first touch).
+    pub fn push_back_run(&mut self, l: usize, first: PageId, count: u64) {
+        if count == 0 {
+            return;
+        }
+        let end = first.0 + count;
+        if first.0 < self.link.len() as u64 {
+            for p in first.0..end {
+                self.push_back(l, PageId(p));
+            }
+            return;
+        }
+        let (a, last) = (idx(first), idx(PageId(end - 1)));
+        self.link.resize(a as usize, UNLINKED);
+        let t = self.tail[l];
+        self.link.extend((a..=last).map(|i| Link {
+            prev: if i == a { t } else { i - 1 },
+            next: if i == last { NIL } else { i + 1 },
+            list: l as u16,
+        }));
+        if t == NIL {
+            self.head[l] = a;
+        } else {
+            self.link[t as usize].next = a;
+        }
+        self.tail[l] = last;
+        self.len[l] += count;
     }
 
     /// Put `p` first on list `l`, taking it off any list it is on.
@@ -238,19 +275,21 @@ mod tests {
     proptest! {
         /// The lists agree with a plain model under any sequence of operations.
         #[test]
-        fn matches_a_vec_model(ops in proptest::collection::vec((0u8..4, 0u64..16, 0usize..3), 0..200)) {
+        fn matches_a_vec_model(ops in proptest::collection::vec((0u8..5, 0u64..24, 0usize..3, 1u64..6), 0..200)) {
             let mut l = PageLists::new(3);
             let mut model: Vec<Vec<u64>> = vec![Vec::new(); 3];
-            for (op, p, list) in ops {
+            for (op, p, list, n) in ops {
+                let span = if op == 4 { p..p + n } else { p..p + 1 };
                 for m in model.iter_mut() {
                     if op != 3 {
-                        m.retain(|&x| x != p);
+                        m.retain(|x| !span.contains(x));
                     }
                 }
                 match op {
                     0 => { l.push_back(list, PageId(p)); model[list].push(p); }
                     1 => { l.push_front(list, PageId(p)); model[list].insert(0, p); }
                     2 => { l.remove(PageId(p)); }
+                    4 => { l.push_back_run(list, PageId(p), n); model[list].extend(span); }
                     _ => {
                         let got = l.pop_front(list).map(|x| x.0);
                         let want = if model[list].is_empty() { None } else { Some(model[list].remove(0)) };

@@ -225,6 +225,9 @@ pub struct Machine {
     /// Tests only: allocate page by page (`allocate_page`), never in runs (`allocate_run`).
     #[cfg(test)]
     per_page_alloc: bool,
+    /// Tests only: draw samples one by one, never ahead (`sample`).
+    #[cfg(test)]
+    sample_one_by_one: bool,
     /// The thread that last hint-faulted on each page (tid + 1; 0: none), for the private /
     /// shared split of task_numa_fault (last_cpupid).
     last_fault_tid: Vec<u32>,
@@ -273,6 +276,11 @@ pub struct Machine {
     pub epoch_ns: f64,
     pub stats: EpochStats,
     rng_sample: Rng,
+    /// `sample`'s per-thread plan, kept to reuse its allocation.
+    sample_plan: Vec<SamplePlan>,
+    /// `sample`'s draws made ahead and its sample counts, kept to reuse their allocations.
+    sample_ahead: Vec<DrawnAhead>,
+    sample_counts: Vec<u64>,
     rng_fault: Rng,
     rng_bits: Rng,
     rng_mig: Rng,
@@ -657,6 +665,8 @@ impl Machine {
             shadow_list: Vec::new(),
             #[cfg(test)]
             per_page_alloc: false,
+            #[cfg(test)]
+            sample_one_by_one: false,
             procs,
             threads,
             dists: Vec::new(),
@@ -681,6 +691,9 @@ impl Machine {
             epoch_ns: exp.epoch_ms * 1e6,
             stats: EpochStats::default(),
             rng_sample: Rng::derive(seed, 1),
+            sample_plan: Vec::new(),
+            sample_ahead: Vec::new(),
+            sample_counts: Vec::new(),
             rng_fault: Rng::derive(seed, 2),
             rng_bits: Rng::derive(seed, 3),
             rng_mig: Rng::derive(seed, 4),
@@ -952,6 +965,16 @@ impl Machine {
 
     #[cfg(not(test))]
     fn per_page_alloc(&self) -> bool {
+        false
+    }
+
+    #[cfg(test)]
+    fn sample_one_by_one(&self) -> bool {
+        self.sample_one_by_one
+    }
+
+    #[cfg(not(test))]
+    fn sample_one_by_one(&self) -> bool {
         false
     }
 
@@ -1838,6 +1861,11 @@ impl Machine {
         let e = self.epoch_ns;
         let cost = self.exp.platform.costs.sample_ns;
         let t0 = self.now_ns;
+        // What each running thread samples this epoch: (thread, process, phase distribution,
+        // the generator's next draws per kind: (expected samples, restrict to slow tiers,
+        // is_store)).
+        let mut plan = std::mem::take(&mut self.sample_plan);
+        plan.clear();
         for (k, &ti) in idx.iter().enumerate() {
             let th = &self.threads[ti];
             let (Some(pi), Some(d)) = (th.proc_, th.dist) else {
@@ -1846,7 +1874,6 @@ impl Machine {
             let sh = &shares[k * nt..(k + 1) * nt];
             let misses = th.x * th.avail * e;
             let stores_per_miss = (1.0 - th.read_frac) / th.read_frac;
-            // (expected samples, restrict to slow tiers, is_store)
             let kinds: [(f64, bool, bool); 2] = match filter {
                 SampleFilter::AllMisses => [
                     (misses / period as f64, false, false),
@@ -1858,76 +1885,137 @@ impl Machine {
                     (0.0, true, true),
                 ],
             };
-            let tid = th.tid;
-            let th_m = th.m.max(1.0);
-            let mut n_total = 0u64;
-            for (lambda, slow_only, is_store) in kinds {
-                let n = self.rng_sample.poisson(lambda);
+            plan.push(SamplePlan {
+                thread: ti,
+                pid: pi as u32,
+                dist: d,
+                tid: th.tid,
+                m: th.m.max(1.0),
+                kinds,
+            });
+        }
+        // Draw ahead: a copy of the generator makes the epoch's draws as the pass below would
+        // make them if no page draw were retried (a retry happens when the page drawn has no
+        // tier, or is fast where only slow loads are sampled: that depends on the page table),
+        // and asks for each drawn page's tier entry (a cache miss in a large page table), so
+        // that the entries are in cache when the pass reads them. The pass then takes these
+        // draws as its own up to the first retry; there it goes back to the generator's state
+        // after that draw and draws on from it as before. Either way every draw is what drawing
+        // one by one gives.
+        let mut ahead = std::mem::take(&mut self.sample_ahead);
+        ahead.clear();
+        let mut counts = std::mem::take(&mut self.sample_counts);
+        counts.clear();
+        let mut look = self.rng_sample.clone();
+        let one_by_one = self.sample_one_by_one();
+        for sp in plan.iter().filter(|_| !one_by_one) {
+            let dist = &self.dists[sp.dist];
+            for (lambda, slow_only, is_store) in sp.kinds {
+                let n = look.poisson(lambda);
+                counts.push(n);
                 for _ in 0..n {
-                    let dist = &self.dists[d];
+                    let (p, r) = dist.sample_region(&mut look);
+                    memory::prefetch(&self.page_tier[p as usize]);
+                    let after_page = look.clone();
+                    let tail = SampleTail::draw(
+                        &mut look,
+                        dist.regions[r].prefetched,
+                        is_store,
+                        slow_only,
+                        sp.m,
+                    );
+                    ahead.push(DrawnAhead {
+                        page: p,
+                        region: r as u32,
+                        after_page,
+                        tail,
+                    });
+                }
+            }
+        }
+        // Whether the pass still follows the draws made ahead (no retry so far).
+        let mut follows = !one_by_one;
+        let (mut next_draw, mut next_count) = (0usize, 0usize);
+        for sp in &plan {
+            let th_m = sp.m;
+            let mut n_total = 0u64;
+            for (lambda, slow_only, is_store) in sp.kinds {
+                let n = if follows {
+                    counts[next_count]
+                } else {
+                    self.rng_sample.poisson(lambda)
+                };
+                next_count += 1;
+                for _ in 0..n {
+                    let dist = &self.dists[sp.dist];
+                    let usable = |t: u8| t != NONE && (!slow_only || t != 0);
                     let mut page = None;
-                    for _ in 0..64 {
+                    let mut tries = 0;
+                    if follows {
+                        let a = &ahead[next_draw];
+                        let t = self.page_tier[a.page as usize];
+                        tries = 1;
+                        if usable(t) {
+                            page = Some((a.page, t, dist.regions[a.region as usize].prefetched));
+                        } else {
+                            self.rng_sample = a.after_page.clone();
+                            follows = false;
+                        }
+                    }
+                    while page.is_none() && tries < 64 {
                         let (p, r) = dist.sample_region(&mut self.rng_sample);
                         let t = self.page_tier[p as usize];
-                        if t != NONE && (!slow_only || t != 0) {
+                        if usable(t) {
                             page = Some((p, t, dist.regions[r].prefetched));
-                            break;
                         }
+                        tries += 1;
                     }
                     let Some((p, t, prefetched)) = page else {
                         continue;
                     };
-                    // The latency a load-latency sample reports: a dependent or random miss waits
-                    // the tier's whole loaded latency; a load whose line a prefetcher already has
-                    // in flight (a stream running m lines ahead) waits for the rest, ~L/m.
-                    let full = self.lat[t as usize];
-                    // The load events PEBS samplers use (MEM_LOAD_L3_MISS_RETIRED.LOCAL_DRAM and
-                    // .REMOTE_DRAM: HeMem, MEMTIS, Soar, Vulcan, PACT's slow-loads) count retired
-                    // loads whose data came from memory. A load whose line a prefetcher fetched
-                    // finds it in L2/LLC or in flight there: the prefetch carried the miss, and
-                    // the load retires with a cache data source, so it is not an event and is
-                    // not sampled (docs/model.md, "Sampling"). At most 1 - 1/m of a thread's
-                    // misses are covered: a stream still misses where a prefetcher (re)starts,
-                    // about one line in m. Stores (MEM_INST_RETIRED.ALL_STORES) are all events.
-                    let drop = if is_store {
-                        0.0
+                    let tail = if follows {
+                        next_draw += 1;
+                        ahead[next_draw - 1].tail
                     } else {
-                        prefetched.min(1.0 - 1.0 / th_m)
+                        SampleTail::draw(
+                            &mut self.rng_sample,
+                            prefetched,
+                            is_store,
+                            slow_only,
+                            th_m,
+                        )
                     };
-                    if drop > 0.0 && self.rng_sample.chance(drop) {
+                    let Some(tail) = tail else {
                         continue;
-                    }
-                    // Of the loads left, those whose line was still in flight report part of
-                    // the latency (load-latency records).
-                    let rest = if is_store {
-                        prefetched
-                    } else if drop < 1.0 {
-                        ((prefetched - drop) / (1.0 - drop)).max(0.0)
-                    } else {
-                        0.0
                     };
-                    let covered = !slow_only && rest > 0.0 && self.rng_sample.chance(rest);
-                    let lat = if covered {
-                        full / th_m * (0.5 + self.rng_sample.f64())
+                    let full = self.lat[t as usize];
+                    let lat = if tail.covered {
+                        full / th_m * (0.5 + tail.lat_u)
                     } else {
-                        full * (0.75 + 0.5 * self.rng_sample.f64())
+                        full * (0.75 + 0.5 * tail.lat_u)
                     };
-                    let time = t0 + self.rng_sample.f64() * e;
+                    let time = t0 + tail.time_u * e;
                     self.tel.samples.push(Sample {
                         page: PageId(p as u64),
                         tier: t,
                         is_store,
-                        pid: pi as u32,
-                        tid,
+                        pid: sp.pid,
+                        tid: sp.tid,
                         latency_ns: lat as f32,
                         time_ns: time as u64,
                     });
                     n_total += 1;
                 }
             }
-            self.threads[ti].stall_ns += n_total as f64 * cost;
+            self.threads[sp.thread].stall_ns += n_total as f64 * cost;
             self.stats.samples += n_total;
         }
+        if follows {
+            self.rng_sample = look;
+        }
+        self.sample_ahead = ahead;
+        self.sample_counts = counts;
+        self.sample_plan = plan;
         // Keep samples in time order, as a PEBS buffer delivers them.
         self.tel.samples.sort_by_key(|s| (s.time_ns, s.page.0));
     }
@@ -2875,9 +2963,149 @@ fn canonical_phases(p: &crate::spec::ProcessSpec) -> Vec<Vec<(usize, usize)>> {
     out
 }
 
+/// One running thread's sampling in an epoch (`Machine::sample`).
+#[derive(Clone, Copy, Debug)]
+struct SamplePlan {
+    thread: usize,
+    pid: u32,
+    dist: usize,
+    tid: u32,
+    /// The thread's MLP, at least 1.
+    m: f64,
+    /// (expected samples, restrict to slow tiers, is_store) of its loads, then its stores.
+    kinds: [(f64, bool, bool); 2],
+}
+
+/// A sample drawn ahead (`Machine::sample`): its page and region, the generator's state right
+/// after the page was drawn (where a retry draws on from), and what it drew after the page.
+#[derive(Clone, Debug)]
+struct DrawnAhead {
+    page: u32,
+    region: u32,
+    after_page: Rng,
+    tail: Option<SampleTail>,
+}
+
+/// What a sample draws after its page: whether a prefetcher covered the load (then it is not
+/// sampled, or it reports part of the latency), and the uniform draws placing its latency and
+/// its time in the epoch. One function for the sampler and its look-ahead, so that both advance
+/// the generator alike.
+#[derive(Clone, Copy, Debug)]
+struct SampleTail {
+    covered: bool,
+    lat_u: f64,
+    time_u: f64,
+}
+
+impl SampleTail {
+    #[inline]
+    fn draw(
+        rng: &mut Rng,
+        prefetched: f64,
+        is_store: bool,
+        slow_only: bool,
+        th_m: f64,
+    ) -> Option<Self> {
+        // The load events PEBS samplers use (MEM_LOAD_L3_MISS_RETIRED.LOCAL_DRAM and
+        // .REMOTE_DRAM: HeMem, MEMTIS, Soar, Vulcan, PACT's slow-loads) count retired loads whose
+        // data came from memory. A load whose line a prefetcher fetched finds it in L2/LLC or in
+        // flight there: the prefetch carried the miss, and the load retires with a cache data
+        // source, so it is not an event and is not sampled (docs/model.md, "Sampling"). At most
+        // 1 - 1/m of a thread's misses are covered: a stream still misses where a prefetcher
+        // (re)starts, about one line in m. Stores (MEM_INST_RETIRED.ALL_STORES) are all events.
+        let drop = if is_store {
+            0.0
+        } else {
+            prefetched.min(1.0 - 1.0 / th_m)
+        };
+        if drop > 0.0 && rng.chance(drop) {
+            return None;
+        }
+        // Of the loads left, those whose line was still in flight report part of the latency
+        // (load-latency records): a dependent or random miss waits the tier's whole loaded
+        // latency; a load whose line a prefetcher already has in flight (a stream running m lines
+        // ahead) waits for the rest, ~L/m.
+        let rest = if is_store {
+            prefetched
+        } else if drop < 1.0 {
+            ((prefetched - drop) / (1.0 - drop)).max(0.0)
+        } else {
+            0.0
+        };
+        let covered = !slow_only && rest > 0.0 && rng.chance(rest);
+        let lat_u = rng.f64();
+        let time_u = rng.f64();
+        Some(SampleTail {
+            covered,
+            lat_u,
+            time_u,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Samples drawn ahead (to prefetch their pages) are the samples drawn one by one, bit for
+    /// bit, also where many draws are retried (slow loads only, most pages fast; pages not yet
+    /// allocated) and whatever the sampling period.
+    #[test]
+    fn samples_drawn_ahead_are_the_samples_drawn_one_by_one() {
+        let cases: [(&str, &[&str], SampleFilter, u64); 4] = [
+            (
+                "gups-hotset",
+                &["working_set_gb=0.5", "hot_set_gb=0.2", "page_size=4KiB"],
+                SampleFilter::AllMisses,
+                997,
+            ),
+            (
+                "gups-hotset",
+                &[
+                    "working_set_gb=0.5",
+                    "hot_set_gb=0.2",
+                    "page_size=4KiB",
+                    "fast_ratio=4:5",
+                ],
+                SampleFilter::SlowLoads,
+                401,
+            ),
+            (
+                "graph-kron",
+                &["vertices_gb=0.1", "edges_gb=0.1", "frontier_gb=0.02"],
+                SampleFilter::SlowLoads,
+                199,
+            ),
+            (
+                "mig-friendliness",
+                &[
+                    "mix=uu",
+                    "scale=0.004",
+                    "fast_tier_gb=0.1",
+                    "offset_s=0.002",
+                ],
+                SampleFilter::Loads,
+                53,
+            ),
+        ];
+        for (name, sets, filter, period) in cases {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            let exp = crate::load(name, &sets, Some(11)).unwrap();
+            let mut a = Machine::new(&exp, false).unwrap();
+            let mut b = Machine::new(&exp, false).unwrap();
+            b.sample_one_by_one = true;
+            a.sampling = Some((period, filter));
+            b.sampling = Some((period, filter));
+            let mut n = 0;
+            for _ in 0..20 {
+                a.step().unwrap();
+                b.step().unwrap();
+                assert_eq!(a.tel.samples, b.tel.samples, "{name}");
+                n += a.tel.samples.len();
+            }
+            assert!(n > 100, "{name}: {n} samples");
+        }
+    }
 
     /// Allocating runs of pages together leaves the machine exactly as allocating them one by
     /// one does: tiers, counters, page events and every phase's tier mass, bit for bit, whether

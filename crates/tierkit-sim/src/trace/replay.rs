@@ -22,6 +22,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
+use tierkit_core::memory::prefetch;
 
 use super::{Op, Reader, Result, Source, StampKind};
 
@@ -213,21 +214,6 @@ impl Llc {
         s[0].0[0] = fp;
         pos.is_none()
     }
-}
-
-/// Hints the CPU to bring `x`'s cache line in (nothing where there is no such instruction).
-#[inline(always)]
-fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: PREFETCHT0 is only a hint to the cache: it reads nothing the program sees, writes
-    // nothing and cannot fault, and `x` is a live reference anyway. SSE, which has it, is part
-    // of the x86_64 baseline. Measured in BENCHMARKS.md (trace replay).
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((x as *const T).cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
 }
 
 /// The stride test of the MLP estimate (see the module doc).
