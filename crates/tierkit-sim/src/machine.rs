@@ -276,6 +276,8 @@ pub struct Machine {
     pub epoch_ns: f64,
     pub stats: EpochStats,
     rng_sample: Rng,
+    /// Per-epoch buffers of `step`, kept to reuse their allocations.
+    scratch: StepScratch,
     /// `sample`'s per-thread plan, kept to reuse its allocation.
     sample_plan: Vec<SamplePlan>,
     /// `sample`'s draws made ahead and its sample counts, kept to reuse their allocations.
@@ -691,6 +693,7 @@ impl Machine {
             epoch_ns: exp.epoch_ms * 1e6,
             stats: EpochStats::default(),
             rng_sample: Rng::derive(seed, 1),
+            scratch: StepScratch::default(),
             sample_plan: Vec::new(),
             sample_ahead: Vec::new(),
             sample_counts: Vec::new(),
@@ -1341,11 +1344,7 @@ impl Machine {
         }
         let d = self.make_dist(pi, group, phase)?;
         if self.dists[d].users == 0 {
-            let pt = &self.page_tier;
-            self.dists[d].recompute_mass(|p| {
-                let t = pt[p as usize];
-                (t != NONE).then_some(t)
-            });
+            self.dists[d].recompute_mass_from(&self.page_tier, NONE);
         }
         if self.dists[d].users == 0 {
             self.dists_started.push(d);
@@ -1548,8 +1547,8 @@ impl Machine {
                 None => groups.push((1.0, th.m, th.z, th.avail, wb, s)),
             }
         }
-        let mut lat = self.lat.clone();
-        let mig: Vec<(f64, f64)> = self.mig_bytes_now.clone();
+        let mut lat = std::mem::take(&mut self.lat);
+        let mig = &self.mig_bytes_now;
         let tiers = &self.exp.platform.tiers;
         let eval = |lat: &[f64], t: usize| -> f64 {
             let (mut read, w) = mig[t];
@@ -1668,13 +1667,20 @@ impl Machine {
         self.stats.hint_faults = 0;
         self.stats.samples = 0;
         self.lifecycle()?;
-        self.mig_bytes_now = std::mem::replace(&mut self.mig_bytes_next, vec![(0.0, 0.0); nt]);
+        std::mem::swap(&mut self.mig_bytes_now, &mut self.mig_bytes_next);
+        self.mig_bytes_next.clear();
+        self.mig_bytes_next.resize(nt, (0.0, 0.0));
         self.run_queue();
 
-        // Threads that run this epoch, their time available after stalls, their tier shares.
-        let mut idx = Vec::new();
-        let mut shares = Vec::new();
-        let mut s = vec![0.0; nt];
+        // Threads that run this epoch, their time available after stalls, their tier shares
+        // (the buffers are kept from epoch to epoch: an epoch allocates nothing it can reuse).
+        let mut idx = std::mem::take(&mut self.scratch.idx);
+        let mut shares = std::mem::take(&mut self.scratch.shares);
+        let mut s = std::mem::take(&mut self.scratch.share);
+        idx.clear();
+        shares.clear();
+        s.clear();
+        s.resize(nt, 0.0);
         for ti in 0..self.threads.len() {
             let th = &self.threads[ti];
             // waiting at a barrier, or its phase's work done (it waits from the next epoch)
@@ -1700,16 +1706,22 @@ impl Machine {
 
         // Rates, misses, counters.
         let cyc = self.cpu_ghz;
-        let mut tc = vec![TierCounters::default(); nt];
-        let mut not_empty_prod = vec![1.0; nt];
+        let mut tc = std::mem::take(&mut self.tel.tier_counters);
+        tc.clear();
+        tc.resize(nt, TierCounters::default());
+        let mut not_empty_prod = std::mem::take(&mut self.scratch.not_empty_prod);
+        not_empty_prod.clear();
+        not_empty_prod.resize(nt, 1.0);
         self.tel.cores.clear();
-        self.stats.latency_ns = self.lat.clone();
-        self.stats.app_misses = vec![0.0; nt];
+        self.stats.latency_ns.clone_from(&self.lat);
+        self.stats.app_misses.clear();
+        self.stats.app_misses.resize(nt, 0.0);
         for d in &mut self.dists {
             d.rate = 0.0;
             d.rate_full = 0.0;
         }
-        let lat = self.lat.clone();
+        let mut lat = std::mem::take(&mut self.scratch.lat);
+        lat.clone_from(&self.lat);
         for (k, &ti) in idx.iter().enumerate() {
             let sh = &shares[k * nt..(k + 1) * nt];
             let th = &mut self.threads[ti];
@@ -1808,8 +1820,13 @@ impl Machine {
                 .min(e * cyc);
             }
         }
-        self.stats.bytes = tc.iter().map(|c| c.bytes_read + c.bytes_written).collect();
+        self.stats.bytes.clear();
+        self.stats
+            .bytes
+            .extend(tc.iter().map(|c| c.bytes_read + c.bytes_written));
         self.tel.tier_counters = tc;
+        self.scratch.not_empty_prod = not_empty_prod;
+        self.scratch.lat = lat;
 
         let t_sample = std::time::Instant::now();
         self.sample(&idx, &shares);
@@ -1850,6 +1867,9 @@ impl Machine {
         {
             info.live = o.live;
         }
+        self.scratch.idx = idx;
+        self.scratch.shares = shares;
+        self.scratch.share = s;
         Ok(())
     }
 
@@ -2017,7 +2037,7 @@ impl Machine {
         self.sample_counts = counts;
         self.sample_plan = plan;
         // Keep samples in time order, as a PEBS buffer delivers them.
-        self.tel.samples.sort_by_key(|s| (s.time_ns, s.page.0));
+        stable_sort_by_key(&mut self.tel.samples, |s| (s.time_ns, s.page.0));
     }
 
     /// Mark pages for hint faults (the fixed-rate marker, or Linux's scanner per process), then
@@ -2963,6 +2983,33 @@ fn canonical_phases(p: &crate::spec::ProcessSpec) -> Vec<Vec<(usize, usize)>> {
     out
 }
 
+/// A stable sort that allocates nothing for the few dozen samples of a typical epoch (insertion
+/// sort; `sort_by_key`, which takes a buffer, above that).
+fn stable_sort_by_key<T, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
+    if v.len() > 32 {
+        v.sort_by_key(key);
+        return;
+    }
+    for i in 1..v.len() {
+        let mut j = i;
+        while j > 0 && key(&v[j - 1]) > key(&v[j]) {
+            v.swap(j - 1, j);
+            j -= 1;
+        }
+    }
+}
+
+/// `Machine::step`'s per-epoch buffers: the running threads, their tier shares, one thread's
+/// shares, the tiers' busy products and latencies.
+#[derive(Clone, Debug, Default)]
+struct StepScratch {
+    idx: Vec<usize>,
+    shares: Vec<f64>,
+    share: Vec<f64>,
+    not_empty_prod: Vec<f64>,
+    lat: Vec<f64>,
+}
+
 /// One running thread's sampling in an epoch (`Machine::sample`).
 #[derive(Clone, Copy, Debug)]
 struct SamplePlan {
@@ -3046,6 +3093,18 @@ impl SampleTail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The small stable sort orders as `sort_by_key` does, equal keys kept in their order.
+        #[test]
+        fn the_small_stable_sort_is_sort_by_key(v in proptest::collection::vec((0u8..6, 0u32..1000), 0..70)) {
+            let mut a = v.clone();
+            let mut b = v;
+            stable_sort_by_key(&mut a, |x| x.0);
+            b.sort_by_key(|x| x.0);
+            proptest::prop_assert_eq!(a, b);
+        }
+    }
 
     /// Samples drawn ahead (to prefetch their pages) are the samples drawn one by one, bit for
     /// bit, also where many draws are retried (slow loads only, most pages fast; pages not yet
