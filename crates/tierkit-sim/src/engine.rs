@@ -202,7 +202,8 @@ impl Series {
 pub struct Timing {
     /// Building the machine (page table, first allocations).
     pub setup_s: f64,
-    /// Machine epochs in total, and of those the fixed-point solve and the sampling.
+    /// Machine epochs in total, and of those the fixed-point solve and the sampling (these two
+    /// estimated from every 8th epoch).
     pub machine_s: f64,
     pub solve_s: f64,
     pub sample_s: f64,
