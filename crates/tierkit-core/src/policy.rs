@@ -49,6 +49,10 @@ pub struct TelemetryNeeds {
     /// Whether the policy binds page ranges to tiers (`Action::BindRange`): the simulated
     /// machine then keeps a per-page bind table from the start.
     pub bind_ranges: bool,
+    /// Whether the policy tests and clears accessed bits
+    /// ([`Mechanism::test_and_clear_accessed`]: LRU aging, CLOCK): the simulated machine then
+    /// keeps each page's last clear time (8 B a page), which it does not for other policies.
+    pub accessed_bits: bool,
 }
 
 /// A tiering policy. One file per policy; see `tierkit-policies`.

@@ -178,6 +178,7 @@ impl Policy for Nbt {
         TelemetryNeeds {
             hint_faults: true,
             quantum_ns: 0,
+            accessed_bits: true,
             ..TelemetryNeeds::default()
         }
     }

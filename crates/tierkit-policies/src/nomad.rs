@@ -151,6 +151,7 @@ impl Policy for Nomad {
         TelemetryNeeds {
             hint_faults: true,
             quantum_ns: 0,
+            accessed_bits: true,
             ..TelemetryNeeds::default()
         }
     }

@@ -1017,6 +1017,7 @@ impl Policy for Pact {
             sampling: Some((self.sample_period, SampleFilter::SlowLoads)),
             tier_counters: true,
             quantum_ns: self.window_ns,
+            accessed_bits: true,
             ..TelemetryNeeds::default()
         }
     }

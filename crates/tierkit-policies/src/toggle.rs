@@ -402,7 +402,11 @@ impl Policy for Toggle {
     }
 
     fn needs(&self) -> TelemetryNeeds {
-        self.base.needs()
+        // The restart detector scans a stopped process's pages' accessed bits.
+        TelemetryNeeds {
+            accessed_bits: true,
+            ..self.base.needs()
+        }
     }
 
     /// The base's tables, and with `refault=true` the refault distances of every page placed

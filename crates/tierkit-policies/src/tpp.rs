@@ -99,6 +99,7 @@ impl Policy for Tpp {
         TelemetryNeeds {
             hint_faults: true,
             quantum_ns: 0,
+            accessed_bits: true,
             ..TelemetryNeeds::default()
         }
     }

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use tierkit_core::telemetry::QosClass;
-use tierkit_core::{backend, Action, Policy};
+use tierkit_core::{backend, Action, Policy, TelemetryNeeds};
 
 use crate::error::{Result, SimError};
 use crate::machine::Machine;
@@ -583,7 +583,8 @@ fn reference(
     let p = match from_disk {
         Some(p) => p,
         None => {
-            let mut m = Machine::new(exp, true)?;
+            // No policy: no per-page table a policy would need.
+            let mut m = Machine::with_needs(exp, true, &TelemetryNeeds::default())?;
             let p = run_pass(&mut m, None, None, None, progress, &mut Timing::default())?;
             if let Some(f) = &file {
                 // A cache that cannot be written only costs the next process a rerun.
@@ -676,7 +677,7 @@ fn ratio(a: f64, b: f64) -> f64 {
 /// Run a profiler policy on the experiment with every page in the fast tier and return its
 /// profile text (`tierkit soar profile`).
 pub fn profile(exp: &Experiment, profiler: &mut dyn Policy) -> Result<String> {
-    let mut pm = Machine::new(exp, true)?;
+    let mut pm = Machine::with_needs(exp, true, &profiler.needs())?;
     run_pass(
         &mut pm,
         Some(profiler),

@@ -225,6 +225,8 @@ pub struct Machine {
     /// Tests only: allocate page by page (`allocate_page`), never in runs (`allocate_run`).
     #[cfg(test)]
     per_page_alloc: bool,
+    /// A policy tested accessed bits without declaring `TelemetryNeeds::accessed_bits`.
+    undeclared_accessed_bits: bool,
     /// Tests only: draw samples one by one, never ahead (`sample`).
     #[cfg(test)]
     sample_one_by_one: bool,
@@ -341,8 +343,9 @@ impl MachineMemory {
     }
 }
 
-/// Bytes per page of the arrays every machine allocates: tier, flags, last accessed-bit clear.
-const PAGE_TABLE_BYTES: u64 = (2 * std::mem::size_of::<u8>() + std::mem::size_of::<f64>()) as u64;
+/// Bytes per page of the arrays every machine allocates: tier and flags (the last accessed-bit
+/// clear, 8 B more, only for policies that test accessed bits).
+const PAGE_TABLE_BYTES: u64 = (2 * std::mem::size_of::<u8>()) as u64;
 /// Bytes per page of the hint-fault queues when every page is marked (see
 /// [`MachineMemory::fault_queues`]).
 const FAULT_QUEUE_BYTES: u64 = std::mem::size_of::<Reverse<(u64, u32, u64, u32)>>() as u64 * 4 / 3;
@@ -427,6 +430,9 @@ impl Machine {
     pub fn memory_bytes(exp: &Experiment, needs: &TelemetryNeeds) -> MachineMemory {
         let pages = exp.footprint_pages();
         let mut per_page = PAGE_TABLE_BYTES;
+        if needs.accessed_bits {
+            per_page += std::mem::size_of::<f64>() as u64;
+        }
         if needs.bind_ranges {
             per_page += std::mem::size_of::<u8>() as u64;
         }
@@ -525,7 +531,7 @@ impl Machine {
     /// footprint (the reference run that slowdowns are measured against). Tables a policy may
     /// need are allocated when first used; [`Machine::with_needs`] allocates them up front.
     pub fn new(exp: &Experiment, fast_only: bool) -> Result<Machine> {
-        Self::with_needs(exp, fast_only, &TelemetryNeeds::default())
+        Self::build(exp, fast_only, &TelemetryNeeds::default(), true)
     }
 
     /// Build the machine for an experiment and a policy with these needs, allocating every
@@ -534,6 +540,19 @@ impl Machine {
         exp: &Experiment,
         fast_only: bool,
         needs: &TelemetryNeeds,
+    ) -> Result<Machine> {
+        Self::build(exp, fast_only, needs, needs.accessed_bits)
+    }
+
+    /// [`Machine::with_needs`]; `keep_clear_times`: keep each page's last accessed-bit clear
+    /// (a policy that tests accessed bits without saying so in its needs then fails the run
+    /// with a clear error, see `test_accessed`). [`Machine::new`] keeps them, since it does
+    /// not know its policy.
+    fn build(
+        exp: &Experiment,
+        fast_only: bool,
+        needs: &TelemetryNeeds,
+        keep_clear_times: bool,
     ) -> Result<Machine> {
         let ntiers = exp.platform.tiers.len();
         let fp = exp.footprint_pages();
@@ -659,7 +678,11 @@ impl Machine {
             } else {
                 Vec::new()
             },
-            last_clear: memory::filled(total, 0.0, "the page table")?,
+            last_clear: if keep_clear_times {
+                memory::filled(total, 0.0, "the accessed-bit table")?
+            } else {
+                Vec::new()
+            },
             last_fault_tid: if needs.hint_faults {
                 memory::filled(total, 0, "the hint-fault table")?
             } else {
@@ -669,6 +692,7 @@ impl Machine {
             shadow_list: Vec::new(),
             #[cfg(test)]
             per_page_alloc: false,
+            undeclared_accessed_bits: false,
             #[cfg(test)]
             sample_one_by_one: false,
             procs,
@@ -1028,7 +1052,9 @@ impl Machine {
         p.objects[oi].resident[t] += kk;
         self.page_tier[lo..hi].fill(tt);
         self.page_flags[lo..hi].fill(0);
-        self.last_clear[lo..hi].fill(self.now_ns);
+        if !self.last_clear.is_empty() {
+            self.last_clear[lo..hi].fill(self.now_ns);
+        }
         let Machine { procs, dists, .. } = self;
         for &d in procs[pi].dist_of.values() {
             let dd = &mut dists[d];
@@ -1159,7 +1185,9 @@ impl Machine {
             }
             self.set_tier(page, Some(t));
             self.page_flags[page as usize] = F_PINNED;
-            self.last_clear[page as usize] = now;
+            if let Some(c) = self.last_clear.get_mut(page as usize) {
+                *c = now;
+            }
             return Ok(());
         }
         {
@@ -1186,7 +1214,9 @@ impl Machine {
             };
             self.set_tier(page, Some(t));
             self.page_flags[page as usize] = 0;
-            self.last_clear[page as usize] = now;
+            if let Some(c) = self.last_clear.get_mut(page as usize) {
+                *c = now;
+            }
             self.tel.allocated.push(PageEvent {
                 page: PageId(page as u64),
                 pid: pi as u32,
@@ -1657,6 +1687,12 @@ impl Machine {
     /// Advance one epoch: lifecycle, pending migrations, the fixed point, counters, sampling,
     /// hint faults. Fills `self.tel` for the policy.
     pub fn step(&mut self) -> Result<()> {
+        if self.undeclared_accessed_bits {
+            return Err(SimError::Config {
+                at: "policy".into(),
+                msg: "it tests accessed bits (Mechanism::test_and_clear_accessed) without declaring TelemetryNeeds::accessed_bits, so the simulated machine kept no clear times; declare it in the policy's needs()".into(),
+            });
+        }
         let nt = self.ntiers;
         let e = self.epoch_ns;
         self.tel.samples.clear();
@@ -2934,6 +2970,13 @@ impl Machine {
     /// stalled does not make every page read idle).
     fn test_accessed(&mut self, pages: &[PageId], at: f64, out: &mut Vec<bool>) {
         out.clear();
+        if self.last_clear.is_empty() && !pages.is_empty() {
+            // The policy did not declare `accessed_bits`: no clear times were kept. Its next
+            // step fails the run (`Machine::step`); until then every page reads idle.
+            self.undeclared_accessed_bits = true;
+            out.resize(pages.len(), false);
+            return;
+        }
         self.test_clock = self.test_clock.max(at);
         for p in pages {
             let i = p.0 as usize;
@@ -3118,6 +3161,39 @@ mod tests {
             b.sort_by_key(|x| x.0);
             proptest::prop_assert_eq!(a, b);
         }
+    }
+
+    /// The last accessed-bit clear of every page (8 B a page) is kept only for a policy that
+    /// says it tests accessed bits; one that tests them without saying so fails the run with an
+    /// error naming the need, at its next step, never a panic or a silent answer.
+    #[test]
+    fn accessed_bit_clear_times_are_kept_only_for_policies_that_declare_them() {
+        let sets = vec!["working_set_gb=0.1".to_string(), "hot_set_gb=0.05".to_string()];
+        let exp = crate::load("gups-hotset", &sets, Some(3)).unwrap();
+        let declared = TelemetryNeeds {
+            accessed_bits: true,
+            ..TelemetryNeeds::default()
+        };
+        let mut yes = Machine::with_needs(&exp, false, &declared).unwrap();
+        let mut no = Machine::with_needs(&exp, false, &TelemetryNeeds::default()).unwrap();
+        assert_eq!(yes.last_clear.len() as u64, exp.footprint_pages());
+        assert!(no.last_clear.is_empty());
+        let per_page = |m: &Machine| m.allocated_bytes().page_table / exp.footprint_pages();
+        assert_eq!(per_page(&yes), per_page(&no) + 8);
+        let est = |n: &TelemetryNeeds| Machine::memory_bytes(&exp, n).page_table;
+        assert_eq!(est(&declared), est(&TelemetryNeeds::default()) + 8 * exp.footprint_pages());
+        for m in [&mut yes, &mut no] {
+            m.step().unwrap();
+        }
+        let pages: Vec<PageId> = (0..64).map(PageId).collect();
+        let mut bits = Vec::new();
+        yes.test_and_clear_accessed(&pages, &mut bits);
+        assert_eq!(bits.len(), 64);
+        yes.step().unwrap();
+        no.test_and_clear_accessed(&pages, &mut bits);
+        assert_eq!(bits, vec![false; 64]);
+        let err = no.step().unwrap_err().to_string();
+        assert!(err.contains("TelemetryNeeds::accessed_bits"), "{err}");
     }
 
     /// Samples drawn ahead (to prefetch their pages) are the samples drawn one by one, bit for
