@@ -1742,7 +1742,7 @@ impl Machine {
         // The solve and the sampling are timed every TIMED_EVERY-th epoch and the times scaled
         // up (a clock read costs ~25 ns under a hypervisor: four an epoch were 2% of a run).
         self.timed_epoch = self.timed_epoch.wrapping_add(1);
-        let timed = self.timed_epoch % TIMED_EVERY == 0;
+        let timed = self.timed_epoch.is_multiple_of(TIMED_EVERY);
         let t_solve = timed.then(std::time::Instant::now);
         self.solve(&shares, &idx);
         if let Some(t) = t_solve {
@@ -3168,7 +3168,10 @@ mod tests {
     /// error naming the need, at its next step, never a panic or a silent answer.
     #[test]
     fn accessed_bit_clear_times_are_kept_only_for_policies_that_declare_them() {
-        let sets = vec!["working_set_gb=0.1".to_string(), "hot_set_gb=0.05".to_string()];
+        let sets = vec![
+            "working_set_gb=0.1".to_string(),
+            "hot_set_gb=0.05".to_string(),
+        ];
         let exp = crate::load("gups-hotset", &sets, Some(3)).unwrap();
         let declared = TelemetryNeeds {
             accessed_bits: true,
@@ -3181,7 +3184,10 @@ mod tests {
         let per_page = |m: &Machine| m.allocated_bytes().page_table / exp.footprint_pages();
         assert_eq!(per_page(&yes), per_page(&no) + 8);
         let est = |n: &TelemetryNeeds| Machine::memory_bytes(&exp, n).page_table;
-        assert_eq!(est(&declared), est(&TelemetryNeeds::default()) + 8 * exp.footprint_pages());
+        assert_eq!(
+            est(&declared),
+            est(&TelemetryNeeds::default()) + 8 * exp.footprint_pages()
+        );
         for m in [&mut yes, &mut no] {
             m.step().unwrap();
         }
