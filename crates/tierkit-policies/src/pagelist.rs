@@ -119,19 +119,25 @@ impl PageLists {
         let i = idx(p);
         self.remove(p);
         self.ensure(i);
-        let t = self.tail[l];
         self.link[i as usize] = Link {
-            prev: t,
+            prev: self.tail[l],
             next: NIL,
             list: l as u16,
         };
+        self.attach_at_tail(l, i, i, 1);
+    }
+
+    /// Make `first..=last` (`n` pages, already linked to each other, `first`'s `prev` the
+    /// list's tail) the end of list `l`.
+    fn attach_at_tail(&mut self, l: usize, first: u32, last: u32, n: u64) {
+        let t = self.tail[l];
         if t == NIL {
-            self.head[l] = i;
+            self.head[l] = first;
         } else {
-            self.link[t as usize].next = i;
+            self.link[t as usize].next = first;
         }
-        self.tail[l] = i;
-        self.len[l] += 1;
+        self.tail[l] = last;
+        self.len[l] += n;
     }
 
     /// Append pages `first..first + count` to list `l` in page order, taking each off any list
@@ -156,13 +162,7 @@ impl PageLists {
             next: if i == last { NIL } else { i + 1 },
             list: l as u16,
         }));
-        if t == NIL {
-            self.head[l] = a;
-        } else {
-            self.link[t as usize].next = a;
-        }
-        self.tail[l] = last;
-        self.len[l] += count;
+        self.attach_at_tail(l, a, last, count);
     }
 
     /// Put `p` first on list `l`, taking it off any list it is on.

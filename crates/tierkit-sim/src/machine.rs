@@ -222,14 +222,11 @@ pub struct Machine {
     page_bind: Vec<u8>,
     /// When each page's accessed bit was last cleared (ns): by its allocation or a test.
     last_clear: Vec<f64>,
-    /// Tests only: allocate page by page (`allocate_page`), never in runs (`allocate_run`).
+    /// Tests only: the plain forms of the fast paths, to check them against.
     #[cfg(test)]
-    per_page_alloc: bool,
+    modes: TestModes,
     /// A policy tested accessed bits without declaring `TelemetryNeeds::accessed_bits`.
     undeclared_accessed_bits: bool,
-    /// Tests only: draw samples one by one, never ahead (`sample`).
-    #[cfg(test)]
-    sample_one_by_one: bool,
     /// The thread that last hint-faulted on each page (tid + 1; 0: none), for the private /
     /// shared split of task_numa_fault (last_cpupid).
     last_fault_tid: Vec<u32>,
@@ -691,10 +688,8 @@ impl Machine {
             shadow: FxHashMap::default(),
             shadow_list: Vec::new(),
             #[cfg(test)]
-            per_page_alloc: false,
+            modes: TestModes::default(),
             undeclared_accessed_bits: false,
-            #[cfg(test)]
-            sample_one_by_one: false,
             procs,
             threads,
             dists: Vec::new(),
@@ -989,23 +984,14 @@ impl Machine {
     }
 
     #[cfg(test)]
-    fn per_page_alloc(&self) -> bool {
-        self.per_page_alloc
+    fn modes(&self) -> TestModes {
+        self.modes
     }
 
+    /// Outside tests the fast paths always run.
     #[cfg(not(test))]
-    fn per_page_alloc(&self) -> bool {
-        false
-    }
-
-    #[cfg(test)]
-    fn sample_one_by_one(&self) -> bool {
-        self.sample_one_by_one
-    }
-
-    #[cfg(not(test))]
-    fn sample_one_by_one(&self) -> bool {
-        false
+    fn modes(&self) -> TestModes {
+        TestModes::default()
     }
 
     /// Allocate up to `count` pages of object `oi` from `page` on, as `allocate_page` would one
@@ -1038,7 +1024,7 @@ impl Machine {
         let (lo, hi) = (page as usize, (page + k) as usize);
         if o.pinned
             || k == 0
-            || self.per_page_alloc()
+            || self.modes().per_page_alloc
             || !self.page_bind.is_empty()
             || self.page_tier[lo..hi].iter().any(|&x| x != NONE)
         {
@@ -1974,7 +1960,7 @@ impl Machine {
         let mut counts = std::mem::take(&mut self.sample_counts);
         counts.clear();
         let mut look = self.rng_sample.clone();
-        let one_by_one = self.sample_one_by_one();
+        let one_by_one = self.modes().sample_one_by_one;
         for sp in plan.iter().filter(|_| !one_by_one) {
             let dist = &self.dists[sp.dist];
             for (lambda, slow_only, is_store) in sp.kinds {
@@ -3037,6 +3023,15 @@ fn canonical_phases(p: &crate::spec::ProcessSpec) -> Vec<Vec<(usize, usize)>> {
     out
 }
 
+/// The plain forms of the machine's fast paths, which tests check the fast paths against.
+#[derive(Clone, Copy, Debug, Default)]
+struct TestModes {
+    /// Allocate page by page (`allocate_page`), never in runs (`allocate_run`).
+    per_page_alloc: bool,
+    /// Draw samples one by one, never ahead (`sample`).
+    sample_one_by_one: bool,
+}
+
 /// `Machine::step` times its solve and its sampling every this many epochs.
 const TIMED_EVERY: u64 = 8;
 
@@ -3248,7 +3243,7 @@ mod tests {
             let exp = crate::load(name, &sets, Some(11)).unwrap();
             let mut a = Machine::new(&exp, false).unwrap();
             let mut b = Machine::new(&exp, false).unwrap();
-            b.sample_one_by_one = true;
+            b.modes.sample_one_by_one = true;
             a.sampling = Some((period, filter));
             b.sampling = Some((period, filter));
             let mut n = 0;
@@ -3301,7 +3296,7 @@ mod tests {
             let exp = crate::load(name, &sets, Some(3)).unwrap();
             let mut a = Machine::new(&exp, false).unwrap();
             let mut b = Machine::new(&exp, false).unwrap();
-            b.per_page_alloc = true;
+            b.modes.per_page_alloc = true;
             for _ in 0..5 {
                 a.step().unwrap();
                 b.step().unwrap();
