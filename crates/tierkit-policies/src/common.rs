@@ -48,6 +48,10 @@ impl<T: Clone> Dense<T> {
             }
         }
     }
+    /// Apply `f` to every entry the table holds (pages beyond it have the default).
+    pub fn for_each_mut(&mut self, f: impl FnMut(&mut T)) {
+        self.v.iter_mut().for_each(f);
+    }
     /// Ask for `p`'s entry to be brought into cache (a hint; nothing if it has none).
     #[inline]
     pub fn prefetch(&self, p: PageId) {

@@ -134,23 +134,29 @@ fn list_for(tier: TierId, hot: bool) -> usize {
     }
 }
 
-/// HeMem's per-page record (`struct hemem_page`: accesses[], local_clock, hot). 10 bytes, not
-/// 12: packed to 2-byte alignment (one per page of the page space).
+/// HeMem's per-page record (`struct hemem_page`: accesses[], local_clock, hot). 7 bytes, packed
+/// (one per page of the page space).
 #[derive(Clone, Copy, Debug, Default)]
-#[repr(C, packed(2))]
+#[repr(C, packed)]
 struct PageState {
     reads: u16,
     writes: u16,
-    /// The cooling clock when the counts were last brought up to date.
-    clock: u32,
+    /// The low 16 bits of the cooling clock when the counts were last brought up to date. No
+    /// page lags the clock by 2^16 ticks or more: every [`CLOCK_SWEEP`] ticks HeMem brings every
+    /// page up to date (`HeMem::tick`), so the wrapped difference is the true one.
+    clock: u16,
     flags: u8,
 }
+
+/// HeMem brings every page's counts up to date every this many clock ticks (see
+/// [`PageState::clock`]).
+const CLOCK_SWEEP: u32 = 1 << 15;
 
 impl PageState {
     /// Apply the cooling ticks missed since the counts were last touched (one halving each).
     #[inline]
     fn cool_to(&mut self, clock: u32) {
-        let missed = clock.wrapping_sub(self.clock);
+        let missed = (clock as u16).wrapping_sub(self.clock) as u32;
         if missed > 0 {
             self.reads = if missed >= 16 {
                 0
@@ -162,7 +168,7 @@ impl PageState {
             } else {
                 self.writes >> missed
             };
-            self.clock = clock;
+            self.clock = clock as u16;
         }
     }
 }
@@ -304,7 +310,7 @@ impl HeMem {
         self.settle(p);
         self.freq_total = (self.freq_total - self.freq(p) as f64).max(0.0);
         *self.pages.get_mut(p) = PageState {
-            clock: self.clock,
+            clock: self.clock as u16,
             ..PageState::default()
         };
         self.sync(p);
@@ -318,7 +324,7 @@ impl HeMem {
             first,
             count,
             PageState {
-                clock: self.clock,
+                clock: self.clock as u16,
                 ..PageState::default()
             },
         );
@@ -361,12 +367,13 @@ impl HeMem {
             let st = self.pages.get_mut(s.page);
             st.cool_to(clock);
             let c = if s.is_store {
-                &mut st.writes
+                st.writes = st.writes.saturating_add(1);
+                st.writes
             } else {
-                &mut st.reads
+                st.reads = st.reads.saturating_add(1);
+                st.reads
             };
-            *c = c.saturating_add(1);
-            let tick = *c > self.cooling_threshold;
+            let tick = c > self.cooling_threshold;
             let was_hot = st.flags & HOT != 0;
             let hot = st.reads >= self.hot_reads || st.writes >= self.hot_writes;
             if hot != was_hot {
@@ -374,10 +381,22 @@ impl HeMem {
                 self.sync(s.page);
             }
             if tick {
-                self.clock = self.clock.wrapping_add(1);
+                self.tick();
                 self.freq_total *= 0.5;
                 self.cool_remaining = [self.lists.len(FAST_HOT), self.lists.len(SLOW_HOT)];
             }
+        }
+    }
+
+    /// Advance the cooling clock; every [`CLOCK_SWEEP`] ticks, bring every page's counts up to
+    /// date, so that no page lags the clock by 2^16 ticks (its 16-bit clock would wrap). Cooling
+    /// twice is cooling once by the sum (shifts compose, and 16 or more missed ticks give 0
+    /// either way), so the sweep changes no count any later read sees.
+    fn tick(&mut self) {
+        self.clock = self.clock.wrapping_add(1);
+        if self.clock.is_multiple_of(CLOCK_SWEEP) {
+            let clock = self.clock;
+            self.pages.for_each_mut(|st| st.cool_to(clock));
         }
     }
 
@@ -502,8 +521,8 @@ impl Policy for HeMem {
         }
     }
 
-    /// Per page: its tier (1 B), its counts and flags ([`PageState`], 10 B) and its list
-    /// links (10 B).
+    /// Per page: its tier (1 B), its counts and flags ([`PageState`], 7 B) and its list
+    /// links (9 B).
     fn memory_bytes(&self, space: &PageSpace) -> u64 {
         Residency::bytes_for(space.pages)
             + Dense::<PageState>::bytes_for(space.pages)
@@ -696,6 +715,47 @@ mod tests {
         assert_eq!(a.residency.count(FAST), b.residency.count(FAST));
     }
 
+    /// A page's clock is 16 bits, HeMem's 32: the sweep every `CLOCK_SWEEP` ticks keeps every
+    /// count what 32-bit clocks give, also for a page left alone across the 16-bit wrap (it
+    /// would read its count halved once, not 0, without the sweep).
+    #[test]
+    fn counts_cool_right_across_the_16_bit_clock_wrap() {
+        let mut h = hemem(&[]);
+        let fresh = |reads| PageState {
+            reads,
+            writes: 3,
+            clock: 0,
+            flags: 0,
+        };
+        for p in 0..3 {
+            *h.pages.get_mut(PageId(p)) = fresh(40000);
+        }
+        let want = |count: u32, missed: u32| if missed >= 16 { 0 } else { count >> missed };
+        for t in 1..=3u32 {
+            h.tick();
+            assert_eq!(h.freq(PageId(2)), want(40000, t) + want(3, t));
+        }
+        let mut touched = 0;
+        while h.clock < 3 * 65536 + 40 {
+            h.tick();
+            if h.clock == 65536 + 3 {
+                let clock = h.clock;
+                let st = h.pages.get_mut(PageId(1));
+                st.cool_to(clock);
+                st.reads = 40000;
+                touched = clock;
+            }
+            if h.clock == 65536 + 1 {
+                assert_eq!(h.freq(PageId(0)), 0, "a page left alone across the wrap");
+            }
+            if touched > 0 && h.clock - touched < 20 {
+                assert_eq!(h.freq(PageId(1)), want(40000, h.clock - touched));
+            }
+        }
+        assert_eq!(h.freq(PageId(0)), 0);
+        assert_eq!(std::mem::size_of::<PageState>(), 7);
+    }
+
     #[test]
     fn promotes_a_page_after_four_samples() {
         let mut m = Machine::new(&[100, 100]);
@@ -773,11 +833,11 @@ mod tests {
         assert_eq!(h.clock, 1);
         // page 1's next read: 3 halves to 1, plus one is 2: still cold
         m.run_for(&mut h, vec![read(1)], 1);
-        assert_eq!(h.pages.get(PageId(1)).reads, 2);
+        assert_eq!({ h.pages.get(PageId(1)).reads }, 2);
         assert_eq!(h.lists.list_of(PageId(1)), Some(SLOW_COLD));
         // page 2 itself cools on its next sample: 11 -> 5, + 1
         m.run_for(&mut h, vec![read(2)], 1);
-        assert_eq!(h.pages.get(PageId(2)).reads, 6);
+        assert_eq!({ h.pages.get(PageId(2)).reads }, 6);
         // a second tick; page 50 is never sampled again, yet the partial cooling walk finds it
         // (4 >> 2 = 1 < 4) and moves it to the fast-cold list at the next quantum
         m.run_for(&mut h, vec![read(3); 11], 1);
@@ -785,7 +845,7 @@ mod tests {
         assert_eq!(h.lists.list_of(PageId(50)), Some(FAST_HOT));
         m.run_for(&mut h, vec![], 10);
         assert_eq!(h.lists.list_of(PageId(50)), Some(FAST_COLD));
-        assert_eq!(h.pages.get(PageId(50)).reads, 1);
+        assert_eq!({ h.pages.get(PageId(50)).reads }, 1);
     }
 
     #[test]

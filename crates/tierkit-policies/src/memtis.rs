@@ -746,7 +746,7 @@ impl Policy for Memtis {
     }
 
     /// Per page: its tier (1 B), its count and flags ([`PageState`], 10 B) and its list links
-    /// (10 B).
+    /// (9 B).
     fn memory_bytes(&self, space: &PageSpace) -> u64 {
         Residency::bytes_for(space.pages)
             + Dense::<PageState>::bytes_for(space.pages)

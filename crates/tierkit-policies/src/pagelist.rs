@@ -12,15 +12,15 @@ use tierkit_core::PageId;
 const NIL: u32 = u32::MAX;
 /// Bytes of one list's head, tail and length.
 const PER_LIST: u64 = 16;
-const NO_LIST: u16 = u16::MAX;
+const NO_LIST: u8 = u8::MAX;
 
-/// 10 bytes, not 12: packed to 2-byte alignment (one per page of the page space).
+/// 9 bytes, not 12: packed (one per page of the page space; at most 254 lists).
 #[derive(Clone, Copy, Debug)]
-#[repr(C, packed(2))]
+#[repr(C, packed)]
 struct Link {
     prev: u32,
     next: u32,
-    list: u16,
+    list: u8,
 }
 
 const UNLINKED: Link = Link {
@@ -49,7 +49,7 @@ fn idx(p: PageId) -> u32 {
 }
 
 impl PageLists {
-    /// `lists` empty lists (at most 65535).
+    /// `lists` empty lists (at most 254).
     pub fn new(lists: usize) -> Self {
         assert!(lists < NO_LIST as usize);
         PageLists {
@@ -122,7 +122,7 @@ impl PageLists {
         self.link[i as usize] = Link {
             prev: self.tail[l],
             next: NIL,
-            list: l as u16,
+            list: l as u8,
         };
         self.attach_at_tail(l, i, i, 1);
     }
@@ -160,7 +160,7 @@ impl PageLists {
         self.link.extend((a..=last).map(|i| Link {
             prev: if i == a { t } else { i - 1 },
             next: if i == last { NIL } else { i + 1 },
-            list: l as u16,
+            list: l as u8,
         }));
         self.attach_at_tail(l, a, last, count);
     }
@@ -174,7 +174,7 @@ impl PageLists {
         self.link[i as usize] = Link {
             prev: NIL,
             next: h,
-            list: l as u16,
+            list: l as u8,
         };
         if h == NIL {
             self.tail[l] = i;
