@@ -80,6 +80,97 @@ impl<T: Clone> Dense<T> {
     }
 }
 
+/// Each tracked page's slot in a table of at most `bound` tracked pages (PACT's tracking table):
+/// a dense array of 4 bytes a page where the page space is small, a hash map sized by the bound
+/// where the array would be larger (issue 18: tables sized by what they track, not by the page
+/// space). Both give the same slots; which one is used changes only the memory.
+#[derive(Clone, Debug)]
+pub enum PageSlots {
+    Dense(Dense<u32>),
+    Sparse(rustc_hash::FxHashMap<u64, u32>),
+}
+
+impl Default for PageSlots {
+    fn default() -> Self {
+        PageSlots::Dense(Dense::new(PageSlots::NONE))
+    }
+}
+
+impl PageSlots {
+    /// No slot.
+    pub const NONE: u32 = u32::MAX;
+
+    #[inline]
+    pub fn get(&self, p: PageId) -> u32 {
+        match self {
+            PageSlots::Dense(d) => *d.get(p),
+            PageSlots::Sparse(m) => m.get(&p.0).copied().unwrap_or(Self::NONE),
+        }
+    }
+
+    /// Give `p` slot `s` (`NONE`: forget it).
+    #[inline]
+    pub fn set(&mut self, p: PageId, s: u32) {
+        match self {
+            PageSlots::Dense(d) => d.set(p, s),
+            PageSlots::Sparse(m) => {
+                if s == Self::NONE {
+                    m.remove(&p.0);
+                } else {
+                    m.insert(p.0, s);
+                }
+            }
+        }
+    }
+
+    pub fn bytes(&self) -> usize {
+        match self {
+            PageSlots::Dense(d) => d.bytes(),
+            PageSlots::Sparse(m) => {
+                memory::hash_map_capacity_bytes::<u64, u32>(m.capacity() as u64) as usize
+            }
+        }
+    }
+
+    /// The map's room: twice the bound, so that a full table's churn (a page forgotten, another
+    /// tracked) rehashes in place and never grows the map.
+    const fn sparse_room(bound: u64) -> u64 {
+        bound.saturating_mul(2).saturating_add(1)
+    }
+
+    /// Bytes for `pages` pages and at most `bound` tracked: the smaller form.
+    pub const fn bytes_for(pages: u64, bound: u64) -> u64 {
+        let dense = Dense::<u32>::bytes_for(pages);
+        let sparse = memory::hash_map_bytes::<u64, u32>(Self::sparse_room(bound));
+        if dense <= sparse {
+            dense
+        } else {
+            sparse
+        }
+    }
+
+    /// Choose the smaller form for `pages` pages and at most `bound` tracked, and allocate it
+    /// up front, fallibly.
+    pub fn reserve(&mut self, pages: u64, bound: u64, what: &str) -> tierkit_core::Result<()> {
+        let dense = Dense::<u32>::bytes_for(pages);
+        let room = Self::sparse_room(bound);
+        if dense <= memory::hash_map_bytes::<u64, u32>(room) {
+            let mut d = Dense::new(Self::NONE);
+            d.reserve(pages, what)?;
+            *self = PageSlots::Dense(d);
+        } else {
+            let mut m = rustc_hash::FxHashMap::default();
+            m.try_reserve(room as usize)
+                .map_err(|_| tierkit_core::Error::OutOfMemory {
+                    what: what.into(),
+                    bytes: memory::hash_map_bytes::<u64, u32>(room),
+                })?;
+            *self = PageSlots::Sparse(m);
+        }
+        Ok(())
+    }
+}
+
 /// The spec string of a policy built from `params`: its name and, after a colon, the parameters
 /// that differ from their defaults, in declaration order (`hemem:sample_period=5003`).
 pub fn spec_name(name: &str, defs: &[ParamDef], params: &Params) -> String {
@@ -263,5 +354,51 @@ mod tests {
         r.observe(&tel);
         assert_eq!((r.count(0), r.count(1)), (1, 1));
         assert_eq!((r.tier(PageId(0)), r.tier(PageId(2))), (None, None));
+    }
+
+    /// The page-slot map gives the same slots in its dense and its sparse form, and takes the
+    /// smaller one: dense for a small page space, sparse for a large one with a small bound,
+    /// where a full table's churn never grows it.
+    #[test]
+    fn page_slots_are_the_same_dense_or_sparse_and_the_smaller_is_chosen() {
+        let mut dense = PageSlots::default();
+        dense.reserve(1000, 100, "test").unwrap();
+        assert!(matches!(dense, PageSlots::Dense(_)));
+        let mut sparse = PageSlots::default();
+        sparse.reserve(1 << 30, 100, "test").unwrap();
+        assert!(matches!(sparse, PageSlots::Sparse(_)));
+        assert!(PageSlots::bytes_for(1 << 30, 100) < 1 << 20);
+        assert_eq!(PageSlots::bytes_for(1000, 100), 4000);
+        let cap = match &sparse {
+            PageSlots::Sparse(m) => m.capacity(),
+            _ => unreachable!(),
+        };
+        let mut rng = tierkit_core::rng::Rng::new(7);
+        let mut live: Vec<u64> = Vec::new();
+        for step in 0..20_000u32 {
+            // at most 100 pages have a slot at once, as the tracking table allows
+            if live.len() == 100 || (!live.is_empty() && rng.chance(0.5)) {
+                let i = rng.below(live.len() as u64) as usize;
+                let p = PageId(live.swap_remove(i));
+                dense.set(p, PageSlots::NONE);
+                sparse.set(p, PageSlots::NONE);
+            } else {
+                let p = rng.below(1000);
+                if !live.contains(&p) {
+                    live.push(p);
+                }
+                dense.set(PageId(p), step);
+                sparse.set(PageId(p), step);
+            }
+            let q = PageId(rng.below(1000));
+            assert_eq!(dense.get(q), sparse.get(q));
+        }
+        for p in 0..1000 {
+            assert_eq!(dense.get(PageId(p)), sparse.get(PageId(p)));
+        }
+        match &sparse {
+            PageSlots::Sparse(m) => assert_eq!(m.capacity(), cap, "the map never grew"),
+            _ => unreachable!(),
+        }
     }
 }

@@ -89,7 +89,7 @@ use tierkit_core::{
     Action, Mechanism, PageId, PageSpace, Policy, PolicyInfo, Telemetry, TelemetryNeeds, FAST, SLOW,
 };
 
-use crate::common::{spec_name, Dense, Residency};
+use crate::common::{spec_name, Dense, PageSlots, Residency};
 use crate::pact_bins::{bin_of, fd_width, scale_width, Reservoir};
 use crate::pact_index::{self, ListId, PacIndex, Selection};
 
@@ -278,7 +278,7 @@ const _: () = assert!(std::mem::size_of::<Entry>() == 32);
 const IN_WIN: u8 = 1;
 /// Sampled in the slow tier since it last arrived there: a promotion candidate.
 const CAND: u8 = 2;
-const NO_SLOT: u32 = u32::MAX;
+const NO_SLOT: u32 = PageSlots::NONE;
 
 /// What one window did (for the reproduction's Fig. 8).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -317,7 +317,7 @@ pub struct Pact {
 
     k_slow: f64,
     residency: Residency,
-    index: Dense<u32>,
+    index: PageSlots,
     entries: Vec<Entry>,
     pages: Vec<PageId>,
     /// Slots sampled in the current window, in first-sample order.
@@ -401,7 +401,7 @@ impl Pact {
             k_param: p.float("k_slow_cycles"),
             k_slow: ARTIFACT_K_SLOW,
             residency: Residency::default(),
-            index: Dense::new(NO_SLOT),
+            index: PageSlots::default(),
             entries: Vec::new(),
             pages: Vec::new(),
             touched: Vec::new(),
@@ -473,7 +473,7 @@ impl Pact {
     }
 
     fn slot(&self, p: PageId) -> Option<usize> {
-        let s = *self.index.get(p);
+        let s = self.index.get(p);
         (s != NO_SLOT).then_some(s as usize)
     }
 
@@ -1022,14 +1022,15 @@ impl Policy for Pact {
         }
     }
 
-    /// Per page: its tier (1 B), its slot in the tracking table (4 B) and its in-flight state
-    /// (1 B). Per tracked page, at most `max_tracked`: its entry (32 B), its page id (8 B), its
+    /// Per page: its tier (1 B), its slot in the tracking table (4 B, or a hash map sized by
+    /// `max_tracked` where that is smaller: [`PageSlots`]) and its in-flight state (1 B). Per
+    /// tracked page, at most `max_tracked`: its entry (32 B), its page id (8 B), its
     /// place in the window's list (4 B) and in the PAC buckets (8 B). Per fast-tier page: its
     /// place on the CLOCK (8 B). Once: the PAC buckets' heads and lengths (90 KB).
     fn memory_bytes(&self, space: &PageSpace) -> u64 {
         let tracked = self.tracked_bound(space);
         Residency::bytes_for(space.pages)
-            + Dense::<u32>::bytes_for(space.pages)
+            + PageSlots::bytes_for(space.pages, tracked)
             + Dense::<u8>::bytes_for(space.pages)
             + bytes_of::<Entry>(tracked)
             + bytes_of::<PageId>(tracked)
@@ -1041,7 +1042,8 @@ impl Policy for Pact {
     fn reserve(&mut self, space: &PageSpace) -> tierkit_core::Result<()> {
         let tracked = self.tracked_bound(space);
         self.residency.reserve(space.pages)?;
-        self.index.reserve(space.pages, "PACT's page index")?;
+        self.index
+            .reserve(space.pages, tracked, "PACT's page index")?;
         self.inflight
             .reserve(space.pages, "PACT's in-flight table")?;
         memory::reserve_exact(&mut self.entries, tracked, "PACT's tracking table")?;

@@ -1153,14 +1153,14 @@ pattern = "pointer-chase"
         );
     }
 
-    /// A 2000 GiB footprint is refused at once, by a limit or by the available memory (given
+    /// A 6000 GiB footprint (25 GB to simulate under pact) is refused at once, by a limit or by the available memory (given
     /// here, so that the test never builds the run on a machine that has the memory).
     #[test]
-    fn a_two_terabyte_footprint_is_refused_without_allocating() {
+    fn a_six_terabyte_footprint_is_refused_without_allocating() {
         let exp = crate::load_str(
             "memory.toml",
             MEM_EXP,
-            &["process.0.object.0.size_gb=2000".into()],
+            &["process.0.object.0.size_gb=6000".into()],
             None,
         )
         .unwrap();
@@ -1179,7 +1179,7 @@ pattern = "pointer-chase"
         let e = memory::check_against(&exp, policy.as_ref(), Some(limit)).unwrap_err();
         let msg = e.to_string();
         assert!(
-            msg.contains("a footprint of 1.95 TiB (524320768 pages of 4 KiB)")
+            msg.contains("a footprint of 5.86 TiB (1572896768 pages of 4 KiB)")
                 && msg.contains("under `pact`")
                 && msg.contains(
                     "the limit of 19.8 GiB (90% of the 22 GiB of available memory, MemAvailable"
