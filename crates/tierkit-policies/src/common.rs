@@ -138,10 +138,18 @@ impl PageSlots {
         bound.saturating_mul(2).saturating_add(1)
     }
 
+    /// The bytes of the dense and of the sparse form for `pages` pages and at most `bound`
+    /// tracked; [`PageSlots::reserve`] takes the sparse one only when it is smaller.
+    const fn form_bytes(pages: u64, bound: u64) -> (u64, u64) {
+        (
+            Dense::<u32>::bytes_for(pages),
+            memory::hash_map_bytes::<u64, u32>(Self::sparse_room(bound)),
+        )
+    }
+
     /// Bytes for `pages` pages and at most `bound` tracked: the smaller form.
     pub const fn bytes_for(pages: u64, bound: u64) -> u64 {
-        let dense = Dense::<u32>::bytes_for(pages);
-        let sparse = memory::hash_map_bytes::<u64, u32>(Self::sparse_room(bound));
+        let (dense, sparse) = Self::form_bytes(pages, bound);
         if dense <= sparse {
             dense
         } else {
@@ -152,18 +160,17 @@ impl PageSlots {
     /// Choose the smaller form for `pages` pages and at most `bound` tracked, and allocate it
     /// up front, fallibly.
     pub fn reserve(&mut self, pages: u64, bound: u64, what: &str) -> tierkit_core::Result<()> {
-        let dense = Dense::<u32>::bytes_for(pages);
-        let room = Self::sparse_room(bound);
-        if dense <= memory::hash_map_bytes::<u64, u32>(room) {
+        let (dense, sparse) = Self::form_bytes(pages, bound);
+        if dense <= sparse {
             let mut d = Dense::new(Self::NONE);
             d.reserve(pages, what)?;
             *self = PageSlots::Dense(d);
         } else {
             let mut m = rustc_hash::FxHashMap::default();
-            m.try_reserve(room as usize)
+            m.try_reserve(Self::sparse_room(bound) as usize)
                 .map_err(|_| tierkit_core::Error::OutOfMemory {
                     what: what.into(),
-                    bytes: memory::hash_map_bytes::<u64, u32>(room),
+                    bytes: sparse,
                 })?;
             *self = PageSlots::Sparse(m);
         }

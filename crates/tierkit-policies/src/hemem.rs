@@ -305,14 +305,19 @@ impl HeMem {
         }
     }
 
+    /// The record of a page just allocated or freed: no counts, at the current clock.
+    fn fresh_record(&self) -> PageState {
+        PageState {
+            clock: self.clock as u16,
+            ..PageState::default()
+        }
+    }
+
     /// A page allocated or freed: a fresh record, on the list its tier calls for.
     fn forget(&mut self, p: PageId) {
         self.settle(p);
         self.freq_total = (self.freq_total - self.freq(p) as f64).max(0.0);
-        *self.pages.get_mut(p) = PageState {
-            clock: self.clock as u16,
-            ..PageState::default()
-        };
+        *self.pages.get_mut(p) = self.fresh_record();
         self.sync(p);
     }
 
@@ -320,14 +325,7 @@ impl HeMem {
     /// first touch), in one pass: they have no record, no count and no list, so each gets a
     /// fresh record and goes on the cold list of the tier it is in now, in page order.
     fn first_touch(&mut self, first: PageId, count: u64) {
-        self.pages.set_run(
-            first,
-            count,
-            PageState {
-                clock: self.clock as u16,
-                ..PageState::default()
-            },
-        );
+        self.pages.set_run(first, count, self.fresh_record());
         let end = first.0 + count;
         let mut p = first.0;
         while p < end {

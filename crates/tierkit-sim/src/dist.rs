@@ -492,7 +492,10 @@ impl Dist {
         self.mass = mass;
     }
 
-    /// Recompute the per-tier mass from the page table (`tier_of` gives None if unallocated).
+    /// Recompute the per-tier mass from the page table (`tier_of` gives None if unallocated),
+    /// page by page through `tier_of`: the plain form [`Dist::recompute_mass_from`] is checked
+    /// against (tests only).
+    #[cfg(test)]
     pub fn recompute_mass(&mut self, tier_of: impl Fn(u32) -> Option<u8>) {
         let mut mass = vec![0.0; self.mass.len()];
         for r in &self.regions {

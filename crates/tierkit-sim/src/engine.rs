@@ -1153,8 +1153,9 @@ pattern = "pointer-chase"
         );
     }
 
-    /// A 6000 GiB footprint (25 GB to simulate under pact) is refused at once, by a limit or by the available memory (given
-    /// here, so that the test never builds the run on a machine that has the memory).
+    /// A 6000 GiB footprint (25 GB to simulate under pact) is refused at once, by a limit or by
+    /// the available memory (given here, so that the test never builds the run on a machine
+    /// that has the memory).
     #[test]
     fn a_six_terabyte_footprint_is_refused_without_allocating() {
         let exp = crate::load_str(
