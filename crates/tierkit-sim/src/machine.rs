@@ -1952,39 +1952,34 @@ impl Machine {
         // tier, or is fast where only slow loads are sampled: that depends on the page table),
         // and asks for each drawn page's tier entry (a cache miss in a large page table), so
         // that the entries are in cache when the pass reads them. The pass then takes these
-        // draws as its own up to the first retry; there it goes back to the generator's state
-        // after that draw and draws on from it as before. Either way every draw is what drawing
-        // one by one gives.
+        // draws as its own up to the first retry; there it makes the same draws again from the
+        // epoch's first state up to that page (`draw_ahead` with a stop), and draws on from
+        // there as before. Either way every draw is what drawing one by one gives. (Keeping the
+        // generator's state after every draw instead cost more than the replay: a 32-byte copy
+        // a sample, read back just after the draw had stored it.)
         let mut ahead = std::mem::take(&mut self.sample_ahead);
         ahead.clear();
         let mut counts = std::mem::take(&mut self.sample_counts);
         counts.clear();
         let mut look = self.rng_sample.clone();
         let one_by_one = self.modes().sample_one_by_one;
-        for sp in plan.iter().filter(|_| !one_by_one) {
-            let dist = &self.dists[sp.dist];
-            for (lambda, slow_only, is_store) in sp.kinds {
-                let n = look.poisson(lambda);
-                counts.push(n);
-                for _ in 0..n {
-                    let (p, r) = dist.sample_region(&mut look);
-                    memory::prefetch(&self.page_tier[p as usize]);
-                    let after_page = look.clone();
-                    let tail = SampleTail::draw(
-                        &mut look,
-                        dist.regions[r].prefetched,
-                        is_store,
-                        slow_only,
-                        sp.m,
-                    );
+        if !one_by_one {
+            let page_tier = &self.page_tier;
+            draw_ahead(
+                &plan,
+                &self.dists,
+                &mut look,
+                None,
+                |n| counts.push(n),
+                |p, r, tail| {
+                    memory::prefetch(&page_tier[p as usize]);
                     ahead.push(DrawnAhead {
                         page: p,
                         region: r as u32,
-                        after_page,
                         tail,
                     });
-                }
-            }
+                },
+            );
         }
         // Whether the pass still follows the draws made ahead (no retry so far).
         let mut follows = !one_by_one;
@@ -2011,7 +2006,11 @@ impl Machine {
                         if usable(t) {
                             page = Some((a.page, t, dist.regions[a.region as usize].prefetched));
                         } else {
-                            self.rng_sample = a.after_page.clone();
+                            // on from the generator's state right after this page's draw
+                            let mut r = self.rng_sample.clone();
+                            let stop = Some(next_draw);
+                            draw_ahead(&plan, &self.dists, &mut r, stop, |_| {}, |_, _, _| {});
+                            self.rng_sample = r;
                             follows = false;
                         }
                     }
@@ -2070,7 +2069,8 @@ impl Machine {
         self.sample_counts = counts;
         self.sample_plan = plan;
         // Keep samples in time order, as a PEBS buffer delivers them.
-        stable_sort_by_key(&mut self.tel.samples, |s| (s.time_ns, s.page.0));
+        let sc = &mut self.scratch;
+        sort_samples(&mut self.tel.samples, &mut sc.sort_keys, &mut sc.sorted);
     }
 
     /// Mark pages for hint faults (the fixed-rate marker, or Linux's scanner per process), then
@@ -3035,26 +3035,43 @@ struct TestModes {
 /// `Machine::step` times its solve and its sampling every this many epochs.
 const TIMED_EVERY: u64 = 8;
 
-/// A stable sort that allocates nothing for the few dozen samples of a typical epoch (insertion
-/// sort; `sort_by_key`, which takes a buffer, above that).
-fn stable_sort_by_key<T, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
-    if v.len() > 32 {
-        v.sort_by_key(key);
+/// Sort an epoch's samples by (time, page), samples equal in both kept in their order, as the
+/// stable `sort_by_key` does, but without its buffer and without moving the 40-byte samples
+/// about: each sample's key and position go in one integer (time in the high 64 bits, then the
+/// page and the position), those integers are sorted, and the samples are gathered once in that
+/// order. `keys` and `out` are kept between epochs. Pages beyond 48 bits or more than 2^16
+/// samples (never in this simulator) take `sort_by_key`.
+fn sort_samples(v: &mut Vec<Sample>, keys: &mut Vec<u128>, out: &mut Vec<Sample>) {
+    const POS_BITS: u32 = 16;
+    if v.len() < 2 {
         return;
     }
-    for i in 1..v.len() {
-        let mut j = i;
-        while j > 0 && key(&v[j - 1]) > key(&v[j]) {
-            v.swap(j - 1, j);
-            j -= 1;
-        }
+    if v.len() > 1 << POS_BITS || v.iter().any(|s| s.page.0 >> (64 - POS_BITS) != 0) {
+        v.sort_by_key(|s| (s.time_ns, s.page.0));
+        return;
     }
+    keys.clear();
+    keys.extend(v.iter().enumerate().map(|(i, s)| {
+        (u128::from(s.time_ns) << 64) | (u128::from(s.page.0) << POS_BITS) | i as u128
+    }));
+    if keys.windows(2).all(|w| w[0] < w[1]) {
+        return;
+    }
+    keys.sort_unstable();
+    out.clear();
+    out.extend(
+        keys.iter()
+            .map(|&k| v[(k as usize) & ((1 << POS_BITS) - 1)]),
+    );
+    std::mem::swap(v, out);
 }
 
 /// `Machine::step`'s per-epoch buffers: the running threads, their tier shares, one thread's
 /// shares, the tiers' busy products and latencies.
 #[derive(Clone, Debug, Default)]
 struct StepScratch {
+    sort_keys: Vec<u128>,
+    sorted: Vec<Sample>,
     idx: Vec<usize>,
     shares: Vec<f64>,
     share: Vec<f64>,
@@ -3075,14 +3092,46 @@ struct SamplePlan {
     kinds: [(f64, bool, bool); 2],
 }
 
-/// A sample drawn ahead (`Machine::sample`): its page and region, the generator's state right
-/// after the page was drawn (where a retry draws on from), and what it drew after the page.
-#[derive(Clone, Debug)]
+/// A sample drawn ahead (`Machine::sample`): its page and region, and what it drew after the
+/// page.
+#[derive(Clone, Copy, Debug)]
 struct DrawnAhead {
     page: u32,
     region: u32,
-    after_page: Rng,
     tail: Option<SampleTail>,
+}
+
+/// The epoch's draws as `Machine::sample` makes them when no page draw is retried, from `rng`:
+/// per plan entry and kind a Poisson count (`count`), then per sample its page and region and
+/// its tail (`drawn`). With `stop = Some(k)` it stops right after the page draw of the k-th
+/// sample (0-based, over the whole epoch), leaving `rng` where a retry of that draw goes on.
+fn draw_ahead(
+    plan: &[SamplePlan],
+    dists: &[Dist],
+    rng: &mut Rng,
+    stop: Option<usize>,
+    mut count: impl FnMut(u64),
+    mut drawn: impl FnMut(u32, usize, Option<SampleTail>),
+) {
+    let mut k = 0usize;
+    for sp in plan {
+        let dist = &dists[sp.dist];
+        for (lambda, slow_only, is_store) in sp.kinds {
+            let n = rng.poisson(lambda);
+            count(n);
+            for _ in 0..n {
+                let (p, r) = dist.sample_region(rng);
+                if stop == Some(k) {
+                    return;
+                }
+                k += 1;
+                let prefetched = dist.regions[r].prefetched;
+                let tail = SampleTail::draw(rng, prefetched, is_store, slow_only, sp.m);
+                drawn(p, r, tail);
+            }
+        }
+    }
+    debug_assert!(stop.is_none(), "a retried draw the look-ahead did not make");
 }
 
 /// What a sample draws after its page: whether a prefetcher covered the load (then it is not
@@ -3147,13 +3196,29 @@ mod tests {
     use super::*;
 
     proptest::proptest! {
-        /// The small stable sort orders as `sort_by_key` does, equal keys kept in their order.
+        /// The epoch's samples are sorted as the stable `sort_by_key` on (time, page) sorts
+        /// them: samples equal in both keep their order (they differ in their other fields).
         #[test]
-        fn the_small_stable_sort_is_sort_by_key(v in proptest::collection::vec((0u8..6, 0u32..1000), 0..70)) {
-            let mut a = v.clone();
-            let mut b = v;
-            stable_sort_by_key(&mut a, |x| x.0);
-            b.sort_by_key(|x| x.0);
+        fn samples_sort_as_the_stable_sort_by_time_and_page(
+            v in proptest::collection::vec((0u64..6, 0u64..4, 0u32..1000), 0..80),
+            big_page in proptest::bool::ANY,
+        ) {
+            let mut a: Vec<Sample> = v
+                .iter()
+                .map(|&(t, p, tid)| Sample {
+                    page: PageId(if big_page && tid == 0 { p | 1 << 60 } else { p }),
+                    tier: 0,
+                    is_store: false,
+                    pid: 0,
+                    tid,
+                    latency_ns: 0.0,
+                    time_ns: t,
+                })
+                .collect();
+            let mut b = a.clone();
+            let (mut keys, mut out) = (Vec::new(), Vec::new());
+            sort_samples(&mut a, &mut keys, &mut out);
+            b.sort_by_key(|s| (s.time_ns, s.page.0));
             proptest::prop_assert_eq!(a, b);
         }
     }
