@@ -86,11 +86,16 @@ impl Llc {
             first.0[14] = FIRST_ORDER as u32;
             first.0[15] = (FIRST_ORDER >> 32) as u32;
         }
+        // the sets are read at random, one per access: on huge pages where Linux allows it
+        let n = sets as usize * span;
+        let mut lines = Vec::with_capacity(n);
+        tierkit_core::memory::advise_huge(&lines);
+        lines.resize(n, first);
         Llc {
             sets,
             ways,
             span,
-            lines: vec![first; sets as usize * span],
+            lines,
             way_ids: std::array::from_fn(|j| {
                 if j < ways.min(ORDERED_WAYS) {
                     j as u32 + 1
