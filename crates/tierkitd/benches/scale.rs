@@ -7,7 +7,11 @@
 //! the daemon's loop runs on one thread), the scans' count and mean time, and what a scan costs
 //! per page, hence at 1 TiB.
 //!
-//! Run: cargo bench -p tierkitd --bench scale [-- GIB [SECS]]
+//! Then a third run at the default budget with a source that names STRETCHES (default 64)
+//! random 2 MiB stretches of the target each interval, as `pebs` names the stretch around each
+//! sampled address: its targeted scans' count, size and cost.
+//!
+//! Run: cargo bench -p tierkitd --bench scale [-- GIB [SECS [STRETCHES]]]
 
 use std::time::{Duration, Instant};
 
@@ -65,6 +69,48 @@ fn main() {
             lx.metrics.page_scans_deferred.get(),
         );
     }
+    // Third: the default budget with a source that names STRETCHES random 2 MiB stretches of
+    // the target each interval (as `pebs` names the stretch around each sampled address), so
+    // the intervals between full scans scan those ranges.
+    let stretches: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(64);
+    let lo = (buf.as_ptr() as u64).div_ceil(page as u64) / 512 * 512 + 512;
+    let n = (pages as u64 / 512).saturating_sub(2).max(1);
+    let settings = Settings::default();
+    let mut lx = self_backend(
+        settings,
+        Box::new(Naming {
+            lo,
+            n,
+            per_interval: stretches,
+            state: 0x9E37_79B9_7F4A_7C15,
+        }),
+    );
+    let mut policy = tierkit_policies::build("hemem").unwrap();
+    let mut actions = Vec::new();
+    backend::init(policy.as_mut(), &mut lx, &mut actions);
+    backend::drive(policy.as_mut(), &mut lx, &mut actions).unwrap();
+    let scans0 = lx.metrics.page_scans.get();
+    let (c0, t0) = (thread_cpu(), Instant::now());
+    while t0.elapsed() < Duration::from_secs(secs) {
+        backend::drive(policy.as_mut(), &mut lx, &mut actions).unwrap();
+    }
+    let (cpu, wall) = (thread_cpu() - c0, t0.elapsed());
+    let m = &lx.metrics;
+    let (tn, tp, ts) = (
+        m.targeted_scans.get(),
+        m.targeted_scan_pages.get(),
+        m.targeted_scan_seconds.get_sample_sum(),
+    );
+    println!(
+        "scale: scan-budget-pct 10 with {stretches} named 2 MiB stretches an interval: {:.1}% of a CPU ({:.3} s CPU over {:.1} s), {} full scans, {tn} targeted scans of {:.0} pages and {:.2} ms each ({:.0} ns a page)",
+        cpu.as_secs_f64() / wall.as_secs_f64() * 100.0,
+        cpu.as_secs_f64(),
+        wall.as_secs_f64(),
+        m.page_scans.get() - scans0,
+        tp as f64 / tn.max(1) as f64,
+        ts / tn.max(1) as f64 * 1e3,
+        ts / tp.max(1) as f64 * 1e9,
+    );
     std::hint::black_box(&buf);
     // the run that scans every interval has the most scans to average
     let ns = per_page_ns.last().copied().unwrap_or(0.0);
@@ -75,4 +121,42 @@ fn main() {
         ns * tib as f64 * 1e-9 / 0.5,
         ns * tib as f64 * 1e-9 / 0.1
     );
+}
+
+/// Names `per_interval` 2 MiB stretches of this process, chosen at random among `n` from
+/// virtual page `lo`, each interval.
+struct Naming {
+    lo: u64,
+    n: u64,
+    per_interval: u64,
+    state: u64,
+}
+
+impl tierkitd::source::Source for Naming {
+    fn name(&self) -> &'static str {
+        "naming"
+    }
+    fn set_targets(&mut self, _pids: &[u32]) -> tierkitd::error::Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+    fn poll(&mut self, out: &mut Vec<tierkitd::source::Named>) -> tierkitd::error::Result<()> {
+        for _ in 0..self.per_interval {
+            self.state ^= self.state << 13;
+            self.state ^= self.state >> 7;
+            self.state ^= self.state << 17;
+            let start_vpn = self.lo + self.state % self.n * 512;
+            out.push(tierkitd::source::Named {
+                pid: std::process::id(),
+                start_vpn,
+                end_vpn: start_vpn + 512,
+            });
+        }
+        Ok(())
+    }
+    fn collect(
+        &mut self,
+        _ctx: &mut tierkitd::source::Ctx,
+    ) -> tierkitd::error::Result<tierkitd::source::Stats> {
+        Ok(Default::default())
+    }
 }

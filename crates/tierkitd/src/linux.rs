@@ -33,6 +33,7 @@ use crate::metrics::Metrics;
 use crate::pages::PageTable;
 use crate::scan::{self, ScanError};
 use crate::source::core_counters::{self, CoreMetrics, CoreSampler};
+use crate::source::Named;
 use crate::source::{Ctx, ProcPages, Source};
 use crate::topology::{self, TierMap};
 
@@ -59,9 +60,11 @@ pub struct Settings {
     pub scan_reuse_frames: bool,
     /// The share of one CPU (percent) the scans of the targets' pages may take on average
     /// (`scan-budget-pct`): after a scan of every target that took d seconds the next comes
-    /// d / share later, or at the next interval if that is later. A target that joined is
-    /// scanned at once; the soft-dirty source, which reads its bits in the scan, scans every
-    /// interval. 100 scans every interval.
+    /// d / share later, or at the next interval if that is later. In between, the ranges the
+    /// telemetry source names ([`crate::source::Source::poll`]) are scanned, up to half the
+    /// share of an interval, and their time postpones the next full scan the same way. A
+    /// target that joined is scanned at once; the soft-dirty source, which reads its bits in
+    /// the scan, scans every interval. 100 scans every interval.
     pub scan_budget_pct: f64,
     /// Targets of Vulcan's latency-critical class (`--latency-critical`); the others are
     /// best-effort.
@@ -170,6 +173,10 @@ pub struct Linux {
     pub last_apply: Duration,
     /// When the next scan of every target is due (`scan_budget_pct`).
     next_scan: Instant,
+    /// What the last full scan cost per page read (s), to size the targeted scans.
+    scan_s_per_page: f64,
+    /// The ranges the source named this interval ([`Source::poll`]).
+    named: Vec<Named>,
 }
 
 fn read_comm(pid: Pid) -> Option<String> {
@@ -290,6 +297,8 @@ impl Linux {
             last_warn: BTreeMap::new(),
             last_apply: Duration::ZERO,
             next_scan: Instant::now(),
+            scan_s_per_page: 150e-9,
+            named: Vec::new(),
         };
         l.tel.page_bytes = PAGE_SIZE;
         l.tel.cpu_ghz = cpu_ghz();
@@ -659,43 +668,8 @@ impl Linux {
             while k < prev.vpns.len() && prev.vpns[k] < p.vpn {
                 k += 1;
             }
-            let again = (prev.vpns.get(k) == Some(&p.vpn))
-                .then(|| prev.ids[k])
-                .filter(|&id| {
-                    self.table
-                        .slot(id)
-                        .is_some_and(|s| s.pid == pid && s.vpn == p.vpn)
-                });
-            let (id, new) = match again {
-                Some(id) => (id, false),
-                None => self.table.intern(pid, p.vpn),
-            };
-            let slot = self.table.slot_mut(id).expect("an interned page is live");
-            let old = slot.tier;
-            slot.tier = tier;
-            slot.seen = gen;
-            // the kernel's reclaim demoted a page tierkitd had promoted
-            let demoted_promoted =
-                old == FAST && tier != FAST && std::mem::take(&mut slot.promoted);
-            if demoted_promoted {
-                demote_promoted_here += 1;
-            }
-            if new || old == crate::pages::NO_TIER {
-                self.tel.allocated.push(PageEvent {
-                    page: id,
-                    pid,
-                    tier,
-                });
-            } else if old != tier {
-                self.metrics.external_moves.inc();
-                self.tel.migrations.push(MigrationResult {
-                    page: id,
-                    from: old,
-                    to: tier,
-                    outcome: MigrationOutcome::Done,
-                    remap: false,
-                });
-            }
+            let again = (prev.vpns.get(k) == Some(&p.vpn)).then(|| prev.ids[k]);
+            let (id, _) = self.take_present(pid, p, tier, again, &mut demote_promoted_here);
             pages.vpns.push(p.vpn);
             pages.ids.push(id);
             pages.soft_dirty.push(p.soft_dirty);
@@ -728,6 +702,172 @@ impl Linux {
                 }
             }
         }
+    }
+
+    /// One present page found by a scan, on `tier`: its id (`again`, the id the last scan gave
+    /// this virtual page, if it still names it; else a new one) and the page events its change
+    /// makes (a new page, a page the kernel moved). Returns the id and the tier it had before
+    /// (`NO_TIER` for a new page).
+    fn take_present(
+        &mut self,
+        pid: Pid,
+        p: &scan::Present,
+        tier: TierId,
+        again: Option<PageId>,
+        demote_promoted: &mut u64,
+    ) -> (PageId, TierId) {
+        let again = again.filter(|&id| {
+            self.table
+                .slot(id)
+                .is_some_and(|s| s.pid == pid && s.vpn == p.vpn)
+        });
+        let (id, new) = match again {
+            Some(id) => (id, false),
+            None => self.table.intern(pid, p.vpn),
+        };
+        let slot = self.table.slot_mut(id).expect("an interned page is live");
+        let old = slot.tier;
+        slot.tier = tier;
+        slot.seen = self.gen;
+        // the kernel's reclaim demoted a page tierkitd had promoted
+        if old == FAST && tier != FAST && std::mem::take(&mut slot.promoted) {
+            *demote_promoted += 1;
+        }
+        if new || old == crate::pages::NO_TIER {
+            self.tel.allocated.push(PageEvent {
+                page: id,
+                pid,
+                tier,
+            });
+        } else if old != tier {
+            self.metrics.external_moves.inc();
+            self.tel.migrations.push(MigrationResult {
+                page: id,
+                from: old,
+                to: tier,
+                outcome: MigrationOutcome::Done,
+                remap: false,
+            });
+        }
+        (id, if new { crate::pages::NO_TIER } else { old })
+    }
+
+    /// A page of `pid`'s view that a targeted scan no longer finds: released, with its event.
+    fn forget_page(&mut self, pid: Pid, id: PageId, vpn: u64, rss: &mut [u64; 2]) {
+        if let Some(s) = self.table.slot(id).filter(|s| s.pid == pid && s.vpn == vpn) {
+            if let Some(r) = rss.get_mut(s.tier as usize) {
+                *r = r.saturating_sub(1);
+            }
+            self.tel.freed.push(PageEvent {
+                page: id,
+                pid,
+                tier: s.tier,
+            });
+            self.table.release(id);
+        }
+    }
+
+    /// The targeted scan of one target between its full scans: only the virtual page ranges
+    /// `ranges` (sorted, disjoint) that its telemetry source named this interval. Their pages
+    /// replace what the view held in them, with the events a full scan would make there (new
+    /// pages, pages gone, pages the kernel moved); the rest of the view stays as it was.
+    /// Returns the pages read.
+    fn scan_named(&mut self, pid: Pid, ranges: &[(u64, u64)]) -> u64 {
+        let empty = scan::Known::default();
+        let known = self.procs.get(&pid).map_or(&empty, |p| &p.known);
+        let mut st = scan::ScanStats::default();
+        let r = scan::scan_ranges(
+            pid as i32,
+            Some(ranges),
+            self.settings.batch_pages,
+            &mut self.scratch_addrs,
+            &mut self.scratch_status,
+            known,
+            self.settings.scan_reuse_frames,
+            &mut st,
+        );
+        self.metrics.scan_pages_queried.inc_by(st.queried);
+        self.metrics.scan_pages_reused.inc_by(st.reused);
+        let read: u64 = ranges.iter().map(|r| r.1 - r.0).sum();
+        let present = match r {
+            Ok(v) => v,
+            Err(ScanError::Gone) => {
+                if let Some(p) = self.procs.get_mut(&pid) {
+                    p.gone = true;
+                }
+                return read;
+            }
+            Err(ScanError::Failed(e)) => {
+                self.metrics.error("scan");
+                warn!("pid {pid}: targeted scan failed, keeping the view: {e}");
+                return read;
+            }
+        };
+        let proc_ = self.procs.get_mut(&pid).expect("a known target");
+        let mut pages = std::mem::take(&mut proc_.pages);
+        let mut known = std::mem::take(&mut proc_.known);
+        let mut rss = proc_.rss;
+        let mut demote_promoted_here = 0u64;
+        // one range at a time: its stretch of the view is replaced in place (no shift of the
+        // rest when the range holds as many pages as before, the usual case), so a targeted
+        // scan costs in proportion to its ranges, not to the view
+        let (mut vpns, mut ids, mut dirty) = (Vec::new(), Vec::new(), Vec::new());
+        let mut rest = &present[..];
+        for &(lo, hi) in ranges {
+            let cut = rest.partition_point(|p| p.vpn < hi);
+            let (found, after) = rest.split_at(cut);
+            rest = after;
+            let a = pages.vpns.partition_point(|&v| v < lo);
+            let b = pages.vpns.partition_point(|&v| v < hi);
+            vpns.clear();
+            ids.clear();
+            dirty.clear();
+            let mut i = a;
+            for p in found {
+                // the view's pages before this one in the range are gone
+                while i < b && pages.vpns[i] < p.vpn {
+                    self.forget_page(pid, pages.ids[i], pages.vpns[i], &mut rss);
+                    i += 1;
+                }
+                let again = (i < b && pages.vpns[i] == p.vpn).then(|| pages.ids[i]);
+                if again.is_some() {
+                    i += 1;
+                }
+                let Some(tier) = self.tiers.tier_of_node(p.node as u32) else {
+                    if let Some(id) = again {
+                        self.forget_page(pid, id, p.vpn, &mut rss);
+                    }
+                    continue;
+                };
+                let (id, old) = self.take_present(pid, p, tier, again, &mut demote_promoted_here);
+                if (old as usize) < rss.len() {
+                    rss[old as usize] = rss[old as usize].saturating_sub(1);
+                }
+                rss[tier as usize] += 1;
+                vpns.push(p.vpn);
+                ids.push(id);
+                dirty.push(p.soft_dirty);
+            }
+            while i < b {
+                self.forget_page(pid, pages.ids[i], pages.vpns[i], &mut rss);
+                i += 1;
+            }
+            pages.vpns.splice(a..b, vpns.iter().copied());
+            pages.ids.splice(a..b, ids.iter().copied());
+            pages.soft_dirty.splice(a..b, dirty.iter().copied());
+            // the frames and nodes: this scan's in the range
+            let ka = known.vpns.partition_point(|&v| v < lo);
+            let kb = known.vpns.partition_point(|&v| v < hi);
+            known.vpns.splice(ka..kb, found.iter().map(|p| p.vpn));
+            known.pfns.splice(ka..kb, found.iter().map(|p| p.pfn));
+            known.nodes.splice(ka..kb, found.iter().map(|p| p.node));
+        }
+        let proc_ = self.procs.get_mut(&pid).expect("a known target");
+        proc_.pages = pages;
+        proc_.known = known;
+        proc_.rss = rss;
+        proc_.demote_promoted += demote_promoted_here;
+        read
     }
 
     fn wait_for_tick(&mut self) -> Result<()> {
@@ -1158,28 +1298,82 @@ impl Backend for Linux {
         self.tel.migrations.clear();
         self.tel.migrations.append(&mut self.results);
         self.refresh_targets(false)?;
+        // The source reads this interval's observations first and names where they fall
+        // (`Source::poll`): between full scans those ranges are scanned, so that pages mapped
+        // or moved since the last full scan are seen where the telemetry points.
+        let mut named = std::mem::take(&mut self.named);
+        named.clear();
+        if let Err(e) = self.source.poll(&mut named) {
+            self.metrics.error("telemetry");
+            warn!("telemetry source {}: {e}", self.source.name());
+        }
         // every target when a scan is due (scan_budget_pct), else only those never scanned;
-        // the others keep the last scan's view, with tierkitd's own migrations applied to it
+        // the others keep the last scan's view, with tierkitd's own migrations applied to it,
+        // and the named ranges scanned again
         let every = Instant::now() >= self.next_scan || self.source.wants_soft_dirty();
+        let share = (self.settings.scan_budget_pct / 100.0).clamp(1e-6, 1.0);
         let t_scan = Instant::now();
         let mut scanned = 0usize;
+        let mut targeted_pages = 0u64;
+        // What one interval's targeted scans may read: half the budget's share of the interval
+        // at the last full scan's cost per page (at least one 2 MiB stretch). Their time also
+        // postpones the next full scan (below), so scanning as a whole stays within the budget
+        // and the full scans keep at least half their pace.
+        let cap = (0.5 * share * self.settings.interval.as_secs_f64()
+            / self.scan_s_per_page.max(1e-9))
+        .max(512.0) as u64;
+        named.sort_unstable();
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
         for pid in self.pids() {
             let p = &self.procs[&pid];
             if every || !p.scanned {
                 self.scan_one(pid);
                 scanned += 1;
-            } else {
-                self.procs.get_mut(&pid).expect("a target").threads = threads_of(pid);
+                continue;
             }
+            self.procs.get_mut(&pid).expect("a target").threads = threads_of(pid);
+            let a = named.partition_point(|n| n.pid < pid);
+            let b = named.partition_point(|n| n.pid <= pid);
+            if a == b || targeted_pages >= cap {
+                continue;
+            }
+            ranges.clear();
+            ranges.extend(named[a..b].iter().map(|n| (n.start_vpn, n.end_vpn)));
+            scan::merge_ranges(&mut ranges);
+            // within the cap, in address order
+            let mut left = cap - targeted_pages;
+            ranges.retain_mut(|r| {
+                let n = (r.1 - r.0).min(left);
+                r.1 = r.0 + n;
+                left -= n;
+                n > 0
+            });
+            targeted_pages += self.scan_named(pid, &ranges);
         }
+        self.named = named;
         if every {
             let took = t_scan.elapsed();
-            let share = (self.settings.scan_budget_pct / 100.0).clamp(1e-6, 1.0);
             self.next_scan = t_scan + took.div_f64(share);
+            let read: u64 = self.procs.values().map(|p| p.pages.vpns.len() as u64).sum();
+            if read > 0 {
+                self.scan_s_per_page = took.as_secs_f64() / read as f64;
+            }
             self.metrics.page_scans.inc();
             self.metrics.page_scan_seconds.observe(took.as_secs_f64());
-        } else if scanned < self.procs.len() {
-            self.metrics.page_scans_deferred.inc();
+        } else {
+            if scanned < self.procs.len() {
+                self.metrics.page_scans_deferred.inc();
+            }
+            if targeted_pages > 0 {
+                // the targeted scans spend the same budget: the next full scan comes later
+                let took = t_scan.elapsed();
+                self.next_scan += took.div_f64(share);
+                self.metrics.targeted_scans.inc();
+                self.metrics.targeted_scan_pages.inc_by(targeted_pages);
+                self.metrics
+                    .targeted_scan_seconds
+                    .observe(took.as_secs_f64());
+            }
         }
         let gone: Vec<Pid> = self
             .procs
@@ -1487,6 +1681,155 @@ mod tests {
             first + tel.allocated.len() as u64 - tel.freed.len() as u64
         );
         assert_eq!(tel.tiers[0].used_pages, rss);
+        drop(more);
+    }
+
+    /// A telemetry source that names the ranges a test gives it and samples nothing.
+    struct Naming(std::sync::Arc<std::sync::Mutex<Vec<Named>>>);
+
+    impl crate::source::Source for Naming {
+        fn name(&self) -> &'static str {
+            "naming"
+        }
+        fn set_targets(&mut self, _pids: &[Pid]) -> crate::error::Result<Vec<String>> {
+            Ok(Vec::new())
+        }
+        fn poll(&mut self, out: &mut Vec<Named>) -> crate::error::Result<()> {
+            out.extend(self.0.lock().unwrap().drain(..));
+            Ok(())
+        }
+        fn collect(
+            &mut self,
+            _ctx: &mut crate::source::Ctx,
+        ) -> crate::error::Result<crate::source::Stats> {
+            Ok(Default::default())
+        }
+    }
+
+    /// Between full scans only the ranges the source names are scanned: pages mapped there
+    /// since the last full scan join the view (and the target's resident pages), pages unmapped
+    /// there leave it, and nothing outside them changes; the view stays the one a full scan
+    /// would build there, in address order.
+    #[test]
+    fn a_targeted_scan_sees_new_and_gone_pages_in_the_named_ranges_only() {
+        let me = std::process::id();
+        let settings = Settings {
+            interval: Duration::from_millis(20),
+            scan_budget_pct: 0.1,
+            ..Settings::default()
+        };
+        let tiers = TierMap {
+            fast: vec![0],
+            slow: vec![],
+            reason: "test".into(),
+        };
+        let names = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut lx = Linux::new(
+            Targets::Pids(vec![me]),
+            tiers,
+            topology::NODE_ROOT.into(),
+            settings,
+            Box::new(Naming(names.clone())),
+            &STOP,
+            Metrics::new(),
+        )
+        .unwrap();
+        lx.observe().unwrap();
+        let tel = lx.take_telemetry();
+        lx.restore_telemetry(tel);
+        assert_eq!(lx.metrics.page_scans.get(), 1);
+        // 8 MiB more, touched (its own mapping: above the allocator's mmap threshold)
+        let mut more = vec![0u8; 8 << 20];
+        for i in (0..more.len()).step_by(4096) {
+            more[i] = 1;
+        }
+        std::hint::black_box(&more);
+        let lo = (more.as_ptr() as u64).div_ceil(PAGE_SIZE);
+        let hi = (more.as_ptr() as u64 + more.len() as u64) / PAGE_SIZE;
+        let in_more =
+            |lx: &Linux, id: PageId| lx.table.slot(id).is_some_and(|s| s.vpn >= lo && s.vpn < hi);
+        // no full scan during the test, and the targeted scans' cap sized by a tiny cost per
+        // page, except where the cap itself is tested
+        lx.next_scan = Instant::now() + Duration::from_secs(3600);
+        // nothing named: the view stays
+        lx.observe().unwrap();
+        let tel = lx.take_telemetry();
+        assert!(tel.allocated.is_empty() && tel.freed.is_empty());
+        lx.restore_telemetry(tel);
+        // the cap: at 0.1% of a 20 ms interval at 1 us a page only one 2 MiB stretch's worth
+        // is read, the lowest addresses first
+        lx.scan_s_per_page = 1e-6;
+        names.lock().unwrap().push(Named {
+            pid: me,
+            start_vpn: lo,
+            end_vpn: hi,
+        });
+        lx.observe().unwrap();
+        let tel = lx.take_telemetry();
+        assert_eq!(lx.metrics.targeted_scan_pages.get(), 512);
+        assert_eq!(tel.allocated.len(), 512);
+        assert!(tel.allocated.iter().all(|e| lx
+            .table
+            .slot(e.page)
+            .is_some_and(|s| s.vpn >= lo && s.vpn < lo + 512)));
+        lx.restore_telemetry(tel);
+        lx.scan_s_per_page = 1e-15;
+        // the buffer named (in two overlapping pieces): the rest of its pages join, and only they
+        names.lock().unwrap().extend([
+            Named {
+                pid: me,
+                start_vpn: lo,
+                end_vpn: lo + (hi - lo) / 2 + 7,
+            },
+            Named {
+                pid: me,
+                start_vpn: lo + (hi - lo) / 2,
+                end_vpn: hi,
+            },
+        ]);
+        let rss0 = lx.procs[&me].rss;
+        lx.observe().unwrap();
+        let tel = lx.take_telemetry();
+        assert_eq!(lx.metrics.page_scans.get(), 1, "no full scan");
+        assert_eq!(lx.metrics.targeted_scans.get(), 2);
+        assert_eq!(lx.metrics.targeted_scan_pages.get(), 512 + hi - lo);
+        assert_eq!(
+            tel.allocated.len() as u64,
+            hi - lo - 512,
+            "the rest of the buffer"
+        );
+        assert!(tel.allocated.iter().all(|e| in_more(&lx, e.page)));
+        assert!(tel.freed.is_empty());
+        assert_eq!(tel.processes[0].rss_pages[0], rss0[0] + hi - lo - 512);
+        lx.restore_telemetry(tel);
+        let p = &lx.procs[&me];
+        assert!(p.pages.vpns.windows(2).all(|w| w[0] < w[1]));
+        assert!(p.known.vpns.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(p.pages.vpns.len(), p.pages.ids.len());
+        assert_eq!(p.rss[0] as usize, p.pages.vpns.len());
+        // the buffer's pages given back (MADV_DONTNEED: still mapped, so that no other test's
+        // allocation can land there meanwhile) and named again: they leave
+        // SAFETY: the range is `more`'s own memory, which nothing reads until it is dropped.
+        let r = unsafe {
+            libc::madvise(
+                (lo * PAGE_SIZE) as *mut libc::c_void,
+                ((hi - lo) * PAGE_SIZE) as usize,
+                libc::MADV_DONTNEED,
+            )
+        };
+        assert_eq!(r, 0);
+        names.lock().unwrap().push(Named {
+            pid: me,
+            start_vpn: lo,
+            end_vpn: hi,
+        });
+        lx.observe().unwrap();
+        let tel = lx.take_telemetry();
+        assert_eq!(tel.freed.len() as u64, hi - lo);
+        assert!(tel.allocated.is_empty());
+        assert_eq!(tel.processes[0].rss_pages[0], rss0[0] - 512);
+        lx.restore_telemetry(tel);
+        assert_eq!(lx.procs[&me].pages.vpns.len() as u64, rss0[0] - 512);
         drop(more);
     }
 

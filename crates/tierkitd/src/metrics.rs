@@ -56,6 +56,11 @@ pub struct Metrics {
     pub page_scan_seconds: Histogram,
     /// Intervals that kept the last scan's view of the targets to stay within scan-budget-pct.
     pub page_scans_deferred: IntCounter,
+    /// Targeted scans (the ranges a source named, between full scans): their count, the pages
+    /// they read and their wall time.
+    pub targeted_scans: IntCounter,
+    pub targeted_scan_pages: IntCounter,
+    pub targeted_scan_seconds: Histogram,
     pub pages_migrated: IntCounter,
     pub rate_limited: IntCounter,
     pub external_moves: IntCounter,
@@ -200,6 +205,18 @@ impl Metrics {
             page_scans_deferred: counter(
                 "page_scans_deferred_total",
                 "Intervals that kept the last scan's view of the targets' pages to keep the scans within scan-budget-pct.",
+            ),
+            targeted_scans: counter(
+                "targeted_scans_total",
+                "Intervals between full scans that scanned the ranges the telemetry source named.",
+            ),
+            targeted_scan_pages: counter(
+                "targeted_scan_pages_total",
+                "Virtual pages read by targeted scans (the ranges the telemetry source named).",
+            ),
+            targeted_scan_seconds: seconds(
+                "targeted_scan_seconds",
+                "Wall time of each interval's targeted scans (maps, pagemap of the named ranges, node queries, page events).",
             ),
             pages_migrated: counter("pages_migrated_total", "Pages moved by tierkitd."),
             rate_limited: counter(

@@ -61,6 +61,12 @@ pub struct Known {
 }
 
 impl Known {
+    pub fn push(&mut self, p: &Present) {
+        self.vpns.push(p.vpn);
+        self.pfns.push(p.pfn);
+        self.nodes.push(p.node);
+    }
+
     pub fn from_present(present: &[Present]) -> Known {
         Known {
             vpns: present.iter().map(|p| p.vpn).collect(),
@@ -113,17 +119,66 @@ pub fn scan(
     reuse: bool,
     stats: &mut ScanStats,
 ) -> Result<Vec<Present>, ScanError> {
+    scan_ranges(pid, None, batch, addrs, status, known, reuse, stats)
+}
+
+/// Merge virtual page ranges `[start, end)`: sorted, overlapping and adjacent ones joined, empty
+/// ones dropped.
+pub fn merge_ranges(ranges: &mut Vec<(u64, u64)>) {
+    ranges.retain(|r| r.0 < r.1);
+    ranges.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    for &(a, b) in ranges.iter() {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    *ranges = out;
+}
+
+/// [`scan`] restricted to virtual page ranges `only` (sorted, disjoint: [`merge_ranges`]) where
+/// they meet the managed VMAs: the targeted scan of the pages a telemetry source names. `None`
+/// scans every managed VMA whole.
+#[allow(clippy::too_many_arguments)]
+pub fn scan_ranges(
+    pid: i32,
+    only: Option<&[(u64, u64)]>,
+    batch: usize,
+    addrs: &mut Vec<u64>,
+    status: &mut Vec<i32>,
+    known: &Known,
+    reuse: bool,
+    stats: &mut ScanStats,
+) -> Result<Vec<Present>, ScanError> {
     let maps =
         std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|e| classify("maps", e))?;
     let vmas: Vec<Vma> =
         mech::parse_maps(&maps).map_err(|e| ScanError::Failed(format!("/proc/{pid}/maps: {e}")))?;
+    // the stretches to read, in address order: whole VMAs, or the ranges' parts inside them
+    let mut spans: Vec<(u64, u64)> = Vec::new();
+    for v in vmas.iter().filter(|v| v.managed()) {
+        let (first, end) = (v.start / PAGE_SIZE, v.start / PAGE_SIZE + v.pages());
+        match only {
+            None => spans.push((first, end)),
+            Some(rs) => {
+                let i = rs.partition_point(|r| r.1 <= first);
+                for &(a, b) in rs[i..].iter().take_while(|r| r.0 < end) {
+                    spans.push((a.max(first), b.min(end)));
+                }
+            }
+        }
+    }
     let mut present = Vec::new();
-    // the VMAs come in address order, so one cursor walks the last scan's pages alongside
+    // the spans come in address order, so one cursor walks the last scan's pages alongside
     let mut k = 0usize;
     let mut ask: Vec<usize> = Vec::new();
-    for v in vmas.iter().filter(|v| v.managed()) {
-        let first = v.start / PAGE_SIZE;
-        let entries = pagemap_entries(pid, first, v.pages()).map_err(|e| classify("pagemap", e))?;
+    for &(first, end) in &spans {
+        let entries =
+            pagemap_entries(pid, first, end - first).map_err(|e| classify("pagemap", e))?;
+        if reuse {
+            k += known.vpns[k..].partition_point(|&v| v < first);
+        }
         for (i, e) in entries.iter().enumerate() {
             if e & PM_PRESENT == 0 {
                 continue;
@@ -213,6 +268,60 @@ mod tests {
             ),
             Err(ScanError::Gone)
         ));
+    }
+
+    #[test]
+    fn ranges_merge_sorted_and_joined() {
+        let mut r = vec![(10, 20), (5, 5), (30, 40), (15, 25), (25, 26), (0, 3)];
+        merge_ranges(&mut r);
+        assert_eq!(r, vec![(0, 3), (10, 26), (30, 40)]);
+        let mut e: Vec<(u64, u64)> = vec![(4, 2)];
+        merge_ranges(&mut e);
+        assert!(e.is_empty());
+    }
+
+    /// A scan of some ranges finds exactly the pages a full scan finds in them.
+    #[test]
+    fn a_scan_of_ranges_is_the_full_scan_cut_to_them() {
+        let pid = std::process::id() as i32;
+        let n = 300usize;
+        let mut v = vec![0u8; n * PAGE_SIZE as usize];
+        for i in (0..n).step_by(3) {
+            v[i * PAGE_SIZE as usize] = 1;
+        }
+        let start = (v.as_ptr() as u64).div_ceil(PAGE_SIZE);
+        let ranges = vec![
+            (start + 10, start + 50),
+            (start + 100, start + 101),
+            (start + 200, start + 290),
+        ];
+        let (mut a, mut s) = (Vec::new(), Vec::new());
+        let mut st = ScanStats::default();
+        let full = scan(pid, 64, &mut a, &mut s, &Known::default(), true, &mut st).unwrap();
+        let mut st2 = ScanStats::default();
+        let known = Known::from_present(&full);
+        let part = scan_ranges(
+            pid,
+            Some(&ranges),
+            64,
+            &mut a,
+            &mut s,
+            &known,
+            true,
+            &mut st2,
+        )
+        .unwrap();
+        std::hint::black_box(&v);
+        let inside = |vpn: u64| ranges.iter().any(|r| r.0 <= vpn && vpn < r.1);
+        let want: Vec<(u64, i32)> = full
+            .iter()
+            .filter(|p| inside(p.vpn))
+            .map(|p| (p.vpn, p.node))
+            .collect();
+        let got: Vec<(u64, i32)> = part.iter().map(|p| (p.vpn, p.node)).collect();
+        assert_eq!(got, want);
+        // every third page of the buffer was touched: 14 + 1 + 30 of them in the ranges
+        assert!(got.len() >= 44, "{}", got.len());
     }
 
     /// A second scan with the first one's pages asks again only for pages whose frame is not

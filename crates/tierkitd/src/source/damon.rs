@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use tierkit_core::{Pid, SampleFilter};
 
-use super::{Credit, Ctx, Source, Stats};
+use super::{Credit, Ctx, Named, Source, Stats};
 use crate::error::{io, read_to_string, Error, Result};
 
 pub const ADMIN: &str = "/sys/kernel/mm/damon/admin";
@@ -182,6 +182,8 @@ pub struct Damon {
     running: Vec<bool>,
     filter: SampleFilter,
     credit: Credit,
+    /// This interval's regions per target, read by `poll`.
+    polled: Option<Vec<(Pid, Vec<Region>)>>,
 }
 
 impl Damon {
@@ -193,6 +195,7 @@ impl Damon {
             running: Vec::new(),
             filter: SampleFilter::AllMisses,
             credit: Credit { cap: 64 },
+            polled: None,
         }
     }
 
@@ -210,6 +213,42 @@ impl Damon {
             }
         }
         self.running.iter_mut().for_each(|r| *r = false);
+    }
+
+    /// The regions of every running kdamond's target for this interval (a kdamond whose
+    /// target exited is marked stopped and skipped).
+    fn read_all(&mut self) -> Result<Vec<(Pid, Vec<Region>)>> {
+        let mut all = Vec::new();
+        for (i, &pid) in self.pids.clone().iter().enumerate() {
+            if !self.running[i] {
+                continue;
+            }
+            let state = self.state(i);
+            if read_to_string(&state)
+                .map(|s| s.trim() != "on")
+                .unwrap_or(true)
+            {
+                // DAMON stops a kdamond whose targets have all exited
+                self.running[i] = false;
+                continue;
+            }
+            if let Err(e) = write(&state, "update_schemes_tried_regions") {
+                // raced with the target's exit: the kdamond is gone
+                self.running[i] = false;
+                if read_to_string(&state)
+                    .map(|s| s.trim() == "on")
+                    .unwrap_or(false)
+                {
+                    return Err(e);
+                }
+                continue;
+            }
+            let dir = self
+                .root
+                .join(format!("kdamonds/{i}/contexts/0/schemes/0/tried_regions"));
+            all.push((pid, read_tried_regions(&dir)?));
+        }
+        Ok(all)
     }
 
     pub fn max_accesses(&self) -> f64 {
@@ -250,41 +289,33 @@ impl Source for Damon {
         Ok(notes)
     }
 
+    /// Reads every kdamond's regions now and names those it saw accessed.
+    fn poll(&mut self, out: &mut Vec<Named>) -> Result<()> {
+        let all = self.read_all()?;
+        for (pid, regions) in &all {
+            out.extend(regions.iter().filter(|r| r.nr_accesses > 0).map(|r| Named {
+                pid: *pid,
+                start_vpn: r.start / crate::mech::PAGE_SIZE,
+                end_vpn: r.end.div_ceil(crate::mech::PAGE_SIZE),
+            }));
+        }
+        self.polled = Some(all);
+        Ok(())
+    }
+
     fn collect(&mut self, ctx: &mut Ctx) -> Result<Stats> {
         let mut st = Stats::default();
         let max = self.max_accesses();
-        for (i, &pid) in self.pids.clone().iter().enumerate() {
-            if !self.running[i] {
-                continue;
-            }
-            let state = self.state(i);
-            if read_to_string(&state)
-                .map(|s| s.trim() != "on")
-                .unwrap_or(true)
-            {
-                // DAMON stops a kdamond whose targets have all exited
-                self.running[i] = false;
-                continue;
-            }
-            if let Err(e) = write(&state, "update_schemes_tried_regions") {
-                // raced with the target's exit: the kdamond is gone
-                self.running[i] = false;
-                if read_to_string(&state)
-                    .map(|s| s.trim() == "on")
-                    .unwrap_or(false)
-                {
-                    return Err(e);
-                }
-                continue;
-            }
-            let dir = self
-                .root
-                .join(format!("kdamonds/{i}/contexts/0/schemes/0/tried_regions"));
-            let regions = read_tried_regions(&dir)?;
+        let all = match self.polled.take() {
+            Some(all) => all,
+            None => self.read_all()?,
+        };
+        for (pid, regions) in &all {
+            let pid = *pid;
             let Some(pp) = ctx.procs.iter().find(|p| p.pid == pid) else {
                 continue;
             };
-            for r in &regions {
+            for r in regions {
                 st.observed += 1;
                 let idx = pp.range(
                     r.start / crate::mech::PAGE_SIZE,

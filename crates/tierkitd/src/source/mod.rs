@@ -44,6 +44,28 @@ impl ProcPages {
     }
 }
 
+/// Virtual pages `[start_vpn, end_vpn)` of target `pid` where a source's observations of this
+/// interval fall ([`Source::poll`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Named {
+    pub pid: Pid,
+    pub start_vpn: u64,
+    pub end_vpn: u64,
+}
+
+/// The 2 MiB-aligned stretch of virtual pages around `addr` of `pid`: what a source names for
+/// one sampled address (one pagemap read of 4 KiB covers it).
+pub fn named_around(pid: Pid, addr: u64) -> Named {
+    const SPAN: u64 = 512;
+    let vpn = addr / crate::mech::PAGE_SIZE;
+    let start_vpn = vpn / SPAN * SPAN;
+    Named {
+        pid,
+        start_vpn,
+        end_vpn: start_vpn + SPAN,
+    }
+}
+
 /// What a source works with each interval.
 pub struct Ctx<'a> {
     pub table: &'a mut PageTable,
@@ -71,6 +93,15 @@ pub trait Source: Send {
     fn name(&self) -> &'static str;
     /// The targets changed (start, a cgroup gained or lost a process, a process exited).
     fn set_targets(&mut self, pids: &[Pid]) -> Result<Vec<String>>;
+    /// Read this interval's observations ahead of the page scan and name the virtual page
+    /// ranges they fall in (appended to `out`; any order, overlaps allowed). Between the paced
+    /// full scans (`scan-budget-pct`) the backend scans these ranges, so a page mapped or moved
+    /// since the last full scan is seen where the telemetry points; `collect` then turns the
+    /// same observations into samples. A source that names nothing (the default) reads in
+    /// `collect` and is served by the full scans alone.
+    fn poll(&mut self, _out: &mut Vec<Named>) -> Result<()> {
+        Ok(())
+    }
     /// Turn this interval's observations into samples.
     fn collect(&mut self, ctx: &mut Ctx) -> Result<Stats>;
     /// The policy retuned sampling. Returns a note for the log when the source cannot follow.

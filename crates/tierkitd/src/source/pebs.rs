@@ -24,7 +24,7 @@ use std::sync::atomic::{fence, Ordering};
 
 use tierkit_core::{Pid, SampleFilter, FAST};
 
-use super::{Ctx, Source, Stats};
+use super::{named_around, Ctx, Named, Source, Stats};
 use crate::error::{read_to_string, Error, Result};
 
 pub const PERF_SAMPLE_IP: u64 = 1 << 0;
@@ -419,6 +419,8 @@ pub struct Pebs {
     filter: SampleFilter,
     rings: Vec<(Pid, Ring)>,
     raw: Vec<RawSample>,
+    /// `raw` holds this interval's records, read by `poll` (and the records the kernel dropped).
+    polled: Option<u64>,
     /// Per-tier mean load latency (cycles) of the last interval, from sample weights.
     pub latency_cycles: [Option<f64>; 2],
     /// Load samples with a weight per tier in the last interval.
@@ -426,6 +428,15 @@ pub struct Pebs {
 }
 
 impl Pebs {
+    /// This interval's records of every ring into `raw`.
+    fn drain(&mut self, lost: &mut u64) -> Result<()> {
+        self.raw.clear();
+        for (_, r) in &mut self.rings {
+            r.drain(&mut self.raw, lost).map_err(Error::Telemetry)?;
+        }
+        Ok(())
+    }
+
     /// Find the PMU and check that a sampling event can be opened on ourselves.
     pub fn probe(root: &Path, period: u64) -> std::result::Result<Pebs, String> {
         let (pmu, loads, stores) = find_pmu(root)?;
@@ -437,6 +448,7 @@ impl Pebs {
             filter: SampleFilter::AllMisses,
             rings: Vec::new(),
             raw: Vec::new(),
+            polled: None,
             latency_cycles: [None, None],
             weighted_loads: [0, 0],
         };
@@ -513,12 +525,20 @@ impl Source for Pebs {
         Ok(notes)
     }
 
+    /// Reads the rings now and names the 2 MiB stretch around every sampled address.
+    fn poll(&mut self, out: &mut Vec<Named>) -> Result<()> {
+        let mut lost = 0;
+        self.drain(&mut lost)?;
+        self.polled = Some(lost);
+        out.extend(self.raw.iter().map(|s| named_around(s.pid, s.addr)));
+        Ok(())
+    }
+
     fn collect(&mut self, ctx: &mut Ctx) -> Result<Stats> {
         let mut st = Stats::default();
-        self.raw.clear();
-        for (_, r) in &mut self.rings {
-            r.drain(&mut self.raw, &mut st.lost)
-                .map_err(Error::Telemetry)?;
+        match self.polled.take() {
+            Some(lost) => st.lost = lost,
+            None => self.drain(&mut st.lost)?,
         }
         st.observed = self.raw.len() as u64;
         let mut tiers = Vec::with_capacity(self.raw.len());
@@ -750,6 +770,7 @@ mod tests {
             filter: SampleFilter::AllMisses,
             rings: Vec::new(),
             raw: Vec::new(),
+            polled: None,
             latency_cycles: [Some(200.0), Some(500.0)],
             weighted_loads: [3, 1],
         };
