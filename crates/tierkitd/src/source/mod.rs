@@ -273,6 +273,21 @@ mod tests {
     }
 
     #[test]
+    fn a_sampled_address_names_its_aligned_2mib_stretch() {
+        let n = named_around(7, (1024 + 700) * 4096 + 123);
+        assert_eq!(
+            n,
+            Named {
+                pid: 7,
+                start_vpn: 1536,
+                end_vpn: 2048
+            }
+        );
+        assert_eq!(named_around(7, 0).start_vpn, 0);
+        assert_eq!(named_around(7, 512 * 4096).start_vpn, 512);
+    }
+
+    #[test]
     fn page_ranges() {
         let p = ProcPages {
             pid: 1,
