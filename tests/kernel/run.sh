@@ -26,7 +26,7 @@ while getopts "k:t:n:o:T:h" o; do
     *) sed -n '2,20p' "$0"; exit 2 ;;
   esac
 done
-[ -n "$TESTS" ] || { [ "$KERNEL" = 61 ] && TESTS="softdirty cli nbt" || TESTS="cli damon limit kill fork dryrun softdirty shim nb2 nbt nbtalto nbtcolloid nbtband toggle vulcan bench"; }
+[ -n "$TESTS" ] || { [ "$KERNEL" = 61 ] && TESTS="softdirty cli nbt" || TESTS="cli damon targeted limit kill fork dryrun softdirty shim nb2 nbt nbtalto nbtcolloid nbtband toggle vulcan bench"; }
 log() { printf '[kernel-tests %s] %s\n' "$(date +%T)" "$*" >&2; }
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 
