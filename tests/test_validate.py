@@ -171,6 +171,33 @@ def test_the_press_recording_shows_linux_promoting_cold_pages_that_kswapd_demote
     assert sorted(intervals)[len(intervals) // 2] > 10
 
 
+def test_with_the_classic_lru_linux_stops_reclaiming_and_promoting() -> None:
+    """The press scenario with the multi-gen LRU off (docs/validation.md, section 1d): kswapd
+    runs a few dozen times while the hot region comes in, then never again (its scans, reclaims
+    and runs stay flat, the active list is never aged), and the kernel's promotions stop while
+    its candidates keep rising: no churn. The shipped recording (multi-gen LRU on) churns."""
+    from tierkit.validate_press import PRESS_RECORDING_CLASSIC_LRU, scan_intervals
+    from tierkit.validate_press import kernel_timeline as press_timeline
+    from tierkit.validate_press import metrics as press_metrics
+
+    rec = load_recording(PRESS_RECORDING_CLASSIC_LRU)
+    assert rec["meta"]["lru_gen"] == "0x0000"
+    assert rec["corrupt"] == 0
+    vm = rec["vmstat"]
+    half = vm[len(vm) // 2]
+    last = vm[-1]
+    for key in ("pgscan_kswapd", "pgsteal_kswapd", "pageoutrun", "pgpromote_success", "pgdemote_kswapd"):
+        assert last[key] == half[key] > 0, key
+    assert last["pgrefill"] == 0
+    assert last["pgdeactivate"] == 0
+    assert last["pgpromote_candidate"] > 1.5 * half["pgpromote_candidate"] > 0
+    m = press_metrics(press_timeline(rec), rec)
+    assert m["hot_fast_share"] > 0.95
+    assert m["promotions_per_s"] == 0
+    assert m["demotions_per_s"] == 0
+    assert len(scan_intervals(rec)) >= 5
+
+
 def test_validate_kernel_press_writes_the_side_by_side(tk: Callable[..., object], tmp_path: Path) -> None:
     out = tmp_path / "vp"
     proc = tk("validate", "kernel", "--scenario", "press", "--out", str(out), "--json")

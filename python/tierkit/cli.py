@@ -684,6 +684,14 @@ def build_parser() -> Parser:
         " press also the MiB left free above node 0's high watermark and the cold touches per second"
         " (default 32,64,400,16,8192: the shipped recording, about 16 minutes)",
     )
+    val.add_argument(
+        "--lru-gen",
+        choices=["kernel", "on", "off"],
+        default="kernel",
+        help="with --record --scenario press: the guest kernel's multi-gen LRU as it boots (kernel:"
+        " Debian's 6.12 has it on; the shipped recording), or switched on or off first (off: the"
+        " classic active/inactive lists the simulator models; docs/validation.md, section 1d)",
+    )
     val.add_argument("--seed", type=int, default=1, help="the simulation's seed (default 1)")
     val.add_argument("--json", action="store_true", help="print the comparison as one JSON object on stdout")
     _add_trace_sweep_report(sub, formatter)
@@ -1308,8 +1316,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 want = "HOT,COLD,SECONDS,FREE,RATE (five" if press else "HOT,COLD,SECONDS (three"
                 raise CliError(f"--record-size: expected {want} integers), got `{size}`")
             repo = args.repo or Path(__file__).resolve().parents[2]
+            if args.lru_gen != "kernel" and not press:
+                raise CliError(
+                    "--lru-gen: only --scenario press reclaims (the empty scenario never fills node 0)"
+                )
             recording = record(
-                repo, recording or out / "recording.json", *(int(p) for p in parts), scenario=args.scenario
+                repo,
+                recording or out / "recording.json",
+                *(int(p) for p in parts),
+                scenario=args.scenario,
+                lru_gen=None if args.lru_gen == "kernel" else args.lru_gen == "on",
             )
             sys.stderr.write(f"recorded {recording}\n")
         comparison = validate_kernel(

@@ -60,6 +60,10 @@ class ValidationError(Exception):
     """A recording that cannot be read or made; the message names the file and what is wrong."""
 
 
+#: reclaim's /proc/vmstat counters the press recording keeps when the guest printed them
+RECLAIM_KEYS = ("pgscan_kswapd", "pgsteal_kswapd", "pgrefill", "pgactivate", "pgdeactivate", "pageoutrun")
+
+
 def _kv(line: str) -> dict[str, str]:
     return dict(m.groups() for m in re.finditer(r"(\w+)=(\S+)", line))
 
@@ -85,8 +89,9 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
                 kv = _kv(line)
                 sample = {"t": float(kv["t"]), **{k: float(kv.get(k, "nan")) for k in VM_KEYS}}
                 # nbtpress: node 0's free memory, the workload's CPU time (ticks) and its NUMA
-                # scan passes (mm->numa_scan_seq) too
-                for extra in ("node0_free_kb", "wl_ticks", "scan_seq"):
+                # scan passes (mm->numa_scan_seq) too, and reclaim's own counters (kswapd's
+                # scans, reclaims and runs, LRU activations and deactivations)
+                for extra in ("node0_free_kb", "wl_ticks", "scan_seq", *RECLAIM_KEYS):
                     if extra in kv:
                         sample[extra] = float(kv[extra])
                 vm.append(sample)
@@ -219,10 +224,12 @@ def record(
     seconds: int = 20,
     *extra: int,
     scenario: str = "empty",
+    lru_gen: bool | None = None,
 ) -> Path:
     """Boot the real-kernel tests' guest with the scenario's test (``nbtrec``; ``nbtpress`` for
     ``press``, whose ``extra`` are the MiB left free above node 0's high watermark and the cold
-    touches per second) and write its recording."""
+    touches per second) and write its recording. ``lru_gen`` switches the guest kernel's
+    multi-gen LRU on or off first (``None``: as the kernel boots)."""
     runner = repo / "tests" / "kernel" / "run.sh"
     if not runner.is_file():
         raise ValidationError(
@@ -236,7 +243,10 @@ def record(
         if not lo <= v <= hi:
             raise ValidationError(f"--record-{name}: expected {lo}..{hi}, got {v}")
     with tempfile.TemporaryDirectory(prefix="tierkit-rec-") as tmp:
-        env = dict(os.environ, TK_APPEND=f"{arg}={','.join(str(v) for v in values)}")
+        append = f"{arg}={','.join(str(v) for v in values)}"
+        if lru_gen is not None:
+            append += f" tklrugen={7 if lru_gen else 0}"
+        env = dict(os.environ, TK_APPEND=append)
         proc = subprocess.run(
             [str(runner), "-k", "612", "-t", test, "-n", "1", "-o", tmp],
             env=env,

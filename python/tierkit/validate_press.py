@@ -47,6 +47,9 @@ from tierkit.validate import (
 
 #: the nbtpress recording shipped with the package
 PRESS_RECORDING = Path(__file__).parent / "data" / "kernel_nbt_press_612.json"
+#: the same scenario with the guest kernel's multi-gen LRU switched off (tklrugen=0: the classic
+#: active/inactive lists the simulator models), 100 s of sweeps, with reclaim's own counters
+PRESS_RECORDING_CLASSIC_LRU = Path(__file__).parent / "data" / "kernel_nbt_press_612_classic_lru.json"
 #: the workload's small VMAs that Linux's scanner walks, in pages (its mappings in a 2026-11-26
 #: nbtpress run, ``TKREC_VMAS`` and ``TKREC_SKIP``: a static binary's data segment
 #: 4c9000-4cf000, [heap] 36ed1000-36f14000, [vdso] 7f653b28e000-7f653b290000, [stack]

@@ -767,12 +767,19 @@ t_nbtpress() {
   meta="kernel=$(uname -r) scenario=press hot_mib=$rh cold_mib=$rc seconds=$rs free_above_high_mib=$rf cold_touch_per_s=$rr page_size=4096 hz=100"
   for k in scan_delay_ms scan_period_min_ms scan_period_max_ms scan_size_mb hot_threshold_ms; do meta="$meta $k=$(cat $nbd/$k 2>/dev/null || echo na)"; done
   meta="$meta promote_rate_limit_MBps=$(cat /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps 2>/dev/null || echo na)"
+  # reclaim's LRU: Debian's 6.12 has the multi-gen LRU on by default (CONFIG_LRU_GEN_ENABLED);
+  # tklrugen=N on the kernel command line writes N to its switch first (0: the classic
+  # active/inactive lists of mm/vmscan.c, which the simulator models)
+  lg=/sys/kernel/mm/lru_gen/enabled
+  want=$(sed -n 's/.*tklrugen=\([0-9a-fx]*\).*/\1/p' /proc/cmdline)
+  [ -n "$want" ] && [ -e $lg ] && echo "$want" > $lg
+  meta="$meta lru_gen=$(cat $lg 2>/dev/null || echo na)"
   # node 0's watermarks (pages, summed over its zones) and its free memory before the workload
   meta="$meta $(awk '/^Node 0, zone/{z=1} /^Node 1/{z=0} z&&$1=="min"{m+=$2} z&&$1=="low"{l+=$2} z&&$1=="high"{h+=$2} z&&$1=="promo"{p+=$2} END{printf "node0_wmark_min=%d node0_wmark_low=%d node0_wmark_high=%d node0_wmark_promo=%d", m, l, h, p}' /proc/zoneinfo)"
   meta="$meta node0_free_kb_start=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo)"
   echo 1 > /sys/kernel/mm/numa/demotion_enabled 2>/dev/null
   echo 2 > /proc/sys/kernel/numa_balancing
-  vm() { awk '/^(numa_hint_faults|numa_pte_updates|pgpromote_candidate|pgpromote_success|pgdemote_kswapd|pgdemote_direct) /{printf " %s=%s", $1, $2}' /proc/vmstat; }
+  vm() { awk '/^(numa_hint_faults|numa_pte_updates|pgpromote_candidate|pgpromote_success|pgdemote_kswapd|pgdemote_direct|pgscan_kswapd|pgsteal_kswapd|pgrefill|pgactivate|pgdeactivate|pageoutrun) /{printf " %s=%s", $1, $2}' /proc/vmstat; }
   echo "TKREC_META $meta"
   # FREE_MIB counts above node 0's high watermark: promotions need free pages above it
   fm=$(( ($(kv node0_wmark_high "$meta") * 4 + 1023) / 1024 + rf ))
