@@ -69,6 +69,15 @@ def test_bad_guest_logs_name_the_file_and_what_is_missing(text: str, message: st
         parse_guest_log(text, "guest.log")
 
 
+def test_a_kernel_message_inside_a_recording_line_is_dropped() -> None:
+    lines = GUEST_LOG.splitlines()
+    i = next(k for k, line in enumerate(lines) if line.startswith("TKREC_W WORKLOAD_REPORT"))
+    plain = parse_guest_log("\n".join(lines), "log")
+    lines[i] += "[  231.931039] random: crng init done"
+    broken = parse_guest_log("\n".join(lines), "log")
+    assert broken == plain
+
+
 def test_bad_recordings_are_refused_with_the_file_and_field(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="does not exist"):
         load_recording(tmp_path / "none.json")

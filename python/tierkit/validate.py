@@ -61,7 +61,22 @@ class ValidationError(Exception):
 
 
 #: reclaim's /proc/vmstat counters the press recording keeps when the guest printed them
-RECLAIM_KEYS = ("pgscan_kswapd", "pgsteal_kswapd", "pgrefill", "pgactivate", "pgdeactivate", "pageoutrun")
+RECLAIM_KEYS = (
+    "pgscan_kswapd",
+    "pgsteal_kswapd",
+    "pgrefill",
+    "pgactivate",
+    "pgdeactivate",
+    "pageoutrun",
+    "n0_inactive_anon",
+    "n0_active_anon",
+    "n0_inactive_file",
+    "n0_active_file",
+    "n0_unevictable",
+)
+
+
+_PRINTK = re.compile(r"\[\s*\d+\.\d+\] .*$")
 
 
 def _kv(line: str) -> dict[str, str]:
@@ -79,7 +94,9 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
     result: dict[str, str] = {}
     start_ticks = None
     for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
+        # the serial console can break into a line with a kernel message ("[  231.93] random:
+        # crng init done"): the message is not part of the recording
+        line = _PRINTK.sub("", raw).strip()
         try:
             if line.startswith("TKREC_META "):
                 meta = _kv(line)

@@ -780,6 +780,8 @@ t_nbtpress() {
   echo 1 > /sys/kernel/mm/numa/demotion_enabled 2>/dev/null
   echo 2 > /proc/sys/kernel/numa_balancing
   vm() { awk '/^(numa_hint_faults|numa_pte_updates|pgpromote_candidate|pgpromote_success|pgdemote_kswapd|pgdemote_direct|pgscan_kswapd|pgsteal_kswapd|pgrefill|pgactivate|pgdeactivate|pageoutrun) /{printf " %s=%s", $1, $2}' /proc/vmstat; }
+  # node 0's LRU sizes (pages): what inactive_is_low weighs
+  n0lru() { awk '/^nr_(inactive_anon|active_anon|inactive_file|active_file|unevictable) /{printf " n0_%s=%s", substr($1, 4), $2}' /sys/devices/system/node/node0/vmstat; }
   echo "TKREC_META $meta"
   # FREE_MIB counts above node 0's high watermark: promotions need free pages above it
   fm=$(( ($(kv node0_wmark_high "$meta") * 4 + 1023) / 1024 + rf ))
@@ -796,7 +798,7 @@ t_nbtpress() {
     if grep -q WORKLOAD_START /tmp/wp.out; then kill -USR1 $W; i=$((i + 1)); else j=$((j + 1)); fi
     [ $j -gt 600 ] && { kill $W; echo 0 > /proc/sys/kernel/numa_balancing; cat /tmp/wp.out; fail nbtpress "workload did not start"; return; }
     sleep 0.1
-    echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm) node0_free_kb=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo) wl_ticks=$(cputicks $W) scan_seq=$(scanseq $W)"
+    echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm) node0_free_kb=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo) wl_ticks=$(cputicks $W) scan_seq=$(scanseq $W)$(n0lru)"
   done
   maps=$(awk '{printf "%s:%s ", $1, $6}' /proc/$W/maps 2>/dev/null | head -c 2000)
   stop_workload $W /tmp/wp.out
