@@ -613,13 +613,16 @@ impl Linux {
         self.resident_labels = resident.into_keys().collect();
     }
 
-    /// Scan one target and turn what changed into page events.
-    fn scan_one(&mut self, pid: Pid) {
+    /// Scan one target's pages (all of them, or only the ranges `only`) with the scan's
+    /// metrics; `None` when the scan failed (the target gone: marked so; another error: logged,
+    /// and the view kept).
+    fn scan_pages(&mut self, pid: Pid, only: Option<&[(u64, u64)]>) -> Option<Vec<scan::Present>> {
         let empty = scan::Known::default();
         let known = self.procs.get(&pid).map_or(&empty, |p| &p.known);
         let mut st = scan::ScanStats::default();
-        let r = scan::scan(
+        let r = scan::scan_ranges(
             pid as i32,
+            only,
             self.settings.batch_pages,
             &mut self.scratch_addrs,
             &mut self.scratch_status,
@@ -635,19 +638,31 @@ impl Linux {
                 "pagemap hides page frame numbers (no CAP_SYS_ADMIN): every present page's node is asked of the kernel each interval".into(),
             );
         }
-        let present = match r {
-            Ok(v) => v,
+        match r {
+            Ok(v) => Some(v),
             Err(ScanError::Gone) => {
                 if let Some(p) = self.procs.get_mut(&pid) {
                     p.gone = true;
                 }
-                return;
+                None
             }
             Err(ScanError::Failed(e)) => {
                 self.metrics.error("scan");
-                warn!("pid {pid}: scan failed, keeping last interval's view: {e}");
-                return;
+                let what = if only.is_some() {
+                    "targeted scan"
+                } else {
+                    "scan"
+                };
+                warn!("pid {pid}: {what} failed, keeping the last view: {e}");
+                None
             }
+        }
+    }
+
+    /// Scan one target and turn what changed into page events.
+    fn scan_one(&mut self, pid: Pid) {
+        let Some(present) = self.scan_pages(pid, None) else {
+            return;
         };
         let gen = self.gen;
         let mut pages = ProcPages {
@@ -773,35 +788,9 @@ impl Linux {
     /// pages, pages gone, pages the kernel moved); the rest of the view stays as it was.
     /// Returns the pages read.
     fn scan_named(&mut self, pid: Pid, ranges: &[(u64, u64)]) -> u64 {
-        let empty = scan::Known::default();
-        let known = self.procs.get(&pid).map_or(&empty, |p| &p.known);
-        let mut st = scan::ScanStats::default();
-        let r = scan::scan_ranges(
-            pid as i32,
-            Some(ranges),
-            self.settings.batch_pages,
-            &mut self.scratch_addrs,
-            &mut self.scratch_status,
-            known,
-            self.settings.scan_reuse_frames,
-            &mut st,
-        );
-        self.metrics.scan_pages_queried.inc_by(st.queried);
-        self.metrics.scan_pages_reused.inc_by(st.reused);
         let read: u64 = ranges.iter().map(|r| r.1 - r.0).sum();
-        let present = match r {
-            Ok(v) => v,
-            Err(ScanError::Gone) => {
-                if let Some(p) = self.procs.get_mut(&pid) {
-                    p.gone = true;
-                }
-                return read;
-            }
-            Err(ScanError::Failed(e)) => {
-                self.metrics.error("scan");
-                warn!("pid {pid}: targeted scan failed, keeping the view: {e}");
-                return read;
-            }
+        let Some(present) = self.scan_pages(pid, Some(ranges)) else {
+            return read;
         };
         let proc_ = self.procs.get_mut(&pid).expect("a known target");
         let mut pages = std::mem::take(&mut proc_.pages);
@@ -1552,6 +1541,54 @@ mod tests {
     use tierkit_core::MigrateMode;
 
     static STOP: AtomicBool = AtomicBool::new(false);
+    /// Taken by the tests that count this process's own pages across scans: another such test
+    /// mapping and unmapping a buffer in between (tests run on parallel threads) could leave
+    /// one at an address the other's new buffer then takes, which would not read as new.
+    static SELF_SCAN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// A fresh anonymous mapping of `bytes`, every page touched, unmapped when dropped. Not a
+    /// `Vec`: glibc raises its mmap threshold when an mmapped chunk is freed, so a test's large
+    /// `Vec` may come from heap pages another test already touched, which a scan sees as old.
+    struct Fresh {
+        ptr: *mut u8,
+        len: usize,
+    }
+
+    impl Fresh {
+        fn new(bytes: usize) -> Fresh {
+            // SAFETY: a private anonymous mapping of our own; checked for failure below.
+            let ptr = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    bytes,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            assert_ne!(ptr, libc::MAP_FAILED);
+            let ptr = ptr as *mut u8;
+            for i in (0..bytes).step_by(PAGE_SIZE as usize) {
+                // SAFETY: i < bytes, inside the mapping.
+                unsafe { ptr.add(i).write_volatile(1) };
+            }
+            Fresh { ptr, len: bytes }
+        }
+
+        /// Its whole pages, as virtual page numbers [lo, hi).
+        fn vpns(&self) -> (u64, u64) {
+            let a = self.ptr as u64;
+            (a.div_ceil(PAGE_SIZE), (a + self.len as u64) / PAGE_SIZE)
+        }
+    }
+
+    impl Drop for Fresh {
+        fn drop(&mut self) {
+            // SAFETY: the mapping made in `new`, unmapped once.
+            unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
+        }
+    }
 
     fn backend(targets: Targets, dry_run: bool) -> Linux {
         let settings = Settings {
@@ -1637,6 +1674,7 @@ mod tests {
 
     #[test]
     fn scans_are_paced_by_their_budget_and_a_deferred_interval_keeps_the_view() {
+        let _one = SELF_SCAN.lock().unwrap_or_else(|e| e.into_inner());
         let me = std::process::id();
         let settings = Settings {
             interval: Duration::from_millis(20),
@@ -1653,11 +1691,7 @@ mod tests {
         lx.restore_telemetry(tel);
         assert_eq!(lx.metrics.page_scans.get(), 1);
         // 8 MiB more, touched: the next interval does not see them, the scan after it does
-        let mut more = vec![0u8; 8 << 20];
-        for i in (0..more.len()).step_by(4096) {
-            more[i] = 1;
-        }
-        std::hint::black_box(&more);
+        let more = Fresh::new(8 << 20);
         lx.observe().unwrap();
         let tel = lx.take_telemetry();
         assert!(tel.allocated.is_empty() && tel.freed.is_empty());
@@ -1712,6 +1746,7 @@ mod tests {
     /// would build there, in address order.
     #[test]
     fn a_targeted_scan_sees_new_and_gone_pages_in_the_named_ranges_only() {
+        let _one = SELF_SCAN.lock().unwrap_or_else(|e| e.into_inner());
         let me = std::process::id();
         let settings = Settings {
             interval: Duration::from_millis(20),
@@ -1738,14 +1773,9 @@ mod tests {
         let tel = lx.take_telemetry();
         lx.restore_telemetry(tel);
         assert_eq!(lx.metrics.page_scans.get(), 1);
-        // 8 MiB more, touched (its own mapping: above the allocator's mmap threshold)
-        let mut more = vec![0u8; 8 << 20];
-        for i in (0..more.len()).step_by(4096) {
-            more[i] = 1;
-        }
-        std::hint::black_box(&more);
-        let lo = (more.as_ptr() as u64).div_ceil(PAGE_SIZE);
-        let hi = (more.as_ptr() as u64 + more.len() as u64) / PAGE_SIZE;
+        // 8 MiB more, touched, in a mapping of its own
+        let more = Fresh::new(8 << 20);
+        let (lo, hi) = more.vpns();
         let in_more =
             |lx: &Linux, id: PageId| lx.table.slot(id).is_some_and(|s| s.vpn >= lo && s.vpn < hi);
         // no full scan during the test, and the targeted scans' cap sized by a tiny cost per

@@ -320,8 +320,9 @@ mod tests {
             .collect();
         let got: Vec<(u64, i32)> = part.iter().map(|p| (p.vpn, p.node)).collect();
         assert_eq!(got, want);
-        // every third page of the buffer was touched: 14 + 1 + 30 of them in the ranges
-        assert!(got.len() >= 44, "{}", got.len());
+        // every third page of the buffer was touched: at least 13 + 0 + 30 of them in the
+        // ranges (where the pattern starts depends on the buffer's offset in its first page)
+        assert!(got.len() >= 43, "{}", got.len());
     }
 
     /// A second scan with the first one's pages asks again only for pages whose frame is not
