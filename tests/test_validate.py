@@ -207,6 +207,37 @@ def test_with_the_classic_lru_linux_stops_reclaiming_and_promoting() -> None:
     assert len(scan_intervals(rec)) >= 5
 
 
+def test_the_press_report_shows_the_kernels_lru_and_both_kswapds(
+    tk: Callable[..., object], tmp_path: Path
+) -> None:
+    from tierkit.validate_press import PRESS_RECORDING_CLASSIC_LRU
+
+    out = tmp_path / "vc"
+    proc = tk(
+        "validate",
+        "kernel",
+        "--scenario",
+        "press",
+        "--recording",
+        str(PRESS_RECORDING_CLASSIC_LRU),
+        "--out",
+        str(out),
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr  # type: ignore[attr-defined]
+    comparison = json.loads(proc.stdout)  # type: ignore[attr-defined]
+    assert comparison["kernel_lru"] == "classic"
+    k, s = comparison["kernel_reclaim"], comparison["sim_reclaim"]
+    assert k["pageoutrun"] == 40
+    assert k["pgsteal_kswapd"] == 6259
+    # the kernel's kswapd stopped early in the run; the simulated one kept demoting
+    assert k["kswapd_last_ran_s"] < 0.2 * k["run_end_s"]
+    assert s["demotions"] > k["pgsteal_kswapd"]
+    report = (out / "report.md").read_text()
+    assert "classic active/inactive LRU" in report
+    assert "kswapd ran 40 times" in report
+
+
 def test_validate_kernel_press_writes_the_side_by_side(tk: Callable[..., object], tmp_path: Path) -> None:
     out = tmp_path / "vp"
     proc = tk("validate", "kernel", "--scenario", "press", "--out", str(out), "--json")

@@ -331,6 +331,69 @@ LABELS = {
 }
 
 
+#: the simulated kswapd's figures (nbt's policy stats) shown beside the kernel's reclaim counters
+SIM_RECLAIM = ("kswapd_wakeups", "kswapd_scanned", "kswapd_kept", "kswapd_activated", "kswapd_deactivated")
+
+
+def reclaim_side_by_side(
+    rec: dict[str, Any], summary: dict[str, Any]
+) -> tuple[str, dict[str, float], dict[str, float]]:
+    """The guest kernel's LRU (``multi-gen``, ``classic`` or ``not recorded``: recordings made
+    before it was recorded, on Debian's 6.12, ran the multi-gen LRU), its reclaim counters over the
+    run with the last time kswapd ran (when the recording has them), and the simulated kswapd's."""
+    from tierkit.validate import RECLAIM_KEYS
+
+    raw = str(rec["meta"].get("lru_gen", ""))
+    try:
+        lru = "classic" if int(raw, 0) == 0 else "multi-gen"
+    except ValueError:
+        lru = "not recorded"
+    vm = rec["vmstat"]
+    kernel: dict[str, float] = {}
+    if all(k in vm[0] and k in vm[-1] for k in ("pgscan_kswapd", "pageoutrun")):
+        for key in RECLAIM_KEYS:
+            if not key.startswith("n0_") and key in vm[0] and key in vm[-1]:
+                kernel[key] = float(vm[-1][key] - vm[0][key])
+        t0 = float(rec["process_start_s"])
+        ran = [i for i in range(1, len(vm)) if vm[i]["pageoutrun"] > vm[i - 1]["pageoutrun"]]
+        kernel["kswapd_last_ran_s"] = float(vm[ran[-1]]["t"]) - t0 if ran else float("nan")
+        kernel["run_end_s"] = float(vm[-1]["t"]) - t0
+    stats = summary.get("policy_stats", {})
+    sim = {k: float(stats[k]) for k in SIM_RECLAIM if k in stats}
+    sim["demotions"] = float(summary.get("demotions", 0))
+    return lru, kernel, sim
+
+
+def reclaim_lines(lru: str, kernel: dict[str, float], sim: dict[str, float]) -> list[str]:
+    """The report's paragraph on reclaim (docs/validation.md, section 1d)."""
+    what = {
+        "multi-gen": "the multi-gen LRU (lru_gen on)",
+        "classic": "the classic active/inactive LRU (lru_gen off)",
+        "not recorded": "not recorded (Debian's 6.12 guest runs the multi-gen LRU unless switched off)",
+    }[lru]
+    out = [
+        f"Reclaim: the guest kernel's LRU was {what}. The simulated kswapd follows the classic",
+        "lists (mm/vmscan.c shrink_active_list, shrink_inactive_list, folio_check_references) and",
+        "never gives up; the classic kernel's kswapd stops after 16 runs that reclaim nothing",
+        "(kswapd_failures) until a reclaim revives it (docs/validation.md, section 1d).",
+    ]
+    if kernel:
+        out.append(
+            f"Kernel over the run: kswapd ran {kernel.get('pageoutrun', 0):.0f} times, scanned "
+            f"{kernel.get('pgscan_kswapd', 0):.0f} pages and reclaimed "
+            f"{kernel.get('pgsteal_kswapd', 0):.0f}; {kernel.get('pgactivate', 0):.0f} activations, "
+            f"{kernel.get('pgdeactivate', 0):.0f} deactivations; it last ran at "
+            f"{kernel['kswapd_last_ran_s']:.1f} s of {kernel['run_end_s']:.1f} s."
+        )
+    out.append(
+        f"Simulated kswapd over the run: {sim.get('kswapd_wakeups', 0):.0f} wakeups, "
+        f"{sim.get('kswapd_scanned', 0):.0f} pages examined, {sim.get('kswapd_kept', 0):.0f} kept, "
+        f"{sim.get('kswapd_activated', 0):.0f} activated, "
+        f"{sim.get('kswapd_deactivated', 0):.0f} deactivated, {sim['demotions']:.0f} demoted."
+    )
+    return out
+
+
 def validate_press(
     out: Path, rec: dict[str, Any], path: Path, seed: int = 1, progress: bool = False
 ) -> dict[str, Any]:
@@ -380,6 +443,7 @@ def validate_press(
 
     meta = rec["meta"]
     node, wsf, free_above_high = fast_tier(rec)
+    lru, kernel_reclaim, sim_reclaim = reclaim_side_by_side(rec, result.summary)
     comparison = {
         "recording": str(path),
         "scenario": "press",
@@ -391,6 +455,9 @@ def validate_press(
         "sim_scan_periods_ms": sim_scan_periods(result.timeseries),
         "rows": rows_json(rows, COMPARED),
         "within_tolerance": all(r.within for r in rows if r.metric in COMPARED),
+        "kernel_lru": lru,
+        "kernel_reclaim": kernel_reclaim,
+        "sim_reclaim": sim_reclaim,
     }
     (out / "comparison.json").write_text(json.dumps(comparison, indent=1, default=str) + "\n")
     lines = [
@@ -427,6 +494,8 @@ def validate_press(
         "CPU's node when it faulted), and update_task_scan_period doubles the period while no",
         "fault is local or shared. The simulated nbt accounts such faults the same way; its",
         f"processes' scan periods over the run (each distinct value in turn): {sim_iv or 'none'}.",
+        "",
+        *reclaim_lines(lru, kernel_reclaim, sim_reclaim),
         "",
         "![regions on the fast tier](timeline.png)",
         "",
