@@ -18,27 +18,50 @@ pub const PM_SOFT_DIRTY: u64 = 1 << 55;
 pub const PM_PFN: u64 = (1 << 55) - 1;
 const CHUNK: u64 = 1 << 16;
 
+/// A target's `/proc/PID/pagemap`, opened once for all the stretches one scan reads.
+pub struct Pagemap {
+    file: std::fs::File,
+    buf: Vec<u8>,
+}
+
+impl Pagemap {
+    /// The pagemap of `pid` (0: ourselves).
+    pub fn open(pid: i32) -> io::Result<Pagemap> {
+        let path = if pid == 0 {
+            "/proc/self/pagemap".to_string()
+        } else {
+            format!("/proc/{pid}/pagemap")
+        };
+        Ok(Pagemap {
+            file: std::fs::File::open(path)?,
+            buf: Vec::new(),
+        })
+    }
+
+    /// `count` entries from virtual page `vpn`, in place of `out`'s contents.
+    pub fn read(&mut self, vpn: u64, count: u64, out: &mut Vec<u64>) -> io::Result<()> {
+        out.clear();
+        out.reserve(count as usize);
+        self.buf.resize((CHUNK.min(count) * 8) as usize, 0);
+        let mut done = 0;
+        while done < count {
+            let n = CHUNK.min(count - done);
+            let b = &mut self.buf[..(n * 8) as usize];
+            self.file.read_exact_at(b, (vpn + done) * 8)?;
+            out.extend(
+                b.chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().unwrap())),
+            );
+            done += n;
+        }
+        Ok(())
+    }
+}
+
 /// Read `count` pagemap entries of `pid` (0: ourselves) from virtual page `vpn`.
 pub fn pagemap_entries(pid: i32, vpn: u64, count: u64) -> io::Result<Vec<u64>> {
-    let path = if pid == 0 {
-        "/proc/self/pagemap".to_string()
-    } else {
-        format!("/proc/{pid}/pagemap")
-    };
-    let f = std::fs::File::open(path)?;
-    let mut out = Vec::with_capacity(count as usize);
-    let mut buf = vec![0u8; (CHUNK.min(count) * 8) as usize];
-    let mut done = 0;
-    while done < count {
-        let n = CHUNK.min(count - done);
-        let b = &mut buf[..(n * 8) as usize];
-        f.read_exact_at(b, (vpn + done) * 8)?;
-        out.extend(
-            b.chunks_exact(8)
-                .map(|c| u64::from_le_bytes(c.try_into().unwrap())),
-        );
-        done += n;
-    }
+    let mut out = Vec::new();
+    Pagemap::open(pid)?.read(vpn, count, &mut out)?;
     Ok(out)
 }
 
@@ -173,9 +196,16 @@ pub fn scan_ranges(
     // the spans come in address order, so one cursor walks the last scan's pages alongside
     let mut k = 0usize;
     let mut ask: Vec<usize> = Vec::new();
+    if spans.is_empty() {
+        return Ok(present);
+    }
+    // one open of the pagemap for every stretch (a targeted scan reads hundreds of them)
+    let mut pagemap = Pagemap::open(pid).map_err(|e| classify("pagemap", e))?;
+    let mut entries = Vec::new();
     for &(first, end) in &spans {
-        let entries =
-            pagemap_entries(pid, first, end - first).map_err(|e| classify("pagemap", e))?;
+        pagemap
+            .read(first, end - first, &mut entries)
+            .map_err(|e| classify("pagemap", e))?;
         if reuse {
             k += known.vpns[k..].partition_point(|&v| v < first);
         }
