@@ -1601,6 +1601,11 @@ mod tests {
 
     /// The backend on this host's node 0 as the fast tier, without a telemetry source.
     fn backend_with(targets: Targets, settings: Settings) -> Linux {
+        backend_with_source(targets, settings, Box::new(crate::source::NoSource))
+    }
+
+    /// The backend on this host's node 0 as the fast tier, with telemetry from `source`.
+    fn backend_with_source(targets: Targets, settings: Settings, source: Box<dyn Source>) -> Linux {
         let tiers = TierMap {
             fast: vec![0],
             slow: vec![],
@@ -1611,7 +1616,7 @@ mod tests {
             tiers,
             topology::NODE_ROOT.into(),
             settings,
-            Box::new(crate::source::NoSource),
+            source,
             &STOP,
             Metrics::new(),
         )
@@ -1753,22 +1758,12 @@ mod tests {
             scan_budget_pct: 0.1,
             ..Settings::default()
         };
-        let tiers = TierMap {
-            fast: vec![0],
-            slow: vec![],
-            reason: "test".into(),
-        };
         let names = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let mut lx = Linux::new(
+        let mut lx = backend_with_source(
             Targets::Pids(vec![me]),
-            tiers,
-            topology::NODE_ROOT.into(),
             settings,
             Box::new(Naming(names.clone())),
-            &STOP,
-            Metrics::new(),
-        )
-        .unwrap();
+        );
         lx.observe().unwrap();
         let tel = lx.take_telemetry();
         lx.restore_telemetry(tel);
