@@ -207,6 +207,68 @@ def test_with_the_classic_lru_linux_stops_reclaiming_and_promoting() -> None:
     assert len(scan_intervals(rec)) >= 5
 
 
+def test_the_classic_lru_trace_shows_kswapd_giving_up_after_16_runs_that_reclaim_nothing() -> None:
+    """The shipped classic-LRU recording was made with reclaim's tracepoints on (tkvmscan=1):
+    every kswapd run (balance_pgdat) is in it with what its shrinks did. The runs agree with
+    /proc/vmstat, the last 16 of them reclaimed nothing (kswapd_failures reaches
+    MAX_RECLAIM_RETRIES: the node is hopeless), after which kswapd never runs again, and no run
+    shrank the active list (docs/validation.md, section 1d)."""
+    from tierkit.validate_press import (
+        MAX_RECLAIM_RETRIES,
+        PRESS_RECORDING_CLASSIC_LRU,
+        kswapd_trace_summary,
+        reclaim_side_by_side,
+    )
+
+    rec = load_recording(PRESS_RECORDING_CLASSIC_LRU)
+    t = kswapd_trace_summary(rec)
+    _, k, _ = reclaim_side_by_side(rec, {})
+    assert t["runs"] == k["pageoutrun"] == 242
+    assert t["scanned"] == k["pgscan_kswapd"]
+    assert t["reclaimed"] == k["pgsteal_kswapd"] == 8325
+    assert t["trailing_runs_reclaiming_nothing"] == MAX_RECLAIM_RETRIES
+    assert t["gave_up"] == 1
+    assert t["active_shrinks"] == 0
+    assert k["pgrefill"] == 0
+    # the last traced run is the last run /proc/vmstat saw (its 0.2 s sampling later)
+    assert 0 <= k["kswapd_last_ran_s"] - t["last_run_s"] < 0.5
+    assert t["last_run_s"] < 0.2 * k["run_end_s"]
+    zones = rec["node0_zones"]["start"]
+    assert zones["DMA32"]["managed"] > 0
+    assert zones["DMA32"]["promo"] > zones["DMA32"]["high"]
+
+
+def test_traced_kswapd_runs_are_folded_and_a_bad_trace_line_names_its_line() -> None:
+    ev = "TKREC_VMSCAN kswapd0-45 [000] ..... {t}: mm_vmscan_{e}: nid=0 {kv}\n"
+    shrink = (
+        "nr_scanned=32 nr_reclaimed={r} nr_dirty=0 nr_writeback=0 nr_congested=0 nr_immediate=0 "
+        "nr_activate_anon={a} nr_activate_file=0 nr_ref_keep={k} nr_unmap_fail=0 priority={p} "
+        "flags=RECLAIM_WB_ANON|RECLAIM_WB_ASYNC"
+    )
+    trace = (
+        ev.format(t="5.000001", e="kswapd_wake", kv="order=0")
+        + ev.format(t="5.000002", e="lru_shrink_inactive", kv=shrink.format(r=2, a=20, k=10, p=12))
+        + ev.format(
+            t="5.000003",
+            e="lru_shrink_active",
+            kv="nr_taken=32 nr_active=0 nr_deactivated=32 nr_referenced=3 priority=11 "
+            "flags=RECLAIM_WB_ANON|RECLAIM_WB_ASYNC",
+        )
+        + ev.format(t="6.5", e="kswapd_wake", kv="order=0")
+        + ev.format(t="6.5000001", e="lru_shrink_inactive", kv=shrink.format(r=0, a=0, k=32, p=1))
+        + "TKREC_ZONE start zone=DMA32   pages free     723731\n"
+        + "TKREC_ZONE start zone=DMA32         protection: (0, 0, 0, 0, 0)\n"
+    )
+    rec = parse_guest_log(GUEST_LOG + trace, "guest.log")
+    kt = rec["kswapd_trace"]
+    assert kt["events"] == {"kswapd_wake": 2, "lru_shrink_inactive": 2, "lru_shrink_active": 1}
+    assert kt["runs"] == [[5.000001, 32, 2, 20, 10, 1, 32, 11], [6.5, 32, 0, 0, 32, 0, 0, 1]]
+    assert rec["node0_zones"]["start"]["DMA32"] == {"free": 723731, "protection": [0, 0, 0, 0, 0]}
+    bad = GUEST_LOG + "TKREC_VMSCAN kswapd0-45 [000] ..... not an event\n"
+    with pytest.raises(ValidationError, match=r"guest\.log: line \d+: malformed recording line"):
+        parse_guest_log(bad, "guest.log")
+
+
 def test_the_press_report_shows_the_kernels_lru_and_both_kswapds(
     tk: Callable[..., object], tmp_path: Path
 ) -> None:
@@ -228,14 +290,18 @@ def test_the_press_report_shows_the_kernels_lru_and_both_kswapds(
     comparison = json.loads(proc.stdout)  # type: ignore[attr-defined]
     assert comparison["kernel_lru"] == "classic"
     k, s = comparison["kernel_reclaim"], comparison["sim_reclaim"]
-    assert k["pageoutrun"] == 40
-    assert k["pgsteal_kswapd"] == 6259
+    assert k["pageoutrun"] == 242
+    assert k["pgsteal_kswapd"] == 8325
     # the kernel's kswapd stopped early in the run; the simulated one kept demoting
     assert k["kswapd_last_ran_s"] < 0.2 * k["run_end_s"]
     assert s["demotions"] > k["pgsteal_kswapd"]
     report = (out / "report.md").read_text()
     assert "classic active/inactive LRU" in report
-    assert "kswapd ran 40 times" in report
+    assert "kswapd ran 242 times" in report
+    traced = comparison["kernel_kswapd_trace"]
+    assert traced["gave_up"] == 1
+    assert traced["active_shrinks"] == 0
+    assert "kswapd_failures reached MAX_RECLAIM_RETRIES (16) and kswapd gave up" in report
 
 
 def test_validate_kernel_press_writes_the_side_by_side(tk: Callable[..., object], tmp_path: Path) -> None:
@@ -267,3 +333,13 @@ def test_validate_kernel_press_writes_the_side_by_side(tk: Callable[..., object]
         assert rows[m]["within_tolerance"], rows[m]
     assert comparison["within_tolerance"] == all(rows[m]["within_tolerance"] for m in compared)
     assert "churn" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("flag", [["--lru-gen", "off"], ["--trace-reclaim"]])
+def test_reclaim_options_of_a_recording_need_the_press_scenario(
+    tk: Callable[..., object], tmp_path: Path, flag: list[str]
+) -> None:
+    proc = tk("validate", "kernel", "--record", *flag, "--out", str(tmp_path / "o"))
+    assert proc.returncode != 0  # type: ignore[attr-defined]
+    assert f"{flag[0]}: only --scenario press reclaims" in proc.stderr  # type: ignore[attr-defined]
+    assert "Traceback" not in proc.stderr  # type: ignore[attr-defined]

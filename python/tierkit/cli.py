@@ -692,6 +692,13 @@ def build_parser() -> Parser:
         " Debian's 6.12 has it on; the shipped recording), or switched on or off first (off: the"
         " classic active/inactive lists the simulator models; docs/validation.md, section 1d)",
     )
+    val.add_argument(
+        "--trace-reclaim",
+        action="store_true",
+        help="with --record --scenario press: record reclaim's tracepoints too (every kswapd run with"
+        " what its LRU shrinks scanned, reclaimed, activated and kept); the report then says whether"
+        " kswapd gave up (16 runs that reclaim nothing) and whether it aged the active list",
+    )
     val.add_argument("--seed", type=int, default=1, help="the simulation's seed (default 1)")
     val.add_argument("--json", action="store_true", help="print the comparison as one JSON object on stdout")
     _add_trace_sweep_report(sub, formatter)
@@ -1320,12 +1327,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 raise CliError(
                     "--lru-gen: only --scenario press reclaims (the empty scenario never fills node 0)"
                 )
+            if args.trace_reclaim and not press:
+                raise CliError(
+                    "--trace-reclaim: only --scenario press reclaims (the empty scenario never fills node 0)"
+                )
             recording = record(
                 repo,
                 recording or out / "recording.json",
                 *(int(p) for p in parts),
                 scenario=args.scenario,
                 lru_gen=None if args.lru_gen == "kernel" else args.lru_gen == "on",
+                trace_reclaim=args.trace_reclaim,
             )
             sys.stderr.write(f"recorded {recording}\n")
         comparison = validate_kernel(

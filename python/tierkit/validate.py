@@ -93,6 +93,9 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
     start: dict[str, str] = {}
     result: dict[str, str] = {}
     start_ticks = None
+    runs: list[list[float]] = []
+    trace: dict[str, int] = {}
+    zones: dict[str, dict[str, dict[str, Any]]] = {}
     for n, raw in enumerate(text.splitlines(), 1):
         # the serial console can break into a line with a kernel message ("[  231.93] random:
         # crng init done"): the message is not part of the recording
@@ -122,6 +125,10 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
                 cold.append([float(kv["mono"]), int(kv["cold_node0"])])
             elif line.startswith("TKREC_W WORKLOAD_RESULT"):
                 result = _kv(line)
+            elif line.startswith("TKREC_VMSCAN "):
+                _vmscan_event(line, runs, trace)
+            elif line.startswith("TKREC_ZONE "):
+                _zone_line(line, zones)
         except (KeyError, ValueError) as err:
             raise ValidationError(
                 f"{source}: line {n}: malformed recording line ({err}): {line[:120]}"
@@ -166,7 +173,68 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
         rec["cold_touches"] = int(result.get("cold_touches", "0"))
         rec["cold_touch_per_s"] = rec["cold_touches"] / span
         rec["cold_node0"] = cold
+    if trace:
+        # tkvmscan=1: every kswapd run (balance_pgdat) with what its shrinks did
+        rec["kswapd_trace"] = {"events": trace, "columns": list(KSWAPD_RUN_COLUMNS), "runs": runs}
+    if zones:
+        rec["node0_zones"] = zones
     return rec
+
+
+#: One traced kswapd run (balance_pgdat, from its mm_vmscan_kswapd_wake): the trace clock (s,
+#: the guest's uptime), the inactive-list shrinks' pages scanned, reclaimed (demoted here),
+#: activated and kept (referenced once: PG_referenced and another trip), the active-list shrinks,
+#: and the lowest (most urgent) scan priority it reached.
+KSWAPD_RUN_COLUMNS = (
+    "t",
+    "scanned",
+    "reclaimed",
+    "activated",
+    "kept",
+    "active_shrinks",
+    "deactivated",
+    "min_priority",
+)
+
+_TRACE = re.compile(r"(\d+\.\d+): (mm_vmscan_\w+): (.*)")
+
+
+def _vmscan_event(line: str, runs: list[list[float]], trace: dict[str, int]) -> None:
+    """Fold one traced reclaim event (``TKREC_VMSCAN``, a line of the trace buffer) into the runs."""
+    m = _TRACE.search(line)
+    if m is None:
+        raise ValueError("not a vmscan trace event")
+    name = m.group(2).removeprefix("mm_vmscan_")
+    trace[name] = trace.get(name, 0) + 1
+    kv = _kv(m.group(3))
+    if name == "kswapd_wake":
+        runs.append([float(m.group(1)), 0, 0, 0, 0, 0, 0, 12])
+    elif runs and name == "lru_shrink_inactive":
+        r = runs[-1]
+        r[1] += int(kv["nr_scanned"])
+        r[2] += int(kv["nr_reclaimed"])
+        r[3] += int(kv["nr_activate_anon"]) + int(kv["nr_activate_file"])
+        r[4] += int(kv["nr_ref_keep"])
+        r[7] = min(r[7], int(kv["priority"]))
+    elif runs and name == "lru_shrink_active":
+        r = runs[-1]
+        r[5] += 1
+        r[6] += int(kv["nr_deactivated"])
+        r[7] = min(r[7], int(kv["priority"]))
+
+
+def _zone_line(line: str, zones: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """One ``TKREC_ZONE`` line (a field of node 0's /proc/zoneinfo, at the start or the end)."""
+    parts = line.split()
+    if len(parts) < 5 or (parts[3] == "pages" and len(parts) < 6):
+        raise ValueError("expected TKREC_ZONE WHEN zone=NAME FIELD VALUE")
+    when, zone = parts[1], parts[2].removeprefix("zone=")
+    fields = zones.setdefault(when, {}).setdefault(zone, {})
+    key, vals = (parts[3], parts[4:]) if parts[3] != "pages" else (parts[4], parts[5:])
+    if key == "protection:":
+        fields["protection"] = [int(v.strip("(),")) for v in vals if v.strip("(),")]
+    else:
+        fields[key] = int(vals[0])
 
 
 def compact_json(rec: Mapping[str, Any]) -> str:
@@ -242,11 +310,14 @@ def record(
     *extra: int,
     scenario: str = "empty",
     lru_gen: bool | None = None,
+    trace_reclaim: bool = False,
 ) -> Path:
     """Boot the real-kernel tests' guest with the scenario's test (``nbtrec``; ``nbtpress`` for
     ``press``, whose ``extra`` are the MiB left free above node 0's high watermark and the cold
     touches per second) and write its recording. ``lru_gen`` switches the guest kernel's
-    multi-gen LRU on or off first (``None``: as the kernel boots)."""
+    multi-gen LRU on or off first (``None``: as the kernel boots); ``trace_reclaim`` records
+    reclaim's tracepoints too (``tkvmscan=1``: every kswapd run, ``kswapd_trace`` in the
+    recording)."""
     runner = repo / "tests" / "kernel" / "run.sh"
     if not runner.is_file():
         raise ValidationError(
@@ -263,6 +334,8 @@ def record(
         append = f"{arg}={','.join(str(v) for v in values)}"
         if lru_gen is not None:
             append += f" tklrugen={7 if lru_gen else 0}"
+        if trace_reclaim:
+            append += " tkvmscan=1"
         env = dict(os.environ, TK_APPEND=append)
         proc = subprocess.run(
             [str(runner), "-k", "612", "-t", test, "-n", "1", "-o", tmp],

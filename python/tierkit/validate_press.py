@@ -364,7 +364,50 @@ def reclaim_side_by_side(
     return lru, kernel, sim
 
 
-def reclaim_lines(lru: str, kernel: dict[str, float], sim: dict[str, float]) -> list[str]:
+#: MAX_RECLAIM_RETRIES (mm/internal.h): kswapd runs that reclaim nothing before the node is
+#: "hopeless" (pgdat->kswapd_failures; wakeup_kswapd and prepare_kswapd_sleep then return early).
+MAX_RECLAIM_RETRIES = 16
+
+
+def kswapd_trace_summary(rec: dict[str, Any]) -> dict[str, float]:
+    """What the traced kswapd runs of a recording (``tkvmscan=1``) show: how many ran and when
+    (seconds since the process started), the failing runs at the end (balance_pgdat counts a run
+    that reclaimed nothing in kswapd_failures; MAX_RECLAIM_RETRIES of them in a row stop kswapd),
+    and whether it aged the active list at all (shrink_active_list). Empty without a trace."""
+    tr = rec.get("kswapd_trace")
+    if not tr or not tr.get("runs"):
+        return {}
+    col = {c: i for i, c in enumerate(tr["columns"])}
+    runs = tr["runs"]
+    t0 = float(rec["process_start_s"])
+    trailing = 0
+    for r in reversed(runs):
+        if r[col["reclaimed"]] > 0:
+            break
+        trailing += 1
+    longest = streak = 0
+    for r in runs:
+        streak = streak + 1 if r[col["reclaimed"]] == 0 else 0
+        longest = max(longest, streak)
+    total = {c: float(sum(r[col[c]] for r in runs)) for c in tr["columns"][1:7]}
+    return {
+        "runs": float(len(runs)),
+        "first_run_s": float(runs[0][col["t"]]) - t0,
+        "last_run_s": float(runs[-1][col["t"]]) - t0,
+        "trailing_runs_reclaiming_nothing": float(trailing),
+        "longest_streak_reclaiming_nothing": float(longest),
+        "gave_up": float(trailing >= MAX_RECLAIM_RETRIES),
+        **total,
+        "wakeups": float(tr["events"].get("wakeup_kswapd", 0)),
+    }
+
+
+def reclaim_lines(
+    lru: str,
+    kernel: dict[str, float],
+    sim: dict[str, float],
+    traced: dict[str, float] | None = None,
+) -> list[str]:
     """The report's paragraph on reclaim (docs/validation.md, section 1d)."""
     what = {
         "multi-gen": "the multi-gen LRU (lru_gen on)",
@@ -384,6 +427,22 @@ def reclaim_lines(lru: str, kernel: dict[str, float], sim: dict[str, float]) -> 
             f"{kernel.get('pgsteal_kswapd', 0):.0f}; {kernel.get('pgactivate', 0):.0f} activations, "
             f"{kernel.get('pgdeactivate', 0):.0f} deactivations; it last ran at "
             f"{kernel['kswapd_last_ran_s']:.1f} s of {kernel['run_end_s']:.1f} s."
+        )
+    if traced:
+        gave_up = (
+            f"the last {traced['trailing_runs_reclaiming_nothing']:.0f} reclaimed nothing, so "
+            f"kswapd_failures reached MAX_RECLAIM_RETRIES ({MAX_RECLAIM_RETRIES}) and kswapd gave up"
+            if traced["gave_up"]
+            else f"the last {traced['trailing_runs_reclaiming_nothing']:.0f} reclaimed nothing "
+            f"(fewer than MAX_RECLAIM_RETRIES, {MAX_RECLAIM_RETRIES})"
+        )
+        out.append(
+            f"Kernel's traced kswapd runs (tkvmscan=1): {traced['runs']:.0f} runs between "
+            f"{traced['first_run_s']:.1f} s and {traced['last_run_s']:.1f} s; its inactive-list "
+            f"shrinks scanned {traced['scanned']:.0f} pages, reclaimed {traced['reclaimed']:.0f}, "
+            f"activated {traced['activated']:.0f} and kept {traced['kept']:.0f} (referenced once); "
+            f"{traced['active_shrinks']:.0f} shrinks of the active list deactivated "
+            f"{traced['deactivated']:.0f} pages; {gave_up}."
         )
     out.append(
         f"Simulated kswapd over the run: {sim.get('kswapd_wakeups', 0):.0f} wakeups, "
@@ -444,6 +503,7 @@ def validate_press(
     meta = rec["meta"]
     node, wsf, free_above_high = fast_tier(rec)
     lru, kernel_reclaim, sim_reclaim = reclaim_side_by_side(rec, result.summary)
+    traced = kswapd_trace_summary(rec)
     comparison = {
         "recording": str(path),
         "scenario": "press",
@@ -458,6 +518,7 @@ def validate_press(
         "kernel_lru": lru,
         "kernel_reclaim": kernel_reclaim,
         "sim_reclaim": sim_reclaim,
+        "kernel_kswapd_trace": traced,
     }
     (out / "comparison.json").write_text(json.dumps(comparison, indent=1, default=str) + "\n")
     lines = [
@@ -495,7 +556,7 @@ def validate_press(
         "fault is local or shared. The simulated nbt accounts such faults the same way; its",
         f"processes' scan periods over the run (each distinct value in turn): {sim_iv or 'none'}.",
         "",
-        *reclaim_lines(lru, kernel_reclaim, sim_reclaim),
+        *reclaim_lines(lru, kernel_reclaim, sim_reclaim, traced),
         "",
         "![regions on the fast tier](timeline.png)",
         "",

@@ -789,6 +789,25 @@ t_nbtpress() {
   tr=/sys/kernel/tracing; mount -t tracefs none $tr 2>/dev/null
   skip=$tr/events/sched/sched_skip_vma_numa/enable
   [ -e $skip ] && { echo > $tr/trace; echo 4096 > $tr/buffer_size_kb; echo 1 > $skip; }
+  # tkvmscan=1 on the kernel command line: reclaim's own tracepoints too (every kswapd wake and
+  # sleep, every shrink of an LRU list with what it scanned, reclaimed, activated and kept), and
+  # node 0's zones at the start and the end, dumped as TKREC_VMSCAN / TKREC_ZONE lines
+  vs=$(sed -n 's/.*tkvmscan=\([0-9]*\).*/\1/p' /proc/cmdline)
+  vse="mm_vmscan_kswapd_wake mm_vmscan_kswapd_sleep mm_vmscan_wakeup_kswapd mm_vmscan_lru_shrink_inactive mm_vmscan_lru_shrink_active"
+  zones() { awk -v tag="$1" '/^Node/{z=($2=="0,")?$4:""} z!=""&&($1~/^(pages|min|low|high|promo|managed|present|nr_free_pages|nr_zone_inactive_anon|nr_zone_active_anon|nr_zone_inactive_file|nr_zone_active_file|nr_zone_unevictable|nr_mlock)$/||$1=="protection:"){printf "TKREC_ZONE %s zone=%s %s\n", tag, z, $0}' /proc/zoneinfo; }
+  if [ "${vs:-0}" = 1 ] && [ -d $tr/events/vmscan ]; then
+    echo 16384 > $tr/buffer_size_kb
+    for e in $vse; do echo 1 > $tr/events/vmscan/$e/enable; done
+    # and entry probes on reclaim's aging functions the kernel did not inline (counted at the end)
+    kps=""
+    for f in kswapd_age_node lru_gen_age_node shrink_lruvec shrink_active_list lru_gen_shrink_node balance_pgdat; do
+      grep -q " [tT] $f\$" /proc/kallsyms && echo "p:tk/$f $f" >> $tr/kprobe_events 2>/dev/null && kps="$kps $f"
+    done
+    grep -q " [tT] can_demote\$" /proc/kallsyms && echo "r:tk/can_demote can_demote ret=\$retval" >> $tr/kprobe_events 2>/dev/null && kps="$kps can_demote"
+    [ -d $tr/events/tk ] && echo 1 > $tr/events/tk/enable
+    echo "TKREC_KPROBES available=${kps# }"
+    zones start
+  fi
   WORKLOAD_NODE0_FREE_MIB=$fm WORKLOAD_COLD_TOUCH_PER_S=$rr /bin/workload "$rh" "$rc" 0 1 0 > /tmp/wp.out &
   W=$!
   echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm)"
@@ -808,6 +827,17 @@ t_nbtpress() {
   if [ -e $skip ]; then
     echo 0 > $skip
     grep 'sched_skip_vma_numa:' $tr/trace | sed 's/^ */TKREC_SKIP /' | head -n 5000
+  fi
+  if [ "${vs:-0}" = 1 ] && [ -d $tr/events/vmscan ]; then
+    for e in $vse; do echo 0 > $tr/events/vmscan/$e/enable; done
+    zones end
+    grep 'mm_vmscan_' $tr/trace | sed 's/^ */TKREC_VMSCAN /' | head -n 100000
+    if [ -d $tr/events/tk ]; then
+      echo 0 > $tr/events/tk/enable
+      for f in $kps; do echo "TKREC_KPROBE $f calls=$(grep -c " $f: " $tr/trace)"; done
+      grep ' can_demote: ' $tr/trace | awk '{print $NF}' | sort | uniq -c | sed 's/^ */TKREC_KPROBE can_demote_returned /'
+      echo > $tr/kprobe_events 2>/dev/null
+    fi
   fi
   last=$(grep WORKLOAD_REPORT /tmp/wp.out | tail -1)
   bad=$(kv corrupt "$R"); n=$((rh * 256))
