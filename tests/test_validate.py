@@ -343,3 +343,49 @@ def test_reclaim_options_of_a_recording_need_the_press_scenario(
     assert proc.returncode != 0  # type: ignore[attr-defined]
     assert f"{flag[0]}: only --scenario press reclaims" in proc.stderr  # type: ignore[attr-defined]
     assert "Traceback" not in proc.stderr  # type: ignore[attr-defined]
+
+
+def test_the_simulated_kswapd_gives_up_as_the_traced_kernel_did_when_it_ages_by_stale_sizes(
+    tmp_path: Path,
+) -> None:
+    """Boot D's experiment (docs/validation.md, section 1d), with Linux's MAX_RECLAIM_RETRIES
+    (max_reclaim_retries=16): with exact LRU sizes (the default) the simulated kswapd ages the
+    active list and churns, as boot E's kernel did; reading sizes
+    flushed every 2 s (lru_stats_flush_ms=2000, Linux >= 5.15's rstat) it activates the whole
+    inactive list within a flush period, never ages the active one, gives the node up after 16
+    runs that reclaim nothing and promotion stops, as boot D's kernel did."""
+    import tierkit
+    from tierkit.validate_press import (
+        MAX_RECLAIM_RETRIES,
+        PRESS_RECORDING_CLASSIC_LRU,
+        kernel_timeline,
+        metrics,
+        sim_experiment,
+        sim_timeline,
+    )
+
+    rec = load_recording(PRESS_RECORDING_CLASSIC_LRU)
+    params = {p["name"] for p in tierkit.describe_policy("nbt")}
+    text, spec = sim_experiment(rec, params)
+    exp = tmp_path / "boot_d.toml"
+    exp.write_text(text)
+    km = metrics(kernel_timeline(rec), rec)
+    assert km["promotions_per_s"] == 0
+    got = {}
+    for flush in (0, 2000):
+        r = tierkit.run(exp, policy=f"{spec},max_reclaim_retries=16,lru_stats_flush_ms={flush}", seed=1)
+        got[flush] = (metrics(sim_timeline(r.timeseries), rec), r.summary["policy_stats"])
+    churn, stats = got[0]
+    assert churn["promotions_per_s"] > 50
+    assert stats["kswapd_gave_up"] == 0
+    assert stats["kswapd_deactivated"] > 0
+    stop, stats = got[2000]
+    assert stop["promotions_per_s"] == 0
+    assert stop["demotions_per_s"] == 0
+    assert stats["kswapd_gave_up"] == 1
+    assert stats["kswapd_failures"] == MAX_RECLAIM_RETRIES
+    assert stats["kswapd_deactivated"] == 0
+    assert stats["kswapd_wakeups_ignored"] > 0
+    # over the whole run within 2x of the kernel's promotions and demotions
+    assert 0.5 < stop["promotions"] / km["promotions"] < 2.0
+    assert 0.5 < stop["demotions"] / km["demotions"] < 2.0

@@ -133,6 +133,25 @@ pub const P_KSWAPD_SCAN: ParamDef = ParamDef {
     unit: "pages/ms",
     doc: "most LRU pages kswapd examines per ms (one kswapd thread at ~1 us per page: rmap walk, accessed-bit test and clear); not a kernel knob",
 };
+/// How stale the LRU sizes are that kswapd's aging decision reads (`inactive_is_low`).
+pub const P_LRU_STATS_FLUSH: ParamDef = ParamDef {
+    name: "lru_stats_flush_ms",
+    kind: ParamKind::Float { min: 0.0, max: 60_000.0 },
+    default: "0",
+    unit: "ms",
+    doc: "the LRU sizes kswapd's aging decision (inactive_is_low) reads are refreshed at multiples of this period; 0: exact, as Linux before 5.15 (within 32 pages per CPU); Linux >= 5.15 with memory cgroups reads rstat-flushed statistics, refreshed every 2000 ms (FLUSH_TIME), so a burst of reclaim can age by sizes from before it (docs/validation.md, section 1d)",
+};
+/// MAX_RECLAIM_RETRIES (mm/internal.h): balance_pgdat runs that reclaim nothing before kswapd
+/// gives the node up as hopeless.
+pub const MAX_RECLAIM_RETRIES: u32 = 16;
+/// Whether (and after how many failing runs) kswapd gives a node up.
+pub const P_MAX_RECLAIM_RETRIES: ParamDef = ParamDef {
+    name: "max_reclaim_retries",
+    kind: ParamKind::Int { min: 0, max: 1 << 20 },
+    default: "0",
+    unit: "runs",
+    doc: "kswapd gives the fast node up after this many balance_pgdat runs in a row that reclaim nothing, and ignores wakeups from then on (pgdat->kswapd_failures; Linux: MAX_RECLAIM_RETRIES = 16, revived only by a successful direct reclaim, which is not modelled); 0: never gives up, the default, because the scaled reproductions' per-page rates are 16-64x the papers' and every fast-tier page would read referenced (docs/validation.md, section 1d)",
+};
 /// TPP's vm.demote_scale_factor (also used by Nomad, which runs on TPP's kernel).
 pub const P_DEMOTE_SCALE: ParamDef = ParamDef {
     name: "demote_scale_factor",
@@ -141,6 +160,13 @@ pub const P_DEMOTE_SCALE: ParamDef = ParamDef {
     unit: "1/10000 of the fast tier",
     doc: "kswapd demotes while fast-tier free pages are below this share of the tier (TPP's vm.demote_scale_factor)",
 };
+
+/// mm/vmscan.c inactive_is_low on list sizes (pages of `page_bytes`).
+fn inactive_is_low(inactive: u64, active: u64, page_bytes: u64) -> bool {
+    let gb = (inactive + active).saturating_mul(page_bytes) >> 30;
+    let ratio = if gb > 0 { isqrt(10 * gb) } else { 1 };
+    inactive * ratio < active
+}
 
 fn isqrt(n: u64) -> u64 {
     if n < 2 {
@@ -541,10 +567,7 @@ impl Lru {
     /// inactive_is_low: the inactive list is short of its target ratio to the active list
     /// (inactive x sqrt(10 x GiB) < active; ratio 1 below 1 GiB).
     pub fn inactive_is_low(&self, t: TierId, page_bytes: u64) -> bool {
-        let (inactive, active) = (self.len(t, false), self.len(t, true));
-        let gb = (inactive + active).saturating_mul(page_bytes) >> 30;
-        let ratio = if gb > 0 { isqrt(10 * gb) } else { 1 };
-        inactive * ratio < active
+        inactive_is_low(self.len(t, false), self.len(t, true), page_bytes)
     }
 
     fn pop_oldest(&mut self, t: TierId, active: bool) -> Option<PageId> {
@@ -659,18 +682,73 @@ pub struct Kswapd {
     /// Inactive pages referenced again: back to the active list (second chance).
     pub activated: u64,
     pub demotions: u64,
+    /// pgdat->kswapd_failures: balance_pgdat runs in a row that reclaimed nothing. At
+    /// `max_retries` (Linux: MAX_RECLAIM_RETRIES) the node is hopeless: kswapd sleeps and wakeup_kswapd ignores it
+    /// (there is no direct reclaim here to succeed on it and reset the count).
+    pub failures: u32,
+    /// Times kswapd gave the node up (failures reached `max_retries`).
+    pub gave_up: u64,
+    /// `max_reclaim_retries`: failures that give the node up (0: never).
+    pub max_retries: u32,
+    /// Wakeups ignored because the node was hopeless.
+    pub wakeups_ignored: u64,
     /// Pages the current kswapd_shrink_node pass still has to reclaim.
     pass_left: u64,
+    /// The current balance_pgdat run (its priority loop, DEF_PRIORITY down to 1, scans each
+    /// list's size >> priority, about the LRU once in all): the pages it covers, has examined
+    /// and has reclaimed. 0 pages covered: no run under way.
+    run_len: u64,
+    run_scanned: u64,
+    run_reclaimed: u64,
+    /// `lru_stats_flush_ms` in ns (0: exact sizes) and the sizes (inactive, active) the aging
+    /// decision reads, with the flush period they were taken in.
+    pub stats_flush_ns: u64,
+    seen: Option<(u64, u64, u64)>,
     batch: Vec<PageId>,
     bits: Vec<bool>,
 }
 
 impl Kswapd {
-    /// wakeup_kswapd from an allocation or promotion that hit the watermark.
+    /// wakeup_kswapd from an allocation or promotion that hit the watermark. A hopeless node
+    /// (kswapd_failures at MAX_RECLAIM_RETRIES) is left alone.
     pub fn wake(&mut self) {
+        if self.hopeless() {
+            self.wakeups_ignored += 1;
+            return;
+        }
         if !self.awake {
             self.awake = true;
             self.wakeups += 1;
+        }
+    }
+
+    /// pgdat->kswapd_failures >= MAX_RECLAIM_RETRIES (`max_retries`; never with 0).
+    pub fn hopeless(&self) -> bool {
+        self.max_retries > 0 && self.failures >= self.max_retries
+    }
+
+    /// With `stats_flush_ns`: the statistics flush (rstat's periodic flush_memcg_stats_dwork,
+    /// at the multiples of the period) takes the list sizes when a period has begun since the
+    /// last one, whether kswapd is awake or not. Called at the start of every step, so a flush
+    /// is taken at most one step late.
+    fn flush_stats(&mut self, lru: &Lru, t: TierId, now_ns: u64) {
+        if self.stats_flush_ns == 0 {
+            return;
+        }
+        let period = now_ns / self.stats_flush_ns;
+        if self.seen.is_none_or(|(p, _, _)| p != period) {
+            self.seen = Some((period, lru.len(t, false), lru.len(t, true)));
+        }
+    }
+
+    /// inactive_is_low as kswapd_age_node and shrink_lruvec read it: from the exact list sizes,
+    /// or, with `stats_flush_ns`, from those of the last flush.
+    fn inactive_low(&self, lru: &Lru, t: TierId, page_bytes: u64) -> bool {
+        match self.seen {
+            Some((_, inactive, active)) if self.stats_flush_ns > 0 => {
+                inactive_is_low(inactive, active, page_bytes)
+            }
+            _ => lru.inactive_is_low(t, page_bytes),
         }
     }
 
@@ -682,6 +760,7 @@ impl Kswapd {
         out: &mut Vec<Action>,
         r: &Reclaim,
     ) -> u64 {
+        self.flush_stats(lru, r.tier, r.start_ns);
         if !self.awake && r.free < r.wake_below {
             self.wake();
         }
@@ -692,23 +771,53 @@ impl Kswapd {
         let at = |scanned: u64| r.start_ns + ((scanned as f64 + 0.5) * r.ns_per_page) as u64;
         loop {
             if self.pass_left == 0 {
-                // balance_pgdat: balanced, sleep; otherwise another kswapd_shrink_node pass.
+                // balance_pgdat: balanced, sleep (the run ends without counting); otherwise
+                // another kswapd_shrink_node pass.
                 if r.free + demoted >= r.balanced_at {
                     self.awake = false;
+                    self.run_len = 0;
                     break;
                 }
                 self.pass_left = r.nr_to_reclaim.max(1);
             }
-            if scanned >= r.max_scan || lru.len(r.tier, false) + lru.len(r.tier, true) == 0 {
+            let on_lru = lru.len(r.tier, false) + lru.len(r.tier, true);
+            if scanned >= r.max_scan || on_lru == 0 {
                 break;
             }
-            if lru.inactive_is_low(r.tier, r.page_bytes) {
-                scanned += self.shrink_active(lru, mech, r.tier, at(scanned));
+            if self.run_len == 0 {
+                self.run_len = on_lru;
+                self.run_scanned = 0;
+                self.run_reclaimed = 0;
             }
-            let (n, d) = self.shrink_inactive(lru, mech, out, r.tier, r.target, at(scanned));
+            let mut n = 0;
+            if self.inactive_low(lru, r.tier, r.page_bytes) {
+                n += self.shrink_active(lru, mech, r.tier, at(scanned));
+            }
+            let (ni, d) = self.shrink_inactive(lru, mech, out, r.tier, r.target, at(scanned + n));
+            n += ni;
             scanned += n;
             demoted += d;
             self.pass_left = self.pass_left.saturating_sub(d);
+            self.run_scanned += n;
+            self.run_reclaimed += d;
+            if d > 0 {
+                // shrink_node: reclaim progress resets the failure count
+                self.failures = 0;
+            }
+            // the run's priority loop is done when it has covered the LRU, or at once when
+            // there is nothing left to scan (an empty inactive list the aging did not refill)
+            if ni == 0 || self.run_scanned >= self.run_len {
+                self.run_len = 0;
+                if self.run_reclaimed == 0 {
+                    self.failures = self.failures.saturating_add(1);
+                    if self.hopeless() {
+                        // prepare_kswapd_sleep: a hopeless node, kswapd sleeps
+                        self.awake = false;
+                        self.gave_up += 1;
+                        break;
+                    }
+                }
+            }
         }
         self.scanned += scanned;
         self.demotions += demoted;
@@ -847,6 +956,15 @@ impl Tiering {
         }
     }
 
+    /// From a hint-fault policy's parameters: `watermark_scale_factor`, `kswapd_scan_per_ms`,
+    /// `lru_stats_flush_ms` and `max_reclaim_retries`.
+    pub fn from_params(p: &Params) -> Self {
+        let mut t = Tiering::new(p.u64("watermark_scale_factor"), p.u64("kswapd_scan_per_ms"));
+        t.kswapd.stats_flush_ns = (p.float("lru_stats_flush_ms") * 1e6).round() as u64;
+        t.kswapd.max_retries = p.u64("max_reclaim_retries").min(u32::MAX as u64) as u32;
+        t
+    }
+
     /// Bytes the per-page tables take for `pages` pages (the LRU's; kswapd's batch is fixed).
     pub const fn bytes_for(pages: u64) -> u64 {
         Lru::bytes_for(pages)
@@ -981,6 +1099,25 @@ impl Tiering {
         self.kswapd.run(&mut self.lru, mech, out, &r)
     }
 
+    /// The time series every hint-fault policy publishes (the policy channel): the fast tier's
+    /// LRU sizes and kswapd's running counts, beside the kernel's `/proc/vmstat` and node LRU
+    /// sizes that `tierkit validate kernel` records.
+    pub fn series(&self, out: &mut Vec<(String, f64)>) {
+        let k = &self.kswapd;
+        for (name, v) in [
+            ("lru_fast_active", self.lru.len(tierkit_core::FAST, true)),
+            ("lru_fast_inactive", self.lru.len(tierkit_core::FAST, false)),
+            ("kswapd_scanned", k.scanned),
+            ("kswapd_deactivated", k.deactivated),
+            ("kswapd_kept", k.kept),
+            ("kswapd_activated", k.activated),
+            ("kswapd_demotions", k.demotions),
+            ("kswapd_failures", k.failures as u64),
+        ] {
+            out.push((name.to_string(), v as f64));
+        }
+    }
+
     /// The figures every hint-fault policy reports.
     pub fn stats(&self, v: &mut Vec<(String, f64)>) {
         let c = &self.counts;
@@ -1017,6 +1154,9 @@ pub fn lru_stats(lru: &Lru, k: &Kswapd, v: &mut Vec<(String, f64)>) {
     v.push(("kswapd_deactivated".into(), k.deactivated as f64));
     v.push(("kswapd_kept".into(), k.kept as f64));
     v.push(("kswapd_activated".into(), k.activated as f64));
+    v.push(("kswapd_failures".into(), k.failures as f64));
+    v.push(("kswapd_gave_up".into(), k.gave_up as f64));
+    v.push(("kswapd_wakeups_ignored".into(), k.wakeups_ignored as f64));
     v.push(("demotions_requested".into(), k.demotions as f64));
 }
 
@@ -1158,6 +1298,128 @@ pub(crate) mod tests {
         assert!(!k.awake);
         assert_eq!(lru.inflight_out(FAST), 32);
         lru.check().unwrap();
+    }
+
+    /// Every page reads referenced at every test: nothing is ever reclaimable.
+    struct AllHot;
+    impl Mechanism for AllHot {
+        fn tier_of(&self, _: PageId) -> Option<TierId> {
+            Some(FAST)
+        }
+        fn test_and_clear_accessed(&mut self, pages: &[PageId], out: &mut Vec<bool>) {
+            out.clear();
+            out.resize(pages.len(), true);
+        }
+    }
+
+    fn all_hot_fast_tier(stats_flush_ns: u64) -> (Lru, Kswapd, Reclaim) {
+        let mut lru = Lru::new();
+        for p in 0..64 {
+            lru.add(PageId(p), FAST);
+        }
+        let k = Kswapd {
+            stats_flush_ns,
+            max_retries: MAX_RECLAIM_RETRIES,
+            ..Kswapd::default()
+        };
+        let r = Reclaim {
+            tier: FAST,
+            target: SLOW,
+            free: 0,
+            wake_below: 4,
+            balanced_at: 8,
+            max_scan: 100_000,
+            nr_to_reclaim: 8,
+            page_bytes: 4096,
+            start_ns: 1_000_000_000,
+            ns_per_page: 1000.0,
+        };
+        (lru, k, r)
+    }
+
+    #[test]
+    fn kswapd_gives_the_node_up_after_max_reclaim_retries_runs_that_reclaim_nothing() {
+        // balance_pgdat counts a run that reclaimed nothing (pgdat->kswapd_failures); at
+        // MAX_RECLAIM_RETRIES kswapd sleeps and wakeup_kswapd leaves the hopeless node alone.
+        let (mut lru, mut k, r) = all_hot_fast_tier(0);
+        let mut out = Vec::new();
+        assert_eq!(k.run(&mut lru, &mut AllHot, &mut out, &r), 0);
+        assert!(out.is_empty());
+        assert_eq!(k.failures, MAX_RECLAIM_RETRIES);
+        assert_eq!(k.gave_up, 1);
+        assert!(!k.awake);
+        // it aged the active list on the way (exact sizes): pages went back and forth
+        assert!(k.deactivated > 0 && k.activated > 0);
+        // each run covered the LRU once: 16 runs of 64 pages, with the aging's tests
+        assert!(k.scanned >= 16 * 64, "{}", k.scanned);
+        k.wake();
+        assert!(!k.awake);
+        assert_eq!(k.run(&mut lru, &mut AllHot, &mut out, &r), 0);
+        assert!(!k.awake, "a hopeless node stays asleep below its wake mark");
+        assert_eq!(k.wakeups_ignored, 2);
+        lru.check().unwrap();
+    }
+
+    #[test]
+    fn by_default_kswapd_never_gives_up() {
+        let (mut lru, mut k, r) = all_hot_fast_tier(0);
+        k.max_retries = 0;
+        let mut out = Vec::new();
+        k.run(
+            &mut lru,
+            &mut AllHot,
+            &mut out,
+            &Reclaim {
+                max_scan: 40 * 64,
+                ..r
+            },
+        );
+        assert!(k.failures >= MAX_RECLAIM_RETRIES);
+        assert_eq!(k.gave_up, 0);
+        assert!(k.awake);
+    }
+
+    #[test]
+    fn a_run_that_reclaims_resets_the_failures() {
+        let (mut lru, mut k, r) = all_hot_fast_tier(0);
+        let mut out = Vec::new();
+        // three runs' worth of examining, all referenced: three failures, still awake
+        let short = Reclaim {
+            max_scan: 3 * 64 + 32,
+            ..r
+        };
+        k.run(&mut lru, &mut AllHot, &mut out, &short);
+        assert!(k.awake);
+        assert!(
+            (1..MAX_RECLAIM_RETRIES).contains(&k.failures),
+            "{}",
+            k.failures
+        );
+        // now nothing was touched: the next batch is demoted and the count starts again
+        let mut idle = FakeMech::new(vec![Some(FAST); 64]);
+        let d = k.run(&mut lru, &mut idle, &mut out, &r);
+        assert!(d > 0);
+        assert_eq!(k.failures, 0);
+        assert_eq!(k.gave_up, 0);
+    }
+
+    #[test]
+    fn with_stale_lru_sizes_kswapd_does_not_age_a_list_drained_since_the_flush() {
+        // lru_stats_flush_ms: the aging decision reads the sizes of the last flush. The whole
+        // inactive list is activated within the flush period, the sizes still say it is not
+        // low, the active list is never aged, and the runs that find nothing to scan fail at
+        // once: the node is given up without a page deactivated (the traced boot of
+        // docs/validation.md, section 1d). With exact sizes the list is aged.
+        let (mut lru, mut k, r) = all_hot_fast_tier(2_000_000_000);
+        let mut out = Vec::new();
+        k.run(&mut lru, &mut AllHot, &mut out, &r);
+        assert_eq!(k.gave_up, 1);
+        assert_eq!(k.deactivated, 0);
+        assert_eq!(k.activated, 64);
+        assert_eq!((lru.len(FAST, false), lru.len(FAST, true)), (0, 64));
+        let (mut lru, mut k, r) = all_hot_fast_tier(0);
+        k.run(&mut lru, &mut AllHot, &mut out, &r);
+        assert!(k.deactivated > 0);
     }
 
     #[test]

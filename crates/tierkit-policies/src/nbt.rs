@@ -30,8 +30,8 @@ use tierkit_core::{
 
 use crate::common::spec_name;
 use crate::lru::{
-    hint_scan, numa_scan, Tiering, P_KSWAPD_SCAN, P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX,
-    P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_WSF,
+    hint_scan, numa_scan, Tiering, P_KSWAPD_SCAN, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES,
+    P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_WSF,
 };
 
 /// NUMA_MIGRATION_ADJUST_STEPS: the threshold moves by 2 x default / 16 per adjustment.
@@ -59,6 +59,8 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     },
     P_WSF,
     P_KSWAPD_SCAN,
+    P_LRU_STATS_FLUSH,
+    P_MAX_RECLAIM_RETRIES,
 ];
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -100,7 +102,7 @@ impl Nbt {
             hot_threshold_ms: p.u64("hot_threshold_ms"),
             rate_limit_mbps: p.u64("promote_rate_limit_mbps"),
             th_period_ms: p.u64("scan_period_max_ms"),
-            t: Tiering::new(p.u64("watermark_scale_factor"), p.u64("kswapd_scan_per_ms")),
+            t: Tiering::from_params(p),
             threshold_ms: 0,
             nr_cand: 0,
             rl_start_ms: 0,
@@ -234,6 +236,10 @@ impl Policy for Nbt {
         }
         let (low, promo) = (self.t.wm.low, self.t.wm.promo);
         self.t.run_kswapd(tel, mech, out, low, promo);
+    }
+
+    fn series(&mut self, out: &mut Vec<(String, f64)>) {
+        self.t.series(out);
     }
 
     fn stats(&self) -> Vec<(String, f64)> {

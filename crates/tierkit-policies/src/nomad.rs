@@ -36,8 +36,9 @@ use tierkit_core::{
 
 use crate::common::spec_name;
 use crate::lru::{
-    hint_scan, numa_scan, Completion, Tiering, P_DEMOTE_SCALE, P_KSWAPD_SCAN, P_SCAN_DELAY,
-    P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_WSF,
+    hint_scan, numa_scan, Completion, Tiering, P_DEMOTE_SCALE, P_KSWAPD_SCAN, P_LRU_STATS_FLUSH,
+    P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN,
+    P_SCAN_SIZE, P_WSF,
 };
 
 const PARAMS: &[tierkit_core::ParamDef] = &[
@@ -59,6 +60,8 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_DEMOTE_SCALE,
     P_WSF,
     P_KSWAPD_SCAN,
+    P_LRU_STATS_FLUSH,
+    P_MAX_RECLAIM_RETRIES,
 ];
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -102,7 +105,7 @@ impl Nomad {
             scan: numa_scan(p),
             queue_len: p.u64("queue_len"),
             demote_scale_factor: p.u64("demote_scale_factor"),
-            t: Tiering::new(p.u64("watermark_scale_factor"), p.u64("kswapd_scan_per_ms")),
+            t: Tiering::from_params(p),
             pending: VecDeque::new(),
             queued: 0,
             queue_full: 0,
@@ -244,6 +247,10 @@ impl Policy for Nomad {
             .wm
             .tpp_demote(self.t.fast_pages, self.demote_scale_factor);
         self.t.run_kswapd(tel, mech, out, demote, demote);
+    }
+
+    fn series(&mut self, out: &mut Vec<(String, f64)>) {
+        self.t.series(out);
     }
 
     fn stats(&self) -> Vec<(String, f64)> {

@@ -23,8 +23,9 @@ use tierkit_core::{
 
 use crate::common::spec_name;
 use crate::lru::{
-    hint_scan, numa_scan, Tiering, P_DEMOTE_SCALE, P_KSWAPD_SCAN, P_SCAN_DELAY, P_SCAN_PERIOD,
-    P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_WSF,
+    hint_scan, numa_scan, Tiering, P_DEMOTE_SCALE, P_KSWAPD_SCAN, P_LRU_STATS_FLUSH,
+    P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN,
+    P_SCAN_SIZE, P_WSF,
 };
 
 const PARAMS: &[tierkit_core::ParamDef] = &[
@@ -36,6 +37,8 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_DEMOTE_SCALE,
     P_WSF,
     P_KSWAPD_SCAN,
+    P_LRU_STATS_FLUSH,
+    P_MAX_RECLAIM_RETRIES,
     tierkit_core::ParamDef {
         name: "lru",
         kind: tierkit_core::ParamKind::Choice(&["hinted", "pagevec"]),
@@ -74,7 +77,7 @@ impl Tpp {
             name: spec_name(INFO.name, PARAMS, p),
             scan: numa_scan(p),
             demote_scale_factor: p.u64("demote_scale_factor"),
-            t: Tiering::new(p.u64("watermark_scale_factor"), p.u64("kswapd_scan_per_ms")),
+            t: Tiering::from_params(p),
             pagevec: (p.str("lru") == "pagevec").then(Default::default),
             wasted_faults: 0,
         }
@@ -159,6 +162,10 @@ impl Policy for Tpp {
         }
         let demote = self.demote_wmark();
         self.t.run_kswapd(tel, mech, out, demote, demote);
+    }
+
+    fn series(&mut self, out: &mut Vec<(String, f64)>) {
+        self.t.series(out);
     }
 
     fn stats(&self) -> Vec<(String, f64)> {

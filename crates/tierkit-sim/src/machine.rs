@@ -22,6 +22,12 @@ const F_PROMOTED: u8 = 1;
 const F_MARKED: u8 = 2;
 /// A page of a pinned object (`ObjectSpec::pinned`).
 const F_PINNED: u8 = 4;
+/// The accessed bit the first touch left set: the access that faulted the page in is retried
+/// once its PTE is installed, so the page reads referenced at its first test whatever happened
+/// after ("All mapped folios start out with page table references from the instantiating
+/// fault", mm/vmscan.c folio_check_references; x86's do_anonymous_page leaves the bit to the
+/// hardware, which sets it on that retried access).
+const F_YOUNG: u8 = 8;
 /// Marked pages waiting for their fault, earliest first: (key: the check time in ns, or a
 /// phase's cumulative misses as f64 bits, page, mark time in ns, f32 bits of the accesses the
 /// fault waits for).
@@ -220,7 +226,8 @@ pub struct Machine {
     page_flags: Vec<u8>,
     /// Per-page mbind target (NONE: none), consulted at first touch.
     page_bind: Vec<u8>,
-    /// When each page's accessed bit was last cleared (ns): by its allocation or a test.
+    /// When each page's accessed bit was last cleared (ns): by a test, or its allocation (after
+    /// which the bit is set all the same: `F_YOUNG`).
     last_clear: Vec<f64>,
     /// Tests only: the plain forms of the fast paths, to check them against.
     #[cfg(test)]
@@ -1037,7 +1044,7 @@ impl Machine {
         p.resident[t] += kk;
         p.objects[oi].resident[t] += kk;
         self.page_tier[lo..hi].fill(tt);
-        self.page_flags[lo..hi].fill(0);
+        self.page_flags[lo..hi].fill(F_YOUNG);
         if !self.last_clear.is_empty() {
             self.last_clear[lo..hi].fill(self.now_ns);
         }
@@ -1170,7 +1177,7 @@ impl Machine {
                 )));
             }
             self.set_tier(page, Some(t));
-            self.page_flags[page as usize] = F_PINNED;
+            self.page_flags[page as usize] = F_PINNED | F_YOUNG;
             if let Some(c) = self.last_clear.get_mut(page as usize) {
                 *c = now;
             }
@@ -1199,7 +1206,7 @@ impl Machine {
                 )));
             };
             self.set_tier(page, Some(t));
-            self.page_flags[page as usize] = 0;
+            self.page_flags[page as usize] = F_YOUNG;
             if let Some(c) = self.last_clear.get_mut(page as usize) {
                 *c = now;
             }
@@ -2975,8 +2982,14 @@ impl Machine {
             if at - t0 <= 0.0 {
                 self.access_tests.at_dt0 += 1;
             }
-            let seen = self.page_accesses_between(i as u32, t0, at);
-            out.push(self.rng_bits.chance(1.0 - (-seen).exp()));
+            if self.page_flags[i] & F_YOUNG != 0 {
+                // the first test after the first touch: the fault's own access
+                self.page_flags[i] &= !F_YOUNG;
+                out.push(true);
+            } else {
+                let seen = self.page_accesses_between(i as u32, t0, at);
+                out.push(self.rng_bits.chance(1.0 - (-seen).exp()));
+            }
             self.last_clear[i] = self.last_clear[i].max(at);
         }
     }

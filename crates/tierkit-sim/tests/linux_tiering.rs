@@ -192,6 +192,27 @@ fn accessed_bits_read_referenced_with_probability_one_minus_exp_minus_r_dt() {
     assert!(bits.iter().all(|&b| !b));
 }
 
+#[test]
+fn a_page_reads_referenced_at_its_first_test_after_its_first_touch() {
+    // The access that faulted a page in leaves its accessed bit set (mm/vmscan.c
+    // folio_check_references: "All mapped folios start out with page table references from
+    // the instantiating fault"), whatever its rate since; after that first test, the rate law.
+    let mut m = Machine::new(&experiment(64, 16, 1.0), false).unwrap();
+    step_to(&mut m, 0.01);
+    let pages: Vec<PageId> = (0..64 * 256u64).map(PageId).collect();
+    let mut bits = Vec::new();
+    let t0 = m.now_ns as u64;
+    m.test_and_clear_accessed_at(&pages, t0, &mut bits);
+    assert_eq!(bits.len(), pages.len());
+    assert!(
+        bits.iter().all(|&b| b),
+        "every first test reads the fault's access"
+    );
+    m.test_and_clear_accessed_at(&pages, t0 + 1000, &mut bits);
+    let again = bits.iter().filter(|&&b| b).count();
+    assert!(again < pages.len() / 20, "{again} referenced 1 us later");
+}
+
 fn gups(policy: &str, epoch_ms: &str) -> tierkit_sim::Summary {
     let sets: Vec<String> = [
         "working_set_gb=6",
