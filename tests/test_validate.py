@@ -298,6 +298,8 @@ def test_the_press_report_shows_the_kernels_lru_and_both_kswapds(
     report = (out / "report.md").read_text()
     assert "classic active/inactive LRU" in report
     assert "kswapd ran 242 times" in report
+    assert (out / "reclaim.png").is_file()
+    assert "![reclaim](reclaim.png)" in report
     traced = comparison["kernel_kswapd_trace"]
     assert traced["gave_up"] == 1
     assert traced["active_shrinks"] == 0

@@ -644,7 +644,10 @@ def build_parser() -> Parser:
             scenario nbtpress: cold region first on node 0, hot on node 1, node 0 filled with mlocked
             pages, cold pages touched at a set rate): promotions and demotions per second in the
             steady state, the hot and cold regions on the fast tier, and the churn (pages promoted
-            and demoted again).
+            and demoted again); it writes moves.png too, and reclaim.png (the fast node's LRU lists
+            and kswapd's scans and activations in both worlds) when the recording has reclaim's
+            counters, and says whether the kernel's kswapd gave up when it has their trace
+            (--trace-reclaim).
 
             The recording that ships with tierkit is used unless --recording names another;
             --record boots the guest to make a new one first (a tierkit source checkout, QEMU and

@@ -268,6 +268,46 @@ def sim_timeline(ts: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def reclaim_figure(rec: dict[str, Any], ts: pd.DataFrame, path: Path) -> bool:
+    """reclaim.png: node 0's anonymous LRU lists and kswapd's scans and activations in the kernel
+    (recordings with reclaim's counters) beside the simulated fast tier's (the policy's
+    ``policy.lru_fast_*`` and ``policy.kswapd_*`` series). False, and nothing written, when the
+    recording or the run lacks them."""
+    from matplotlib.figure import Figure
+
+    from tierkit.output import save_figure
+
+    vm = pd.DataFrame(rec["vmstat"]).sort_values("t")
+    need_k = ("n0_inactive_anon", "n0_active_anon", "pgscan_kswapd", "pgactivate")
+    need_s = ("policy.lru_fast_inactive", "policy.lru_fast_active", "policy.kswapd_scanned")
+    if not all(k in vm for k in need_k) or not all(c in ts for c in need_s):
+        return False
+    kt = vm["t"] - float(rec["process_start_s"])
+    fig = Figure(figsize=(8, 6), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    top.set_title("reclaim: the fast node's LRU lists and kswapd", fontsize=10)
+    top.set_ylabel("pages on the list")
+    bottom.set_xlabel("seconds since the process started")
+    for ax in (top, bottom):
+        ax.grid(True, alpha=0.3)
+    top.plot(kt, vm["n0_inactive_anon"], label="inactive: Linux (node 0 anon)", linewidth=1.2)
+    top.plot(kt, vm["n0_active_anon"], label="active: Linux (node 0 anon)", linewidth=1.2)
+    top.plot(ts["t_s"], ts["policy.lru_fast_inactive"], label="inactive: tierkit", linestyle="--")
+    top.plot(ts["t_s"], ts["policy.lru_fast_active"], label="active: tierkit", linestyle="--")
+    top.legend(fontsize=7)
+    for col, key, what in (
+        ("pgscan_kswapd", "policy.kswapd_scanned", "scanned"),
+        ("pgactivate", "policy.kswapd_activated", "activated"),
+    ):
+        bottom.plot(kt, vm[col] - vm[col].iloc[0], label=f"{what}: Linux", linewidth=1.2)
+        if key in ts:
+            bottom.plot(ts["t_s"], ts[key], label=f"{what}: tierkit", linestyle="--")
+    bottom.set_ylabel("pages (cumulative)")
+    bottom.legend(fontsize=7)
+    save_figure(fig, path)
+    return True
+
+
 def sim_scan_periods(ts: pd.DataFrame) -> dict[str, list[float]]:
     """Each simulated process's Linux scan period (ms) in turn: the distinct values of its
     ``numa_scan_period_ms.NAME`` column, in order."""
@@ -500,6 +540,8 @@ def validate_press(
     axes.legend(fontsize=8)
     save_figure(fig, out / "moves.png")
 
+    has_reclaim_png = reclaim_figure(rec, result.timeseries, out / "reclaim.png")
+
     meta = rec["meta"]
     node, wsf, free_above_high = fast_tier(rec)
     lru, kernel_reclaim, sim_reclaim = reclaim_side_by_side(rec, result.summary)
@@ -562,5 +604,7 @@ def validate_press(
         "",
         "![moves](moves.png)",
     ]
+    if has_reclaim_png:
+        lines += ["", "![reclaim](reclaim.png)"]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return comparison
