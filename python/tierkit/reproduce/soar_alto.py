@@ -229,12 +229,11 @@ def _alto(ctx: Context) -> None:
         note="the paper's 100x needs a base that promotes far more than it must; ours promote as fast as "
         "kswapd frees fast-tier pages, and a candidate Alto vetoes faults again and passes later. NBT "
         "is cut least because its promotions are bounded by the room kswapd frees, not by its candidates: "
-        "in the full run (scale 0.125, 60 s, seed 1) 48% of its 1.20M candidates fail for want of a free "
-        "fast-tier page (promote_fail_nomem, as Linux's migrate_balanced_pgdat refuses and wakes kswapd) "
-        "and its promotions (622K) equal its demotions (628K); Alto marking N of 16 pages cuts its hint "
-        "faults and candidates by a third (796K), mostly ones that would have failed (582K failures to "
-        "334K), so promotions fall 26% (and the slowdown from 1.46 to 1.30); the paper's 9.4x for NBT "
-        "needs a base whose candidates, not its free pages, set the pace",
+        "many of them fail for want of a free fast-tier page (promote_fail_nomem, as Linux's "
+        "migrate_balanced_pgdat refuses and wakes kswapd) and its promotions equal its demotions, so "
+        "the candidates Alto's marking of N of 16 pages removes are mostly ones that would have failed "
+        "(docs/validation.md, section 2, has a run's figures); the paper's 9.4x for NBT needs a base "
+        "whose candidates, not its free pages, set the pace",
     )
     worse = [r["base"] for r in rows if r["slowdown +alto"] > 1.03 * r["slowdown"]]
     ctx.claim(
