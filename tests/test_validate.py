@@ -391,3 +391,37 @@ def test_the_simulated_kswapd_gives_up_as_the_traced_kernel_did_when_it_ages_by_
     # over the whole run within 2x of the kernel's promotions and demotions
     assert 0.5 < stop["promotions"] / km["promotions"] < 2.0
     assert 0.5 < stop["demotions"] / km["demotions"] < 2.0
+
+
+def test_validate_kernel_sets_nbt_parameters_and_refuses_unknown_ones(
+    tk: Callable[..., object], tmp_path: Path
+) -> None:
+    from tierkit.validate_press import PRESS_RECORDING_CLASSIC_LRU
+
+    out = tmp_path / "vc"
+    args = ("validate", "kernel", "--scenario", "press", "--recording", str(PRESS_RECORDING_CLASSIC_LRU))
+    proc = tk(
+        *args,
+        "--nbt-param",
+        "max_reclaim_retries=16",
+        "--nbt-param",
+        "lru_stats_flush_ms=2000",
+        "--out",
+        str(out),
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr  # type: ignore[attr-defined]
+    comparison = json.loads(proc.stdout)  # type: ignore[attr-defined]
+    assert comparison["policy"].endswith(",max_reclaim_retries=16,lru_stats_flush_ms=2000")
+    rows = {r["metric"]: r for r in comparison["rows"]}
+    # the traced kernel's give-up, reproduced: promotion stops in both worlds
+    assert rows["promotions_per_s"]["kernel"] == rows["promotions_per_s"]["sim"] == 0
+    # 0 against 0 agrees, though the ratio is undefined
+    assert rows["promotions_per_s"]["within_tolerance"]
+    assert math.isnan(rows["promotions_per_s"]["ratio"])
+    assert comparison["sim_reclaim"]["kswapd_gave_up"] == 1
+    bad = tk(*args, "--nbt-param", "no_such=1", "--out", str(tmp_path / "bad"))
+    assert bad.returncode != 0  # type: ignore[attr-defined]
+    assert "--nbt-param: `no_such` is not a parameter of nbt" in bad.stderr  # type: ignore[attr-defined]
+    assert "Traceback" not in bad.stderr  # type: ignore[attr-defined]
+    assert not (tmp_path / "bad").exists()

@@ -702,6 +702,16 @@ def build_parser() -> Parser:
         " what its LRU shrinks scanned, reclaimed, activated and kept); the report then says whether"
         " kswapd gave up (16 runs that reclaim nothing) and whether it aged the active list",
     )
+    val.add_argument(
+        "--nbt-param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a parameter of the simulated nbt after the recording's knobs (repeatable), e.g."
+        " --nbt-param max_reclaim_retries=16 --nbt-param lru_stats_flush_ms=2000: Linux's kswapd"
+        " give-up with its 2 s statistics, which reproduces the traced classic-LRU recording"
+        " (docs/validation.md, section 1d); `tierkit describe nbt` lists the parameters",
+    )
     val.add_argument("--seed", type=int, default=1, help="the simulation's seed (default 1)")
     val.add_argument("--json", action="store_true", help="print the comparison as one JSON object on stdout")
     _add_trace_sweep_report(sub, formatter)
@@ -1311,10 +1321,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     import json
 
+    import tierkit
     from tierkit.progress import stderr_is_terminal
-    from tierkit.validate import ValidationError, record, validate_kernel
+    from tierkit.validate import ValidationError, record, validate_kernel, with_params
 
     out = args.out or Path("validate-kernel")
+    try:
+        # a bad --nbt-param is refused before anything is made or written
+        with_params("nbt", args.nbt_param, {p["name"] for p in tierkit.describe_policy("nbt")})
+    except ValidationError as err:
+        raise CliError(str(err)) from None
     _check_out_dir(out)
     recording = args.recording
     try:
@@ -1344,7 +1360,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
             )
             sys.stderr.write(f"recorded {recording}\n")
         comparison = validate_kernel(
-            out, recording, seed=args.seed, progress=stderr_is_terminal(), scenario=args.scenario
+            out,
+            recording,
+            seed=args.seed,
+            progress=stderr_is_terminal(),
+            scenario=args.scenario,
+            nbt_params=args.nbt_param,
         )
     except ValidationError as err:
         raise CliError(str(err)) from None

@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from tierkit.validate import (
     rows_table,
     run_span,
     setup_phase,
+    with_params,
 )
 
 #: the nbtpress recording shipped with the package
@@ -372,7 +374,14 @@ LABELS = {
 
 
 #: the simulated kswapd's figures (nbt's policy stats) shown beside the kernel's reclaim counters
-SIM_RECLAIM = ("kswapd_wakeups", "kswapd_scanned", "kswapd_kept", "kswapd_activated", "kswapd_deactivated")
+SIM_RECLAIM = (
+    "kswapd_wakeups",
+    "kswapd_scanned",
+    "kswapd_kept",
+    "kswapd_activated",
+    "kswapd_deactivated",
+    "kswapd_gave_up",
+)
 
 
 def reclaim_side_by_side(
@@ -456,9 +465,10 @@ def reclaim_lines(
     }[lru]
     out = [
         f"Reclaim: the guest kernel's LRU was {what}. The simulated kswapd follows the classic",
-        "lists (mm/vmscan.c shrink_active_list, shrink_inactive_list, folio_check_references) and",
-        "never gives up; the classic kernel's kswapd stops after 16 runs that reclaim nothing",
-        "(kswapd_failures) until a reclaim revives it (docs/validation.md, section 1d).",
+        "lists (mm/vmscan.c shrink_active_list, shrink_inactive_list, folio_check_references) and by",
+        "default never gives up; the classic kernel's kswapd stops after 16 runs that reclaim nothing",
+        "(kswapd_failures) until a reclaim revives it, which the simulated one does with",
+        "--nbt-param max_reclaim_retries=16 (docs/validation.md, section 1d).",
     ]
     if kernel:
         out.append(
@@ -488,13 +498,19 @@ def reclaim_lines(
         f"Simulated kswapd over the run: {sim.get('kswapd_wakeups', 0):.0f} wakeups, "
         f"{sim.get('kswapd_scanned', 0):.0f} pages examined, {sim.get('kswapd_kept', 0):.0f} kept, "
         f"{sim.get('kswapd_activated', 0):.0f} activated, "
-        f"{sim.get('kswapd_deactivated', 0):.0f} deactivated, {sim['demotions']:.0f} demoted."
+        f"{sim.get('kswapd_deactivated', 0):.0f} deactivated, {sim['demotions']:.0f} demoted"
+        + ("; it gave the node up (max_reclaim_retries)." if sim.get("kswapd_gave_up") else ".")
     )
     return out
 
 
 def validate_press(
-    out: Path, rec: dict[str, Any], path: Path, seed: int = 1, progress: bool = False
+    out: Path,
+    rec: dict[str, Any],
+    path: Path,
+    seed: int = 1,
+    progress: bool = False,
+    nbt_params: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Compare an nbtpress recording with the simulator's ``nbt``; write report.md, timeline.png,
     moves.png, kernel.csv, sim.csv, experiment.toml and comparison.json into ``out``."""
@@ -502,14 +518,16 @@ def validate_press(
     from tierkit.output import new_axes, save_figure
 
     check_press(rec, path)
-    out.mkdir(parents=True, exist_ok=True)
     params = {p["name"] for p in tierkit.describe_policy("nbt")}
+    with_params("nbt", nbt_params, params)  # a bad --nbt-param fails before anything is written
+    out.mkdir(parents=True, exist_ok=True)
     # The thread's compute per access is fitted to the fast tier's loaded latency under the
     # sweeps: a first run (latency 0) measures it over the steady state, the second is the result.
     exp_path = out / "experiment.toml"
     fast_latency = 0.0
     for last in (False, True):
         text, spec = sim_experiment(rec, params, seed, fast_latency)
+        spec = with_params(spec, nbt_params, params)
         exp_path.write_text(text)
         result = tierkit.run(exp_path, policy=spec, seed=seed, progress=progress and last)
         ts = result.timeseries
