@@ -429,15 +429,11 @@ def kswapd_trace_summary(rec: dict[str, Any]) -> dict[str, float]:
     col = {c: i for i, c in enumerate(tr["columns"])}
     runs = tr["runs"]
     t0 = float(rec["process_start_s"])
-    trailing = 0
-    for r in reversed(runs):
-        if r[col["reclaimed"]] > 0:
-            break
-        trailing += 1
     longest = streak = 0
     for r in runs:
         streak = streak + 1 if r[col["reclaimed"]] == 0 else 0
         longest = max(longest, streak)
+    trailing = streak  # the streak the last run ended
     total = {c: float(sum(r[col[c]] for r in runs)) for c in tr["columns"][1:7]}
     return {
         "runs": float(len(runs)),
@@ -467,8 +463,8 @@ def reclaim_lines(
         f"Reclaim: the guest kernel's LRU was {what}. The simulated kswapd follows the classic",
         "lists (mm/vmscan.c shrink_active_list, shrink_inactive_list, folio_check_references) and by",
         "default never gives up; the classic kernel's kswapd stops after 16 runs that reclaim nothing",
-        "(kswapd_failures) until a reclaim revives it, which the simulated one does with",
-        "--nbt-param max_reclaim_retries=16 (docs/validation.md, section 1d).",
+        "(kswapd_failures) until a reclaim revives it; the simulated one gives up likewise with",
+        "--nbt-param max_reclaim_retries=16, and is never revived (docs/validation.md, section 1d).",
     ]
     if kernel:
         out.append(
