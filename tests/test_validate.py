@@ -391,6 +391,16 @@ def test_the_simulated_kswapd_gives_up_as_the_traced_kernel_did_when_it_ages_by_
     # over the whole run within 2x of the kernel's promotions and demotions
     assert 0.5 < stop["promotions"] / km["promotions"] < 2.0
     assert 0.5 < stop["demotions"] / km["demotions"] < 2.0
+    # not an artifact of the step: halved, the flushes (taken at most a step late) give the same
+    half = tierkit.run(
+        exp,
+        policy=f"{spec},max_reclaim_retries=16,lru_stats_flush_ms=2000",
+        seed=1,
+        overrides={"epoch_ms": "0.5"},
+    )
+    assert half.summary["policy_stats"]["kswapd_gave_up"] == 1
+    assert half.summary["promotions"] == pytest.approx(stop["promotions"], rel=0.01)
+    assert half.summary["demotions"] == pytest.approx(stop["demotions"], rel=0.01)
 
 
 def test_validate_kernel_sets_nbt_parameters_and_refuses_unknown_ones(
