@@ -18,8 +18,20 @@ use crate::pagelist::PageLists;
 
 /// Pages kswapd takes off a list at a time (SWAP_CLUSTER_MAX).
 pub const SWAP_CLUSTER_MAX: usize = 32;
-/// Tiers the lists are laid out for (two lists each).
+/// Tiers the lists are laid out for.
 pub const MAX_TIERS: usize = 8;
+/// Lists per tier: inactive and active (classic), or the multi-gen LRU's generations.
+const LISTS_PER_TIER: usize = MAX_NR_GENS as usize;
+/// The multi-gen LRU's generations per node (include/linux/mmzone.h MAX_NR_GENS).
+pub const MAX_NR_GENS: u64 = 4;
+/// The fewest generations it keeps: eviction stops at two (MIN_NR_GENS).
+pub const MIN_NR_GENS: u64 = 2;
+/// Folios one eviction isolates at most (MIN_LRU_BATCH = BITS_PER_LONG).
+pub const MIN_LRU_BATCH: u64 = 64;
+/// Folios one eviction scans at most (MAX_LRU_BATCH = MIN_LRU_BATCH x 64).
+pub const MAX_LRU_BATCH: u64 = MIN_LRU_BATCH * 64;
+/// balance_pgdat's first priority (DEF_PRIORITY): a pass scans about size >> priority.
+pub const DEF_PRIORITY: u8 = 12;
 /// Page size assumed when the telemetry does not give one.
 const DEFAULT_PAGE_BYTES: u64 = 4096;
 
@@ -152,6 +164,14 @@ pub const P_MAX_RECLAIM_RETRIES: ParamDef = ParamDef {
     unit: "runs",
     doc: "kswapd gives the fast node up after this many balance_pgdat runs in a row that reclaim nothing, and ignores wakeups from then on (pgdat->kswapd_failures; Linux: MAX_RECLAIM_RETRIES = 16, revived only by a successful direct reclaim, which is not modelled); 0: never gives up, the default, because the scaled reproductions' per-page rates are 16-64x the papers' and every fast-tier page would read referenced (docs/validation.md, section 1d)",
 };
+/// Which LRU kswapd ages and evicts: the classic active/inactive lists or the multi-gen LRU.
+pub const P_LRU_GEN: ParamDef = ParamDef {
+    name: "lru_gen",
+    kind: ParamKind::Bool,
+    default: "false",
+    unit: "",
+    doc: "the fast tier's reclaim runs the multi-gen LRU (Linux >= 6.1 with CONFIG_LRU_GEN_ENABLED, the default of Debian's and Fedora's kernels: generations aged by page-table walks, eviction from the oldest with look-around, kswapd never gives up) instead of the classic active/inactive lists (docs/validation.md, section 1e)",
+};
 /// TPP's vm.demote_scale_factor (also used by Nomad, which runs on TPP's kernel).
 pub const P_DEMOTE_SCALE: ParamDef = ParamDef {
     name: "demote_scale_factor",
@@ -261,6 +281,11 @@ pub struct Lru {
     inflight_out: Vec<u64>,
     isolated: u64,
     marked: u64,
+    /// The multi-gen LRU (`lru_gen`) instead of the active and inactive lists.
+    gens: bool,
+    /// Per tier, the youngest and oldest generation numbers (lrugen->max_seq, min_seq[anon]).
+    max_seq: [u64; MAX_TIERS],
+    min_seq: [u64; MAX_TIERS],
 }
 
 impl Default for Lru {
@@ -283,13 +308,19 @@ pub enum Completion {
 
 #[inline]
 fn list(t: TierId, active: bool) -> usize {
-    t as usize * 2 + active as usize
+    t as usize * LISTS_PER_TIER + active as usize
+}
+
+/// The list of generation `seq` of tier `t` (lru_gen_from_seq: seq % MAX_NR_GENS).
+#[inline]
+fn gen_list(t: TierId, seq: u64) -> usize {
+    t as usize * LISTS_PER_TIER + (seq % MAX_NR_GENS) as usize
 }
 
 impl Lru {
     pub fn new() -> Self {
         Lru {
-            lists: PageLists::new(MAX_TIERS * 2),
+            lists: PageLists::new(MAX_TIERS * LISTS_PER_TIER),
             tier: Vec::new(),
             flags: Vec::new(),
             dest: Vec::new(),
@@ -298,7 +329,58 @@ impl Lru {
             inflight_out: vec![0; MAX_TIERS],
             isolated: 0,
             marked: 0,
+            gens: false,
+            // lru_gen_init_lruvec: max_seq = MIN_NR_GENS + 1, min_seq = 0
+            max_seq: [MIN_NR_GENS + 1; MAX_TIERS],
+            min_seq: [0; MAX_TIERS],
         }
+    }
+
+    /// The multi-gen LRU (Linux >= 6.1 with CONFIG_LRU_GEN_ENABLED, mm/vmscan.c `lru_gen_*`):
+    /// each tier's pages sit in up to MAX_NR_GENS generations, aged by page-table walks and
+    /// evicted from the oldest. Set before any page is added.
+    pub fn with_gens(mut self, on: bool) -> Self {
+        assert!(
+            self.lists.total() == 0,
+            "the LRU's kind is set before pages are added"
+        );
+        self.gens = on;
+        self
+    }
+
+    /// Whether this is the multi-gen LRU.
+    pub fn gens(&self) -> bool {
+        self.gens
+    }
+
+    /// A tier's oldest and youngest generation numbers (min_seq, max_seq).
+    pub fn seqs(&self, t: TierId) -> (u64, u64) {
+        (self.min_seq[t as usize], self.max_seq[t as usize])
+    }
+
+    /// Pages in generation `seq` of tier `t`.
+    pub fn gen_len(&self, t: TierId, seq: u64) -> u64 {
+        let (min, max) = self.seqs(t);
+        if seq < min || seq > max {
+            return 0;
+        }
+        self.lists.len(gen_list(t, seq))
+    }
+
+    /// The generation a listed page is in (its seq), in the multi-gen LRU.
+    pub fn seq_of(&self, p: PageId) -> Option<u64> {
+        let t = self.tier(p)?;
+        let l = self.lists.list_of(p)?;
+        let g = (l % LISTS_PER_TIER) as u64;
+        let max = self.max_seq[t as usize];
+        // the live generations are max - MAX_NR_GENS + 1 ..= max: the one with this index
+        Some(max - ((max + MAX_NR_GENS - g) % MAX_NR_GENS))
+    }
+
+    /// lru_gen_is_active: a page in one of the two youngest generations counts as active (the
+    /// Active(anon) of /proc/meminfo under the multi-gen LRU).
+    fn gen_active(&self, t: TierId, seq: u64) -> bool {
+        seq + 1 >= self.max_seq[t as usize]
     }
 
     fn ensure(&mut self, p: PageId) -> usize {
@@ -325,9 +407,17 @@ impl Lru {
         self.flags.get(p.0 as usize).is_some_and(|x| x & f != 0)
     }
 
-    /// Whether the page is on (or was isolated from) an active list.
+    /// Whether the page is on (or was isolated from) an active list. In the multi-gen LRU,
+    /// where no listed folio carries PG_active, whether it is in its tier's youngest generation
+    /// (where `activate` puts it, as folio_activate does): TPP's and Nomad's candidate check
+    /// (PageActive, written before the multi-gen LRU) reads this; an isolated page, whether it
+    /// will arrive active.
     pub fn is_active(&self, p: PageId) -> bool {
-        self.tier(p).is_some() && self.flag(p, F_ACTIVE)
+        let Some(t) = self.tier(p) else { return false };
+        if self.gens && !self.flag(p, F_ISOLATED) {
+            return self.seq_of(p) == Some(self.max_seq[t as usize]);
+        }
+        self.flag(p, F_ACTIVE)
     }
 
     pub fn is_referenced(&self, p: PageId) -> bool {
@@ -363,10 +453,18 @@ impl Lru {
         self.marked
     }
 
-    /// Pages on a tier's active or inactive list.
+    /// Pages on a tier's active or inactive list; in the multi-gen LRU, in its two youngest
+    /// generations or in the older ones (lru_gen_update_size's accounting).
     pub fn len(&self, t: TierId, active: bool) -> u64 {
         if t as usize >= MAX_TIERS {
             return 0;
+        }
+        if self.gens {
+            let (min, max) = self.seqs(t);
+            return (min..=max)
+                .filter(|&s| self.gen_active(t, s) == active)
+                .map(|s| self.lists.len(gen_list(t, s)))
+                .sum();
         }
         self.lists.len(list(t, active))
     }
@@ -399,7 +497,7 @@ impl Lru {
     /// Bytes the per-page tables take for `pages` pages: the list links and the tier, flags
     /// and destination bytes (what [`Lru::reserve`] allocates).
     pub const fn bytes_for(pages: u64) -> u64 {
-        PageLists::bytes_for(pages, MAX_TIERS * 2) + 3 * pages
+        PageLists::bytes_for(pages, MAX_TIERS * LISTS_PER_TIER) + 3 * pages
     }
 
     /// Allocate the per-page tables for `pages` pages up front, fallibly.
@@ -412,7 +510,9 @@ impl Lru {
     }
 
     /// A page became resident in tier `t`: it starts at the head of the inactive list (anon
-    /// pages since v5.9, lru_cache_add_inactive_or_unevictable).
+    /// pages since v5.9, lru_cache_add_inactive_or_unevictable); in the multi-gen LRU, in the
+    /// youngest generation (folio_add_lru sets PG_active on a folio added in a fault,
+    /// `lru_gen_in_fault`, and lru_gen_add_folio puts an active folio at max_seq).
     pub fn add(&mut self, p: PageId, t: TierId) {
         assert!(
             (t as usize) < MAX_TIERS,
@@ -423,7 +523,12 @@ impl Lru {
         self.tier[i] = t;
         self.flags[i] = 0;
         self.resident[t as usize] += 1;
-        self.lists.push_back(list(t, false), p);
+        let l = if self.gens {
+            gen_list(t, self.max_seq[t as usize])
+        } else {
+            list(t, false)
+        };
+        self.lists.push_back(l, p);
     }
 
     /// A page was freed (or vanished): forget it, and any migration in flight for it.
@@ -466,12 +571,24 @@ impl Lru {
     }
 
     /// Take a page off its list for a migration to `to` (isolate_lru_page). Returns false when
-    /// the page is not on a list (absent or already isolated).
+    /// the page is not on a list (absent or already isolated). In the multi-gen LRU the page
+    /// arrives in the youngest generation: a promotion is made in the hint fault, and
+    /// folio_add_lru sets PG_active on a folio added in a fault (`lru_gen_in_fault`).
     pub fn isolate(&mut self, p: PageId, to: TierId) -> bool {
+        self.isolate_as(p, to, false)
+    }
+
+    /// isolate for reclaim: in the multi-gen LRU, lru_gen_del_folio(reclaiming) leaves
+    /// PG_active clear, and kswapd's migration adds the page outside a fault, so it arrives in
+    /// the generation before the youngest (max_seq - 1, anon not in the swap cache).
+    fn isolate_as(&mut self, p: PageId, to: TierId, reclaiming: bool) -> bool {
         let Some(t) = self.tier(p) else { return false };
         let i = p.0 as usize;
         if self.flags[i] & F_ISOLATED != 0 || to as usize >= MAX_TIERS {
             return false;
+        }
+        if self.gens {
+            self.set_active_flag(i, !reclaiming);
         }
         self.lists.remove(p);
         self.flags[i] |= F_ISOLATED;
@@ -482,12 +599,47 @@ impl Lru {
         true
     }
 
-    /// Put a page back at the head of the list its flags say (putback_lru_page).
+    fn set_active_flag(&mut self, i: usize, on: bool) {
+        if on {
+            self.flags[i] |= F_ACTIVE;
+        } else {
+            self.flags[i] &= !F_ACTIVE;
+        }
+    }
+
+    /// Put a page back at the head of the list its flags say (putback_lru_page). In the
+    /// multi-gen LRU, lru_gen_add_folio: an active page goes to the youngest generation, an
+    /// anonymous one not in the swap cache to the one before (max_seq - 1), and PG_active is
+    /// cleared.
     fn putback(&mut self, p: PageId) {
         let i = p.0 as usize;
         let t = self.tier[i];
+        if self.gens {
+            let max = self.max_seq[t as usize];
+            let seq = if self.flags[i] & F_ACTIVE != 0 {
+                max
+            } else {
+                max - 1
+            };
+            self.flags[i] &= !F_ACTIVE;
+            self.lists.push_back(gen_list(t, seq), p);
+            return;
+        }
         self.lists
             .push_back(list(t, self.flags[i] & F_ACTIVE != 0), p);
+    }
+
+    /// Move a listed page to the youngest generation of its tier (folio_update_gen by the
+    /// page-table walk or look-around, or folio_activate). Returns whether it moved.
+    fn move_to_youngest(&mut self, p: PageId) -> bool {
+        let Some(t) = self.tier(p) else { return false };
+        let max = self.max_seq[t as usize];
+        if self.flag(p, F_ISOLATED) || self.seq_of(p) == Some(max) {
+            return false;
+        }
+        self.lists.remove(p);
+        self.lists.push_back(gen_list(t, max), p);
+        true
     }
 
     fn move_tier(&mut self, i: usize, to: TierId) {
@@ -539,6 +691,12 @@ impl Lru {
                 MigrationOutcome::Done | MigrationOutcome::AlreadyThere
             ) && t != m.to
             {
+                if self.gens {
+                    // lru_gen_del_folio: a page isolated from one of the two youngest
+                    // generations carries PG_active
+                    let active = self.seq_of(p).is_some_and(|s| self.gen_active(t, s));
+                    self.set_active_flag(i, active);
+                }
                 self.lists.remove(p);
                 self.move_tier(i, m.to);
                 self.putback(p);
@@ -551,9 +709,13 @@ impl Lru {
     /// migration-toggling paper, §4.5, implements it): an inactive page moves to the head of the
     /// active list at once, without the kernel's two-call PG_referenced step and per-CPU pagevec
     /// delay. Returns whether the page was activated.
+    /// In the multi-gen LRU the page moves to its tier's youngest generation (folio_activate).
     pub fn activate(&mut self, p: PageId) -> bool {
         if self.tier(p).is_none() {
             return false;
+        }
+        if self.gens {
+            return self.move_to_youngest(p);
         }
         let i = p.0 as usize;
         if self.flags[i] & (F_ISOLATED | F_ACTIVE) != 0 {
@@ -574,11 +736,75 @@ impl Lru {
         self.lists.pop_front(list(t, active))
     }
 
+    /// try_to_inc_min_seq: the oldest generation moves past empty generations, keeping at
+    /// least MIN_NR_GENS.
+    fn try_inc_min_seq(&mut self, t: TierId) {
+        let ti = t as usize;
+        while self.min_seq[ti] + MIN_NR_GENS <= self.max_seq[ti]
+            && self.lists.len(gen_list(t, self.min_seq[ti])) == 0
+        {
+            self.min_seq[ti] += 1;
+        }
+    }
+
+    /// inc_max_seq: a new, empty youngest generation. With MAX_NR_GENS generations already,
+    /// the oldest is first folded into the next (inc_min_seq: its pages move to min_seq + 1,
+    /// folio_inc_gen, at the old end).
+    fn inc_max_seq(&mut self, t: TierId) {
+        let ti = t as usize;
+        self.try_inc_min_seq(t);
+        if self.max_seq[ti] - self.min_seq[ti] + 1 >= MAX_NR_GENS {
+            let (from, to) = (
+                gen_list(t, self.min_seq[ti]),
+                gen_list(t, self.min_seq[ti] + 1),
+            );
+            // the oldest pages stay the oldest: pop from the old end, push in front in reverse
+            let mut moved = Vec::new();
+            while let Some(p) = self.lists.pop_front(from) {
+                moved.push(p);
+            }
+            for &p in moved.iter().rev() {
+                self.lists.push_front(to, p);
+            }
+            self.min_seq[ti] += 1;
+        }
+        self.max_seq[ti] += 1;
+    }
+
     /// Check the invariants (every resident page not isolated is on exactly the list its tier
-    /// and PG_active say, nothing else is on a list, the counters add up). O(pages): tests only.
+    /// and PG_active say, or in one of its tier's live generations, nothing else is on a list,
+    /// the counters add up). O(pages): tests only.
     pub fn check(&self) -> Result<(), String> {
         let mut listed = 0u64;
         for t in 0..MAX_TIERS as u8 {
+            if self.gens {
+                let (min, max) = self.seqs(t);
+                if max < min + MIN_NR_GENS - 1 || max - min + 1 > MAX_NR_GENS {
+                    return Err(format!("tier {t} has generations {min}..={max}"));
+                }
+                for g in 0..MAX_NR_GENS {
+                    let live = (min..=max).any(|s| s % MAX_NR_GENS == g);
+                    let l = t as usize * LISTS_PER_TIER + g as usize;
+                    if !live && self.lists.len(l) > 0 {
+                        return Err(format!("tier {t}'s dead generation list {g} holds pages"));
+                    }
+                    for p in self.lists.iter(l) {
+                        listed += 1;
+                        if self.tier(p) != Some(t) || self.is_isolated(p) {
+                            return Err(format!("page {} on tier {t}'s generation {g}", p.0));
+                        }
+                        if self.flags[p.0 as usize] & (F_ACTIVE | F_REFERENCED) != 0 {
+                            return Err(format!("listed page {} carries a classic flag", p.0));
+                        }
+                    }
+                }
+                continue;
+            }
+            for g in 2..LISTS_PER_TIER {
+                if self.lists.len(t as usize * LISTS_PER_TIER + g) > 0 {
+                    return Err(format!("tier {t}'s unused list {g} holds pages"));
+                }
+            }
             for active in [false, true] {
                 for p in self.lists.iter(list(t, active)) {
                     listed += 1;
@@ -626,6 +852,16 @@ impl Lru {
                 if self.lists.list_of(p).is_some() {
                     return Err(format!("isolated page {i} is on a list"));
                 }
+            } else if self.gens {
+                if self
+                    .lists
+                    .list_of(p)
+                    .is_none_or(|l| l / LISTS_PER_TIER != t as usize)
+                {
+                    return Err(format!(
+                        "resident page {i} is not in its tier's generations"
+                    ));
+                }
             } else if self.lists.list_of(p) != Some(list(t, self.flags[i] & F_ACTIVE != 0)) {
                 return Err(format!("resident page {i} is not on its list"));
             }
@@ -669,6 +905,13 @@ pub struct Reclaim {
     pub ns_per_page: f64,
 }
 
+impl Reclaim {
+    /// Base pages per page (the kernel counts its batches in base pages).
+    fn per_page(&self) -> u64 {
+        (self.page_bytes / DEFAULT_PAGE_BYTES).max(1)
+    }
+}
+
 /// kswapd of one tier: sleeps until woken, then ages and shrinks the LRU, demoting unreferenced
 /// inactive pages (asynchronously, by its own thread) until the tier is balanced.
 #[derive(Clone, Debug, Default)]
@@ -706,7 +949,42 @@ pub struct Kswapd {
     seen: Option<(u64, u64, u64)>,
     batch: Vec<PageId>,
     bits: Vec<bool>,
+    /// Multi-gen LRU: generations aged (max_seq increments by try_to_inc_max_seq).
+    pub agings: u64,
+    /// Multi-gen LRU: accessed bits the aging walks and look-arounds tested, and the pages
+    /// they found young and moved to the youngest generation.
+    pub walk_tested: u64,
+    pub walk_young: u64,
+    /// The current balance_pgdat run's priority (DEF_PRIORITY down to 1); 0: no run.
+    prio: u8,
+    /// The current kswapd_shrink_node pass: under way, pages isolated (sc->nr_scanned),
+    /// reclaimed, and what try_to_shrink_lruvec scanned towards its nr_to_scan.
+    in_pass: bool,
+    pass_scanned: u64,
+    pass_reclaimed: u64,
+    lruvec_scanned: u64,
+    /// An aging walk under way: the pages it visits and how far it got.
+    walk: Vec<PageId>,
+    walk_pos: usize,
+    walking: bool,
 }
+
+/// What get_nr_to_scan decided for the multi-gen LRU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NrToScan {
+    /// Evict up to this many pages (size >> priority).
+    Scan(u64),
+    /// Nothing to evict at this priority (the pass ends).
+    Skip,
+    /// Age first (try_to_inc_max_seq), then the pass ends (-1: rotate).
+    Age,
+}
+
+/// The cost of one accessed-bit test by the aging walk or look-around, in rmap examinations
+/// (`kswapd_scan_per_ms` counts those): the walk reads the PTEs of a page-table page in order,
+/// eight to a cache line, where an rmap examination walks the anon_vma and the page table for
+/// one folio. An assumption of the model, not a kernel figure.
+const PTE_TEST_COST: f64 = 0.125;
 
 impl Kswapd {
     /// wakeup_kswapd from an allocation or promotion that hit the watermark. A hopeless node
@@ -760,6 +1038,9 @@ impl Kswapd {
         out: &mut Vec<Action>,
         r: &Reclaim,
     ) -> u64 {
+        if lru.gens() {
+            return self.run_gens(lru, mech, out, r);
+        }
         self.flush_stats(lru, r.tier, r.start_ns);
         if !self.awake && r.free < r.wake_below {
             self.wake();
@@ -822,6 +1103,289 @@ impl Kswapd {
         self.scanned += scanned;
         self.demotions += demoted;
         demoted
+    }
+
+    /// balance_pgdat with the multi-gen LRU (Linux 6.12 mm/vmscan.c): `kswapd_age_node` does
+    /// nothing (`lru_gen_age_node` returns at once while `lru_gen_min_ttl` is 0, the default),
+    /// and each `kswapd_shrink_node` pass runs `lru_gen_shrink_node`, whose
+    /// `try_to_shrink_lruvec` asks `get_nr_to_scan` and either evicts batches from the oldest
+    /// generation (`evict_folios`) until it has scanned size >> priority pages or
+    /// `should_abort_scan`, or ages (`try_to_inc_max_seq`) and ends the pass. The run lowers its
+    /// priority after a pass that scanned less than it should reclaim or reclaimed nothing,
+    /// and ends when the node is balanced or the priority reaches 0. A run that reclaims nothing
+    /// counts a failure (balance_pgdat) and any progress resets them (lru_gen_shrink_node), as
+    /// with the classic LRU.
+    /// Work is bounded per step by `max_scan` rmap examinations; an aging walk is carried over
+    /// steps.
+    fn run_gens(
+        &mut self,
+        lru: &mut Lru,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+        r: &Reclaim,
+    ) -> u64 {
+        if !self.awake && r.free < r.wake_below {
+            self.wake();
+        }
+        if !self.awake {
+            return 0;
+        }
+        let (mut cost, mut demoted) = (0f64, 0u64);
+        let budget = r.max_scan as f64;
+        let t = r.tier;
+        loop {
+            let at = r.start_ns + ((cost + 0.5) * r.ns_per_page) as u64;
+            if self.walking {
+                cost += self.walk_step(lru, mech, t, budget - cost, r);
+                if self.walking {
+                    break;
+                }
+                // try_to_inc_max_seq done: get_nr_to_scan returns -1, the pass ends
+                if self.end_pass(r, demoted) {
+                    break;
+                }
+                continue;
+            }
+            if self.prio == 0 {
+                if r.free + demoted >= r.balanced_at {
+                    self.awake = false;
+                    break;
+                }
+                self.prio = DEF_PRIORITY;
+                self.run_reclaimed = 0;
+            }
+            if !self.in_pass {
+                self.in_pass = true;
+                self.pass_scanned = 0;
+                self.pass_reclaimed = 0;
+                self.lruvec_scanned = 0;
+                if self.prio == DEF_PRIORITY {
+                    self.prio = initial_priority(lru, t, r.nr_to_reclaim, r.per_page());
+                }
+            }
+            if cost >= budget {
+                break;
+            }
+            match get_nr_to_scan(lru, t, self.prio, r.per_page()) {
+                NrToScan::Age => {
+                    self.walk.clear();
+                    let (min, max) = lru.seqs(t);
+                    for seq in min..=max {
+                        self.walk.extend(lru.lists.iter(gen_list(t, seq)));
+                    }
+                    // the walk visits the address space in order
+                    self.walk.sort_unstable();
+                    self.walk_pos = 0;
+                    self.walking = true;
+                }
+                NrToScan::Skip => {
+                    // a pass costs at least its bookkeeping
+                    cost += 1.0;
+                    if self.end_pass(r, demoted) {
+                        break;
+                    }
+                }
+                NrToScan::Scan(nr) => {
+                    let (delta, isolated, d, c) = self.evict(lru, mech, out, r, at);
+                    cost += c;
+                    // pgscan_kswapd counts the isolated pages (scan_folios)
+                    self.scanned += isolated;
+                    demoted += d;
+                    self.pass_scanned += isolated;
+                    self.pass_reclaimed += d;
+                    self.lruvec_scanned += delta;
+                    // should_abort_scan: enough reclaimed, or kswapd's zones are safe again
+                    let abort = self.pass_reclaimed >= r.nr_to_reclaim.max(1)
+                        || r.free + demoted >= r.balanced_at + MIN_LRU_BATCH.div_ceil(r.per_page());
+                    if (delta == 0 || self.lruvec_scanned >= nr || abort)
+                        && self.end_pass(r, demoted)
+                    {
+                        break;
+                    }
+                }
+            }
+        }
+        self.demotions += demoted;
+        demoted
+    }
+
+    /// The end of a kswapd_shrink_node pass: balance_pgdat's priority step, its balanced check
+    /// and the end of the run. Returns true when a run ended without reclaiming: kswapd starts
+    /// the next one in the next step (it would rerun balance_pgdat at once, with nothing new
+    /// to find).
+    fn end_pass(&mut self, r: &Reclaim, demoted: u64) -> bool {
+        self.in_pass = false;
+        self.run_reclaimed += self.pass_reclaimed;
+        if self.pass_reclaimed > 0 {
+            // lru_gen_shrink_node: progress resets kswapd_failures
+            self.failures = 0;
+        }
+        let raise = self.pass_scanned < r.nr_to_reclaim.max(1);
+        if raise || self.pass_reclaimed == 0 {
+            self.prio = self.prio.saturating_sub(1);
+        }
+        if r.free + demoted >= r.balanced_at {
+            self.prio = 0;
+            self.awake = false;
+        } else if self.prio == 0 && self.run_reclaimed == 0 {
+            // the priority loop ran out without reclaiming: balance_pgdat counts a failure;
+            // kswapd starts another run unless the node is now hopeless
+            self.failures = self.failures.saturating_add(1);
+            if self.hopeless() {
+                self.awake = false;
+                self.gave_up += 1;
+            }
+            return true;
+        }
+        false
+    }
+
+    /// One stretch of an aging walk (walk_mm over the fast tier's pages, in address order):
+    /// each page's accessed bit is tested and cleared, and a young page moves to the youngest
+    /// generation (folio_update_gen); at the end, inc_max_seq. Returns its cost.
+    fn walk_step(
+        &mut self,
+        lru: &mut Lru,
+        mech: &mut dyn Mechanism,
+        t: TierId,
+        budget: f64,
+        r: &Reclaim,
+    ) -> f64 {
+        let mut cost = 0.0;
+        while self.walk_pos < self.walk.len() && cost < budget {
+            self.batch.clear();
+            while self.batch.len() < MIN_LRU_BATCH as usize && self.walk_pos < self.walk.len() {
+                let p = self.walk[self.walk_pos];
+                self.walk_pos += 1;
+                if lru.tier(p) == Some(t) && !lru.is_isolated(p) {
+                    self.batch.push(p);
+                }
+            }
+            let at = r.start_ns + ((cost + 0.5) * r.ns_per_page) as u64;
+            mech.test_and_clear_accessed_at(&self.batch, at, &mut self.bits);
+            for (k, &p) in self.batch.iter().enumerate() {
+                if self.bits.get(k).copied().unwrap_or(false) {
+                    self.walk_young += 1;
+                    lru.move_to_youngest(p);
+                }
+            }
+            self.walk_tested += self.batch.len() as u64;
+            cost += self.batch.len() as f64 * PTE_TEST_COST;
+        }
+        if self.walk_pos >= self.walk.len() {
+            self.walking = false;
+            self.walk.clear();
+            lru.inc_max_seq(t);
+            self.agings += 1;
+        }
+        cost
+    }
+
+    /// evict_folios: isolate up to MIN_LRU_BATCH pages of the oldest generation (scan_folios),
+    /// move past emptied generations (try_to_inc_min_seq), then shrink_folio_list: a page
+    /// whose accessed bit is set is kept (folio_check_references: one referencing PTE and no
+    /// PG_referenced, FOLIOREF_KEEP; counted in `kept`, not in pgactivate) and goes back to the
+    /// youngest generation, after lru_gen_look_around has tested its neighbours; the others
+    /// are demoted. Returns (the
+    /// scan's count for try_to_shrink_lruvec, 0 once only MIN_NR_GENS generations are left;
+    /// pages isolated; demotions requested; cost).
+    fn evict(
+        &mut self,
+        lru: &mut Lru,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+        r: &Reclaim,
+        at: u64,
+    ) -> (u64, u64, u64, f64) {
+        let t = r.tier;
+        let (min, _) = lru.seqs(t);
+        self.batch.clear();
+        let mut cur = lru.lists.front(gen_list(t, min));
+        while let Some(p) = cur {
+            if self.batch.len() as u64 >= MIN_LRU_BATCH.div_ceil(r.per_page()) {
+                break;
+            }
+            self.batch.push(p);
+            cur = lru.lists.next(p);
+        }
+        let batch = std::mem::take(&mut self.batch);
+        mech.test_and_clear_accessed_at(&batch, at, &mut self.bits);
+        let young = std::mem::take(&mut self.bits);
+        let mut cost = batch.len() as f64;
+        let mut demoted = 0;
+        for (k, &p) in batch.iter().enumerate() {
+            if young.get(k).copied().unwrap_or(false) {
+                // one young PTE and PG_referenced cleared at isolation: FOLIOREF_KEEP, and
+                // evict_folios puts a rejected mapped folio back in the youngest generation
+                lru.move_to_youngest(p);
+                self.kept += 1;
+                cost += self.look_around(lru, mech, t, p, r.page_bytes, at);
+            } else if lru.isolate_as(p, r.target, true) {
+                out.push(Action::Migrate {
+                    page: p,
+                    to: r.target,
+                    mode: MigrateMode::Async,
+                    keep_shadow: false,
+                });
+                demoted += 1;
+            }
+        }
+        let isolated = batch.len() as u64;
+        self.batch = batch;
+        self.bits = young;
+        lru.try_inc_min_seq(t);
+        let (min, max) = lru.seqs(t);
+        let delta = if min + MIN_NR_GENS > max {
+            0
+        } else {
+            isolated * r.per_page()
+        };
+        (delta, isolated, demoted, cost)
+    }
+
+    /// lru_gen_look_around: a young page found by reclaim's rmap walk has the PTEs around it
+    /// tested too, up to MIN_LRU_BATCH pages within its page-table page (2 MiB of address
+    /// space), and those young on this tier move to the youngest generation. Page ids stand
+    /// for addresses (a process's objects are laid out in order). Returns its cost.
+    fn look_around(
+        &mut self,
+        lru: &mut Lru,
+        mech: &mut dyn Mechanism,
+        t: TierId,
+        p: PageId,
+        page_bytes: u64,
+        at: u64,
+    ) -> f64 {
+        let per_pmd = ((2u64 << 20) / page_bytes.max(1)).max(1);
+        if per_pmd <= 1 {
+            return 0.0;
+        }
+        let (block, end_block) = (p.0 / per_pmd * per_pmd, p.0 / per_pmd * per_pmd + per_pmd);
+        let (start, end) = if per_pmd <= MIN_LRU_BATCH {
+            (block, end_block)
+        } else if p.0 - block < MIN_LRU_BATCH / 2 {
+            (block, block + MIN_LRU_BATCH)
+        } else if end_block - p.0 < MIN_LRU_BATCH / 2 {
+            (end_block - MIN_LRU_BATCH, end_block)
+        } else {
+            (p.0 - MIN_LRU_BATCH / 2, p.0 + MIN_LRU_BATCH / 2)
+        };
+        let near: Vec<PageId> = (start..end)
+            .map(PageId)
+            .filter(|&q| q != p && lru.tier(q) == Some(t) && !lru.is_isolated(q))
+            .collect();
+        if near.is_empty() {
+            return 0.0;
+        }
+        mech.test_and_clear_accessed_at(&near, at, &mut self.bits);
+        for (k, &q) in near.iter().enumerate() {
+            if self.bits.get(k).copied().unwrap_or(false) {
+                self.walk_young += 1;
+                lru.move_to_youngest(q);
+            }
+        }
+        self.walk_tested += near.len() as u64;
+        near.len() as f64 * PTE_TEST_COST
     }
 
     /// shrink_active_list: the oldest active pages go to the inactive list. Their accessed bits
@@ -901,6 +1465,50 @@ impl Kswapd {
     }
 }
 
+/// get_nr_to_scan with should_run_aging (Linux 6.12): with fewer than MIN_NR_GENS + 1
+/// generations eviction is impossible and the tier must age; with exactly that many it ages
+/// when the youngest generation holds more than half the pages or the oldest less than a
+/// quarter; with MAX_NR_GENS it does not. At DEF_PRIORITY (or when aging is not called for)
+/// it evicts size >> priority pages; otherwise it ages (and the pass ends).
+/// Sizes are in base pages, as the kernel counts them.
+fn get_nr_to_scan(lru: &Lru, t: TierId, prio: u8, per_page: u64) -> NrToScan {
+    let (min, max) = lru.seqs(t);
+    let (success, size) = if min + MIN_NR_GENS > max {
+        (true, 0)
+    } else {
+        let total: u64 = (min..=max).map(|s| lru.gen_len(t, s)).sum::<u64>() * per_page;
+        let young = lru.gen_len(t, max) * per_page;
+        let old = lru.gen_len(t, max - MIN_NR_GENS) * per_page;
+        // with MIN_NR_GENS + 1 generations, age when the youngest holds more than half or the
+        // oldest less than a quarter of the pages (the ideal is MIN_NR_GENS + 1 generations)
+        let aging = min + MIN_NR_GENS == max
+            && (young * MIN_NR_GENS > total || old * (MIN_NR_GENS + 2) < total);
+        (aging, total)
+    };
+    if !success || prio == DEF_PRIORITY {
+        match size >> prio {
+            0 => NrToScan::Skip,
+            n => NrToScan::Scan(n),
+        }
+    } else {
+        NrToScan::Age
+    }
+}
+
+/// set_initial_priority (mm/vmscan.c, lru_gen_shrink_node): at DEF_PRIORITY the pass starts
+/// at the priority at which (inactive >> priority) is about what it must reclaim:
+/// fls(inactive) - 1 - fls(nr_to_reclaim - 1), clamped to [DEF_PRIORITY / 2, DEF_PRIORITY].
+fn initial_priority(lru: &Lru, t: TierId, nr_to_reclaim: u64, per_page: u64) -> u8 {
+    let nr_to_reclaim = nr_to_reclaim * per_page;
+    if nr_to_reclaim < MIN_LRU_BATCH {
+        return DEF_PRIORITY;
+    }
+    let fls = |x: u64| 64 - x.leading_zeros() as i64;
+    let reclaimable = lru.len(t, false) * per_page;
+    let prio = fls(reclaimable) - 1 - fls(nr_to_reclaim - 1);
+    prio.clamp(DEF_PRIORITY as i64 / 2, DEF_PRIORITY as i64) as u8
+}
+
 /// Migration and hint-fault counts every hint-fault policy reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
@@ -957,11 +1565,12 @@ impl Tiering {
     }
 
     /// From a hint-fault policy's parameters: `watermark_scale_factor`, `kswapd_scan_per_ms`,
-    /// `lru_stats_flush_ms` and `max_reclaim_retries`.
+    /// `lru_stats_flush_ms`, `max_reclaim_retries` and `lru_gen`.
     pub fn from_params(p: &Params) -> Self {
         let mut t = Tiering::new(p.u64("watermark_scale_factor"), p.u64("kswapd_scan_per_ms"));
         t.kswapd.stats_flush_ns = (p.float("lru_stats_flush_ms") * 1e6).round() as u64;
         t.kswapd.max_retries = p.u64("max_reclaim_retries").min(u32::MAX as u64) as u32;
+        t.lru = Lru::new().with_gens(p.bool("lru_gen"));
         t
     }
 
@@ -1113,8 +1722,22 @@ impl Tiering {
             ("kswapd_activated", k.activated),
             ("kswapd_demotions", k.demotions),
             ("kswapd_failures", k.failures as u64),
+            ("kswapd_agings", k.agings),
         ] {
             out.push((name.to_string(), v as f64));
+        }
+        if self.lru.gens() {
+            // the multi-gen LRU's generations, youngest first (as /sys/kernel/debug/lru_gen
+            // lists them): lru_fast_gen0 is max_seq, lru_fast_gen3 max_seq - 3
+            let (min, max) = self.lru.seqs(tierkit_core::FAST);
+            for k in 0..MAX_NR_GENS {
+                let n = if max >= min + k {
+                    self.lru.gen_len(tierkit_core::FAST, max - k)
+                } else {
+                    0
+                };
+                out.push((format!("lru_fast_gen{k}"), n as f64));
+            }
         }
     }
 
@@ -1157,6 +1780,11 @@ pub fn lru_stats(lru: &Lru, k: &Kswapd, v: &mut Vec<(String, f64)>) {
     v.push(("kswapd_failures".into(), k.failures as f64));
     v.push(("kswapd_gave_up".into(), k.gave_up as f64));
     v.push(("kswapd_wakeups_ignored".into(), k.wakeups_ignored as f64));
+    if lru.gens() {
+        v.push(("kswapd_agings".into(), k.agings as f64));
+        v.push(("kswapd_walk_tested".into(), k.walk_tested as f64));
+        v.push(("kswapd_walk_young".into(), k.walk_young as f64));
+    }
     v.push(("demotions_requested".into(), k.demotions as f64));
 }
 
@@ -1543,7 +2171,7 @@ pub(crate) mod tests {
     proptest! {
         #[test]
         fn hint_fault_policies_never_overfill_a_tier(
-            spec in prop_oneof![Just("tpp"), Just("nbt"), Just("nomad")],
+            spec in prop_oneof![Just("tpp"), Just("nbt"), Just("nomad"), Just("tpp:lru_gen=true"), Just("nbt:lru_gen=true"), Just("nomad:lru_gen=true")],
             epochs in proptest::collection::vec(
                 (proptest::collection::vec((0u64..400, 0u64..3000), 0..60), proptest::collection::vec(any::<bool>(), 400)),
                 1..40),
@@ -1661,6 +2289,203 @@ pub(crate) mod tests {
         }
     }
 
+    /// Even pages are accessed all the time, odd ones never.
+    struct EvenHot;
+    impl Mechanism for EvenHot {
+        fn tier_of(&self, _: PageId) -> Option<TierId> {
+            Some(FAST)
+        }
+        fn test_and_clear_accessed(&mut self, pages: &[PageId], out: &mut Vec<bool>) {
+            out.clear();
+            out.extend(pages.iter().map(|p| p.0 % 2 == 0));
+        }
+    }
+
+    fn gen_reclaim(free: u64, balanced_at: u64, max_scan: u64) -> Reclaim {
+        Reclaim {
+            tier: FAST,
+            target: SLOW,
+            free,
+            wake_below: free + 1,
+            balanced_at,
+            max_scan,
+            nr_to_reclaim: 32,
+            page_bytes: 4096,
+            start_ns: 0,
+            ns_per_page: 1000.0,
+        }
+    }
+
+    fn demoted(out: &[Action]) -> Vec<u64> {
+        out.iter()
+            .filter_map(|a| match a {
+                Action::Migrate { page, to, .. } if *to == SLOW => Some(page.0),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_faulted_or_promoted_page_joins_the_youngest_generation_and_a_demoted_one_the_next() {
+        let mut lru = Lru::new().with_gens(true);
+        assert_eq!(lru.seqs(FAST), (0, 3));
+        lru.add(PageId(0), FAST);
+        lru.add(PageId(1), SLOW);
+        assert_eq!(lru.seq_of(PageId(0)), Some(3));
+        assert!(lru.is_active(PageId(0)) && lru.len(FAST, true) == 1);
+        assert!(!lru.activate(PageId(0)));
+        // a promotion (made in the hint fault) arrives in the youngest generation
+        assert!(lru.isolate(PageId(1), FAST));
+        lru.complete(&done(1, SLOW, FAST, MigrationOutcome::Done));
+        assert_eq!(lru.seq_of(PageId(1)), Some(3));
+        // reclaim's isolation clears PG_active: the demoted page lands at max_seq - 1
+        assert!(lru.isolate_as(PageId(0), SLOW, true));
+        lru.complete(&done(0, FAST, SLOW, MigrationOutcome::Done));
+        assert_eq!(
+            (lru.tier(PageId(0)), lru.seq_of(PageId(0))),
+            (Some(SLOW), Some(2))
+        );
+        // counted active (one of the two youngest) but not in the youngest generation
+        assert!(!lru.is_active(PageId(0)) && lru.len(SLOW, true) == 1);
+        assert!(lru.activate(PageId(0)) && lru.is_active(PageId(0)));
+        lru.check().unwrap();
+    }
+
+    #[test]
+    fn the_multi_gen_kswapd_ages_by_a_walk_then_evicts_the_oldest_generation() {
+        // 256 fast pages, all faulted in (youngest generation); the even ones are accessed
+        let n = 256u64;
+        let mut lru = Lru::new().with_gens(true);
+        for p in 0..n {
+            lru.add(PageId(p), FAST);
+        }
+        let mut mech = EvenHot;
+        let mut k = Kswapd::default();
+        let mut out = Vec::new();
+        // one generation of pages at max_seq 3, min_seq 0: four generations, but the three
+        // older are empty; eviction moves min_seq to 2 and there is nothing to evict, so the
+        // run lowers its priority and ages: the first walk finds every page in the youngest
+        // generation, the second leaves the odd ones behind
+        let r = gen_reclaim(0, 64, 1 << 20);
+        k.run(&mut lru, &mut mech, &mut out, &r);
+        lru.check().unwrap();
+        assert!(k.agings >= 1, "kswapd aged {} times", k.agings);
+        // the walk found the even pages young and cleared their bits; after the aging they
+        // are one generation younger than the odd ones, which are evicted first
+        let d = demoted(&out);
+        assert!(!d.is_empty());
+        assert!(d.iter().all(|p| p % 2 == 1), "demoted {d:?}");
+        assert!(d.iter().all(|&p| lru.is_isolated(PageId(p))));
+        // the young pages sit in a younger generation than any page not demoted
+        let (min, max) = lru.seqs(FAST);
+        assert!(max - min < MAX_NR_GENS && max - min + 1 >= MIN_NR_GENS);
+        assert_eq!(k.failures, 0);
+    }
+
+    #[test]
+    fn a_young_page_at_eviction_goes_to_the_youngest_generation_with_its_young_neighbours() {
+        // 4 generations: page 0 alone in the oldest, young; pages 1..64 in the youngest are
+        // young too; eviction finds 0 young, moves it up, and look-around clears 1..64's bits
+        let mut lru = Lru::new().with_gens(true);
+        lru.add(PageId(0), FAST);
+        lru.max_seq[FAST as usize] = 3;
+        // put page 0 in generation 0 by hand
+        lru.lists.remove(PageId(0));
+        lru.lists.push_back(gen_list(FAST, 0), PageId(0));
+        for p in 1..64 {
+            lru.add(PageId(p), FAST);
+        }
+        lru.add(PageId(100), FAST);
+        lru.lists.remove(PageId(100));
+        lru.lists.push_back(gen_list(FAST, 1), PageId(100));
+        lru.check().unwrap();
+        let mut mech = FakeMech::new(vec![Some(FAST); 128]);
+        mech.accessed = vec![true; 128];
+        mech.accessed[100] = false;
+        let mut k = Kswapd::default();
+        let mut out = Vec::new();
+        let r = Reclaim {
+            nr_to_reclaim: 1,
+            ..gen_reclaim(0, 1, 1 << 20)
+        };
+        k.in_pass = true;
+        k.prio = DEF_PRIORITY;
+        k.awake = true;
+        let (_, isolated, d, _) = k.evict(&mut lru, &mut mech, &mut out, &r, 0);
+        assert_eq!((isolated, d), (1, 0));
+        assert_eq!(lru.seq_of(PageId(0)), Some(3));
+        assert_eq!((k.kept, k.activated), (1, 0));
+        // the neighbours' bits were tested and cleared by look-around
+        assert!(mech.accessed[1..64].iter().all(|&a| !a));
+        assert!(k.walk_tested >= 63);
+        // the oldest generation is empty now: min_seq moved on, and the next eviction takes
+        // page 100, unreferenced, and demotes it
+        assert_eq!(lru.seqs(FAST).0, 1);
+        let (_, _, d, _) = k.evict(&mut lru, &mut mech, &mut out, &r, 0);
+        assert_eq!((d, demoted(&out)), (1, vec![100]));
+        lru.check().unwrap();
+    }
+
+    #[test]
+    fn the_multi_gen_kswapd_keeps_every_young_page_and_gives_up_only_with_max_reclaim_retries() {
+        // every page always referenced: each walk moves every page to the youngest
+        // generation, so the older ones empty, eviction finds nothing and kswapd can only age
+        // again (should_run_aging); no run reclaims anything
+        for retries in [0, MAX_RECLAIM_RETRIES] {
+            let n = 512u64;
+            let mut lru = Lru::new().with_gens(true);
+            for p in 0..n {
+                lru.add(PageId(p), FAST);
+            }
+            let mut mech = AllHot;
+            let mut k = Kswapd {
+                max_retries: retries,
+                ..Kswapd::default()
+            };
+            let mut out = Vec::new();
+            for step in 0..400 {
+                let r = Reclaim {
+                    start_ns: step * 1_000_000,
+                    ..gen_reclaim(0, 64, 1024)
+                };
+                k.run(&mut lru, &mut mech, &mut out, &r);
+            }
+            assert!(out.is_empty());
+            assert!(k.agings > 2 && k.demotions == 0 && k.activated == 0);
+            let (min, max) = lru.seqs(FAST);
+            assert!(max - min < MIN_NR_GENS + 1 && lru.gen_len(FAST, max - 1) == n);
+            if retries == 0 {
+                assert!(k.awake && k.gave_up == 0 && k.failures > MAX_RECLAIM_RETRIES);
+            } else {
+                assert!(!k.awake && k.hopeless() && k.gave_up == 1);
+            }
+            lru.check().unwrap();
+        }
+    }
+
+    #[test]
+    fn set_initial_priority_starts_where_size_over_priority_is_what_must_be_reclaimed() {
+        let mut lru = Lru::new().with_gens(true);
+        // 8192 pages in generation 0 (inactive), 1024 to reclaim: fls(8192) - 1 - fls(1023)
+        // = 14 - 1 - 10 = 3, clamped up to DEF_PRIORITY / 2
+        for p in 0..8192 {
+            lru.add(PageId(p), FAST);
+            lru.lists.remove(PageId(p));
+            lru.lists.push_back(gen_list(FAST, 0), PageId(p));
+        }
+        assert_eq!(initial_priority(&lru, FAST, 1024, 1), DEF_PRIORITY / 2);
+        // 8 to reclaim: below MIN_LRU_BATCH, DEF_PRIORITY
+        assert_eq!(initial_priority(&lru, FAST, 8, 1), DEF_PRIORITY);
+        // 64 to reclaim: 14 - 1 - fls(63) = 7
+        assert_eq!(initial_priority(&lru, FAST, 64, 1), 7);
+        assert_eq!(
+            get_nr_to_scan(&lru, FAST, DEF_PRIORITY, 1),
+            NrToScan::Scan(2)
+        );
+        // four generations and a lower priority: no aging needed, size >> priority
+        assert_eq!(get_nr_to_scan(&lru, FAST, 6, 1), NrToScan::Scan(128));
+    }
+
     #[derive(Clone, Debug)]
     enum Op {
         Add(u64, u8),
@@ -1689,8 +2514,11 @@ pub(crate) mod tests {
         /// Whatever happens, every resident page is on exactly one list (or isolated), and the
         /// counters agree with the pages.
         #[test]
-        fn each_resident_page_is_listed_once(ops in proptest::collection::vec(op(), 0..120)) {
-            let mut lru = Lru::new();
+        fn each_resident_page_is_listed_once(
+            ops in proptest::collection::vec(op(), 0..120),
+            gens in any::<bool>(),
+        ) {
+            let mut lru = Lru::new().with_gens(gens);
             let mut mech = FakeMech::new(vec![Some(FAST); 40]);
             let mut k = Kswapd::default();
             let mut out = Vec::new();

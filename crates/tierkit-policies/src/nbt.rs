@@ -30,8 +30,9 @@ use tierkit_core::{
 
 use crate::common::spec_name;
 use crate::lru::{
-    hint_scan, numa_scan, Tiering, P_KSWAPD_SCAN, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES,
-    P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_WSF,
+    hint_scan, numa_scan, Tiering, P_KSWAPD_SCAN, P_LRU_GEN, P_LRU_STATS_FLUSH,
+    P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN,
+    P_SCAN_SIZE, P_WSF,
 };
 
 /// NUMA_MIGRATION_ADJUST_STEPS: the threshold moves by 2 x default / 16 per adjustment.
@@ -60,7 +61,7 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_WSF,
     P_KSWAPD_SCAN,
     P_LRU_STATS_FLUSH,
-    P_MAX_RECLAIM_RETRIES,
+    P_MAX_RECLAIM_RETRIES, P_LRU_GEN,
 ];
 
 pub const INFO: PolicyInfo = PolicyInfo {
