@@ -647,7 +647,10 @@ def build_parser() -> Parser:
             and demoted again); it writes moves.png too, and reclaim.png (the fast node's LRU lists
             and kswapd's scans and activations in both worlds) when the recording has reclaim's
             counters, and says whether the kernel's kswapd gave up when it has their trace
-            (--trace-reclaim).
+            (--trace-reclaim). The simulated nbt reclaims with the LRU the recording's kernel ran:
+            the multi-gen LRU (nbt:lru_gen=true) unless the recording switched it off
+            (--nbt-param lru_gen=false overrides). The shipped press recording is 100 s of sweeps
+            with the guest's default multi-gen LRU and reclaim's traced runs.
 
             The recording that ships with tierkit is used unless --recording names another;
             --record boots the guest to make a new one first (a tierkit source checkout, QEMU and
@@ -685,7 +688,8 @@ def build_parser() -> Parser:
         metavar="HOT,COLD,SECONDS[,FREE,RATE]",
         help="the recorded workload: hot and cold MiB and seconds (default 32,480,20); with --scenario"
         " press also the MiB left free above node 0's high watermark and the cold touches per second"
-        " (default 32,64,400,16,8192: the shipped recording, about 16 minutes)",
+        " (default 32,64,400,16,8192, about 16 minutes; the shipped recording is 32,64,100,16,8192"
+        " with --trace-reclaim)",
     )
     val.add_argument(
         "--lru-gen",
@@ -693,7 +697,8 @@ def build_parser() -> Parser:
         default="kernel",
         help="with --record --scenario press: the guest kernel's multi-gen LRU as it boots (kernel:"
         " Debian's 6.12 has it on; the shipped recording), or switched on or off first (off: the"
-        " classic active/inactive lists the simulator models; docs/validation.md, section 1d)",
+        " classic active/inactive lists; docs/validation.md, sections 1d and 1e); the simulated nbt"
+        " follows the recording's LRU",
     )
     val.add_argument(
         "--trace-reclaim",

@@ -47,10 +47,15 @@ from tierkit.validate import (
     with_params,
 )
 
-#: the nbtpress recording shipped with the package
-PRESS_RECORDING = Path(__file__).parent / "data" / "kernel_nbt_press_612.json"
+#: the nbtpress recording `validate kernel --scenario press` uses by default: 100 s of sweeps
+#: with the guest kernel's default multi-gen LRU, reclaim's counters and kswapd's traced runs
+#: (``tkvmscan=1``), compared with `nbt:lru_gen=true` (docs/validation.md, section 1e)
+PRESS_RECORDING = Path(__file__).parent / "data" / "kernel_nbt_press_612_traced.json"
+#: the 400 s recording of the same scenario (multi-gen LRU, before reclaim's counters were
+#: recorded), the default until 2026-11-28
+PRESS_RECORDING_400S = Path(__file__).parent / "data" / "kernel_nbt_press_612.json"
 #: the same scenario with the guest kernel's multi-gen LRU switched off (tklrugen=0: the classic
-#: active/inactive lists the simulator models), 100 s of sweeps, with reclaim's own counters
+#: active/inactive lists), 100 s of sweeps, with reclaim's own counters
 PRESS_RECORDING_CLASSIC_LRU = Path(__file__).parent / "data" / "kernel_nbt_press_612_classic_lru.json"
 #: the workload's small VMAs that Linux's scanner walks, in pages (its mappings in a 2026-11-26
 #: nbtpress run, ``TKREC_VMAS`` and ``TKREC_SKIP``: a static binary's data segment
@@ -198,6 +203,9 @@ def sim_experiment(
     node, wsf, _ = fast_tier(rec)
     rate = float(rec["cold_touch_per_s"])
     extra = [f"watermark_scale_factor={wsf}"] if "watermark_scale_factor" in policy_params else []
+    if kernel_lru(rec) != "classic" and "lru_gen" in policy_params:
+        # the simulated reclaim runs the kernel's LRU: the multi-gen one unless it was off
+        extra.append("lru_gen=true")
     spec = nbt_spec(rec["meta"], policy_params, *extra)
     share = cpu_share(rec)
     compute_ns, cold_weight = thread_fit(rec, fast_latency_ns)
@@ -381,22 +389,34 @@ SIM_RECLAIM = (
     "kswapd_activated",
     "kswapd_deactivated",
     "kswapd_gave_up",
+    "kswapd_agings",
 )
+
+
+def kernel_lru(rec: dict[str, Any]) -> str:
+    """The guest kernel's LRU: ``multi-gen``, ``classic`` or ``not recorded`` (recordings made
+    before it was recorded, on Debian's 6.12, ran the multi-gen LRU)."""
+    raw = str(rec["meta"].get("lru_gen", ""))
+    try:
+        return "classic" if int(raw, 0) == 0 else "multi-gen"
+    except ValueError:
+        return "not recorded"
+
+
+def sim_lru(spec: str) -> str:
+    """The LRU the simulated ``nbt`` of a policy spec runs: ``multi-gen`` or ``classic``."""
+    params = dict(kv.split("=", 1) for kv in spec.partition(":")[2].split(",") if "=" in kv)
+    return "multi-gen" if params.get("lru_gen", "false").lower() in ("true", "1", "yes", "on") else "classic"
 
 
 def reclaim_side_by_side(
     rec: dict[str, Any], summary: dict[str, Any]
 ) -> tuple[str, dict[str, float], dict[str, float]]:
-    """The guest kernel's LRU (``multi-gen``, ``classic`` or ``not recorded``: recordings made
-    before it was recorded, on Debian's 6.12, ran the multi-gen LRU), its reclaim counters over the
-    run with the last time kswapd ran (when the recording has them), and the simulated kswapd's."""
+    """The guest kernel's LRU (:func:`kernel_lru`), its reclaim counters over the run with the
+    last time kswapd ran (when the recording has them), and the simulated kswapd's."""
     from tierkit.validate import RECLAIM_KEYS
 
-    raw = str(rec["meta"].get("lru_gen", ""))
-    try:
-        lru = "classic" if int(raw, 0) == 0 else "multi-gen"
-    except ValueError:
-        lru = "not recorded"
+    lru = kernel_lru(rec)
     vm = rec["vmstat"]
     kernel: dict[str, float] = {}
     if all(k in vm[0] and k in vm[-1] for k in ("pgscan_kswapd", "pageoutrun")):
@@ -452,17 +472,24 @@ def reclaim_lines(
     kernel: dict[str, float],
     sim: dict[str, float],
     traced: dict[str, float] | None = None,
+    simulated: str = "classic",
 ) -> list[str]:
-    """The report's paragraph on reclaim (docs/validation.md, section 1d)."""
+    """The report's paragraph on reclaim (docs/validation.md, sections 1d and 1e)."""
     what = {
         "multi-gen": "the multi-gen LRU (lru_gen on)",
         "classic": "the classic active/inactive LRU (lru_gen off)",
         "not recorded": "not recorded (Debian's 6.12 guest runs the multi-gen LRU unless switched off)",
     }[lru]
+    model = (
+        "the multi-gen LRU of Linux 6.12 (lru_gen=true: generations aged by walks, eviction from the "
+        "oldest with look-around; docs/validation.md, section 1e)"
+        if simulated == "multi-gen"
+        else "the classic lists (mm/vmscan.c shrink_active_list, shrink_inactive_list, "
+        "folio_check_references)"
+    )
     out = [
-        f"Reclaim: the guest kernel's LRU was {what}. The simulated kswapd follows the classic",
-        "lists (mm/vmscan.c shrink_active_list, shrink_inactive_list, folio_check_references) and by",
-        "default never gives up; the classic kernel's kswapd stops after 16 runs that reclaim nothing",
+        f"Reclaim: the guest kernel's LRU was {what}. The simulated kswapd follows {model}",
+        "and by default never gives up; the kernel's kswapd stops after 16 runs that reclaim nothing",
         "(kswapd_failures) until a reclaim revives it; the simulated one gives up likewise with",
         "--nbt-param max_reclaim_retries=16, and is never revived (docs/validation.md, section 1d).",
     ]
@@ -495,6 +522,7 @@ def reclaim_lines(
         f"{sim.get('kswapd_scanned', 0):.0f} pages examined, {sim.get('kswapd_kept', 0):.0f} kept, "
         f"{sim.get('kswapd_activated', 0):.0f} activated, "
         f"{sim.get('kswapd_deactivated', 0):.0f} deactivated, {sim['demotions']:.0f} demoted"
+        + (f"; {sim.get('kswapd_agings', 0):.0f} generations aged" if simulated == "multi-gen" else "")
         + ("; it gave the node up (max_reclaim_retries)." if sim.get("kswapd_gave_up") else ".")
     )
     return out
@@ -572,6 +600,7 @@ def validate_press(
         "rows": rows_json(rows, COMPARED),
         "within_tolerance": all(r.within for r in rows if r.metric in COMPARED),
         "kernel_lru": lru,
+        "sim_lru": sim_lru(spec),
         "kernel_reclaim": kernel_reclaim,
         "sim_reclaim": sim_reclaim,
         "kernel_kswapd_trace": traced,
@@ -612,7 +641,7 @@ def validate_press(
         "fault is local or shared. The simulated nbt accounts such faults the same way; its",
         f"processes' scan periods over the run (each distinct value in turn): {sim_iv or 'none'}.",
         "",
-        *reclaim_lines(lru, kernel_reclaim, sim_reclaim, traced),
+        *reclaim_lines(lru, kernel_reclaim, sim_reclaim, traced, sim_lru(spec)),
         "",
         "![regions on the fast tier](timeline.png)",
         "",
