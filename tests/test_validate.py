@@ -462,6 +462,12 @@ def test_the_multi_gen_model_agrees_with_the_traced_multi_gen_kernel(tmp_path: P
     for m in ("promotions", "demotions", "cold_fast_share"):
         assert abs(gen[m]["ratio"] - 1) < abs(classic[m]["ratio"] - 1), (m, gen[m], classic[m])
     assert c["kernel_reclaim"]["pgactivate"] < 100
+    # with the walk's Bloom filter kswapd isolates, reclaims and keeps about what the kernel's did
+    kernel, sim = c["kernel_reclaim"], c["sim_reclaim"]
+    assert abs(sim["kswapd_scanned"] / kernel["pgscan_kswapd"] - 1) < 0.25
+    assert abs(sim["demotions"] / kernel["pgsteal_kswapd"] - 1) < 0.25
+    kept = kernel["pgscan_kswapd"] - kernel["pgsteal_kswapd"]
+    assert abs(sim["kswapd_kept"] / kept - 1) < 0.25
     assert c["sim_reclaim"]["kswapd_activated"] == 0
     assert c["sim_reclaim"]["kswapd_kept"] > 0
     assert c["sim_reclaim"]["kswapd_agings"] > 0

@@ -967,6 +967,16 @@ pub struct Kswapd {
     walk: Vec<PageId>,
     walk_pos: usize,
     walking: bool,
+    /// The walk's Bloom filter (mm_state->filters): the page-table pages (2 MiB blocks of page
+    /// ids) the next walk visits, set by the last walk where at least an eighth of a block's
+    /// pages were young (`suitable_to_scan`) and by look-around; None before the first walk,
+    /// which visits every block.
+    bloom: Option<std::collections::HashSet<u64>>,
+    bloom_next: std::collections::HashSet<u64>,
+    /// The block the walk is in, with its young and tested pages.
+    walk_block: Option<(u64, u64, u64)>,
+    /// Pages a walk passed over because the Bloom filter left their block out.
+    pub walk_skipped: u64,
 }
 
 /// What get_nr_to_scan decided for the multi-gen LRU.
@@ -1251,34 +1261,75 @@ impl Kswapd {
         budget: f64,
         r: &Reclaim,
     ) -> f64 {
+        let per_pmd = pages_per_pmd(r.page_bytes);
         let mut cost = 0.0;
         while self.walk_pos < self.walk.len() && cost < budget {
             self.batch.clear();
             while self.batch.len() < MIN_LRU_BATCH as usize && self.walk_pos < self.walk.len() {
                 let p = self.walk[self.walk_pos];
                 self.walk_pos += 1;
-                if lru.tier(p) == Some(t) && !lru.is_isolated(p) {
-                    self.batch.push(p);
+                if lru.tier(p) != Some(t) || lru.is_isolated(p) {
+                    continue;
                 }
+                // walk_pmd_range: a page-table page the filter leaves out is not walked
+                if per_pmd > 1
+                    && self
+                        .bloom
+                        .as_ref()
+                        .is_some_and(|b| !b.contains(&(p.0 / per_pmd)))
+                {
+                    self.walk_skipped += 1;
+                    continue;
+                }
+                self.batch.push(p);
             }
             let at = r.start_ns + ((cost + 0.5) * r.ns_per_page) as u64;
             mech.test_and_clear_accessed_at(&self.batch, at, &mut self.bits);
-            for (k, &p) in self.batch.iter().enumerate() {
-                if self.bits.get(k).copied().unwrap_or(false) {
+            let batch = std::mem::take(&mut self.batch);
+            for (k, &p) in batch.iter().enumerate() {
+                let young = self.bits.get(k).copied().unwrap_or(false);
+                if young {
                     self.walk_young += 1;
                     lru.move_to_youngest(p);
                 }
+                if per_pmd > 1 {
+                    let block = p.0 / per_pmd;
+                    match &mut self.walk_block {
+                        Some((b, y, n)) if *b == block => {
+                            *y += young as u64;
+                            *n += 1;
+                        }
+                        _ => {
+                            self.close_block();
+                            self.walk_block = Some((block, young as u64, 1));
+                        }
+                    }
+                }
             }
-            self.walk_tested += self.batch.len() as u64;
-            cost += self.batch.len() as f64 * PTE_TEST_COST;
+            self.walk_tested += batch.len() as u64;
+            cost += batch.len() as f64 * PTE_TEST_COST;
+            self.batch = batch;
         }
         if self.walk_pos >= self.walk.len() {
+            self.close_block();
             self.walking = false;
             self.walk.clear();
+            // the filter this walk filled is the next walk's (update_bloom_filter(seq + 1))
+            self.bloom = Some(std::mem::take(&mut self.bloom_next));
             lru.inc_max_seq(t);
             self.agings += 1;
         }
         cost
+    }
+
+    /// The walk leaves a page-table page: suitable_to_scan (young x 8 >= present, eight PTEs to
+    /// a cache line) puts it in the next walk's filter.
+    fn close_block(&mut self) {
+        if let Some((block, young, total)) = self.walk_block.take() {
+            if young * 8 >= total {
+                self.bloom_next.insert(block);
+            }
+        }
     }
 
     /// evict_folios: isolate up to MIN_LRU_BATCH pages of the oldest generation (scan_folios),
@@ -1356,7 +1407,7 @@ impl Kswapd {
         page_bytes: u64,
         at: u64,
     ) -> f64 {
-        let per_pmd = ((2u64 << 20) / page_bytes.max(1)).max(1);
+        let per_pmd = pages_per_pmd(page_bytes);
         if per_pmd <= 1 {
             return 0.0;
         }
@@ -1378,10 +1429,23 @@ impl Kswapd {
             return 0.0;
         }
         mech.test_and_clear_accessed_at(&near, at, &mut self.bits);
+        let mut young = 1; // p itself
         for (k, &q) in near.iter().enumerate() {
             if self.bits.get(k).copied().unwrap_or(false) {
                 self.walk_young += 1;
+                young += 1;
                 lru.move_to_youngest(q);
+            }
+        }
+        // update_bloom_filter(max_seq): the next walk visits a page-table page look-around found
+        // suitable (a walk under way fills the one after it, as here)
+        // young x 8 >= the pages looked at (the neighbours and p)
+        if young * 8 > near.len() as u64 {
+            let block = p.0 / per_pmd;
+            if self.walking {
+                self.bloom_next.insert(block);
+            } else if let Some(b) = self.bloom.as_mut() {
+                b.insert(block);
             }
         }
         self.walk_tested += near.len() as u64;
@@ -1463,6 +1527,12 @@ impl Kswapd {
         }
         (self.batch.len() as u64, demoted)
     }
+}
+
+/// Pages one page-table page maps (2 MiB of address space; 1 with 2 MiB pages, whose PMD entries
+/// the walk reads directly).
+fn pages_per_pmd(page_bytes: u64) -> u64 {
+    ((2u64 << 20) / page_bytes.max(1)).max(1)
 }
 
 /// get_nr_to_scan with should_run_aging (Linux 6.12): with fewer than MIN_NR_GENS + 1
@@ -1784,6 +1854,7 @@ pub fn lru_stats(lru: &Lru, k: &Kswapd, v: &mut Vec<(String, f64)>) {
         v.push(("kswapd_agings".into(), k.agings as f64));
         v.push(("kswapd_walk_tested".into(), k.walk_tested as f64));
         v.push(("kswapd_walk_young".into(), k.walk_young as f64));
+        v.push(("kswapd_walk_skipped".into(), k.walk_skipped as f64));
     }
     v.push(("demotions_requested".into(), k.demotions as f64));
 }
@@ -2461,6 +2532,61 @@ pub(crate) mod tests {
             }
             lru.check().unwrap();
         }
+    }
+
+    #[test]
+    fn a_walk_skips_the_page_tables_the_last_one_found_too_cold() {
+        // two 2 MiB blocks of 4 KiB pages: in the first every even page is accessed (half
+        // young: suitable_to_scan), in the second none; the first walk visits both, the second
+        // only the first block (the Bloom filter), so the cold block's bits are left alone
+        struct FirstBlockHot;
+        impl Mechanism for FirstBlockHot {
+            fn tier_of(&self, _: PageId) -> Option<TierId> {
+                Some(FAST)
+            }
+            fn test_and_clear_accessed(&mut self, pages: &[PageId], out: &mut Vec<bool>) {
+                out.clear();
+                out.extend(pages.iter().map(|p| p.0 < 512 && p.0 % 2 == 0));
+            }
+        }
+        let mut lru = Lru::new().with_gens(true);
+        for p in 0..1024 {
+            lru.add(PageId(p), FAST);
+        }
+        let mut k = Kswapd::default();
+        let mut mech = FirstBlockHot;
+        let r = gen_reclaim(0, 1, 1 << 20);
+        for walk in 0..2 {
+            k.walk = (0..1024).map(PageId).collect();
+            k.walk_pos = 0;
+            k.walking = true;
+            while k.walking {
+                k.walk_step(&mut lru, &mut mech, FAST, 1e9, &r);
+            }
+            assert_eq!(k.agings, walk + 1);
+        }
+        assert_eq!((k.walk_tested, k.walk_skipped), (1024 + 512, 512));
+        assert_eq!(
+            k.bloom.as_ref().map(|b| b.contains(&0) && !b.contains(&1)),
+            Some(true)
+        );
+        // with 2 MiB pages there are no page-table pages to skip
+        let mut lru = Lru::new().with_gens(true);
+        let mut k = Kswapd::default();
+        for p in 0..4 {
+            lru.add(PageId(p), FAST);
+        }
+        let r = Reclaim {
+            page_bytes: 2 << 20,
+            ..r
+        };
+        for _ in 0..2 {
+            k.walk = (0..4).map(PageId).collect();
+            k.walk_pos = 0;
+            k.walking = true;
+            k.walk_step(&mut lru, &mut AllHot, FAST, 1e9, &r);
+        }
+        assert_eq!((k.walk_tested, k.walk_skipped), (8, 0));
     }
 
     #[test]
