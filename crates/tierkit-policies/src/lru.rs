@@ -1999,16 +1999,22 @@ pub(crate) mod tests {
         lru.check().unwrap();
     }
 
-    /// Every page reads referenced at every test: nothing is ever reclaimable.
-    struct AllHot;
-    impl Mechanism for AllHot {
+    /// Accessed bits as a fixed function of the page id: set at every test where it says so,
+    /// never elsewhere.
+    struct HotWhere(fn(u64) -> bool);
+    impl Mechanism for HotWhere {
         fn tier_of(&self, _: PageId) -> Option<TierId> {
             Some(FAST)
         }
         fn test_and_clear_accessed(&mut self, pages: &[PageId], out: &mut Vec<bool>) {
             out.clear();
-            out.resize(pages.len(), true);
+            out.extend(pages.iter().map(|p| (self.0)(p.0)));
         }
+    }
+
+    /// Every page reads referenced at every test: nothing is ever reclaimable.
+    fn all_hot() -> HotWhere {
+        HotWhere(|_| true)
     }
 
     fn all_hot_fast_tier(stats_flush_ns: u64) -> (Lru, Kswapd, Reclaim) {
@@ -2042,7 +2048,7 @@ pub(crate) mod tests {
         // MAX_RECLAIM_RETRIES kswapd sleeps and wakeup_kswapd leaves the hopeless node alone.
         let (mut lru, mut k, r) = all_hot_fast_tier(0);
         let mut out = Vec::new();
-        assert_eq!(k.run(&mut lru, &mut AllHot, &mut out, &r), 0);
+        assert_eq!(k.run(&mut lru, &mut all_hot(), &mut out, &r), 0);
         assert!(out.is_empty());
         assert_eq!(k.failures, MAX_RECLAIM_RETRIES);
         assert_eq!(k.gave_up, 1);
@@ -2053,7 +2059,7 @@ pub(crate) mod tests {
         assert!(k.scanned >= 16 * 64, "{}", k.scanned);
         k.wake();
         assert!(!k.awake);
-        assert_eq!(k.run(&mut lru, &mut AllHot, &mut out, &r), 0);
+        assert_eq!(k.run(&mut lru, &mut all_hot(), &mut out, &r), 0);
         assert!(!k.awake, "a hopeless node stays asleep below its wake mark");
         assert_eq!(k.wakeups_ignored, 2);
         lru.check().unwrap();
@@ -2066,7 +2072,7 @@ pub(crate) mod tests {
         let mut out = Vec::new();
         k.run(
             &mut lru,
-            &mut AllHot,
+            &mut all_hot(),
             &mut out,
             &Reclaim {
                 max_scan: 40 * 64,
@@ -2087,7 +2093,7 @@ pub(crate) mod tests {
             max_scan: 3 * 64 + 32,
             ..r
         };
-        k.run(&mut lru, &mut AllHot, &mut out, &short);
+        k.run(&mut lru, &mut all_hot(), &mut out, &short);
         assert!(k.awake);
         assert!(
             (1..MAX_RECLAIM_RETRIES).contains(&k.failures),
@@ -2111,13 +2117,13 @@ pub(crate) mod tests {
         // docs/validation.md, section 1d). With exact sizes the list is aged.
         let (mut lru, mut k, r) = all_hot_fast_tier(2_000_000_000);
         let mut out = Vec::new();
-        k.run(&mut lru, &mut AllHot, &mut out, &r);
+        k.run(&mut lru, &mut all_hot(), &mut out, &r);
         assert_eq!(k.gave_up, 1);
         assert_eq!(k.deactivated, 0);
         assert_eq!(k.activated, 64);
         assert_eq!((lru.len(FAST, false), lru.len(FAST, true)), (0, 64));
         let (mut lru, mut k, r) = all_hot_fast_tier(0);
-        k.run(&mut lru, &mut AllHot, &mut out, &r);
+        k.run(&mut lru, &mut all_hot(), &mut out, &r);
         assert!(k.deactivated > 0);
     }
 
@@ -2360,18 +2366,6 @@ pub(crate) mod tests {
         }
     }
 
-    /// Even pages are accessed all the time, odd ones never.
-    struct EvenHot;
-    impl Mechanism for EvenHot {
-        fn tier_of(&self, _: PageId) -> Option<TierId> {
-            Some(FAST)
-        }
-        fn test_and_clear_accessed(&mut self, pages: &[PageId], out: &mut Vec<bool>) {
-            out.clear();
-            out.extend(pages.iter().map(|p| p.0 % 2 == 0));
-        }
-    }
-
     fn gen_reclaim(free: u64, balanced_at: u64, max_scan: u64) -> Reclaim {
         Reclaim {
             tier: FAST,
@@ -2430,7 +2424,8 @@ pub(crate) mod tests {
         for p in 0..n {
             lru.add(PageId(p), FAST);
         }
-        let mut mech = EvenHot;
+        // even pages are accessed all the time, odd ones never
+        let mut mech = HotWhere(|p| p % 2 == 0);
         let mut k = Kswapd::default();
         let mut out = Vec::new();
         // one generation of pages at max_seq 3, min_seq 0: four generations, but the three
@@ -2508,7 +2503,7 @@ pub(crate) mod tests {
             for p in 0..n {
                 lru.add(PageId(p), FAST);
             }
-            let mut mech = AllHot;
+            let mut mech = all_hot();
             let mut k = Kswapd {
                 max_retries: retries,
                 ..Kswapd::default()
@@ -2539,22 +2534,12 @@ pub(crate) mod tests {
         // two 2 MiB blocks of 4 KiB pages: in the first every even page is accessed (half
         // young: suitable_to_scan), in the second none; the first walk visits both, the second
         // only the first block (the Bloom filter), so the cold block's bits are left alone
-        struct FirstBlockHot;
-        impl Mechanism for FirstBlockHot {
-            fn tier_of(&self, _: PageId) -> Option<TierId> {
-                Some(FAST)
-            }
-            fn test_and_clear_accessed(&mut self, pages: &[PageId], out: &mut Vec<bool>) {
-                out.clear();
-                out.extend(pages.iter().map(|p| p.0 < 512 && p.0 % 2 == 0));
-            }
-        }
         let mut lru = Lru::new().with_gens(true);
         for p in 0..1024 {
             lru.add(PageId(p), FAST);
         }
         let mut k = Kswapd::default();
-        let mut mech = FirstBlockHot;
+        let mut mech = HotWhere(|p| p < 512 && p % 2 == 0);
         let r = gen_reclaim(0, 1, 1 << 20);
         for walk in 0..2 {
             k.walk = (0..1024).map(PageId).collect();
@@ -2584,7 +2569,7 @@ pub(crate) mod tests {
             k.walk = (0..4).map(PageId).collect();
             k.walk_pos = 0;
             k.walking = true;
-            k.walk_step(&mut lru, &mut AllHot, FAST, 1e9, &r);
+            k.walk_step(&mut lru, &mut all_hot(), FAST, 1e9, &r);
         }
         assert_eq!((k.walk_tested, k.walk_skipped), (8, 0));
     }
