@@ -519,7 +519,9 @@ def reclaim_lines(
         )
     out.append(
         f"Simulated kswapd over the run: {sim.get('kswapd_wakeups', 0):.0f} wakeups, "
-        f"{sim.get('kswapd_scanned', 0):.0f} pages examined, {sim.get('kswapd_kept', 0):.0f} kept, "
+        f"{sim.get('kswapd_scanned', 0):.0f} pages "
+        + ("isolated (pgscan_kswapd)" if simulated == "multi-gen" else "examined")
+        + f", {sim.get('kswapd_kept', 0):.0f} kept, "
         f"{sim.get('kswapd_activated', 0):.0f} activated, "
         f"{sim.get('kswapd_deactivated', 0):.0f} deactivated, {sim['demotions']:.0f} demoted"
         + (f"; {sim.get('kswapd_agings', 0):.0f} generations aged" if simulated == "multi-gen" else "")
