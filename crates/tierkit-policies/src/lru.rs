@@ -977,6 +977,8 @@ pub struct Kswapd {
     walk_block: Option<(u64, u64, u64)>,
     /// Pages a walk passed over because the Bloom filter left their block out.
     pub walk_skipped: u64,
+    /// Look-around's neighbours of the page at hand (a buffer kept between calls).
+    near: Vec<PageId>,
 }
 
 /// What get_nr_to_scan decided for the multi-gen LRU.
@@ -1048,15 +1050,17 @@ impl Kswapd {
         out: &mut Vec<Action>,
         r: &Reclaim,
     ) -> u64 {
-        if lru.gens() {
-            return self.run_gens(lru, mech, out, r);
+        if !lru.gens() {
+            self.flush_stats(lru, r.tier, r.start_ns);
         }
-        self.flush_stats(lru, r.tier, r.start_ns);
         if !self.awake && r.free < r.wake_below {
             self.wake();
         }
         if !self.awake {
             return 0;
+        }
+        if lru.gens() {
+            return self.run_gens(lru, mech, out, r);
         }
         let (mut scanned, mut demoted) = (0u64, 0u64);
         let at = |scanned: u64| r.start_ns + ((scanned as f64 + 0.5) * r.ns_per_page) as u64;
@@ -1126,7 +1130,7 @@ impl Kswapd {
     /// counts a failure (balance_pgdat) and any progress resets them (lru_gen_shrink_node), as
     /// with the classic LRU.
     /// Work is bounded per step by `max_scan` rmap examinations; an aging walk is carried over
-    /// steps.
+    /// steps. Called by [`Kswapd::run`] once kswapd is awake.
     fn run_gens(
         &mut self,
         lru: &mut Lru,
@@ -1134,12 +1138,6 @@ impl Kswapd {
         out: &mut Vec<Action>,
         r: &Reclaim,
     ) -> u64 {
-        if !self.awake && r.free < r.wake_below {
-            self.wake();
-        }
-        if !self.awake {
-            return 0;
-        }
         let (mut cost, mut demoted) = (0f64, 0u64);
         let budget = r.max_scan as f64;
         let t = r.tier;
@@ -1421,11 +1419,15 @@ impl Kswapd {
         } else {
             (p.0 - MIN_LRU_BATCH / 2, p.0 + MIN_LRU_BATCH / 2)
         };
-        let near: Vec<PageId> = (start..end)
-            .map(PageId)
-            .filter(|&q| q != p && lru.tier(q) == Some(t) && !lru.is_isolated(q))
-            .collect();
+        let mut near = std::mem::take(&mut self.near);
+        near.clear();
+        near.extend(
+            (start..end)
+                .map(PageId)
+                .filter(|&q| q != p && lru.tier(q) == Some(t) && !lru.is_isolated(q)),
+        );
         if near.is_empty() {
+            self.near = near;
             return 0.0;
         }
         mech.test_and_clear_accessed_at(&near, at, &mut self.bits);
@@ -1449,7 +1451,9 @@ impl Kswapd {
             }
         }
         self.walk_tested += near.len() as u64;
-        near.len() as f64 * PTE_TEST_COST
+        let cost = near.len() as f64 * PTE_TEST_COST;
+        self.near = near;
+        cost
     }
 
     /// shrink_active_list: the oldest active pages go to the inactive list. Their accessed bits
