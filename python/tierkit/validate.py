@@ -403,11 +403,16 @@ def nbt_spec(meta: Mapping[str, Any], policy_params: set[str], *extra: str) -> s
     return "nbt" + (":" + ",".join(params) if params else "")
 
 
+def spec_params(spec: str) -> tuple[str, dict[str, str]]:
+    """A policy spec of one policy (``nbt:k=v,...``) as its name and its parameters."""
+    name, _, rest = spec.partition(":")
+    return name, dict(kv.split("=", 1) for kv in rest.split(",") if kv)
+
+
 def with_params(spec: str, extra: Sequence[str], policy_params: set[str]) -> str:
     """``spec`` (``nbt:k=v,...``) with each ``KEY=VALUE`` of ``extra`` set, replacing the same key;
     a key the policy does not have, or an item without ``=``, is an error naming it."""
-    name, _, rest = spec.partition(":")
-    params = dict(kv.split("=", 1) for kv in rest.split(",") if kv)
+    name, params = spec_params(spec)
     for item in extra:
         key, eq, value = item.partition("=")
         key, value = key.strip(), value.strip()

@@ -44,6 +44,7 @@ from tierkit.validate import (
     rows_table,
     run_span,
     setup_phase,
+    spec_params,
     with_params,
 )
 
@@ -405,7 +406,7 @@ def kernel_lru(rec: dict[str, Any]) -> str:
 
 def sim_lru(spec: str) -> str:
     """The LRU the simulated ``nbt`` of a policy spec runs: ``multi-gen`` or ``classic``."""
-    params = dict(kv.split("=", 1) for kv in spec.partition(":")[2].split(",") if "=" in kv)
+    _, params = spec_params(spec)
     return "multi-gen" if params.get("lru_gen", "false").lower() in ("true", "1", "yes", "on") else "classic"
 
 
