@@ -170,7 +170,7 @@ pub const P_LRU_GEN: ParamDef = ParamDef {
     kind: ParamKind::Bool,
     default: "false",
     unit: "",
-    doc: "the fast tier's reclaim runs the multi-gen LRU (Linux >= 6.1 with CONFIG_LRU_GEN_ENABLED, on in Debian's kernels, the guest's of tierkit validate kernel: generations aged by page-table walks with a Bloom filter, eviction from the oldest with look-around) instead of the classic active/inactive lists (docs/validation.md, section 1e)",
+    doc: "the fast tier's reclaim runs the multi-gen LRU (Linux >= 6.1 with CONFIG_LRU_GEN_ENABLED, on in Debian's kernels, the guest's of tierkit validate kernel: generations aged by page-table walks with a Bloom filter, eviction from the oldest with look-around) instead of the classic active/inactive lists (docs/validation.md, section 1e); off by default, as upstream Linux builds it (CONFIG_LRU_GEN_ENABLED has no default in mm/Kconfig) and as every reproduction was measured",
 };
 /// TPP's vm.demote_scale_factor (also used by Nomad, which runs on TPP's kernel).
 pub const P_DEMOTE_SCALE: ParamDef = ParamDef {
