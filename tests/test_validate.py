@@ -90,6 +90,24 @@ def test_bad_recordings_are_refused_with_the_file_and_field(tmp_path: Path) -> N
     bad.write_text(json.dumps(rec))
     with pytest.raises(ValidationError, match=r"bad\.json: hot_node0: missing"):
         load_recording(bad)
+    # gzip-compressed recordings load as they are; a truncated or corrupt one is refused
+    import gzip
+
+    good = parse_guest_log(GUEST_LOG, "guest.log")
+    packed = gzip.compress(json.dumps(good).encode())
+    gz = tmp_path / "rec.json.gz"
+    gz.write_bytes(packed)
+    assert load_recording(gz) == load_recording_plain(tmp_path, good)
+    for broken in (packed[: len(packed) // 2], packed[:10] + bytes(len(packed) - 10)):
+        gz.write_bytes(broken)
+        with pytest.raises(ValidationError, match=r"rec\.json\.gz: not a JSON recording"):
+            load_recording(gz)
+
+
+def load_recording_plain(tmp_path: Path, rec: dict[str, object]) -> dict[str, object]:
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps(rec))
+    return load_recording(plain)
 
 
 def test_the_shipped_recording_shows_linux_promoting_the_whole_hot_region() -> None:
@@ -155,10 +173,13 @@ def test_an_nbtpress_log_carries_the_fill_and_the_cold_region() -> None:
         parse_guest_log(text.replace("TKREC_W WORKLOAD_FILL", "TKREC_X"), "guest.log")
 
 
-@pytest.mark.parametrize("which", ["PRESS_RECORDING", "PRESS_RECORDING_400S"])
+@pytest.mark.parametrize(
+    "which",
+    ["PRESS_RECORDING", "PRESS_RECORDING_400S", "PRESS_RECORDING_400S_TRACED", "PRESS_RECORDING_400S_3"],
+)
 def test_the_press_recording_shows_linux_promoting_cold_pages_that_kswapd_demotes_again(which: str) -> None:
-    """Both shipped multi-gen press recordings: the traced 100 s default and the 400 s one of
-    docs/validation.md section 1c."""
+    """Every shipped multi-gen press recording: the traced 100 s default, the 400 s one of
+    docs/validation.md section 1c and the two later 400 s boots (section 1e)."""
     import tierkit.validate_press as vp
     from tierkit.validate_press import fast_tier, scan_intervals
     from tierkit.validate_press import kernel_timeline as press_timeline
@@ -441,6 +462,39 @@ def test_validate_kernel_sets_nbt_parameters_and_refuses_unknown_ones(
     assert "--nbt-param: `no_such` is not a parameter of nbt" in bad.stderr  # type: ignore[attr-defined]
     assert "Traceback" not in bad.stderr  # type: ignore[attr-defined]
     assert not (tmp_path / "bad").exists()
+
+
+def _promotions_until(csv: Path, t_end: float) -> float:
+    """The promotions a validate timeline (kernel.csv or sim.csv) counted until `t_end`."""
+    import pandas as pd
+
+    df = pd.read_csv(csv)
+    return float(df[df["t_s"] <= t_end]["promotions"].iloc[-1])
+
+
+def test_three_long_multi_gen_boots_agree_until_the_kernels_own_late_rise(tmp_path: Path) -> None:
+    """The three 400 s multi-gen boots of the press scenario (docs/validation.md, section 1e).
+    The model follows each boot's first 300 s within 25% (0.98, 1.15 and 0.97); the third boot,
+    whose kernel runs at one rate throughout, agrees on every compared figure and on the whole
+    run; the first two rise late by a third (after ~300 s and ~600 s), which the model, given
+    each boot's measured sizes and rates, does not."""
+    import tierkit.validate_press as vp
+
+    ratios = {}
+    for which in ("PRESS_RECORDING_400S", "PRESS_RECORDING_400S_TRACED", "PRESS_RECORDING_400S_3"):
+        path = getattr(vp, which)
+        c = vp.validate_press(tmp_path / which, load_recording(path), path)
+        assert c["sim_lru"] == "multi-gen"
+        k = _promotions_until(tmp_path / which / "kernel.csv", 300.0)
+        s = _promotions_until(tmp_path / which / "sim.csv", 300.0)
+        ratios[which] = (s / k, c)
+    for which, (r, _) in ratios.items():
+        assert abs(r - 1) < 0.25, (which, r)
+    third = ratios["PRESS_RECORDING_400S_3"][1]
+    assert third["within_tolerance"]
+    rows = {r["metric"]: r for r in third["rows"]}
+    for m in ("promotions", "demotions", "hint_faults_per_s"):
+        assert abs(rows[m]["ratio"] - 1) < 0.1, rows[m]
 
 
 def test_the_multi_gen_model_agrees_with_the_traced_multi_gen_kernel(tmp_path: Path) -> None:

@@ -664,7 +664,10 @@ def build_parser() -> Parser:
         "-o", "--out", type=Path, metavar="DIR", help="output directory (default: validate-kernel)"
     )
     val.add_argument(
-        "--recording", type=Path, metavar="FILE", help="a recording (JSON) instead of the shipped one"
+        "--recording",
+        type=Path,
+        metavar="FILE",
+        help="a recording (JSON, or JSON compressed with gzip) instead of the shipped one",
     )
     val.add_argument(
         "--record",

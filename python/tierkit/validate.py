@@ -19,12 +19,14 @@ anywhere; ``--record`` makes a new one on a machine that boots the guest (``test
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
 import re
 import subprocess
 import tempfile
+import zlib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -257,12 +259,16 @@ def compact_json(rec: Mapping[str, Any]) -> str:
 
 
 def load_recording(path: Path) -> dict[str, Any]:
-    """Read a recording made by :func:`parse_guest_log` (JSON), checking what the comparison uses."""
+    """Read a recording made by :func:`parse_guest_log` (JSON, or JSON compressed with gzip, as the
+    long recordings shipped in ``tierkit/data`` are), checking what the comparison uses."""
     try:
-        rec = json.loads(path.read_text())
+        raw = path.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        rec = json.loads(raw.decode())
     except FileNotFoundError:
         raise ValidationError(f"recording `{path}` does not exist") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValidationError(f"{path}: not a JSON recording: {err}") from None
     if not isinstance(rec, dict) or rec.get("format") != "tierkit-kernel-recording/1":
         raise ValidationError(f'{path}: format: expected "tierkit-kernel-recording/1"')
