@@ -169,17 +169,27 @@ def test_an_nbtpress_log_carries_the_fill_and_the_cold_region() -> None:
     assert rec["scenario"] == "press"
     assert rec["fill"]["node0_free_kb"] == 8192
     assert rec["cold_node0"][-1] == [4.9, 0]
+    assert "small_nodes" not in rec  # a workload before its reports named them
+    # the nodes of the workload's own data, heap and stack pages, where its reports give them
+    with_small = text.replace("sweeps=20 mono=4.9", "sweeps=20 data_node=0 heap_node=1 stack_node=0 mono=4.9")
+    assert parse_guest_log(with_small, "guest.log")["small_nodes"] == [[4.9, 0, 1, 0]]
     with pytest.raises(ValidationError, match="without its WORKLOAD_FILL"):
         parse_guest_log(text.replace("TKREC_W WORKLOAD_FILL", "TKREC_X"), "guest.log")
 
 
 @pytest.mark.parametrize(
     "which",
-    ["PRESS_RECORDING", "PRESS_RECORDING_400S", "PRESS_RECORDING_400S_TRACED", "PRESS_RECORDING_400S_3"],
+    [
+        "PRESS_RECORDING",
+        "PRESS_RECORDING_400S",
+        "PRESS_RECORDING_400S_TRACED",
+        "PRESS_RECORDING_400S_3",
+        "PRESS_RECORDING_400S_4",
+    ],
 )
 def test_the_press_recording_shows_linux_promoting_cold_pages_that_kswapd_demotes_again(which: str) -> None:
     """Every shipped multi-gen press recording: the traced 100 s default, the 400 s one of
-    docs/validation.md section 1c and the two later 400 s boots (section 1e)."""
+    docs/validation.md section 1c and the three later 400 s boots (section 1e)."""
     import tierkit.validate_press as vp
     from tierkit.validate_press import fast_tier, scan_intervals
     from tierkit.validate_press import kernel_timeline as press_timeline
@@ -464,37 +474,30 @@ def test_validate_kernel_sets_nbt_parameters_and_refuses_unknown_ones(
     assert not (tmp_path / "bad").exists()
 
 
-def _promotions_until(csv: Path, t_end: float) -> float:
-    """The promotions a validate timeline (kernel.csv or sim.csv) counted until `t_end`."""
-    import pandas as pd
-
-    df = pd.read_csv(csv)
-    return float(df[df["t_s"] <= t_end]["promotions"].iloc[-1])
-
-
-def test_three_long_multi_gen_boots_agree_until_the_kernels_own_late_rise(tmp_path: Path) -> None:
-    """The three 400 s multi-gen boots of the press scenario (docs/validation.md, section 1e).
-    The model follows each boot's first 300 s within 25% (0.98, 1.15 and 0.97); the third boot,
-    whose kernel runs at one rate throughout, agrees on every compared figure and on the whole
-    run; the first two rise late by a third (after ~300 s and ~600 s), which the model, given
-    each boot's measured sizes and rates, does not."""
+def test_four_long_multi_gen_boots_agree_over_the_run_but_for_the_first(tmp_path: Path) -> None:
+    """The four 400 s multi-gen boots of the press scenario (docs/validation.md, section 1e).
+    Over each whole run the model promotes and demotes within 25% of boots 2-4's kernels
+    (0.96, 1.03, 1.00) and its kswapd reclaims as many pages; boots 3 and 4 agree on every
+    compared figure. Boot 1's kernel promotes 1.4x the model's pages (0.71 over the run), and
+    the kernels' own rates vary by a third from boot to boot and within a run."""
     import tierkit.validate_press as vp
 
-    ratios = {}
-    for which in ("PRESS_RECORDING_400S", "PRESS_RECORDING_400S_TRACED", "PRESS_RECORDING_400S_3"):
+    for which in (
+        "PRESS_RECORDING_400S_TRACED",
+        "PRESS_RECORDING_400S_3",
+        "PRESS_RECORDING_400S_4",
+    ):
         path = getattr(vp, which)
         c = vp.validate_press(tmp_path / which, load_recording(path), path)
         assert c["sim_lru"] == "multi-gen"
-        k = _promotions_until(tmp_path / which / "kernel.csv", 300.0)
-        s = _promotions_until(tmp_path / which / "sim.csv", 300.0)
-        ratios[which] = (s / k, c)
-    for which, (r, _) in ratios.items():
-        assert abs(r - 1) < 0.25, (which, r)
-    third = ratios["PRESS_RECORDING_400S_3"][1]
-    assert third["within_tolerance"]
-    rows = {r["metric"]: r for r in third["rows"]}
-    for m in ("promotions", "demotions", "hint_faults_per_s"):
-        assert abs(rows[m]["ratio"] - 1) < 0.1, rows[m]
+        rows = {r["metric"]: r for r in c["rows"]}
+        for m in ("promotions", "demotions"):
+            assert abs(rows[m]["ratio"] - 1) < 0.25, (which, rows[m])
+        kernel, sim = c["kernel_reclaim"], c["sim_reclaim"]
+        assert abs(sim["demotions"] / kernel["pgsteal_kswapd"] - 1) < 0.25, which
+        if which != "PRESS_RECORDING_400S_TRACED":
+            assert c["within_tolerance"], which
+            assert abs(sim["kswapd_scanned"] / kernel["pgscan_kswapd"] - 1) < 0.25, which
 
 
 def test_the_multi_gen_model_agrees_with_the_traced_multi_gen_kernel(tmp_path: Path) -> None:

@@ -91,6 +91,7 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
     vm: list[dict[str, float]] = []
     hot: list[list[float]] = []
     cold: list[list[float]] = []
+    small: list[list[float]] = []
     fill: dict[str, str] = {}
     start: dict[str, str] = {}
     result: dict[str, str] = {}
@@ -125,6 +126,10 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
                 kv = _kv(line)
                 hot.append([float(kv["mono"]), int(kv["hot_node0"])])
                 cold.append([float(kv["mono"]), int(kv["cold_node0"])])
+                if "data_node" in kv:
+                    small.append(
+                        [float(kv["mono"]), int(kv["data_node"]), int(kv["heap_node"]), int(kv["stack_node"])]
+                    )
             elif line.startswith("TKREC_W WORKLOAD_RESULT"):
                 result = _kv(line)
             elif line.startswith("TKREC_VMSCAN "):
@@ -175,6 +180,9 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
         rec["cold_touches"] = int(result.get("cold_touches", "0"))
         rec["cold_touch_per_s"] = rec["cold_touches"] / span
         rec["cold_node0"] = cold
+        if small:
+            # the node of one page each of the workload's data, heap and stack, per report
+            rec["small_nodes"] = small
     if trace:
         # tkvmscan=1: every kswapd run (balance_pgdat) with what its shrinks did
         rec["kswapd_trace"] = {"events": trace, "columns": list(KSWAPD_RUN_COLUMNS), "runs": runs}

@@ -55,12 +55,14 @@ PRESS_RECORDING = Path(__file__).parent / "data" / "kernel_nbt_press_612_traced.
 #: the 400 s recording of the same scenario (multi-gen LRU, before reclaim's counters were
 #: recorded), the default until 2026-11-28
 PRESS_RECORDING_400S = Path(__file__).parent / "data" / "kernel_nbt_press_612.json"
-#: two more boots of the 400 s scenario with the multi-gen LRU (gzip-compressed JSON): one with
-#: reclaim's counters and kswapd's traced runs (``tkvmscan=1``), one untraced with node 0's free
-#: memory and LRU sizes per sample; with the first, they show how far the guest's own long runs
-#: differ from boot to boot (docs/validation.md, section 1e)
+#: three more boots of the 400 s scenario with the multi-gen LRU (gzip-compressed JSON): one with
+#: reclaim's counters and kswapd's traced runs (``tkvmscan=1``), two untraced with node 0's free
+#: memory and LRU sizes per sample (the last also with the nodes of the workload's own data, heap
+#: and stack pages); with the first, they show how far the guest's own long runs differ from
+#: boot to boot (docs/validation.md, section 1e)
 PRESS_RECORDING_400S_TRACED = Path(__file__).parent / "data" / "kernel_nbt_press_612_400s_traced.json.gz"
 PRESS_RECORDING_400S_3 = Path(__file__).parent / "data" / "kernel_nbt_press_612_400s_3.json.gz"
+PRESS_RECORDING_400S_4 = Path(__file__).parent / "data" / "kernel_nbt_press_612_400s_4.json.gz"
 #: the same scenario with the guest kernel's multi-gen LRU switched off (tklrugen=0: the classic
 #: active/inactive lists), 100 s of sweeps, with reclaim's own counters
 PRESS_RECORDING_CLASSIC_LRU = Path(__file__).parent / "data" / "kernel_nbt_press_612_classic_lru.json"

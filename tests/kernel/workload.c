@@ -8,7 +8,8 @@
  *         WORKLOAD_RESULT pid=.. hot_node0=.. hot_node1=.. cold_node0=.. cold_node1=.. other=..
  *                         sweeps=.. corrupt=..
  * SECONDS 0 runs until SIGTERM/SIGINT; SIGUSR1 prints a report and keeps running:
- *         WORKLOAD_REPORT pid=.. hot_node0=.. ... sweeps=.. mono=.. (CLOCK_MONOTONIC seconds, also on
+ *         WORKLOAD_REPORT pid=.. hot_node0=.. ... sweeps=.. data_node=.. heap_node=.. stack_node=.. mono=..
+ *         (the nodes of a page of its own data, heap and stack; CLOCK_MONOTONIC seconds, also on
  *         WORKLOAD_START; WORKLOAD_REPORT_HOT=1 counts only the hot region's pages, cold ones as 0)
  * WORKLOAD_PHASED=1 sweeps the hot region in phases (migration toggling's test): at first only its
  *         first half, after a SIGUSR2 only its second half (the first half's pages go cold: a
@@ -70,11 +71,18 @@ static char *region(size_t len, int node)
     return p;
 }
 
+/* the nodes of one page each of the process's own small VMAs: its data (the signal flags, read
+ * every sweep), its heap (count()'s arrays, written every report) and its stack (written every
+ * call), as the last count() found them: -1 before the first */
+static int small_node[3] = { -1, -1, -1 };
+
 static void count(char *p, size_t len, long *n0, long *n1, long *other)
 {
     size_t n = len / PAGE;
     void **pages = malloc(n * sizeof *pages);
     int *st = malloc(n * sizeof(int));
+    void *small[3] = { (void *)&stop, (void *)pages, (void *)&n };
+    if (syscall(SYS_move_pages, 0, 3, small, NULL, small_node, 0) != 0) small_node[0] = small_node[1] = small_node[2] = -1;
     for (size_t i = 0; i < n; i++) pages[i] = p + i * PAGE;
     *n0 = *n1 = 0;
     if (syscall(SYS_move_pages, 0, n, pages, NULL, st, 0) != 0) { perror("move_pages"); *other += n; }
@@ -180,7 +188,7 @@ int main(int argc, char **argv)
             report = 0;
             long a = 0, b = 0, x = 0, y = 0, o = 0;
             count(h, hot, &a, &b, &o); if (cold && !getenv("WORKLOAD_REPORT_HOT")) count(c, cold, &x, &y, &o);
-            printf("WORKLOAD_REPORT pid=%d hot_node0=%ld hot_node1=%ld cold_node0=%ld cold_node1=%ld other=%ld sweeps=%lu cold_touches=%lu mono=%.3f\n", getpid(), a, b, x, y, o, sweeps, cold_touches, now());
+            printf("WORKLOAD_REPORT pid=%d hot_node0=%ld hot_node1=%ld cold_node0=%ld cold_node1=%ld other=%ld sweeps=%lu cold_touches=%lu data_node=%d heap_node=%d stack_node=%d mono=%.3f\n", getpid(), a, b, x, y, o, sweeps, cold_touches, small_node[0], small_node[1], small_node[2], now());
             fflush(stdout);
         }
         if (!hot) usleep(10000);
