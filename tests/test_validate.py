@@ -543,3 +543,68 @@ def test_the_multi_gen_model_agrees_with_the_traced_multi_gen_kernel(tmp_path: P
     # the traced kernel kept reclaiming to the end, and so did the model
     assert c["kernel_kswapd_trace"]["gave_up"] == 0
     assert c["sim_reclaim"]["kswapd_gave_up"] == 0
+
+
+def test_validate_kernel_sets_several_recordings_side_by_side(
+    tk: Callable[..., object], tmp_path: Path
+) -> None:
+    """Repeated --recording: each recording into its own subdirectory (named after it, a repeated
+    name numbered), and summary.md / summary.json with every figure's ratio per recording."""
+    out = tmp_path / "many"
+    proc = tk(
+        "validate",
+        "kernel",
+        "--recording",
+        str(DEFAULT_RECORDING),
+        "--recording",
+        str(DEFAULT_RECORDING),
+        "--out",
+        str(out),
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr  # type: ignore[attr-defined]
+    summary = json.loads(proc.stdout)  # type: ignore[attr-defined]
+    assert summary == json.loads((out / "summary.json").read_text())
+    dirs = [e["dir"] for e in summary["recordings"]]
+    assert dirs == ["kernel_nbt_612", "kernel_nbt_612-2"]
+    for d in dirs:
+        single = json.loads((out / d / "comparison.json").read_text())
+        e = next(x for x in summary["recordings"] if x["dir"] == d)
+        assert e["within_tolerance"] == single["within_tolerance"]
+        assert e["ratios"] == {r["metric"]: r["ratio"] for r in single["rows"]}
+    # the same recording and seed: the same figures
+    assert summary["recordings"][0]["ratios"] == summary["recordings"][1]["ratios"]
+    table = (out / "summary.md").read_text()
+    assert "| [kernel_nbt_612-2](kernel_nbt_612-2/report.md) |" in table
+
+
+def test_validate_kernel_refuses_bad_recording_lists_before_writing(
+    tk: Callable[..., object], tmp_path: Path
+) -> None:
+    cases = [
+        (["--all-recordings", "--recording", str(DEFAULT_RECORDING)], "--all-recordings: not with"),
+        (
+            ["--recording", str(DEFAULT_RECORDING), "--recording", "x.json", "--record"],
+            "--record: records one",
+        ),
+        (["--recording", str(DEFAULT_RECORDING), "--recording", str(tmp_path / "no.json")], "does not exist"),
+    ]
+    for k, (extra, message) in enumerate(cases):
+        out = tmp_path / f"o{k}"
+        proc = tk("validate", "kernel", *extra, "--out", str(out))
+        assert proc.returncode != 0  # type: ignore[attr-defined]
+        assert message in proc.stderr  # type: ignore[attr-defined]
+        assert "Traceback" not in proc.stderr  # type: ignore[attr-defined]
+        assert not out.exists()
+
+
+def test_every_shipped_recording_loads_and_the_default_comes_first() -> None:
+    from tierkit.validate import shipped_recordings
+    from tierkit.validate_press import PRESS_RECORDING
+
+    press = shipped_recordings("press")
+    assert press[0] == PRESS_RECORDING
+    assert len(set(press)) == len(press) == 6
+    for path in press:
+        assert load_recording(path)["scenario"] == "press", path
+    assert shipped_recordings("empty") == [DEFAULT_RECORDING]

@@ -653,9 +653,12 @@ def build_parser() -> Parser:
             with the guest's default multi-gen LRU and reclaim's traced runs.
 
             The recording that ships with tierkit is used unless --recording names another;
-            --record boots the guest to make a new one first (a tierkit source checkout, QEMU and
-            the Debian kernel, which tests/kernel/run.sh installs; about a minute, and for
-            --scenario press, whose default is 400 s of sweeps, about 16 minutes)."""
+            several --recording (or --all-recordings, every shipped one of the scenario) are each
+            compared into a subdirectory, with summary.md and summary.json side by side (how far the
+            guest's own boots differ: docs/validation.md, section 1e); --record boots the guest to
+            make a new one first (a tierkit source checkout, QEMU and the Debian kernel, which
+            tests/kernel/run.sh installs; about a minute, and for --scenario press, whose default
+            is 400 s of sweeps, about 16 minutes)."""
         ),
         formatter_class=formatter,
     )
@@ -666,8 +669,17 @@ def build_parser() -> Parser:
     val.add_argument(
         "--recording",
         type=Path,
+        action="append",
         metavar="FILE",
-        help="a recording (JSON, or JSON compressed with gzip) instead of the shipped one",
+        help="a recording (JSON, or JSON compressed with gzip) instead of the shipped one; repeat it to"
+        " compare several (boots of one scenario), each into its own subdirectory of DIR, with"
+        " summary.md and summary.json side by side",
+    )
+    val.add_argument(
+        "--all-recordings",
+        action="store_true",
+        help="compare every recording of the scenario that ships with tierkit (press: the 100 s"
+        " default, four 400 s boots and the classic-LRU one), as repeated --recording do",
     )
     val.add_argument(
         "--record",
@@ -1339,8 +1351,28 @@ def cmd_validate(args: argparse.Namespace) -> int:
         with_params("nbt", args.nbt_param, {p["name"] for p in tierkit.describe_policy("nbt")})
     except ValidationError as err:
         raise CliError(str(err)) from None
+    recordings: list[Path] = list(args.recording or [])
+    if args.all_recordings:
+        if recordings or args.record:
+            raise CliError("--all-recordings: not with --recording or --record")
+        from tierkit.validate import shipped_recordings
+
+        recordings = shipped_recordings(args.scenario)
+    if len(recordings) > 1 and args.record:
+        raise CliError("--record: records one recording; give --recording once with it")
+    if not args.record:
+        # every recording is read and checked before the output directory is made
+        from tierkit.validate import load_recording
+
+        for path in recordings:
+            try:
+                load_recording(path)
+            except ValidationError as err:
+                raise CliError(str(err)) from None
     _check_out_dir(out)
-    recording = args.recording
+    if len(recordings) > 1:
+        return _validate_many(args, out, recordings)
+    recording = recordings[0] if recordings else None
     try:
         if args.record:
             press = args.scenario == "press"
@@ -1387,6 +1419,33 @@ def cmd_validate(args: argparse.Namespace) -> int:
             f"  [{mark}] {r['metric']}: kernel {r['kernel']:.4g}, tierkit {r['sim']:.4g}"
             f" (ratio {r['ratio']:.3g})\n"
         )
+    return EXIT_OK
+
+
+def _validate_many(args: argparse.Namespace, out: Path, recordings: list[Path]) -> int:
+    import json
+
+    from tierkit.progress import stderr_is_terminal
+    from tierkit.validate import ValidationError, validate_many
+
+    try:
+        summary = validate_many(
+            out,
+            recordings,
+            seed=args.seed,
+            progress=stderr_is_terminal(),
+            scenario=args.scenario,
+            nbt_params=args.nbt_param,
+        )
+    except ValidationError as err:
+        raise CliError(str(err)) from None
+    if args.json:
+        sys.stdout.write(json.dumps(summary, default=str) + "\n")
+        return EXIT_OK
+    sys.stdout.write(f"{out / 'summary.md'}: {len(summary['recordings'])} recordings\n")
+    for e in summary["recordings"]:
+        verdict = "within tolerance" if e["within_tolerance"] else "outside: " + ", ".join(e["outside"])
+        sys.stdout.write(f"  {e['dir']}: {verdict}\n")
     return EXIT_OK
 
 

@@ -697,3 +697,102 @@ def validate_kernel(
     ]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return comparison
+
+
+def shipped_recordings(scenario: str) -> list[Path]:
+    """Every recording of `scenario` that ships with tierkit, the default first."""
+    if scenario == "press":
+        import tierkit.validate_press as vp
+
+        return [
+            vp.PRESS_RECORDING,
+            vp.PRESS_RECORDING_400S,
+            vp.PRESS_RECORDING_400S_TRACED,
+            vp.PRESS_RECORDING_400S_3,
+            vp.PRESS_RECORDING_400S_4,
+            vp.PRESS_RECORDING_CLASSIC_LRU,
+        ]
+    return [DEFAULT_RECORDING]
+
+
+def _recording_name(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".json"):
+        name = name.removesuffix(suffix)
+    return name or "recording"
+
+
+def validate_many(
+    out: Path,
+    recordings: Sequence[Path],
+    seed: int = 1,
+    progress: bool = False,
+    scenario: str = "empty",
+    nbt_params: Sequence[str] = (),
+) -> dict[str, Any]:
+    """:func:`validate_kernel` for each recording, each into its own subdirectory of ``out`` (named
+    after the recording), then ``summary.md`` and ``summary.json``: per recording the kernel, the
+    LRUs, whether every compared figure is within tolerance and each figure's ratio to the
+    kernel's, so that boots of one scenario can be set side by side (the guest's own spread).
+    Every recording is read and checked before anything is written."""
+    for path in recordings:
+        load_recording(path)
+    out.mkdir(parents=True, exist_ok=True)
+    used: set[str] = set()
+    entries: list[dict[str, Any]] = []
+    metrics: list[str] = []
+    for path in recordings:
+        base = _recording_name(path)
+        name, k = base, 2
+        while name in used:
+            name, k = f"{base}-{k}", k + 1
+        used.add(name)
+        c = validate_kernel(
+            out / name, path, seed=seed, progress=progress, scenario=scenario, nbt_params=nbt_params
+        )
+        for r in c["rows"]:
+            if r["metric"] not in metrics:
+                metrics.append(r["metric"])
+        entries.append(
+            {
+                "recording": str(path),
+                "dir": name,
+                "kernel": c.get("kernel"),
+                "kernel_lru": c.get("kernel_lru"),
+                "sim_lru": c.get("sim_lru"),
+                "policy": c.get("policy"),
+                "within_tolerance": c["within_tolerance"],
+                "ratios": {r["metric"]: r["ratio"] for r in c["rows"]},
+                "compared": [r["metric"] for r in c["rows"] if r["compared"]],
+                "outside": [r["metric"] for r in c["rows"] if r["compared"] and not r["within_tolerance"]],
+            }
+        )
+    summary = {"scenario": scenario, "tolerance": TOLERANCE, "recordings": entries}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+
+    def cell(e: dict[str, Any], m: str) -> str:
+        v = e["ratios"].get(m)
+        mark = " (out)" if m in e["outside"] else ""
+        if v is None:
+            return ""
+        if isinstance(v, float) and math.isnan(v):
+            return f"n/a{mark}"
+        return f"{v:.2f}{mark}"
+
+    lines = [
+        f"# tierkit validate kernel: {len(entries)} recordings of the {scenario} scenario side by side",
+        "",
+        "Each figure as tierkit's over the kernel's (1.00: equal); `(out)` marks a compared figure",
+        f"outside ±{TOLERANCE:.0%}, `n/a` a ratio without a value (a kernel that stopped). Each",
+        "recording's own report is in its directory.",
+        "",
+        "| recording | kernel LRU | within tolerance | " + " | ".join(metrics) + " |",
+        "|---|---|---|" + "---|" * len(metrics),
+    ]
+    for e in entries:
+        lines.append(
+            f"| [{e['dir']}]({e['dir']}/report.md) | {e['kernel_lru'] or ''} | "
+            f"{'yes' if e['within_tolerance'] else 'no'} | " + " | ".join(cell(e, m) for m in metrics) + " |"
+        )
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    return summary
