@@ -1342,7 +1342,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
     import json
 
     import tierkit
-    from tierkit.progress import stderr_is_terminal
     from tierkit.validate import ValidationError, record, validate_kernel, with_params
 
     out = args.out or Path("validate-kernel")
@@ -1399,14 +1398,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 trace_reclaim=args.trace_reclaim,
             )
             sys.stderr.write(f"recorded {recording}\n")
-        comparison = validate_kernel(
-            out,
-            recording,
-            seed=args.seed,
-            progress=stderr_is_terminal(),
-            scenario=args.scenario,
-            nbt_params=args.nbt_param,
-        )
+        comparison = validate_kernel(out, recording, **_validation_options(args))
     except ValidationError as err:
         raise CliError(str(err)) from None
     if args.json:
@@ -1422,21 +1414,25 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _validation_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What `validate kernel` passes on to each comparison besides the output and the recording."""
+    from tierkit.progress import stderr_is_terminal
+
+    return {
+        "seed": args.seed,
+        "progress": stderr_is_terminal(),
+        "scenario": args.scenario,
+        "nbt_params": args.nbt_param,
+    }
+
+
 def _validate_many(args: argparse.Namespace, out: Path, recordings: list[Path]) -> int:
     import json
 
-    from tierkit.progress import stderr_is_terminal
     from tierkit.validate import ValidationError, validate_many
 
     try:
-        summary = validate_many(
-            out,
-            recordings,
-            seed=args.seed,
-            progress=stderr_is_terminal(),
-            scenario=args.scenario,
-            nbt_params=args.nbt_param,
-        )
+        summary = validate_many(out, recordings, **_validation_options(args))
     except ValidationError as err:
         raise CliError(str(err)) from None
     if args.json:
