@@ -1359,18 +1359,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
         recordings = shipped_recordings(args.scenario)
     if len(recordings) > 1 and args.record:
         raise CliError("--record: records one recording; give --recording once with it")
-    if not args.record:
-        # every recording is read and checked before the output directory is made
-        from tierkit.validate import load_recording
+    # every recording is read and checked (once) before the output directory is made
+    from tierkit.validate import load_recording
 
-        for path in recordings:
-            try:
-                load_recording(path)
-            except ValidationError as err:
-                raise CliError(str(err)) from None
+    try:
+        loaded = [] if args.record else [load_recording(path) for path in recordings]
+    except ValidationError as err:
+        raise CliError(str(err)) from None
     _check_out_dir(out)
     if len(recordings) > 1:
-        return _validate_many(args, out, recordings)
+        return _validate_many(args, out, recordings, loaded)
     recording = recordings[0] if recordings else None
     try:
         if args.record:
@@ -1398,7 +1396,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 trace_reclaim=args.trace_reclaim,
             )
             sys.stderr.write(f"recorded {recording}\n")
-        comparison = validate_kernel(out, recording, **_validation_options(args))
+        comparison = validate_kernel(
+            out, recording, rec=loaded[0] if loaded else None, **_validation_options(args)
+        )
     except ValidationError as err:
         raise CliError(str(err)) from None
     if args.json:
@@ -1426,13 +1426,15 @@ def _validation_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _validate_many(args: argparse.Namespace, out: Path, recordings: list[Path]) -> int:
+def _validate_many(
+    args: argparse.Namespace, out: Path, recordings: list[Path], loaded: list[dict[str, Any]]
+) -> int:
     import json
 
     from tierkit.validate import ValidationError, validate_many
 
     try:
-        summary = validate_many(out, recordings, **_validation_options(args))
+        summary = validate_many(out, recordings, records=loaded, **_validation_options(args))
     except ValidationError as err:
         raise CliError(str(err)) from None
     if args.json:

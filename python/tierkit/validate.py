@@ -618,12 +618,14 @@ def validate_kernel(
     progress: bool = False,
     scenario: str = "empty",
     nbt_params: Sequence[str] = (),
+    rec: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Compare the recording with the simulator's ``nbt``; write report.md, timeline.png,
     kernel.csv, sim.csv, experiment.toml and comparison.json into ``out``; return the comparison.
     ``scenario="press"`` compares an ``nbtpress`` recording (the fast node nearly full) instead:
     :mod:`tierkit.validate_press`. ``nbt_params`` (``KEY=VALUE``) are set on the simulated ``nbt``
-    after the recording's knobs."""
+    after the recording's knobs. ``rec``: the recording as :func:`load_recording` already read it
+    from ``recording`` (read here when not given)."""
     import tierkit
     from tierkit.output import new_axes, save_figure
 
@@ -632,10 +634,10 @@ def validate_kernel(
 
         path = recording or PRESS_RECORDING
         return validate_press(
-            out, load_recording(path), path, seed=seed, progress=progress, nbt_params=nbt_params
+            out, rec or load_recording(path), path, seed=seed, progress=progress, nbt_params=nbt_params
         )
     path = recording or DEFAULT_RECORDING
-    rec = load_recording(path)
+    rec = rec or load_recording(path)
     params = {p["name"] for p in tierkit.describe_policy("nbt")}
     text, spec = sim_experiment(rec, params, seed)
     spec = with_params(spec, nbt_params, params)
@@ -729,26 +731,33 @@ def validate_many(
     progress: bool = False,
     scenario: str = "empty",
     nbt_params: Sequence[str] = (),
+    records: Sequence[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """:func:`validate_kernel` for each recording, each into its own subdirectory of ``out`` (named
     after the recording), then ``summary.md`` and ``summary.json``: per recording the kernel, the
     LRUs, whether every compared figure is within tolerance and each figure's ratio to the
     kernel's, so that boots of one scenario can be set side by side (the guest's own spread).
-    Every recording is read and checked before anything is written."""
-    for path in recordings:
-        load_recording(path)
+    Every recording is read and checked before anything is written (``records``: the recordings
+    as :func:`load_recording` already read them, in the same order)."""
+    loaded = list(records) if records is not None else [load_recording(p) for p in recordings]
     out.mkdir(parents=True, exist_ok=True)
     used: set[str] = set()
     entries: list[dict[str, Any]] = []
     metrics: list[str] = []
-    for path in recordings:
+    for path, rec in zip(recordings, loaded, strict=True):
         base = _recording_name(path)
         name, k = base, 2
         while name in used:
             name, k = f"{base}-{k}", k + 1
         used.add(name)
         c = validate_kernel(
-            out / name, path, seed=seed, progress=progress, scenario=scenario, nbt_params=nbt_params
+            out / name,
+            path,
+            seed=seed,
+            progress=progress,
+            scenario=scenario,
+            nbt_params=nbt_params,
+            rec=rec,
         )
         for r in c["rows"]:
             if r["metric"] not in metrics:
