@@ -142,6 +142,7 @@ fn build(base: Box<dyn Policy>, p: &Params) -> tierkit_core::Result<Box<dyn Poli
         lat_min: f64::INFINITY,
         eff: (low, high),
         stats: Stats::default(),
+        reported: (0, 0),
     }))
 }
 
@@ -185,6 +186,8 @@ pub struct Alto {
     lat_min: f64,
     eff: (f64, f64),
     stats: Stats,
+    /// `stats.allowed` and `stats.vetoed` when the time series last read them.
+    reported: (u64, u64),
 }
 
 impl Alto {
@@ -339,8 +342,28 @@ impl Policy for Alto {
         self.regulate(start, mech, out);
     }
 
+    /// Fig. 9's view over time: the AOL of the last closed interval (absent before the first),
+    /// the share of candidates it lets through, and the promotions allowed and vetoed since the
+    /// last report (Scan16 regulates marking, not promotions: those two stay 0 there).
     fn series(&mut self, out: &mut Vec<(String, f64)>) {
         self.base.series(out);
+        if self.stats.intervals > 0 {
+            out.push(("alto.aol_cycles".into(), self.stats.last_aol));
+        }
+        out.push((
+            "alto.allowed_share".into(),
+            self.k as f64 / self.how.denominator() as f64,
+        ));
+        let (a, v) = (self.stats.allowed, self.stats.vetoed);
+        out.push((
+            "alto.promotions_allowed".into(),
+            (a - self.reported.0) as f64,
+        ));
+        out.push((
+            "alto.promotions_vetoed".into(),
+            (v - self.reported.1) as f64,
+        ));
+        self.reported = (a, v);
     }
 
     fn stats(&self) -> Vec<(String, f64)> {
@@ -478,6 +501,44 @@ mod tests {
         out.iter()
             .filter(|a| matches!(a, Action::Migrate { to: FAST, .. }))
             .count()
+    }
+
+    #[test]
+    fn the_time_series_follows_the_aol_and_counts_each_report_interval_once() {
+        let mut mech = FakeMech::new(vec![Some(SLOW); 200]);
+        let mut a = build(
+            Box::new(Promoter("tpp")),
+            &Params::resolve("alto", P, &[("interval_ms".into(), "100".into())]).unwrap(),
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        let read = |a: &mut Box<dyn Policy>| {
+            let mut s = Vec::new();
+            a.series(&mut s);
+            s.into_iter().collect::<std::collections::BTreeMap<_, _>>()
+        };
+        a.init(&tel(0, 70.0), &mut mech, &mut out);
+        // before the first interval closes: no AOL yet, everything passes
+        let s = read(&mut a);
+        assert!(!s.contains_key("alto.aol_cycles"));
+        assert_eq!(s["alto.allowed_share"], 1.0);
+        for ms in 1..=150 {
+            out.clear();
+            a.step(&tel(ms, 70.0), &mut mech, &mut out);
+        }
+        // 99 steps of 100 candidates pass whole; the interval closes at 100 ms, before that
+        // step's candidates, and from there 51 steps pass 3 of 10 (AOL 70)
+        let s = read(&mut a);
+        assert!((s["alto.aol_cycles"] - 70.0).abs() < 1e-9);
+        assert_eq!(s["alto.allowed_share"], 0.3);
+        assert_eq!(s["alto.promotions_allowed"], 99.0 * 100.0 + 51.0 * 30.0);
+        assert_eq!(s["alto.promotions_vetoed"], 51.0 * 70.0);
+        // the next report counts only what came after the last one
+        out.clear();
+        a.step(&tel(151, 70.0), &mut mech, &mut out);
+        let s = read(&mut a);
+        assert_eq!(s["alto.promotions_allowed"], 30.0);
+        assert_eq!(s["alto.promotions_vetoed"], 70.0);
     }
 
     #[test]
