@@ -782,6 +782,10 @@ t_nbtpress() {
   vm() { awk '/^(numa_hint_faults|numa_pte_updates|pgpromote_candidate|pgpromote_success|pgdemote_kswapd|pgdemote_direct|pgscan_kswapd|pgsteal_kswapd|pgrefill|pgactivate|pgdeactivate|pageoutrun) /{printf " %s=%s", $1, $2}' /proc/vmstat; }
   # node 0's LRU sizes (pages): what inactive_is_low weighs
   n0lru() { awk '/^nr_(inactive_anon|active_anon|inactive_file|active_file|unevictable) /{printf " n0_%s=%s", substr($1, 4), $2}' /sys/devices/system/node/node0/vmstat; }
+  # node 0's zones' free pages and watermark boosts: kswapd's pgdat_balanced and the promotion
+  # path's migrate_balanced_pgdat accept the node when any one zone passes, the small DMA zone
+  # with its lowmem_reserve included
+  n0zones() { awk '/^Node/{z=($2=="0,"&&($4=="DMA"||$4=="DMA32"))?$4:""} z!=""&&$1=="pages"&&$2=="free"{printf " n0_free_%s=%s", z, $3} z!=""&&$1=="boost"{printf " n0_boost_%s=%s", z, $2}' /proc/zoneinfo; }
   echo "TKREC_META $meta"
   # FREE_MIB counts above node 0's high watermark: promotions need free pages above it
   fm=$(( ($(kv node0_wmark_high "$meta") * 4 + 1023) / 1024 + rf ))
@@ -790,8 +794,8 @@ t_nbtpress() {
   skip=$tr/events/sched/sched_skip_vma_numa/enable
   [ -e $skip ] && { echo > $tr/trace; echo 4096 > $tr/buffer_size_kb; echo 1 > $skip; }
   # tkvmscan=1 on the kernel command line: reclaim's own tracepoints too (every kswapd wake and
-  # sleep, every shrink of an LRU list with what it scanned, reclaimed, activated and kept), and
-  # node 0's zones at the start and the end, dumped as TKREC_VMSCAN / TKREC_ZONE lines
+  # sleep, every shrink of an LRU list with what it scanned, reclaimed, activated and kept),
+  # dumped as TKREC_VMSCAN lines
   vs=$(sed -n 's/.*tkvmscan=\([0-9]*\).*/\1/p' /proc/cmdline)
   vse="mm_vmscan_kswapd_wake mm_vmscan_kswapd_sleep mm_vmscan_wakeup_kswapd mm_vmscan_lru_shrink_inactive mm_vmscan_lru_shrink_active"
   zones() { awk -v tag="$1" '/^Node/{z=($2=="0,")?$4:""} z!=""&&($1~/^(pages|min|low|high|promo|managed|present|nr_free_pages|nr_zone_inactive_anon|nr_zone_active_anon|nr_zone_inactive_file|nr_zone_active_file|nr_zone_unevictable|nr_mlock)$/||$1=="protection:"){printf "TKREC_ZONE %s zone=%s %s\n", tag, z, $0}' /proc/zoneinfo; }
@@ -806,8 +810,10 @@ t_nbtpress() {
     grep -q " [tT] can_demote\$" /proc/kallsyms && echo "r:tk/can_demote can_demote ret=\$retval" >> $tr/kprobe_events 2>/dev/null && kps="$kps can_demote"
     [ -d $tr/events/tk ] && echo 1 > $tr/events/tk/enable
     echo "TKREC_KPROBES available=${kps# }"
-    zones start
   fi
+  # node 0's zones (watermarks, lowmem_reserve, free pages) at the start and the end, always:
+  # the promotion path and kswapd judge each zone by its own watermarks
+  zones start
   WORKLOAD_NODE0_FREE_MIB=$fm WORKLOAD_COLD_TOUCH_PER_S=$rr /bin/workload "$rh" "$rc" 0 1 0 > /tmp/wp.out &
   W=$!
   echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm)"
@@ -817,7 +823,7 @@ t_nbtpress() {
     if grep -q WORKLOAD_START /tmp/wp.out; then kill -USR1 $W; i=$((i + 1)); else j=$((j + 1)); fi
     [ $j -gt 600 ] && { kill $W; echo 0 > /proc/sys/kernel/numa_balancing; cat /tmp/wp.out; fail nbtpress "workload did not start"; return; }
     sleep 0.1
-    echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm) node0_free_kb=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo) wl_ticks=$(cputicks $W) scan_seq=$(scanseq $W)$(n0lru)"
+    echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm) node0_free_kb=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo) wl_ticks=$(cputicks $W) scan_seq=$(scanseq $W)$(n0lru)$(n0zones)"
   done
   maps=$(awk '{printf "%s:%s ", $1, $6}' /proc/$W/maps 2>/dev/null | head -c 2000)
   stop_workload $W /tmp/wp.out
@@ -828,9 +834,9 @@ t_nbtpress() {
     echo 0 > $skip
     grep 'sched_skip_vma_numa:' $tr/trace | sed 's/^ */TKREC_SKIP /' | head -n 5000
   fi
+  zones end
   if [ "${vs:-0}" = 1 ] && [ -d $tr/events/vmscan ]; then
     for e in $vse; do echo 0 > $tr/events/vmscan/$e/enable; done
-    zones end
     grep 'mm_vmscan_' $tr/trace | sed 's/^ */TKREC_VMSCAN /' | head -n 100000
     if [ -d $tr/events/tk ]; then
       echo 0 > $tr/events/tk/enable
