@@ -172,6 +172,14 @@ pub const P_LRU_GEN: ParamDef = ParamDef {
     unit: "",
     doc: "the fast tier's reclaim runs the multi-gen LRU (Linux >= 6.1 with CONFIG_LRU_GEN_ENABLED, on in Debian's kernels, the guest's of tierkit validate kernel: generations aged by page-table walks with a Bloom filter, eviction from the oldest with look-around) instead of the classic active/inactive lists (docs/validation.md, section 1e); off by default, as upstream Linux builds it (CONFIG_LRU_GEN_ENABLED has no default in mm/Kconfig) and as every reproduction was measured",
 };
+/// Whether the fast node has x86's DMA zone below its main one (every x86 machine does).
+pub const P_DMA_ZONE: ParamDef = ParamDef {
+    name: "dma_zone",
+    kind: ParamKind::Bool,
+    default: "true",
+    unit: "",
+    doc: "the fast node has x86's 16 MiB DMA zone below its main zone, as every x86 node 0 has; its lowmem_reserve for allocations above it (the zones above / 256: 2899 pages in the guest, more than the zone on any node above ~1 GiB) keeps it below its watermark check, so with lru_gen=true the multi-gen LRU's should_abort_scan, which ends a kswapd shrink once every eligible zone is above its promo (tiering) or high watermark, never ends one: a shrink runs to nr_to_reclaim (the zones' high watermarks) or its nr_to_scan (docs/validation.md, section 1f); false: one zone that passes the check; no effect on the classic LRU, whose shrink_lruvec has no such check",
+};
 /// TPP's vm.demote_scale_factor (also used by Nomad, which runs on TPP's kernel).
 pub const P_DEMOTE_SCALE: ParamDef = ParamDef {
     name: "demote_scale_factor",
@@ -903,6 +911,10 @@ pub struct Reclaim {
     /// ns_per_page, so a page it meets twice in one pass is tested at two instants.
     pub start_ns: u64,
     pub ns_per_page: f64,
+    /// Whether every zone kswapd may reclaim for can pass its watermark check (false with the
+    /// DMA zone, whose lowmem_reserve keeps it below): the multi-gen LRU's should_abort_scan
+    /// ends a shrink early only when they all pass.
+    pub zones_can_pass: bool,
 }
 
 impl Reclaim {
@@ -1202,9 +1214,12 @@ impl Kswapd {
                     self.pass_scanned += isolated;
                     self.pass_reclaimed += d;
                     self.lruvec_scanned += delta;
-                    // should_abort_scan: enough reclaimed, or kswapd's zones are safe again
+                    // should_abort_scan: enough reclaimed, or every eligible zone is safe
+                    // again (never, with the DMA zone below its lowmem_reserve)
                     let abort = self.pass_reclaimed >= r.nr_to_reclaim.max(1)
-                        || r.free + demoted >= r.balanced_at + MIN_LRU_BATCH.div_ceil(r.per_page());
+                        || (r.zones_can_pass
+                            && r.free + demoted
+                                >= r.balanced_at + MIN_LRU_BATCH.div_ceil(r.per_page()));
                     if (delta == 0 || self.lruvec_scanned >= nr || abort)
                         && self.end_pass(r, demoted)
                     {
@@ -1620,6 +1635,8 @@ pub struct Tiering {
     watermark_scale_factor: u64,
     kswapd_scan_per_ms: u64,
     last_ns: Option<u64>,
+    /// The fast node has the DMA zone (`dma_zone`).
+    pub dma_zone: bool,
 }
 
 impl Tiering {
@@ -1635,16 +1652,18 @@ impl Tiering {
             watermark_scale_factor,
             kswapd_scan_per_ms,
             last_ns: None,
+            dma_zone: true,
         }
     }
 
     /// From a hint-fault policy's parameters: `watermark_scale_factor`, `kswapd_scan_per_ms`,
-    /// `lru_stats_flush_ms`, `max_reclaim_retries` and `lru_gen`.
+    /// `lru_stats_flush_ms`, `max_reclaim_retries`, `lru_gen` and `dma_zone`.
     pub fn from_params(p: &Params) -> Self {
         let mut t = Tiering::new(p.u64("watermark_scale_factor"), p.u64("kswapd_scan_per_ms"));
         t.kswapd.stats_flush_ns = (p.float("lru_stats_flush_ms") * 1e6).round() as u64;
         t.kswapd.max_retries = p.u64("max_reclaim_retries").min(u32::MAX as u64) as u32;
         t.lru = Lru::new().with_gens(p.bool("lru_gen"));
+        t.dma_zone = p.bool("dma_zone");
         t
     }
 
@@ -1778,6 +1797,7 @@ impl Tiering {
             // threads did (ran or stalled), not in the coming epoch whose accesses are unknown.
             start_ns: tel.now_ns.saturating_sub(elapsed),
             ns_per_page: 1e6 / self.kswapd_scan_per_ms as f64,
+            zones_can_pass: !self.dma_zone,
         };
         self.kswapd.run(&mut self.lru, mech, out, &r)
     }
@@ -1924,6 +1944,7 @@ pub(crate) mod tests {
             page_bytes: 4096,
             start_ns: 0,
             ns_per_page: 1000.0,
+            zones_can_pass: true,
         };
         assert_eq!(k.run(&mut lru, &mut mech, &mut out, &r), 2);
         // Pages 1 and 3 were not referenced: demoted. 0 and 2 kept with PG_referenced.
@@ -1982,6 +2003,7 @@ pub(crate) mod tests {
             page_bytes: 4096,
             start_ns: 0,
             ns_per_page: 1000.0,
+            zones_can_pass: true,
         };
         assert_eq!(
             k.run(&mut lru, &mut mech, &mut out, &r),
@@ -2042,6 +2064,7 @@ pub(crate) mod tests {
             page_bytes: 4096,
             start_ns: 1_000_000_000,
             ns_per_page: 1000.0,
+            zones_can_pass: true,
         };
         (lru, k, r)
     }
@@ -2153,6 +2176,7 @@ pub(crate) mod tests {
             page_bytes: 4096,
             start_ns: 0,
             ns_per_page: 1000.0,
+            zones_can_pass: true,
         };
         // Deactivation clears the accessed bits, so the deactivated pages are reclaimable.
         assert_eq!(k.run(&mut lru, &mut mech, &mut out, &r), 32);
@@ -2382,6 +2406,7 @@ pub(crate) mod tests {
             page_bytes: 4096,
             start_ns: 0,
             ns_per_page: 1000.0,
+            zones_can_pass: true,
         }
     }
 
@@ -2418,6 +2443,39 @@ pub(crate) mod tests {
         assert!(!lru.is_active(PageId(0)) && lru.len(SLOW, true) == 1);
         assert!(lru.activate(PageId(0)) && lru.is_active(PageId(0)));
         lru.check().unwrap();
+    }
+
+    #[test]
+    fn with_the_dma_zone_a_multi_gen_shrink_runs_to_nr_to_reclaim_past_the_watermark() {
+        // 64K idle fast pages (a shrink scans at most 1/64 of them, nr_to_scan at priority 6);
+        // kswapd must free 64, a shrink may reclaim 512 (nr_to_reclaim). One zone that passes
+        // its watermark ends the shrink once free pages reach the promo watermark +
+        // MIN_LRU_BATCH (should_abort_scan); the DMA zone never passes its check (its
+        // lowmem_reserve), so the shrink goes on to nr_to_reclaim.
+        let run = |zones_can_pass: bool| {
+            let n = 1u64 << 16;
+            let mut lru = Lru::new().with_gens(true);
+            for p in 0..n {
+                lru.add(PageId(p), FAST);
+            }
+            let mut mech = HotWhere(|_| false);
+            let mut k = Kswapd::default();
+            let mut out = Vec::new();
+            let r = Reclaim {
+                nr_to_reclaim: 512,
+                zones_can_pass,
+                ..gen_reclaim(0, 64, 1 << 20)
+            };
+            k.run(&mut lru, &mut mech, &mut out, &r);
+            lru.check().unwrap();
+            demoted(&out).len() as u64
+        };
+        let (one_zone, dma) = (run(true), run(false));
+        assert!(
+            (64 + MIN_LRU_BATCH..64 + 2 * MIN_LRU_BATCH).contains(&one_zone),
+            "one zone: {one_zone}"
+        );
+        assert!(dma >= 512, "with the DMA zone: {dma}");
     }
 
     #[test]
@@ -2653,7 +2711,7 @@ pub(crate) mod tests {
                     Op::Kswapd(bits, need) => {
                         mech.accessed = bits;
                         let r = Reclaim { tier: FAST, target: SLOW, free: 0, wake_below: 1, balanced_at: need,
-                            max_scan: 64, nr_to_reclaim: 1, page_bytes: 4096, start_ns: 0, ns_per_page: 1000.0 };
+                            max_scan: 64, nr_to_reclaim: 1, page_bytes: 4096, start_ns: 0, ns_per_page: 1000.0, zones_can_pass: true };
                         k.run(&mut lru, &mut mech, &mut out, &r);
                     }
                 }

@@ -30,7 +30,7 @@ use tierkit_core::{
 
 use crate::common::spec_name;
 use crate::lru::{
-    hint_scan, numa_scan, Tiering, P_KSWAPD_SCAN, P_LRU_GEN, P_LRU_STATS_FLUSH,
+    hint_scan, numa_scan, Tiering, P_DMA_ZONE, P_KSWAPD_SCAN, P_LRU_GEN, P_LRU_STATS_FLUSH,
     P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN,
     P_SCAN_SIZE, P_WSF,
 };
@@ -61,7 +61,7 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_WSF,
     P_KSWAPD_SCAN,
     P_LRU_STATS_FLUSH,
-    P_MAX_RECLAIM_RETRIES, P_LRU_GEN,
+    P_MAX_RECLAIM_RETRIES, P_LRU_GEN, P_DMA_ZONE,
 ];
 
 pub const INFO: PolicyInfo = PolicyInfo {
