@@ -503,14 +503,20 @@ mod tests {
             .count()
     }
 
-    #[test]
-    fn the_time_series_follows_the_aol_and_counts_each_report_interval_once() {
-        let mut mech = FakeMech::new(vec![Some(SLOW); 200]);
-        let mut a = build(
+    /// Alto over a TPP-like promoter with 100 ms intervals, and 200 slow pages.
+    fn tpp_alto_100ms() -> (FakeMech, Box<dyn Policy>) {
+        let mech = FakeMech::new(vec![Some(SLOW); 200]);
+        let a = build(
             Box::new(Promoter("tpp")),
             &Params::resolve("alto", P, &[("interval_ms".into(), "100".into())]).unwrap(),
         )
         .unwrap();
+        (mech, a)
+    }
+
+    #[test]
+    fn the_time_series_follows_the_aol_and_counts_each_report_interval_once() {
+        let (mut mech, mut a) = tpp_alto_100ms();
         let mut out = Vec::new();
         let read = |a: &mut Box<dyn Policy>| {
             let mut s = Vec::new();
@@ -543,12 +549,7 @@ mod tests {
 
     #[test]
     fn below_aol_low_nothing_is_promoted_and_above_aol_high_everything_is() {
-        let mut mech = FakeMech::new(vec![Some(SLOW); 200]);
-        let mut a = build(
-            Box::new(Promoter("tpp")),
-            &Params::resolve("alto", P, &[("interval_ms".into(), "100".into())]).unwrap(),
-        )
-        .unwrap();
+        let (mut mech, mut a) = tpp_alto_100ms();
         let mut out = Vec::new();
         a.init(&tel(0, 30.0), &mut mech, &mut out);
         // first interval at AOL 30 (< 40): after it ends, every candidate is refused
