@@ -124,6 +124,26 @@ def test_out_writes_summary_timeseries_and_plots(tk: Tk, tmp_path: Path) -> None
         assert len(data) > 1000, name
 
 
+def test_out_with_alto_writes_its_aol_plot_and_series(tk: Tk, tmp_path: Path) -> None:
+    """Alto publishes its profiled AOL (once a second) and the share it lets through (policy
+    series), and --out draws them beside the promotions (alto.png, Soar/Alto Fig. 9's view);
+    other runs do not."""
+    out = tmp_path / "alto"
+    run = ("run", EXPERIMENT, "--set", "duration_s=2.5", "--json", "--out")
+    proc = tk(*run, str(out), "--policy", "tpp+alto")
+    assert proc.returncode == 0, proc.stderr
+    frame = pd.read_parquet(out / "timeseries.parquet")
+    aol = frame["policy.alto.aol_cycles"].dropna()
+    assert len(aol) > 0
+    assert (aol > 0).all()
+    assert frame["policy.alto.allowed_share"].between(0, 1).all()
+    data = (out / "alto.png").read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    plain = tmp_path / "plain"
+    assert tk(*run, str(plain), "--policy", "tpp").returncode == 0
+    assert not (plain / "alto.png").exists()
+
+
 def test_same_seed_same_summary(tk: Tk) -> None:
     first = run_json("--policy", "hemem", "--seed", "11")
     second = run_json("--policy", "hemem", "--seed", "11")

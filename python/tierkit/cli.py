@@ -266,8 +266,8 @@ def build_parser() -> Parser:
 
             EXPERIMENT is a built-in experiment (`tierkit list workloads`) or a TOML file. Without
             --json a short table is printed; --out also writes summary.json, timeseries.parquet and
-            throughput.png, latency.png, migrations.png. A progress bar is shown on stderr when it is
-            a terminal."""
+            throughput.png, latency.png, migrations.png (and alto.png with Alto: its AOL and
+            promotions over time). A progress bar is shown on stderr when it is a terminal."""
         ),
         epilog="\n\n".join((SPEC_HELP, set_help(), RUN_EXAMPLES)),
         formatter_class=formatter,

@@ -19,6 +19,7 @@ TIMESERIES_FILE = "timeseries.parquet"
 THROUGHPUT_PNG = "throughput.png"
 LATENCY_PNG = "latency.png"
 MIGRATIONS_PNG = "migrations.png"
+ALTO_PNG = "alto.png"
 PLOT_FILES = (THROUGHPUT_PNG, LATENCY_PNG, MIGRATIONS_PNG)
 
 _DPI = 110
@@ -44,10 +45,12 @@ def write_timeseries(frame: pd.DataFrame, path: Path) -> Path:
 
 
 def write_run(result: RunResult, out_dir: Path) -> list[Path]:
-    """Write summary.json, timeseries.parquet, throughput.png, latency.png and migrations.png."""
+    """Write summary.json, timeseries.parquet, throughput.png, latency.png and migrations.png, and
+    alto.png for a policy with Alto."""
     out_dir.mkdir(parents=True, exist_ok=True)
     title = run_title(result.summary)
     ts = result.timeseries
+    extra = [plot_alto(ts, out_dir / ALTO_PNG, f"Alto: {title}")] if ALTO_AOL in ts.columns else []
     return [
         write_summary(result.summary, out_dir / SUMMARY_FILE),
         write_timeseries(ts, out_dir / TIMESERIES_FILE),
@@ -60,7 +63,33 @@ def write_run(result: RunResult, out_dir: Path) -> list[Path]:
             f"Migrations: {title}",
             "pages/s",
         ),
+        *extra,
     ]
+
+
+#: the AOL Alto profiled over its last interval (a policy series, docs/outputs.md)
+ALTO_AOL = "policy.alto.aol_cycles"
+
+
+def plot_alto(frame: pd.DataFrame, path: Path, title: str) -> Path:
+    """Soar/Alto Fig. 9's view: promotions a second, and the AOL Alto profiled with the share of
+    candidates it let through, over time."""
+    fig, ax = new_axes(title, "promotions (pages/s)")
+    x = frame["t_s"]
+    if "promotions" in frame.columns:
+        ax.plot(x, per_second(frame, "promotions"), label="promotions", linewidth=1.0, color="tab:red")
+    ax.set_ylim(bottom=0)
+    right = ax.twinx()
+    right.set_ylabel("AOL (cycles)")
+    right.plot(x, frame[ALTO_AOL], label="AOL", linewidth=1.4, color="tab:blue")
+    right.set_ylim(bottom=0)
+    if "policy.alto.allowed_share" in frame.columns:
+        share = frame["policy.alto.allowed_share"] * float(frame[ALTO_AOL].max() or 1.0)
+        right.plot(x, share, label="share let through (x max AOL)", linewidth=1.0, linestyle="--", c="g")
+    handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
+    labels = ax.get_legend_handles_labels()[1] + right.get_legend_handles_labels()[1]
+    ax.legend(handles, labels, fontsize=8, loc="upper right")
+    return save_figure(fig, path)
 
 
 def per_second(frame: pd.DataFrame, column: str) -> pd.Series:
