@@ -186,6 +186,7 @@ def test_an_nbtpress_log_carries_the_fill_and_the_cold_region() -> None:
         "PRESS_RECORDING_400S_3",
         "PRESS_RECORDING_400S_4",
         "PRESS_RECORDING_400S_5",
+        "PRESS_RECORDING_400S_6",
     ],
 )
 def test_the_press_recording_shows_linux_promoting_cold_pages_that_kswapd_demotes_again(which: str) -> None:
@@ -475,54 +476,67 @@ def test_validate_kernel_sets_nbt_parameters_and_refuses_unknown_ones(
     assert not (tmp_path / "bad").exists()
 
 
-def test_five_long_multi_gen_boots_agree_over_the_run(tmp_path: Path) -> None:
-    """The five 400 s multi-gen boots of the press scenario (docs/validation.md, sections 1e and
+def test_six_long_multi_gen_boots_agree_over_the_run(tmp_path: Path) -> None:
+    """The six 400 s multi-gen boots of the press scenario (docs/validation.md, sections 1e and
     1f). Over each whole run the model promotes and demotes within 25% of each kernel (1.02,
-    1.20, 1.13, 1.08, 1.13) and every compared figure is within tolerance; its kswapd reclaims
-    as many pages. The DMA zone is what brings boot 1 in: without it (`dma_zone=false`, one zone
-    whose watermark check ends a multi-gen shrink early) the model promoted 0.71x boot 1's pages."""
+    1.20, 1.13, 1.08, 0.99, 0.94) and every compared figure is within tolerance; its kswapd
+    reclaims and isolates about as many pages. The two boots with node 0's zones agree within
+    10% over the run and on kswapd's isolated and reclaimed pages. The DMA zone is what brings
+    them in: with a node of one zone (`dma_zone=false`, whose watermark check ends a multi-gen
+    shrink early) the model promotes 0.70-0.71x the pages of boots 1, 5 and 6."""
     import tierkit.validate_press as vp
 
-    for which in (
+    boots = (
         "PRESS_RECORDING_400S",
         "PRESS_RECORDING_400S_TRACED",
         "PRESS_RECORDING_400S_3",
         "PRESS_RECORDING_400S_4",
         "PRESS_RECORDING_400S_5",
-    ):
+        "PRESS_RECORDING_400S_6",
+    )
+    for which in boots:
         path = getattr(vp, which)
         c = vp.validate_press(tmp_path / which, load_recording(path), path)
         assert c["sim_lru"] == "multi-gen"
         assert c["within_tolerance"], which
         rows = {r["metric"]: r for r in c["rows"]}
+        zones = c["node0_zones"] is not None
         for m in ("promotions", "demotions"):
-            assert abs(rows[m]["ratio"] - 1) < 0.25, (which, rows[m])
+            assert abs(rows[m]["ratio"] - 1) < (0.1 if zones else 0.25), (which, rows[m])
         kernel, sim = c["kernel_reclaim"], c["sim_reclaim"]
         if "pgsteal_kswapd" in kernel:
-            assert abs(sim["demotions"] / kernel["pgsteal_kswapd"] - 1) < 0.25, which
-            assert abs(sim["kswapd_scanned"] / kernel["pgscan_kswapd"] - 1) < 0.25, which
-    path = vp.PRESS_RECORDING_400S
-    c = vp.validate_press(tmp_path / "one-zone", load_recording(path), path, nbt_params=["dma_zone=false"])
-    rows = {r["metric"]: r for r in c["rows"]}
-    assert rows["promotions"]["ratio"] < 0.8
+            for k, s in (("pgsteal_kswapd", "demotions"), ("pgscan_kswapd", "kswapd_scanned")):
+                assert abs(sim[s] / kernel[k] - 1) < (0.1 if zones else 0.25), (which, k)
+    for which in ("PRESS_RECORDING_400S", "PRESS_RECORDING_400S_5", "PRESS_RECORDING_400S_6"):
+        path = getattr(vp, which)
+        c = vp.validate_press(
+            tmp_path / f"{which}-one-zone", load_recording(path), path, nbt_params=["dma_zone=false"]
+        )
+        rows = {r["metric"]: r for r in c["rows"]}
+        assert rows["promotions"]["ratio"] < 0.8, which
 
 
 def test_node_0_is_judged_zone_by_zone_with_the_other_processes_pages() -> None:
-    """The fifth boot records node 0's zones (docs/validation.md, section 1f): the DMA zone
-    starts at 3712 free pages and settles at its low watermark + lowmem_reserve (2981 at the
-    median), so promotions have DMA32's free pages above DMA32's high watermark plus the DMA
-    pages it gives up, 462, not the 3315 the node's sums give; other processes' 2377 pages
-    (the guest's tmpfs root and shells) sit on node 0 when the sweeps start, 203 of them still
-    there at the run's median. The experiment carries them as an idle process of their own."""
+    """The fifth and sixth boots record node 0's zones (docs/validation.md, section 1f): the DMA
+    zone settles at its low watermark + lowmem_reserve (2981 and 2991 free pages at the median),
+    so promotions have what DMA32 gives before its high watermark: 1293 and 1299 pages, not the
+    3315 and 544 the node's free pages after the fill and its summed watermarks give (free
+    pages on the CPUs' lists after the fill return at the first reclaim: 750 and 3600). Other
+    processes' pages (the guest's tmpfs root and shells) sit on node 0 when the sweeps start,
+    2377 and 2386, 203 and 53 of them still there at the run's median; the experiment carries
+    them as an idle process of their own."""
     import tierkit.validate_press as vp
 
     rec = load_recording(vp.PRESS_RECORDING_400S_5)
     assert rec["node0_zones"]["start"]["DMA"]["protection"][3] == 2899
-    assert vp.zone_room(rec) == (462, 3109, 2981)
+    assert vp.zone_room(rec) == (1293, 3109, 2981)
     meta = rec["meta"]
     assert int(rec["fill"]["node0_free_kb"]) // 4 - int(meta["node0_wmark_high"]) == 3315
     assert vp.foreign_pages(rec) == (2377, 203)
-    assert vp.fast_tier(rec)[2] == 462
+    assert vp.fast_tier(rec)[2] == 1293
+    six = load_recording(vp.PRESS_RECORDING_400S_6)
+    assert vp.zone_room(six) == (1299, 3109, 2991)
+    assert vp.foreign_pages(six) == (2386, 53)
     text, _ = vp.sim_experiment(rec, {"lru_gen", "watermark_scale_factor"})
     assert 'name = "others"' in text
     assert f"size_bytes = {(2377 - 203) * 4096}" in text
@@ -638,7 +652,7 @@ def test_every_shipped_recording_loads_and_the_default_comes_first() -> None:
 
     press = shipped_recordings("press")
     assert press[0] == PRESS_RECORDING
-    assert len(set(press)) == len(press) == 7
+    assert len(set(press)) == len(press) == 8
     for path in press:
         assert load_recording(path)["scenario"] == "press", path
     assert shipped_recordings("empty") == [DEFAULT_RECORDING]

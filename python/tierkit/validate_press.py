@@ -67,6 +67,8 @@ PRESS_RECORDING_400S_4 = Path(__file__).parent / "data" / "kernel_nbt_press_612_
 #: (``TKREC_ZONE``) and the DMA and DMA32 zones' free pages and boosts in every sample, which
 #: :func:`zone_room` reads (docs/validation.md, section 1f)
 PRESS_RECORDING_400S_5 = Path(__file__).parent / "data" / "kernel_nbt_press_612_400s_5.json.gz"
+#: a sixth, the same way
+PRESS_RECORDING_400S_6 = Path(__file__).parent / "data" / "kernel_nbt_press_612_400s_6.json.gz"
 #: the same scenario with the guest kernel's multi-gen LRU switched off (tklrugen=0: the classic
 #: active/inactive lists), 100 s of sweeps, with reclaim's own counters
 PRESS_RECORDING_CLASSIC_LRU = Path(__file__).parent / "data" / "kernel_nbt_press_612_classic_lru.json"
@@ -179,30 +181,42 @@ def _before_sweep(rec: dict[str, Any]) -> dict[str, float] | None:
 
 def zone_room(rec: dict[str, Any]) -> tuple[int, int, int] | None:
     """Node 0 judged zone by zone, as the kernel does, for recordings with its zones (``TKREC_ZONE``
-    and the per-sample ``n0_free_DMA``/``n0_free_DMA32``): (the free pages promotions can take
-    before the node refuses them when the sweeps start, DMA32's watermark step, the DMA zone's
-    free pages over the sweeps, their median).
+    and the per-sample ``n0_free_DMA``/``n0_free_DMA32``) and LRU sizes: (the pages promotions can
+    take when the sweeps start before the node refuses them, DMA32's watermark step, the DMA
+    zone's free pages over the sweeps, their median).
 
     The promotion path (``migrate_balanced_pgdat``) and kswapd (``pgdat_balanced``) accept the node
     when one zone passes its own watermark plus its ``lowmem_reserve`` for the allocation's zone
     (ZONE_MOVABLE); the small DMA zone's reserve (2899 pages) keeps most of its free pages out of
     reach: allocations take it down to its low watermark + reserve (2979), and there it stays,
-    held by the pages that landed in it (2969-3051 pages over the 2026-11-28 recording's
-    sweeps, 2981 at the median). So the room is DMA32's free pages above DMA32's high watermark
-    plus what the DMA zone gives up before it settles, not node 0's free pages above the node's
-    summed high watermark, which counts the DMA zone's ~2.9K unreachable pages as room. None
-    without the zones."""
+    held by the pages that landed in it (2969-3051 pages over the 2026-11-28 recordings'
+    sweeps). So the room is what DMA32 can give before its high watermark, not node 0's free
+    pages above the node's summed high watermark, which counts the DMA zone's ~2.9K unreachable
+    pages as room.
+
+    Node 0's free pages and anon LRU sum to one count through the sweeps (within ~100 pages;
+    promotion and demotion move a page between the two), but that count is larger than when the
+    sweeps start, by 750 pages in one boot and 3600 in another: free pages held on the CPUs'
+    page lists (not counted free) after the fill, which the first reclaim drains. So the room is
+    that count over the sweeps (its median) less the LRU when they start, the DMA zone's
+    settled free pages and DMA32's high watermark. None without the zones or LRU sizes."""
     zones = (rec.get("node0_zones") or {}).get("start") or {}
     main = zones.get("DMA32")
     fill = _before_sweep(rec)
     t = float(rec["sweep_start_s"])
-    dma = [float(v["n0_free_DMA"]) for v in rec["vmstat"] if "n0_free_DMA" in v and float(v["t"]) >= t]
-    if not main or fill is None or "n0_free_DMA32" not in fill or not dma:
+    after = [v for v in rec["vmstat"] if float(v["t"]) >= t]
+    dma = sorted(float(v["n0_free_DMA"]) for v in after if "n0_free_DMA" in v)
+    total = sorted(
+        float(v["node0_free_kb"]) / 4 + float(v["n0_inactive_anon"]) + float(v["n0_active_anon"])
+        for v in after
+        if "node0_free_kb" in v and "n0_inactive_anon" in v
+    )
+    if not main or fill is None or "n0_inactive_anon" not in fill or not dma or not total:
         return None
     high, low = int(main["high"]), int(main["low"])
-    dma.sort()
     settled = round(dma[len(dma) // 2])
-    room = int(fill["n0_free_DMA32"]) - high + int(fill.get("n0_free_DMA", settled)) - settled
+    lru_fill = float(fill["n0_inactive_anon"]) + float(fill["n0_active_anon"])
+    room = round(total[len(total) // 2] - lru_fill) - settled - high
     return room, high - low, settled
 
 
@@ -211,7 +225,7 @@ def foreign_pages(rec: dict[str, Any]) -> tuple[int, int]:
     guest's tmpfs root, whose files are swap-backed), for recordings with node 0's LRU sizes and
     the workload's reports: (their number when the sweeps start, the median over the sweeps).
     Each is the LRU less the workload's pages on node 0 at its latest report (cold and hot
-    regions, small VMAs). Most go at kswapd's first run (2377 at the start of the 2026-11-28
+    regions, small VMAs). Most go at kswapd's first run (2377 at the start of the fifth
     boot, about 590 two seconds later); the rest are in use (the sampling loop's programs run
     from the tmpfs root every 100 ms) and stay, fewer as the run goes on (150 after 600 s).
     (0, 0) without the sizes or the reports."""
