@@ -520,8 +520,8 @@ def test_node_0_is_judged_zone_by_zone_with_the_other_processes_pages() -> None:
     """The fifth and sixth boots record node 0's zones (docs/validation.md, section 1f): the DMA
     zone settles at its low watermark + lowmem_reserve (2981 and 2991 free pages at the median),
     so promotions have what DMA32 gives before its high watermark: 1293 and 1299 pages, not the
-    3315 and 544 the node's free pages after the fill and its summed watermarks give (free
-    pages on the CPUs' lists after the fill return at the first reclaim: 750 and 3600). Other
+    3315 and 544 the node's free pages after the fill and its summed watermarks give (750 and
+    3600 pages come back to node 0 at the first reclaim, most likely from the per-CPU lists). Other
     processes' pages (the guest's tmpfs root and shells) sit on node 0 when the sweeps start,
     2377 and 2386, 203 and 53 of them still there at the run's median; the experiment carries
     them as an idle process of their own."""

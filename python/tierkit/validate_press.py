@@ -196,8 +196,9 @@ def zone_room(rec: dict[str, Any]) -> tuple[int, int, int] | None:
 
     Node 0's free pages and anon LRU sum to one count through the sweeps (within ~100 pages;
     promotion and demotion move a page between the two), but that count is larger than when the
-    sweeps start, by 750 pages in one boot and 3600 in another: free pages held on the CPUs'
-    page lists (not counted free) after the fill, which the first reclaim drains. So the room is
+    sweeps start, by 750 pages in one boot and 3600 in another (most likely free pages the fill
+    left on the per-CPU page lists, which are not counted free, drained when reclaim starts; the
+    recordings do not show the lists). So the room is
     that count over the sweeps (its median) less the LRU when they start, the DMA zone's
     settled free pages and DMA32's high watermark. None without the zones or LRU sizes."""
     zones = (rec.get("node0_zones") or {}).get("start") or {}
