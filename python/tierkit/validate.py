@@ -719,6 +719,7 @@ def shipped_recordings(scenario: str) -> list[Path]:
             vp.PRESS_RECORDING_400S_4,
             vp.PRESS_RECORDING_400S_5,
             vp.PRESS_RECORDING_400S_6,
+            vp.PRESS_RECORDING_TRACED_ZONES,
             vp.PRESS_RECORDING_CLASSIC_LRU,
         ]
     return [DEFAULT_RECORDING]

@@ -69,6 +69,8 @@ PRESS_RECORDING_400S_4 = Path(__file__).parent / "data" / "kernel_nbt_press_612_
 PRESS_RECORDING_400S_5 = Path(__file__).parent / "data" / "kernel_nbt_press_612_400s_5.json.gz"
 #: a sixth, the same way
 PRESS_RECORDING_400S_6 = Path(__file__).parent / "data" / "kernel_nbt_press_612_400s_6.json.gz"
+#: the default's scenario (100 s, traced) again, with node 0's zones in every sample
+PRESS_RECORDING_TRACED_ZONES = Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_zones.json.gz"
 #: the same scenario with the guest kernel's multi-gen LRU switched off (tklrugen=0: the classic
 #: active/inactive lists), 100 s of sweeps, with reclaim's own counters
 PRESS_RECORDING_CLASSIC_LRU = Path(__file__).parent / "data" / "kernel_nbt_press_612_classic_lru.json"
