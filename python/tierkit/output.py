@@ -86,9 +86,8 @@ def plot_alto(frame: pd.DataFrame, path: Path, title: str) -> Path:
     if "policy.alto.allowed_share" in frame.columns:
         share = frame["policy.alto.allowed_share"] * float(frame[ALTO_AOL].max() or 1.0)
         right.plot(x, share, label="share let through (x max AOL)", linewidth=1.0, linestyle="--", c="g")
-    handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
-    labels = ax.get_legend_handles_labels()[1] + right.get_legend_handles_labels()[1]
-    ax.legend(handles, labels, fontsize=8, loc="upper right")
+    (h1, l1), (h2, l2) = ax.get_legend_handles_labels(), right.get_legend_handles_labels()
+    ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper right")
     return save_figure(fig, path)
 
 

@@ -181,6 +181,16 @@ def _before_sweep(rec: dict[str, Any]) -> dict[str, float] | None:
     return last
 
 
+def _anon_lru(sample: dict[str, float]) -> float:
+    """Node 0's anonymous LRU pages in a sample (inactive + active)."""
+    return float(sample["n0_inactive_anon"]) + float(sample["n0_active_anon"])
+
+
+def _node_room(rec: dict[str, Any]) -> int:
+    """Node 0's free pages after the fill above the node's summed high watermark."""
+    return int(rec["fill"]["node0_free_kb"]) // 4 - int(rec["meta"]["node0_wmark_high"])
+
+
 def zone_room(rec: dict[str, Any]) -> tuple[int, int, int] | None:
     """Node 0 judged zone by zone, as the kernel does, for recordings with its zones (``TKREC_ZONE``
     and the per-sample ``n0_free_DMA``/``n0_free_DMA32``) and LRU sizes: (the pages promotions can
@@ -210,7 +220,7 @@ def zone_room(rec: dict[str, Any]) -> tuple[int, int, int] | None:
     after = [v for v in rec["vmstat"] if float(v["t"]) >= t]
     dma = sorted(float(v["n0_free_DMA"]) for v in after if "n0_free_DMA" in v)
     total = sorted(
-        float(v["node0_free_kb"]) / 4 + float(v["n0_inactive_anon"]) + float(v["n0_active_anon"])
+        float(v["node0_free_kb"]) / 4 + _anon_lru(v)
         for v in after
         if "node0_free_kb" in v and "n0_inactive_anon" in v
     )
@@ -218,8 +228,7 @@ def zone_room(rec: dict[str, Any]) -> tuple[int, int, int] | None:
         return None
     high, low = int(main["high"]), int(main["low"])
     settled = round(dma[len(dma) // 2])
-    lru_fill = float(fill["n0_inactive_anon"]) + float(fill["n0_active_anon"])
-    room = round(total[len(total) // 2] - lru_fill) - settled - high
+    room = round(total[len(total) // 2] - _anon_lru(fill)) - settled - high
     return room, high - low, settled
 
 
@@ -245,16 +254,33 @@ def foreign_pages(rec: dict[str, Any]) -> tuple[int, int]:
         i = bisect.bisect_right(times, float(v["t"])) - 1
         if i < 0 or "n0_inactive_anon" not in v:
             return None
-        lru = float(v["n0_inactive_anon"]) + float(v["n0_active_anon"])
-        return lru - float(hot[i][1]) - float(cold[i][1]) - small
+        return _anon_lru(v) - float(hot[i][1]) - float(cold[i][1]) - small
 
-    lru_fill = float(fill["n0_inactive_anon"]) + float(fill["n0_active_anon"])
-    at_fill = lru_fill - float(cold[0][1]) - float(hot[0][1]) - small
+    at_fill = _anon_lru(fill) - float(cold[0][1]) - float(hot[0][1]) - small
     t = float(rec["sweep_start_s"])
     later = sorted(x for v in rec["vmstat"] if float(v["t"]) > t and (x := theirs(v)) is not None)
     resident = later[len(later) // 2] if later else 0.0
     at_fill = max(round(at_fill), 0)
     return at_fill, min(max(round(resident), 0), at_fill)
+
+
+def node0_accounting(rec: dict[str, Any]) -> dict[str, int] | None:
+    """Node 0 zone by zone with the other processes' pages (:func:`zone_room`,
+    :func:`foreign_pages`), for recordings with the zones; older ones (without them) keep the
+    node's figures and leave those pages out (None). The figures comparison.json carries as
+    ``node0_zones``."""
+    zr = zone_room(rec)
+    if zr is None:
+        return None
+    foreign, in_use = foreign_pages(rec)
+    return {
+        "room": zr[0],
+        "dma32_step": zr[1],
+        "dma_settled": zr[2],
+        "node_room": _node_room(rec),
+        "foreign": foreign,
+        "foreign_in_use": in_use,
+    }
 
 
 def fast_tier(rec: dict[str, Any]) -> tuple[int, int, int]:
@@ -263,23 +289,27 @@ def fast_tier(rec: dict[str, Any]) -> tuple[int, int, int]:
     pages (:func:`foreign_pages`) + the free pages the guest left above node 0's high watermark
     (zone by zone where the recording has the zones, :func:`zone_room`) + the simulator's high
     watermark, whose step is the guest's (low - min = high - low = promo - high)."""
+    return _fast_tier(rec, node0_accounting(rec))
+
+
+def _fast_tier(rec: dict[str, Any], zones: dict[str, int] | None) -> tuple[int, int, int]:
+    """:func:`fast_tier` with ``zones`` as :func:`node0_accounting` gave them."""
     meta = rec["meta"]
-    step_guest = int(meta["node0_wmark_high"]) - int(meta["node0_wmark_low"])
-    free_above_high = int(rec["fill"]["node0_free_kb"]) // 4 - int(meta["node0_wmark_high"])
     slow = 1 << 18  # node 1: 1 GiB
     used = int(rec["cold_pages"]) + DATA_PAGES + HEAP_PAGES + VDSO_PAGES + STACK_PAGES + fill_pages(rec)
-    # recordings with node 0's zones are judged zone by zone, and their other processes' pages
-    # count; older ones (without the zones) keep the node's figures and leave those pages out
-    zr = zone_room(rec)
-    if zr is not None:
-        free_above_high, step_guest, _ = zr
-        used += foreign_pages(rec)[0]
+    if zones is None:
+        step_guest = int(meta["node0_wmark_high"]) - int(meta["node0_wmark_low"])
+        free_above_high = _node_room(rec)
+        room = max(free_above_high, 0)
+    else:
+        step_guest, free_above_high = zones["dma32_step"], zones["room"]
+        # below the high watermark at the start (zone by zone it can be), kswapd reclaims first
+        room = free_above_high
+        used += zones["foreign"]
     node, wsf = used + free_above_high + 2 * step_guest, 10
     for _ in range(20):
         wsf = min(max(round(step_guest * 10_000 / node), 1), 3000)
         wmin, step = _linux_wmarks(node, node + slow, wsf)
-        # below the high watermark at the start (zone by zone it can be), kswapd reclaims first
-        room = free_above_high if zr is not None else max(free_above_high, 0)
         node = used + room + wmin + 2 * step
     return node, wsf, free_above_high
 
@@ -320,7 +350,8 @@ def sim_experiment(
 ) -> tuple[str, str]:
     """The recorded nbtpress run as a simulator experiment (TOML) and the ``nbt`` policy spec."""
     setup_s, end_s = run_span(rec)
-    node, wsf, _ = fast_tier(rec)
+    zones = node0_accounting(rec)
+    node, wsf, _ = _fast_tier(rec, zones)
     rate = float(rec["cold_touch_per_s"])
     extra = [f"watermark_scale_factor={wsf}"] if "watermark_scale_factor" in policy_params else []
     if kernel_lru(rec) != "classic" and "lru_gen" in policy_params:
@@ -349,7 +380,7 @@ tier = "{tier}"
             obj("stack", STACK_PAGES, "fast"),
         )
     )
-    foreign, resident = foreign_pages(rec) if zone_room(rec) is not None else (0, 0)
+    foreign, resident = (zones["foreign"], zones["foreign_in_use"]) if zones else (0, 0)
     # other processes' anonymous pages on node 0 (the guest's shells and tmpfs root) in a process
     # of their own, which Linux's scanner rarely walks (it walks a task's VMAs from its own
     # ticks): the ones in use touched about 10 times a second each, the rest never
@@ -733,19 +764,8 @@ def validate_press(
     has_reclaim_png = reclaim_figure(rec, result.timeseries, out / "reclaim.png")
 
     meta = rec["meta"]
-    node, wsf, free_above_high = fast_tier(rec)
-    zr = zone_room(rec)
-    zone_info = None
-    if zr is not None:
-        foreign, in_use = foreign_pages(rec)
-        zone_info = {
-            "room": zr[0],
-            "dma32_step": zr[1],
-            "dma_settled": zr[2],
-            "node_room": int(rec["fill"]["node0_free_kb"]) // 4 - int(meta["node0_wmark_high"]),
-            "foreign": foreign,
-            "foreign_in_use": in_use,
-        }
+    zone_info = node0_accounting(rec)
+    node, wsf, free_above_high = _fast_tier(rec, zone_info)
     lru, kernel_reclaim, sim_reclaim = reclaim_side_by_side(rec, result.summary)
     traced = kswapd_trace_summary(rec)
     comparison = {
