@@ -1821,6 +1821,15 @@ impl Tiering {
             out.push((name.to_string(), v as f64));
         }
         if self.lru.gens() {
+            // the aging walks' and look-arounds' accessed-bit tests, the young pages they found
+            // and the pages the walks passed over (Bloom filter), cumulative
+            for (name, v) in [
+                ("mglru_walk_tested", k.walk_tested),
+                ("mglru_walk_young", k.walk_young),
+                ("mglru_walk_skipped", k.walk_skipped),
+            ] {
+                out.push((name.to_string(), v as f64));
+            }
             // the multi-gen LRU's generations, youngest first (as /sys/kernel/debug/lru_gen
             // lists them): lru_fast_gen0 is max_seq, lru_fast_gen3 max_seq - 3
             let (min, max) = self.lru.seqs(tierkit_core::FAST);
