@@ -517,6 +517,46 @@ def test_six_long_multi_gen_boots_agree_over_the_run(tmp_path: Path) -> None:
         assert rows["promotions"]["ratio"] < 0.8, which
 
 
+def test_kswapd_agings_and_the_workloads_switches_are_parsed_and_compared(tmp_path: Path) -> None:
+    """The guest times kswapd's runs and agings (kprobes on balance_pgdat and try_to_inc_max_seq)
+    and counts the workload's context switches; the report sets the kernel's agings and their
+    bursts beside the model's (docs/validation.md, section 1f)."""
+    from tierkit import validate_press as vp
+
+    rec = load_recording(vp.PRESS_RECORDING_TRACED_AGINGS)
+    assert rec["kprobe_calls"]["try_to_inc_max_seq"] == len(rec["kprobe_times"]["try_to_inc_max_seq"]) == 18
+    assert rec["workload_ctxt_switches"]["nonvoluntary_ctxt_switches"] == 18874
+    # agings come in bursts, tens of milliseconds apart within one
+    assert vp.aging_bursts(rec["kprobe_times"]["try_to_inc_max_seq"]) == 6
+    assert vp.aging_bursts([1.0, 1.02, 1.5, 3.0, 3.01]) == 2
+    assert vp.aging_bursts([]) == 0
+    # the lines as the guest writes them
+    log = "\n".join(
+        [
+            "TKREC_KPROBE try_to_inc_max_seq calls=2",
+            "TKREC_KPROBE_T try_to_inc_max_seq 31.5 31.52 ",
+            "TKREC_CTXT t=40.0 voluntary_ctxt_switches:5 nonvoluntary_ctxt_switches:100 ",
+        ]
+    )
+    parsed = parse_guest_log(GUEST_LOG + log, "x.log")
+    assert parsed["kprobe_times"] == {"try_to_inc_max_seq": [31.5, 31.52]}
+    assert parsed["kprobe_calls"] == {"try_to_inc_max_seq": 2}
+    assert parsed["workload_ctxt_switches"] == {
+        "t": 40.0,
+        "voluntary_ctxt_switches": 5.0,
+        "nonvoluntary_ctxt_switches": 100.0,
+    }
+    c = vp.validate_press(tmp_path / "v", rec, vp.PRESS_RECORDING_TRACED_AGINGS, seed=1)
+    k, s = c["kernel_reclaim"], c["sim_reclaim"]
+    assert (k["kswapd_agings"], k["kswapd_aging_bursts"]) == (18, 6)
+    assert 10 < k["workload_switch_in_ms"] < 13
+    # the model ages as often, in as many bursts
+    assert abs(s["kswapd_agings"] / k["kswapd_agings"] - 1) <= 0.25
+    assert abs(s["kswapd_aging_bursts"] - k["kswapd_aging_bursts"]) <= 1
+    report = (tmp_path / "v" / "report.md").read_text()
+    assert "Kernel's agings (try_to_inc_max_seq, kprobe): 18 in 6 bursts" in report
+
+
 def test_node_0_is_judged_zone_by_zone_with_the_other_processes_pages() -> None:
     """The fifth and sixth boots record node 0's zones (docs/validation.md, section 1f): the DMA
     zone settles at its low watermark + lowmem_reserve (2981 and 2991 free pages at the median),
@@ -668,7 +708,7 @@ def test_every_shipped_recording_loads_and_the_default_comes_first() -> None:
 
     press = shipped_recordings("press")
     assert press[0] == PRESS_RECORDING
-    assert len(set(press)) == len(press) == 9
+    assert len(set(press)) == len(press) == 10
     for path in press:
         assert load_recording(path)["scenario"] == "press", path
     assert shipped_recordings("empty") == [DEFAULT_RECORDING]

@@ -104,6 +104,9 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
     runs: list[list[float]] = []
     trace: dict[str, int] = {}
     zones: dict[str, dict[str, dict[str, Any]]] = {}
+    kprobe_calls: dict[str, int] = {}
+    kprobe_times: dict[str, list[float]] = {}
+    ctxt: dict[str, float] = {}
     for n, raw in enumerate(text.splitlines(), 1):
         # the serial console can break into a line with a kernel message ("[  231.93] random:
         # crng init done"): the message is not part of the recording
@@ -141,6 +144,19 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
                 _vmscan_event(line, runs, trace)
             elif line.startswith("TKREC_ZONE "):
                 _zone_line(line, zones)
+            elif line.startswith("TKREC_KPROBE_T "):
+                # when a probed function ran: the trace clock (s, the guest's uptime)
+                _, fn, *times = line.split()
+                kprobe_times[fn] = [float(t) for t in times]
+            elif line.startswith("TKREC_KPROBE ") and "calls=" in line:
+                fn = line.split()[1]
+                kprobe_calls[fn] = int(_kv(line)["calls"])
+            elif line.startswith("TKREC_CTXT "):
+                # the workload's context switches (/proc/PID/status) when the sweeps stop
+                kv = _kv(line.replace(":", "="))
+                ctxt = {
+                    k: float(kv[k]) for k in ("t", "voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")
+                }
         except (KeyError, ValueError) as err:
             raise ValidationError(
                 f"{source}: line {n}: malformed recording line ({err}): {line[:120]}"
@@ -193,6 +209,14 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
         rec["kswapd_trace"] = {"events": trace, "columns": list(KSWAPD_RUN_COLUMNS), "runs": runs}
     if zones:
         rec["node0_zones"] = zones
+    if kprobe_calls:
+        # calls of reclaim's functions the kernel did not inline, over the traced run
+        rec["kprobe_calls"] = kprobe_calls
+    if kprobe_times:
+        # when kswapd ran (balance_pgdat) and aged (try_to_inc_max_seq), trace clock in s
+        rec["kprobe_times"] = kprobe_times
+    if ctxt:
+        rec["workload_ctxt_switches"] = ctxt
     return rec
 
 
@@ -720,6 +744,7 @@ def shipped_recordings(scenario: str) -> list[Path]:
             vp.PRESS_RECORDING_400S_5,
             vp.PRESS_RECORDING_400S_6,
             vp.PRESS_RECORDING_TRACED_ZONES,
+            vp.PRESS_RECORDING_TRACED_AGINGS,
             vp.PRESS_RECORDING_CLASSIC_LRU,
         ]
     return [DEFAULT_RECORDING]

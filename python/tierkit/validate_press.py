@@ -71,6 +71,10 @@ PRESS_RECORDING_400S_5 = Path(__file__).parent / "data" / "kernel_nbt_press_612_
 PRESS_RECORDING_400S_6 = Path(__file__).parent / "data" / "kernel_nbt_press_612_400s_6.json.gz"
 #: the default's scenario (100 s, traced) again, with node 0's zones in every sample
 PRESS_RECORDING_TRACED_ZONES = Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_zones.json.gz"
+#: the default's scenario once more, with when kswapd ran and aged (kprobes on balance_pgdat and
+#: try_to_inc_max_seq, ``TKREC_KPROBE_T``) and the workload's context switches
+#: (``TKREC_CTXT``): the multi-gen LRU's agings come in bursts (docs/validation.md, section 1f)
+PRESS_RECORDING_TRACED_AGINGS = Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_agings.json.gz"
 #: the same scenario with the guest kernel's multi-gen LRU switched off (tklrugen=0: the classic
 #: active/inactive lists), 100 s of sweeps, with reclaim's own counters
 PRESS_RECORDING_CLASSIC_LRU = Path(__file__).parent / "data" / "kernel_nbt_press_612_classic_lru.json"
@@ -604,10 +608,38 @@ def reclaim_side_by_side(
         ran = [i for i in range(1, len(vm)) if vm[i]["pageoutrun"] > vm[i - 1]["pageoutrun"]]
         kernel["kswapd_last_ran_s"] = float(vm[ran[-1]]["t"]) - t0 if ran else float("nan")
         kernel["run_end_s"] = float(vm[-1]["t"]) - t0
+    agings = rec.get("kprobe_times", {}).get("try_to_inc_max_seq")
+    if agings is not None:
+        # the multi-gen LRU's agings (try_to_inc_max_seq: one max_seq increment each, node 0's
+        # and node 1's), and the bursts they come in (agings less than a second apart)
+        kernel["kswapd_agings"] = float(len(agings))
+        kernel["kswapd_aging_bursts"] = float(aging_bursts(agings))
+    ctxt = rec.get("workload_ctxt_switches")
+    if ctxt:
+        # how often the workload's task was switched in (each marks its mm for the next walk)
+        n = ctxt["voluntary_ctxt_switches"] + ctxt["nonvoluntary_ctxt_switches"]
+        life = ctxt["t"] - float(rec["process_start_s"])
+        kernel["workload_switch_in_ms"] = 1e3 * life / n if n else float("nan")
     stats = summary.get("policy_stats", {})
     sim = {k: float(stats[k]) for k in SIM_RECLAIM if k in stats}
     sim["demotions"] = float(summary.get("demotions", 0))
     return lru, kernel, sim
+
+
+def aging_bursts(times: Sequence[float], gap_s: float = 1.0) -> int:
+    """How many bursts a sorted list of aging times (s) makes: agings less than ``gap_s`` after
+    the one before belong to its burst (kswapd ages several times in one run)."""
+    return sum(1 for i, t in enumerate(times) if i == 0 or t - times[i - 1] >= gap_s)
+
+
+def sim_aging_bursts(ts: pd.DataFrame, gap_s: float = 1.0) -> int | None:
+    """The simulated kswapd's aging bursts, from its cumulative `policy.kswapd_agings` series
+    (report rows where it grew, a burst per run of rows less than ``gap_s`` apart)."""
+    col = "policy.kswapd_agings"
+    if col not in ts.columns:
+        return None
+    grew = ts["t_s"][ts[col].diff().fillna(ts[col]) > 0].tolist()
+    return aging_bursts(grew, gap_s)
 
 
 #: MAX_RECLAIM_RETRIES (mm/internal.h): kswapd runs that reclaim nothing before the node is
@@ -678,6 +710,17 @@ def reclaim_lines(
             f"{kernel.get('pgdeactivate', 0):.0f} deactivations; it last ran at "
             f"{kernel['kswapd_last_ran_s']:.1f} s of {kernel['run_end_s']:.1f} s."
         )
+    if "kswapd_agings" in kernel:
+        out.append(
+            f"Kernel's agings (try_to_inc_max_seq, kprobe): {kernel['kswapd_agings']:.0f} in "
+            f"{kernel['kswapd_aging_bursts']:.0f} bursts (agings less than a second apart)"
+            + (
+                f"; the workload was switched in every {kernel['workload_switch_in_ms']:.1f} ms "
+                "on average (context switches: each marks its mm for the next aging walk)."
+                if "workload_switch_in_ms" in kernel
+                else "."
+            )
+        )
     if traced:
         gave_up = (
             f"the last {traced['trailing_runs_reclaiming_nothing']:.0f} reclaimed nothing, so "
@@ -702,6 +745,11 @@ def reclaim_lines(
         f"{sim.get('kswapd_activated', 0):.0f} activated, "
         f"{sim.get('kswapd_deactivated', 0):.0f} deactivated, {sim['demotions']:.0f} demoted"
         + (f"; {sim.get('kswapd_agings', 0):.0f} generations aged" if simulated == "multi-gen" else "")
+        + (
+            f" in {sim['kswapd_aging_bursts']:.0f} bursts"
+            if simulated == "multi-gen" and "kswapd_aging_bursts" in sim
+            else ""
+        )
         + ("; it gave the node up (max_reclaim_retries)." if sim.get("kswapd_gave_up") else ".")
     )
     return out
@@ -767,6 +815,9 @@ def validate_press(
     zone_info = node0_accounting(rec)
     node, wsf, free_above_high = _fast_tier(rec, zone_info)
     lru, kernel_reclaim, sim_reclaim = reclaim_side_by_side(rec, result.summary)
+    bursts = sim_aging_bursts(result.timeseries)
+    if bursts is not None and sim_lru(spec) == "multi-gen":
+        sim_reclaim["kswapd_aging_bursts"] = float(bursts)
     traced = kswapd_trace_summary(rec)
     comparison = {
         "recording": str(path),

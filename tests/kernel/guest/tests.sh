@@ -804,7 +804,7 @@ t_nbtpress() {
     for e in $vse; do echo 1 > $tr/events/vmscan/$e/enable; done
     # and entry probes on reclaim's aging functions the kernel did not inline (counted at the end)
     kps=""
-    for f in kswapd_age_node lru_gen_age_node shrink_lruvec shrink_active_list lru_gen_shrink_node balance_pgdat; do
+    for f in kswapd_age_node lru_gen_age_node shrink_lruvec shrink_active_list lru_gen_shrink_node balance_pgdat try_to_inc_max_seq inc_max_seq walk_mm iterate_mm_list lru_gen_look_around evict_folios; do
       grep -q " [tT] $f\$" /proc/kallsyms && echo "p:tk/$f $f" >> $tr/kprobe_events 2>/dev/null && kps="$kps $f"
     done
     grep -q " [tT] can_demote\$" /proc/kallsyms && echo "r:tk/can_demote can_demote ret=\$retval" >> $tr/kprobe_events 2>/dev/null && kps="$kps can_demote"
@@ -814,6 +814,9 @@ t_nbtpress() {
   # node 0's zones (watermarks, lowmem_reserve, free pages) at the start and the end, always:
   # the promotion path and kswapd judge each zone by its own watermarks
   zones start
+  # the multi-gen LRU's generations (max_seq, their ages and sizes), at the start and the end
+  lrugen() { [ -r /sys/kernel/debug/lru_gen ] && sed "s/^/TKREC_LRUGEN $1 /" /sys/kernel/debug/lru_gen | head -n 200; }
+  lrugen start
   WORKLOAD_NODE0_FREE_MIB=$fm WORKLOAD_COLD_TOUCH_PER_S=$rr /bin/workload "$rh" "$rc" 0 1 0 > /tmp/wp.out &
   W=$!
   echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm)"
@@ -826,6 +829,9 @@ t_nbtpress() {
     echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm) node0_free_kb=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo) wl_ticks=$(cputicks $W) scan_seq=$(scanseq $W)$(n0lru)$(n0zones)"
   done
   maps=$(awk '{printf "%s:%s ", $1, $6}' /proc/$W/maps 2>/dev/null | head -c 2000)
+  # how often the workload was switched in (each switch marks its mm for the multi-gen walk:
+  # lru_gen_use_mm in context_switch)
+  echo "TKREC_CTXT t=$(cut -d' ' -f1 /proc/uptime) $(awk '/ctxt_switches/{printf "%s%s ", $1, $2}' /proc/$W/status 2>/dev/null)"
   stop_workload $W /tmp/wp.out
   echo 0 > /proc/sys/kernel/numa_balancing
   grep -E '^WORKLOAD_(FILL|START|REPORT|RESULT)' /tmp/wp.out | sed 's/^/TKREC_W /'
@@ -835,12 +841,17 @@ t_nbtpress() {
     grep 'sched_skip_vma_numa:' $tr/trace | sed 's/^ */TKREC_SKIP /' | head -n 5000
   fi
   zones end
+  lrugen end
   if [ "${vs:-0}" = 1 ] && [ -d $tr/events/vmscan ]; then
     for e in $vse; do echo 0 > $tr/events/vmscan/$e/enable; done
     grep 'mm_vmscan_' $tr/trace | sed 's/^ */TKREC_VMSCAN /' | head -n 100000
     if [ -d $tr/events/tk ]; then
       echo 0 > $tr/events/tk/enable
       for f in $kps; do echo "TKREC_KPROBE $f calls=$(grep -c " $f: " $tr/trace)"; done
+      # when kswapd ran and when it aged (uptime seconds; the first 2000 of each)
+      for f in balance_pgdat try_to_inc_max_seq; do
+        case " $kps " in *" $f "*) echo "TKREC_KPROBE_T $f $(grep " $f: " $tr/trace | head -n 2000 | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) {sub(":", "", $i); printf "%s ", $i; break}}')";; esac
+      done
       grep ' can_demote: ' $tr/trace | awk '{print $NF}' | sort | uniq -c | sed 's/^ */TKREC_KPROBE can_demote_returned /'
       echo > $tr/kprobe_events 2>/dev/null
     fi
