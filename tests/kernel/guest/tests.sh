@@ -804,7 +804,7 @@ t_nbtpress() {
     for e in $vse; do echo 1 > $tr/events/vmscan/$e/enable; done
     # and entry probes on reclaim's aging functions the kernel did not inline (counted at the end)
     kps=""
-    for f in kswapd_age_node lru_gen_age_node shrink_lruvec shrink_active_list lru_gen_shrink_node balance_pgdat try_to_inc_max_seq inc_max_seq walk_mm iterate_mm_list lru_gen_look_around evict_folios; do
+    for f in kswapd_age_node lru_gen_age_node shrink_lruvec shrink_active_list lru_gen_shrink_node balance_pgdat try_to_inc_max_seq inc_max_seq walk_mm iterate_mm_list walk_pud_range should_skip_vma lru_gen_look_around evict_folios; do
       grep -q " [tT] $f\$" /proc/kallsyms && echo "p:tk/$f $f" >> $tr/kprobe_events 2>/dev/null && kps="$kps $f"
     done
     grep -q " [tT] can_demote\$" /proc/kallsyms && echo "r:tk/can_demote can_demote ret=\$retval" >> $tr/kprobe_events 2>/dev/null && kps="$kps can_demote"
@@ -848,9 +848,11 @@ t_nbtpress() {
     if [ -d $tr/events/tk ]; then
       echo 0 > $tr/events/tk/enable
       for f in $kps; do echo "TKREC_KPROBE $f calls=$(grep -c " $f: " $tr/trace)"; done
-      # when kswapd ran and when it aged (uptime seconds; the first 2000 of each)
-      for f in balance_pgdat try_to_inc_max_seq; do
-        case " $kps " in *" $f "*) echo "TKREC_KPROBE_T $f $(grep " $f: " $tr/trace | head -n 2000 | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) {sub(":", "", $i); printf "%s ", $i; break}}')";; esac
+      # when kswapd ran and aged, and when an aging walk entered a process's page tables
+      # (walk_pud_range, mm_walk_ops' p4d_entry) or tested a VMA (should_skip_vma, its
+      # test_walk): uptime seconds, the first 5000 of each
+      for f in balance_pgdat try_to_inc_max_seq walk_pud_range should_skip_vma; do
+        case " $kps " in *" $f "*) echo "TKREC_KPROBE_T $f $(grep " $f: " $tr/trace | head -n 5000 | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) {sub(":", "", $i); printf "%s ", $i; break}}')";; esac
       done
       grep ' can_demote: ' $tr/trace | awk '{print $NF}' | sort | uniq -c | sed 's/^ */TKREC_KPROBE can_demote_returned /'
       echo > $tr/kprobe_events 2>/dev/null
