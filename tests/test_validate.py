@@ -518,9 +518,9 @@ def test_six_long_multi_gen_boots_agree_over_the_run(tmp_path: Path) -> None:
 
 
 def test_kswapd_agings_and_the_workloads_switches_are_parsed_and_compared(tmp_path: Path) -> None:
-    """The guest times kswapd's runs and agings (kprobes on balance_pgdat and try_to_inc_max_seq)
-    and counts the workload's context switches; the report sets the kernel's agings and their
-    bursts beside the model's (docs/validation.md, section 1f)."""
+    """The guest times kswapd's runs, agings and walks (kprobes on balance_pgdat,
+    try_to_inc_max_seq, walk_pud_range) and counts the workload's context switches; the report
+    sets the kernel's agings and their bursts beside the model's (docs/validation.md, 1f)."""
     from tierkit import validate_press as vp
 
     rec = load_recording(vp.PRESS_RECORDING_TRACED_AGINGS)

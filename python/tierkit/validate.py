@@ -213,7 +213,8 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
         # calls of reclaim's functions the kernel did not inline, over the traced run
         rec["kprobe_calls"] = kprobe_calls
     if kprobe_times:
-        # when kswapd ran (balance_pgdat) and aged (try_to_inc_max_seq), trace clock in s
+        # when kswapd ran (balance_pgdat), aged (try_to_inc_max_seq) and its walks entered page
+        # tables (walk_pud_range) and VMAs (should_skip_vma), trace clock in s
         rec["kprobe_times"] = kprobe_times
     if ctxt:
         rec["workload_ctxt_switches"] = ctxt

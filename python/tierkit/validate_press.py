@@ -71,9 +71,10 @@ PRESS_RECORDING_400S_5 = Path(__file__).parent / "data" / "kernel_nbt_press_612_
 PRESS_RECORDING_400S_6 = Path(__file__).parent / "data" / "kernel_nbt_press_612_400s_6.json.gz"
 #: the default's scenario (100 s, traced) again, with node 0's zones in every sample
 PRESS_RECORDING_TRACED_ZONES = Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_zones.json.gz"
-#: the default's scenario once more, with when kswapd ran and aged (kprobes on balance_pgdat and
-#: try_to_inc_max_seq, ``TKREC_KPROBE_T``) and the workload's context switches
-#: (``TKREC_CTXT``): the multi-gen LRU's agings come in bursts (docs/validation.md, section 1f)
+#: the default's scenario once more, with when kswapd ran and aged and when its walks entered a
+#: process's page tables (kprobes on balance_pgdat, try_to_inc_max_seq, walk_pud_range and
+#: should_skip_vma, ``TKREC_KPROBE_T``) and the workload's context switches (``TKREC_CTXT``):
+#: the multi-gen LRU's agings come in bursts (docs/validation.md, section 1f)
 PRESS_RECORDING_TRACED_AGINGS = Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_agings.json.gz"
 #: the same scenario with the guest kernel's multi-gen LRU switched off (tklrugen=0: the classic
 #: active/inactive lists), 100 s of sweeps, with reclaim's own counters
