@@ -2645,6 +2645,35 @@ pub(crate) mod tests {
         assert_eq!((k.walk_tested, k.walk_skipped), (8, 0));
     }
 
+    /// The multi-gen walk's observers reach the time series (policy.mglru_walk_*) with the
+    /// walk's own counts, and only with lru_gen on.
+    #[test]
+    fn the_series_carries_the_walks_tests_young_pages_and_skips_with_the_multi_gen_lru() {
+        let named = |t: &Tiering| {
+            let mut out = Vec::new();
+            t.series(&mut out);
+            out.into_iter()
+                .filter(|(n, _)| n.starts_with("mglru_walk_"))
+                .collect::<Vec<_>>()
+        };
+        let mut t = Tiering::new(10, 1024);
+        assert!(named(&t).is_empty());
+        t.lru = Lru::new().with_gens(true);
+        (
+            t.kswapd.walk_tested,
+            t.kswapd.walk_young,
+            t.kswapd.walk_skipped,
+        ) = (7, 3, 2);
+        assert_eq!(
+            named(&t),
+            vec![
+                ("mglru_walk_tested".to_string(), 7.0),
+                ("mglru_walk_young".to_string(), 3.0),
+                ("mglru_walk_skipped".to_string(), 2.0),
+            ]
+        );
+    }
+
     #[test]
     fn set_initial_priority_starts_where_size_over_priority_is_what_must_be_reclaimed() {
         let mut lru = Lru::new().with_gens(true);
