@@ -180,6 +180,25 @@ pub const P_DMA_ZONE: ParamDef = ParamDef {
     unit: "",
     doc: "the fast node has x86's 16 MiB DMA zone below its main zone, as every x86 node 0 has; its lowmem_reserve for allocations above it (the zones above / 256: 2899 pages in the guest, more than the zone on any node above ~1 GiB) keeps it below its watermark check, so with lru_gen=true the multi-gen LRU's should_abort_scan, which ends a kswapd shrink once every eligible zone is above its promo (tiering) or high watermark, never ends one: a shrink runs to nr_to_reclaim (the zones' high watermarks) or its nr_to_scan (docs/validation.md, section 1f); false: one zone that passes the check; no effect on the classic LRU, whose shrink_lruvec has no such check",
 };
+/// The multi-gen walk's page tables per process (mm/vmscan.c keys them by the mm's PMDs).
+pub const P_LRU_GEN_MM_TABLES: ParamDef = ParamDef {
+    name: "lru_gen_mm_tables",
+    kind: ParamKind::Bool,
+    default: "false",
+    unit: "",
+    doc: "with lru_gen=true, the aging walk's and look-around's page-table blocks (2 MiB of address space) belong to one process, counted from its first page and cut at its last, as a mm's page tables are; suitable_to_scan's total counts every PTE of the block (walk_pte_range counts each before get_pte_pfn drops those on the other node), look-around's every PTE of its window, and a walk costs every PTE it reads; false: blocks of global page ids, totals and cost of the fast tier's pages only, the model every recording was compared with (docs/validation.md, section 1f)",
+};
+/// should_skip_mm: an aging walk passes over a process not switched in since its last walk.
+pub const P_LRU_GEN_MM_SWITCH: ParamDef = ParamDef {
+    name: "lru_gen_mm_switch_ms",
+    kind: ParamKind::Float {
+        min: 0.0,
+        max: 600_000.0,
+    },
+    default: "0",
+    unit: "ms",
+    doc: "with lru_gen=true, each process is switched in once every this many ms (periodically, at a phase of its own: lru_gen_use_mm in context_switch sets its bit) and an aging walk passes over a process not switched in since its last walk (get_next_mm); the walk resets the next walk's Bloom filter only when it walks a process (iterate_mm_list), and a process is walked the first time whatever its bit; the guest's workload was switched in every 11.7 ms (docs/validation.md, section 1f); 0: every walk walks every process",
+};
 /// TPP's vm.demote_scale_factor (also used by Nomad, which runs on TPP's kernel).
 pub const P_DEMOTE_SCALE: ParamDef = ParamDef {
     name: "demote_scale_factor",
@@ -979,18 +998,55 @@ pub struct Kswapd {
     walk: Vec<PageId>,
     walk_pos: usize,
     walking: bool,
-    /// The walk's Bloom filter (mm_state->filters): the page-table pages (2 MiB blocks of page
-    /// ids) the next walk visits, set by the last walk where at least an eighth of a block's
-    /// pages were young (`suitable_to_scan`) and by look-around; None before the first walk,
-    /// which visits every block.
-    bloom: Option<std::collections::HashSet<u64>>,
-    bloom_next: std::collections::HashSet<u64>,
-    /// The block the walk is in, with its young and tested pages.
-    walk_block: Option<(u64, u64, u64)>,
+    /// The walks' two Bloom filters (mm_state->filters, indexed by seq % 2): the page-table
+    /// pages (2 MiB blocks) a walk of that seq visits. The walk of seq tests filters[seq] and
+    /// fills filters[seq + 1], which it resets when it walks its first process
+    /// (iterate_mm_list), with the blocks where at least an eighth of the PTEs were young
+    /// (`suitable_to_scan`); look-around adds to filters[max_seq]. None until first reset: the
+    /// walk visits every block.
+    filters: [Option<std::collections::HashSet<u64>>; 2],
+    /// The walk's seq (max_seq when it began) and whether it has reset filters[seq + 1].
+    walk_seq: u64,
+    walk_reset: bool,
+    /// The block the walk is in: its key, young and tested pages, and its PTEs (the total
+    /// suitable_to_scan reads).
+    walk_block: Option<(u64, u64, u64, u64)>,
     /// Pages a walk passed over because the Bloom filter left their block out.
     pub walk_skipped: u64,
+    /// `lru_gen_mm_tables`: blocks belong to one process and count all their PTEs.
+    pub mm_tables: bool,
+    /// `lru_gen_mm_switch_ms` in ns (0: every walk walks every process).
+    pub mm_switch_ns: u64,
+    /// The processes' address spaces (page-id ranges, by start), the telemetry's objects
+    /// grouped by pid; empty: one address space.
+    mms: Vec<MmSpan>,
+    mms_key: usize,
+    /// The process the walk is in (index into `mms`) and whether it walks it.
+    walk_mm: Option<(usize, bool)>,
+    /// should_skip_mm: processes the walks walked and passed over, and the fast-tier pages
+    /// they passed over with them.
+    pub mm_walked: u64,
+    pub mm_skipped: u64,
+    pub walk_mm_skipped: u64,
     /// Look-around's neighbours of the page at hand (a buffer kept between calls).
     near: Vec<PageId>,
+}
+
+/// One process's address space for the multi-gen walk: its pages [start, end), the phase of its
+/// switch-ins and when a walk last walked it.
+#[derive(Clone, Debug)]
+struct MmSpan {
+    start: u64,
+    end: u64,
+    phase_ns: u64,
+    last_walk_ns: Option<u64>,
+}
+
+/// Whether a process switched in every `period` ns (at `phase` + k x period) was switched in
+/// within (a, b].
+fn switched_in(phase: u64, period: u64, a: u64, b: u64) -> bool {
+    let n = |x: u64| (x + period - phase % period) / period;
+    n(b) > n(a)
 }
 
 /// What get_nr_to_scan decided for the multi-gen LRU.
@@ -1022,6 +1078,104 @@ impl Kswapd {
             self.awake = true;
             self.wakeups += 1;
         }
+    }
+
+    /// The processes' address spaces from the telemetry's objects (each process's objects
+    /// are laid out one after another in page ids), for `lru_gen_mm_tables` and
+    /// `lru_gen_mm_switch_ms`; kept while the objects are the same.
+    pub fn set_address_spaces(&mut self, objects: &[tierkit_core::ObjectInfo]) {
+        if !self.mms.is_empty() && self.mms_key == objects.len() {
+            return;
+        }
+        let mut by_pid: std::collections::BTreeMap<u32, (u64, u64)> = Default::default();
+        for o in objects.iter().filter(|o| o.pages > 0) {
+            let e = by_pid
+                .entry(o.pid)
+                .or_insert((o.first_page.0, o.first_page.0 + o.pages));
+            e.0 = e.0.min(o.first_page.0);
+            e.1 = e.1.max(o.first_page.0 + o.pages);
+        }
+        let period = self.mm_switch_ns.max(1);
+        self.mms = by_pid
+            .into_iter()
+            .map(|(pid, (start, end))| MmSpan {
+                start,
+                end,
+                phase_ns: tierkit_core::Rng::derive(0x6d6d_5f73, pid as u64).next_u64() % period,
+                last_walk_ns: None,
+            })
+            .collect();
+        self.mms.sort_by_key(|m| m.start);
+        self.mms_key = objects.len();
+        self.walk_mm = None;
+    }
+
+    /// The process whose address space holds page `p`.
+    fn mm_of(&self, p: u64) -> Option<usize> {
+        let i = self.mms.partition_point(|m| m.start <= p);
+        (i > 0 && p < self.mms[i - 1].end).then(|| i - 1)
+    }
+
+    /// The page-table block of page `p`: its key and the PTEs it holds (its total). With
+    /// `mm_tables`, the block of the process's own address space, cut at its end; otherwise
+    /// the block of global page ids.
+    fn block_of(&self, p: PageId, per_pmd: u64) -> (u64, u64) {
+        if self.mm_tables {
+            if let Some(i) = self.mm_of(p.0) {
+                let m = &self.mms[i];
+                let b = (p.0 - m.start) / per_pmd;
+                let first = m.start + b * per_pmd;
+                return (
+                    ((i as u64 + 1) << 40) | b,
+                    (first + per_pmd).min(m.end) - first,
+                );
+            }
+        }
+        (p.0 / per_pmd, per_pmd)
+    }
+
+    /// test_bloom_filter: whether the walk of `seq` visits `block` (always, before a reset).
+    fn filter_has(&self, seq: u64, block: u64) -> bool {
+        self.filters[(seq % 2) as usize]
+            .as_ref()
+            .is_none_or(|f| f.contains(&block))
+    }
+
+    /// update_bloom_filter: add `block` to the filter of `seq`, if it has one.
+    fn filter_add(&mut self, seq: u64, block: u64) {
+        if let Some(f) = self.filters[(seq % 2) as usize].as_mut() {
+            f.insert(block);
+        }
+    }
+
+    /// reset_bloom_filter: empty (or create) the filter of `seq`.
+    fn filter_reset(&mut self, seq: u64) {
+        self.filters[(seq % 2) as usize]
+            .get_or_insert_with(Default::default)
+            .clear();
+    }
+
+    /// The walk reaches process `i` at `now`: get_next_mm walks it if it was switched in since
+    /// its last walk (or was never walked), and the first process a walk walks resets the
+    /// next walk's filter (iterate_mm_list). Returns whether it is walked.
+    fn enter_mm(&mut self, i: usize, now: u64) -> bool {
+        let period = self.mm_switch_ns;
+        let m = &mut self.mms[i];
+        let on = match m.last_walk_ns {
+            None => true,
+            Some(last) => switched_in(m.phase_ns, period, last, now),
+        };
+        if on {
+            m.last_walk_ns = Some(now);
+            self.mm_walked += 1;
+            if !self.walk_reset {
+                self.filter_reset(self.walk_seq + 1);
+                self.walk_reset = true;
+            }
+        } else {
+            self.mm_skipped += 1;
+        }
+        on
     }
 
     /// pgdat->kswapd_failures >= MAX_RECLAIM_RETRIES (`max_retries`; never with 0).
@@ -1187,17 +1341,7 @@ impl Kswapd {
                 break;
             }
             match get_nr_to_scan(lru, t, self.prio, r.per_page()) {
-                NrToScan::Age => {
-                    self.walk.clear();
-                    let (min, max) = lru.seqs(t);
-                    for seq in min..=max {
-                        self.walk.extend(lru.lists.iter(gen_list(t, seq)));
-                    }
-                    // the walk visits the address space in order
-                    self.walk.sort_unstable();
-                    self.walk_pos = 0;
-                    self.walking = true;
-                }
+                NrToScan::Age => self.begin_walk(lru, t),
                 NrToScan::Skip => {
                     // a pass costs at least its bookkeeping
                     cost += 1.0;
@@ -1263,6 +1407,28 @@ impl Kswapd {
         false
     }
 
+    /// try_to_inc_max_seq: an aging walk of tier `t`'s pages begins, in address order, with
+    /// max_seq as its seq.
+    fn begin_walk(&mut self, lru: &Lru, t: TierId) {
+        self.walk.clear();
+        let (min, max) = lru.seqs(t);
+        for seq in min..=max {
+            self.walk.extend(lru.lists.iter(gen_list(t, seq)));
+        }
+        // the walk visits the address space in order
+        self.walk.sort_unstable();
+        self.walk_pos = 0;
+        self.walking = true;
+        self.walk_seq = max;
+        self.walk_mm = None;
+        self.walk_reset = false;
+        if self.mm_switch_ns == 0 || self.mms.is_empty() {
+            // every process is walked: the first resets the next walk's filter
+            self.filter_reset(max + 1);
+            self.walk_reset = true;
+        }
+    }
+
     /// One stretch of an aging walk (walk_mm over the fast tier's pages, in address order):
     /// each page's accessed bit is tested and cleared, and a young page moves to the youngest
     /// generation (folio_update_gen); at the end, inc_max_seq. Returns its cost.
@@ -1275,8 +1441,10 @@ impl Kswapd {
         r: &Reclaim,
     ) -> f64 {
         let per_pmd = pages_per_pmd(r.page_bytes);
+        let skip_mms = self.mm_switch_ns > 0 && !self.mms.is_empty();
         let mut cost = 0.0;
         while self.walk_pos < self.walk.len() && cost < budget {
+            let at = r.start_ns + ((cost + 0.5) * r.ns_per_page) as u64;
             self.batch.clear();
             while self.batch.len() < MIN_LRU_BATCH as usize && self.walk_pos < self.walk.len() {
                 let p = self.walk[self.walk_pos];
@@ -1284,21 +1452,34 @@ impl Kswapd {
                 if lru.tier(p) != Some(t) || lru.is_isolated(p) {
                     continue;
                 }
+                // iterate_mm_list: a process not switched in since its last walk is passed over
+                if skip_mms {
+                    if let Some(i) = self.mm_of(p.0) {
+                        let on = match self.walk_mm {
+                            Some((j, on)) if j == i => on,
+                            _ => {
+                                let on = self.enter_mm(i, at);
+                                self.walk_mm = Some((i, on));
+                                on
+                            }
+                        };
+                        if !on {
+                            self.walk_mm_skipped += 1;
+                            continue;
+                        }
+                    }
+                }
                 // walk_pmd_range: a page-table page the filter leaves out is not walked
-                if per_pmd > 1
-                    && self
-                        .bloom
-                        .as_ref()
-                        .is_some_and(|b| !b.contains(&(p.0 / per_pmd)))
-                {
+                if per_pmd > 1 && !self.filter_has(self.walk_seq, self.block_of(p, per_pmd).0) {
                     self.walk_skipped += 1;
                     continue;
                 }
                 self.batch.push(p);
             }
-            let at = r.start_ns + ((cost + 0.5) * r.ns_per_page) as u64;
             mech.test_and_clear_accessed_at(&self.batch, at, &mut self.bits);
             let batch = std::mem::take(&mut self.batch);
+            // with per-process tables the walk reads every PTE of the blocks it enters
+            let mut read = 0u64;
             for (k, &p) in batch.iter().enumerate() {
                 let young = self.bits.get(k).copied().unwrap_or(false);
                 if young {
@@ -1306,41 +1487,48 @@ impl Kswapd {
                     lru.move_to_youngest(p);
                 }
                 if per_pmd > 1 {
-                    let block = p.0 / per_pmd;
+                    let (block, ptes) = self.block_of(p, per_pmd);
                     match &mut self.walk_block {
-                        Some((b, y, n)) if *b == block => {
+                        Some((b, y, n, _)) if *b == block => {
                             *y += young as u64;
                             *n += 1;
                         }
                         _ => {
                             self.close_block();
-                            self.walk_block = Some((block, young as u64, 1));
+                            self.walk_block = Some((block, young as u64, 1, ptes));
+                            read += ptes;
                         }
                     }
                 }
             }
             self.walk_tested += batch.len() as u64;
-            cost += batch.len() as f64 * PTE_TEST_COST;
+            let read = if self.mm_tables && per_pmd > 1 {
+                read
+            } else {
+                batch.len() as u64
+            };
+            cost += read as f64 * PTE_TEST_COST;
             self.batch = batch;
         }
         if self.walk_pos >= self.walk.len() {
             self.close_block();
             self.walking = false;
             self.walk.clear();
-            // the filter this walk filled is the next walk's (update_bloom_filter(seq + 1))
-            self.bloom = Some(std::mem::take(&mut self.bloom_next));
+            // filters[seq + 1], filled by this walk, is the next walk's; inc_max_seq
             lru.inc_max_seq(t);
             self.agings += 1;
         }
         cost
     }
 
-    /// The walk leaves a page-table page: suitable_to_scan (young x 8 >= present, eight PTEs to
-    /// a cache line) puts it in the next walk's filter.
+    /// The walk leaves a page-table page: suitable_to_scan (young x 8 >= total, eight PTEs to
+    /// a cache line) puts it in the next walk's filter. The total is every PTE of the block
+    /// with `mm_tables`, the pages tested otherwise.
     fn close_block(&mut self) {
-        if let Some((block, young, total)) = self.walk_block.take() {
+        if let Some((block, young, tested, ptes)) = self.walk_block.take() {
+            let total = if self.mm_tables { ptes } else { tested };
             if young * 8 >= total {
-                self.bloom_next.insert(block);
+                self.filter_add(self.walk_seq + 1, block);
             }
         }
     }
@@ -1424,8 +1612,20 @@ impl Kswapd {
         if per_pmd <= 1 {
             return 0.0;
         }
-        let (block, end_block) = (p.0 / per_pmd * per_pmd, p.0 / per_pmd * per_pmd + per_pmd);
-        let (start, end) = if per_pmd <= MIN_LRU_BATCH {
+        // the page-table page's range, within the process's address space with mm_tables
+        // (start = max(addr & PMD_MASK, vm_start), end = min(addr | ~PMD_MASK, vm_end))
+        let (block, end_block) = match self.mm_of(p.0).filter(|_| self.mm_tables) {
+            Some(i) => {
+                let m = &self.mms[i];
+                let first = m.start + (p.0 - m.start) / per_pmd * per_pmd;
+                (first, (first + per_pmd).min(m.end))
+            }
+            None => (p.0 / per_pmd * per_pmd, p.0 / per_pmd * per_pmd + per_pmd),
+        };
+        if self.mm_tables && end_block - block <= 1 {
+            return 0.0;
+        }
+        let (start, end) = if end_block - block <= MIN_LRU_BATCH {
             (block, end_block)
         } else if p.0 - block < MIN_LRU_BATCH / 2 {
             (block, block + MIN_LRU_BATCH)
@@ -1441,7 +1641,7 @@ impl Kswapd {
                 .map(PageId)
                 .filter(|&q| q != p && lru.tier(q) == Some(t) && !lru.is_isolated(q)),
         );
-        if near.is_empty() {
+        if near.is_empty() && !self.mm_tables {
             self.near = near;
             return 0.0;
         }
@@ -1455,18 +1655,25 @@ impl Kswapd {
             }
         }
         // update_bloom_filter(max_seq): the next walk visits a page-table page look-around found
-        // suitable (a walk under way fills the one after it, as here)
-        // young x 8 >= the pages looked at (the neighbours and p)
-        if young * 8 > near.len() as u64 {
-            let block = p.0 / per_pmd;
-            if self.walking {
-                self.bloom_next.insert(block);
-            } else if let Some(b) = self.bloom.as_mut() {
-                b.insert(block);
-            }
+        // suitable: young x 8 >= the PTEs looked at (every PTE of the window with mm_tables, the
+        // neighbours on this tier and p otherwise)
+        let suitable = if self.mm_tables {
+            young * 8 >= end - start
+        } else {
+            young * 8 > near.len() as u64
+        };
+        if suitable {
+            let key = self.block_of(p, per_pmd).0;
+            let (_, max_seq) = lru.seqs(t);
+            self.filter_add(max_seq, key);
         }
         self.walk_tested += near.len() as u64;
-        let cost = near.len() as f64 * PTE_TEST_COST;
+        let read = if self.mm_tables {
+            end - start
+        } else {
+            near.len() as u64
+        };
+        let cost = read as f64 * PTE_TEST_COST;
         self.near = near;
         cost
     }
@@ -1657,13 +1864,16 @@ impl Tiering {
     }
 
     /// From a hint-fault policy's parameters: `watermark_scale_factor`, `kswapd_scan_per_ms`,
-    /// `lru_stats_flush_ms`, `max_reclaim_retries`, `lru_gen` and `dma_zone`.
+    /// `lru_stats_flush_ms`, `max_reclaim_retries`, `lru_gen`, `dma_zone`, `lru_gen_mm_tables`
+    /// and `lru_gen_mm_switch_ms`.
     pub fn from_params(p: &Params) -> Self {
         let mut t = Tiering::new(p.u64("watermark_scale_factor"), p.u64("kswapd_scan_per_ms"));
         t.kswapd.stats_flush_ns = (p.float("lru_stats_flush_ms") * 1e6).round() as u64;
         t.kswapd.max_retries = p.u64("max_reclaim_retries").min(u32::MAX as u64) as u32;
         t.lru = Lru::new().with_gens(p.bool("lru_gen"));
         t.dma_zone = p.bool("dma_zone");
+        t.kswapd.mm_tables = p.bool("lru_gen_mm_tables");
+        t.kswapd.mm_switch_ns = (p.float("lru_gen_mm_switch_ms") * 1e6).round() as u64;
         t
     }
 
@@ -1778,6 +1988,9 @@ impl Tiering {
             return 0;
         }
         let fast = tierkit_core::FAST;
+        if self.lru.gens() && (self.kswapd.mm_tables || self.kswapd.mm_switch_ns > 0) {
+            self.kswapd.set_address_spaces(&tel.objects);
+        }
         let free = tel.tier(fast).map_or(0, |t| t.free_pages());
         let free = (free + self.lru.inflight_out(fast)).saturating_sub(self.lru.inflight_in(fast));
         let max_scan = (self.kswapd_scan_per_ms as u128 * elapsed as u128 / 1_000_000) as u64;
@@ -1888,6 +2101,11 @@ pub fn lru_stats(lru: &Lru, k: &Kswapd, v: &mut Vec<(String, f64)>) {
         v.push(("kswapd_walk_tested".into(), k.walk_tested as f64));
         v.push(("kswapd_walk_young".into(), k.walk_young as f64));
         v.push(("kswapd_walk_skipped".into(), k.walk_skipped as f64));
+        if k.mm_switch_ns > 0 {
+            v.push(("kswapd_mm_walked".into(), k.mm_walked as f64));
+            v.push(("kswapd_mm_skipped".into(), k.mm_skipped as f64));
+            v.push(("kswapd_walk_mm_skipped".into(), k.walk_mm_skipped as f64));
+        }
     }
     v.push(("demotions_requested".into(), k.demotions as f64));
 }
@@ -2613,19 +2831,15 @@ pub(crate) mod tests {
         let mut mech = HotWhere(|p| p < 512 && p % 2 == 0);
         let r = gen_reclaim(0, 1, 1 << 20);
         for walk in 0..2 {
-            k.walk = (0..1024).map(PageId).collect();
-            k.walk_pos = 0;
-            k.walking = true;
+            k.begin_walk(&lru, FAST);
             while k.walking {
                 k.walk_step(&mut lru, &mut mech, FAST, 1e9, &r);
             }
             assert_eq!(k.agings, walk + 1);
         }
         assert_eq!((k.walk_tested, k.walk_skipped), (1024 + 512, 512));
-        assert_eq!(
-            k.bloom.as_ref().map(|b| b.contains(&0) && !b.contains(&1)),
-            Some(true)
-        );
+        let seq = lru.seqs(FAST).1;
+        assert!(k.filter_has(seq, 0) && !k.filter_has(seq, 1));
         // with 2 MiB pages there are no page-table pages to skip
         let mut lru = Lru::new().with_gens(true);
         let mut k = Kswapd::default();
@@ -2643,6 +2857,125 @@ pub(crate) mod tests {
             k.walk_step(&mut lru, &mut all_hot(), FAST, 1e9, &r);
         }
         assert_eq!((k.walk_tested, k.walk_skipped), (8, 0));
+    }
+
+    fn objects(spans: &[(u32, u64, u64)]) -> Vec<tierkit_core::ObjectInfo> {
+        spans
+            .iter()
+            .map(|&(pid, first, pages)| tierkit_core::ObjectInfo {
+                pid,
+                name: format!("o{pid}-{first}"),
+                first_page: PageId(first),
+                pages,
+                live: true,
+            })
+            .collect()
+    }
+
+    fn walk_once(k: &mut Kswapd, lru: &mut Lru, mech: &mut dyn Mechanism, r: &Reclaim) {
+        k.begin_walk(lru, FAST);
+        while k.walking {
+            k.walk_step(lru, mech, FAST, 1e12, r);
+        }
+    }
+
+    #[test]
+    fn with_per_process_tables_a_block_mostly_on_the_slow_node_is_not_walked_again() {
+        // one process of 1024 pages (two blocks); of its first block only 64 pages are on the
+        // fast tier, 16 of them young: 16 x 8 >= 64 tested pages, but < the 512 PTEs
+        // walk_pte_range counts, so only the global-id model walks that block again
+        for mm_tables in [false, true] {
+            let mut lru = Lru::new().with_gens(true);
+            for p in (0..64).chain(512..1024) {
+                lru.add(PageId(p), FAST);
+            }
+            let mut k = Kswapd {
+                mm_tables,
+                ..Kswapd::default()
+            };
+            k.set_address_spaces(&objects(&[(0, 0, 1024)]));
+            let mut mech = HotWhere(|p| p < 16 || p >= 512);
+            let r = gen_reclaim(0, 1, 1 << 20);
+            walk_once(&mut k, &mut lru, &mut mech, &r);
+            let first = k.walk_tested;
+            walk_once(&mut k, &mut lru, &mut mech, &r);
+            assert_eq!(first, 576);
+            let again = k.walk_tested - first;
+            if mm_tables {
+                assert_eq!((again, k.walk_skipped), (512, 64));
+            } else {
+                assert_eq!((again, k.walk_skipped), (576, 0));
+            }
+        }
+    }
+
+    #[test]
+    fn per_process_tables_split_a_block_at_the_process_boundary_and_cost_every_pte() {
+        // two processes share global block 0 (pages 0..300 and 300..1024): with mm_tables
+        // process 1's pages 300..812 are its own first block, so a cold process 0 does not
+        // take process 1's hot pages out of the filter; the walk reads every PTE of a block
+        let mut lru = Lru::new().with_gens(true);
+        for p in 0..1024 {
+            lru.add(PageId(p), FAST);
+        }
+        let mut k = Kswapd {
+            mm_tables: true,
+            ..Kswapd::default()
+        };
+        k.set_address_spaces(&objects(&[(0, 0, 300), (1, 300, 724)]));
+        assert_eq!(k.block_of(PageId(299), 512), (1 << 40, 300));
+        assert_eq!(k.block_of(PageId(300), 512), (2 << 40, 512));
+        assert_eq!(k.block_of(PageId(812), 512), ((2 << 40) | 1, 212));
+        let mut mech = HotWhere(|p| p >= 300);
+        let r = gen_reclaim(0, 1, 1 << 20);
+        k.begin_walk(&lru, FAST);
+        let cost = k.walk_step(&mut lru, &mut mech, FAST, 1e12, &r);
+        assert!(!k.walking);
+        assert!((cost - 1024.0 * PTE_TEST_COST).abs() < 1e-9);
+        let seq = lru.seqs(FAST).1;
+        assert!(!k.filter_has(seq, 1 << 40));
+        assert!(k.filter_has(seq, 2 << 40) && k.filter_has(seq, (2 << 40) | 1));
+    }
+
+    #[test]
+    fn should_skip_mm_walks_a_process_once_per_switch_in() {
+        // two processes switched in every 10 ms; walks 2.5 ms apart over 100 ms walk each one
+        // the first time and then once per switch-in (every fourth walk), and a walk that
+        // walks no process leaves the next walk's filter as it was
+        assert!(
+            switched_in(3, 10, 0, 3) && !switched_in(3, 10, 3, 12) && switched_in(3, 10, 3, 13)
+        );
+        let mut lru = Lru::new().with_gens(true);
+        for p in 0..1024 {
+            lru.add(PageId(p), FAST);
+        }
+        let mut k = Kswapd {
+            mm_switch_ns: 10_000_000,
+            ..Kswapd::default()
+        };
+        k.set_address_spaces(&objects(&[(0, 0, 512), (1, 512, 512)]));
+        let mut mech = HotWhere(|p| p % 2 == 0);
+        let mut walked = vec![];
+        for w in 0..40u64 {
+            let r = Reclaim {
+                start_ns: w * 2_500_000,
+                ..gen_reclaim(0, 1, 1 << 20)
+            };
+            let before = (k.mm_walked, k.filters.clone());
+            walk_once(&mut k, &mut lru, &mut mech, &r);
+            walked.push(k.mm_walked - before.0);
+            if k.mm_walked == before.0 {
+                // no reset: filters[seq + 1] (this walk's seq was max_seq - 1) is unchanged
+                let s = lru.seqs(FAST).1;
+                assert_eq!(k.filters[(s % 2) as usize], before.1[(s % 2) as usize]);
+            }
+        }
+        let total: u64 = walked.iter().sum();
+        // 2 first walks + 2 processes x 10 switch-ins in 97.5 ms (9 or 10 each)
+        assert!((20..=22).contains(&total), "{walked:?}");
+        assert_eq!(k.mm_walked + k.mm_skipped, 80);
+        assert_eq!(k.agings, 40);
+        assert!(k.walk_mm_skipped > 0);
     }
 
     /// The multi-gen walk's observers reach the time series (policy.mglru_walk_*) with the

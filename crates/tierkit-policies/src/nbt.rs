@@ -30,9 +30,9 @@ use tierkit_core::{
 
 use crate::common::spec_name;
 use crate::lru::{
-    hint_scan, numa_scan, Tiering, P_DMA_ZONE, P_KSWAPD_SCAN, P_LRU_GEN, P_LRU_STATS_FLUSH,
-    P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN,
-    P_SCAN_SIZE, P_WSF,
+    hint_scan, numa_scan, Tiering, P_DMA_ZONE, P_KSWAPD_SCAN, P_LRU_GEN, P_LRU_GEN_MM_SWITCH,
+    P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD,
+    P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_WSF,
 };
 
 /// NUMA_MIGRATION_ADJUST_STEPS: the threshold moves by 2 x default / 16 per adjustment.
@@ -62,6 +62,8 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_KSWAPD_SCAN,
     P_LRU_STATS_FLUSH,
     P_MAX_RECLAIM_RETRIES, P_LRU_GEN, P_DMA_ZONE,
+    P_LRU_GEN_MM_TABLES,
+    P_LRU_GEN_MM_SWITCH,
 ];
 
 pub const INFO: PolicyInfo = PolicyInfo {

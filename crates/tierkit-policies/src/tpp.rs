@@ -24,8 +24,8 @@ use tierkit_core::{
 use crate::common::spec_name;
 use crate::lru::{
     hint_scan, numa_scan, Tiering, P_DEMOTE_SCALE, P_DMA_ZONE, P_KSWAPD_SCAN, P_LRU_GEN,
-    P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX,
-    P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_WSF,
+    P_LRU_GEN_MM_SWITCH, P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES,
+    P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_WSF,
 };
 
 const PARAMS: &[tierkit_core::ParamDef] = &[
@@ -39,6 +39,8 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_KSWAPD_SCAN,
     P_LRU_STATS_FLUSH,
     P_MAX_RECLAIM_RETRIES, P_LRU_GEN, P_DMA_ZONE,
+    P_LRU_GEN_MM_TABLES,
+    P_LRU_GEN_MM_SWITCH,
     tierkit_core::ParamDef {
         name: "lru",
         kind: tierkit_core::ParamKind::Choice(&["hinted", "pagevec"]),
