@@ -2894,7 +2894,7 @@ pub(crate) mod tests {
                 ..Kswapd::default()
             };
             k.set_address_spaces(&objects(&[(0, 0, 1024)]));
-            let mut mech = HotWhere(|p| p < 16 || p >= 512);
+            let mut mech = HotWhere(|p| !(16..512).contains(&p));
             let r = gen_reclaim(0, 1, 1 << 20);
             walk_once(&mut k, &mut lru, &mut mech, &r);
             let first = k.walk_tested;
