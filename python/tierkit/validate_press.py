@@ -572,6 +572,9 @@ SIM_RECLAIM = (
     "kswapd_deactivated",
     "kswapd_gave_up",
     "kswapd_agings",
+    "kswapd_sorted",
+    "kswapd_rmap_tested",
+    "kswapd_kept_referenced",
 )
 
 
@@ -615,6 +618,14 @@ def reclaim_side_by_side(
         # and node 1's), and the bursts they come in (agings less than a second apart)
         kernel["kswapd_agings"] = float(len(agings))
         kernel["kswapd_aging_bursts"] = float(aging_bursts(agings))
+    calls = rec.get("kprobe_calls", {})
+    if calls.get("lru_gen_look_around") and "pgscan_kswapd" in kernel:
+        # every folio multi-gen eviction tests goes through folio_referenced_one to
+        # lru_gen_look_around (one call each, young or not); the isolated folios it does not
+        # test were kept because a look-around earlier in their batch found them young
+        # (PG_referenced, "folio_update_gen() tried to promote this page?")
+        kernel["rmap_tested"] = float(calls["lru_gen_look_around"])
+        kernel["kept_referenced"] = kernel["pgscan_kswapd"] - kernel["rmap_tested"]
     ctxt = rec.get("workload_ctxt_switches")
     if ctxt:
         # how often the workload's task was switched in (each marks its mm for the next walk)
@@ -722,6 +733,14 @@ def reclaim_lines(
                 else "."
             )
         )
+    if "rmap_tested" in kernel:
+        out.append(
+            f"Kernel's multi-gen eviction (lru_gen_look_around calls, kprobe): it tested "
+            f"{kernel['rmap_tested']:.0f} isolated pages and kept "
+            f"{kernel['kept_referenced']:.0f} untested because a look-around earlier in their "
+            f"batch had found them young; it moved {kernel.get('pgrefill', 0):.0f} pages a walk "
+            "or look-around had found young to their generation (pgrefill: sort_folio)."
+        )
     if traced:
         gave_up = (
             f"the last {traced['trailing_runs_reclaiming_nothing']:.0f} reclaimed nothing, so "
@@ -753,6 +772,13 @@ def reclaim_lines(
         )
         + ("; it gave the node up (max_reclaim_retries)." if sim.get("kswapd_gave_up") else ".")
     )
+    if simulated == "multi-gen" and "kswapd_rmap_tested" in sim:
+        out.append(
+            f"Simulated multi-gen eviction: it tested {sim['kswapd_rmap_tested']:.0f} isolated "
+            f"pages, kept {sim.get('kswapd_kept_referenced', 0):.0f} untested (found young by a "
+            f"look-around earlier in their batch) and sorted {sim.get('kswapd_sorted', 0):.0f} "
+            "to the generation their flags say."
+        )
     return out
 
 
