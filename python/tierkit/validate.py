@@ -90,6 +90,24 @@ def _kv(line: str) -> dict[str, str]:
     return dict(m.groups() for m in re.finditer(r"(\w+)=(\S+)", line))
 
 
+#: lru_gen_full's mm_stats (MM_LEAF_TOTAL, MM_LEAF_YOUNG, MM_NONLEAF_FOUND, MM_NONLEAF_ADDED),
+#: flagged T Y F A on the youngest generation's line
+LRU_GEN_MM_STATS = ("leaf_total", "leaf_young", "nonleaf_found", "nonleaf_added")
+
+
+def _lrugen_full_line(line: str, mm: dict[str, dict[int, list[int]]], node: dict[str, int]) -> None:
+    """One ``TKREC_LRUGEN_FULL <when> ...`` line: a ``node N`` header, or the mm_stats line
+    (four numbers suffixed T, Y, F and A), added to that node's sums for the dump."""
+    parts = line.split()
+    when, body = parts[1], parts[2:]
+    if len(body) == 2 and body[0] == "node":
+        node[when] = int(body[1])
+    elif len(body) == 4 and [b[-1] for b in body] == list("TYFA"):
+        sums = mm.setdefault(when, {}).setdefault(node.get(when, 0), [0, 0, 0, 0])
+        for i, b in enumerate(body):
+            sums[i] += int(b[:-1])
+
+
 def parse_guest_log(text: str, source: str) -> dict[str, Any]:
     """The ``TKREC_*`` lines of a guest log (``nbtrec``) as a recording (a JSON-able dict)."""
     meta: dict[str, str] = {}
@@ -107,6 +125,9 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
     kprobe_calls: dict[str, int] = {}
     kprobe_times: dict[str, list[float]] = {}
     ctxt: dict[str, float] = {}
+    # lru_gen_full's mm_stats line per dump ("start", "end") and node, summed over memcgs
+    lrugen_mm: dict[str, dict[int, list[int]]] = {}
+    lrugen_node: dict[str, int] = {}
     for n, raw in enumerate(text.splitlines(), 1):
         # the serial console can break into a line with a kernel message ("[  231.93] random:
         # crng init done"): the message is not part of the recording
@@ -151,6 +172,8 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
             elif line.startswith("TKREC_KPROBE ") and "calls=" in line:
                 fn = line.split()[1]
                 kprobe_calls[fn] = int(_kv(line)["calls"])
+            elif line.startswith("TKREC_LRUGEN_FULL "):
+                _lrugen_full_line(line, lrugen_mm, lrugen_node)
             elif line.startswith("TKREC_CTXT "):
                 # the workload's context switches (/proc/PID/status) when the sweeps stop
                 kv = _kv(line.replace(":", "="))
@@ -218,6 +241,18 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
         rec["kprobe_times"] = kprobe_times
     if ctxt:
         rec["workload_ctxt_switches"] = ctxt
+    if "start" in lrugen_mm and "end" in lrugen_mm:
+        # the aging walks' counts over the run (mm_stats, running totals), per node
+        rec["lru_gen_walks"] = {
+            str(node): dict(
+                zip(
+                    LRU_GEN_MM_STATS,
+                    (e - b for b, e in zip(lrugen_mm["start"].get(node, [0] * 4), end, strict=True)),
+                    strict=True,
+                )
+            )
+            for node, end in sorted(lrugen_mm["end"].items())
+        }
     return rec
 
 
@@ -746,6 +781,7 @@ def shipped_recordings(scenario: str) -> list[Path]:
             vp.PRESS_RECORDING_400S_6,
             vp.PRESS_RECORDING_TRACED_ZONES,
             vp.PRESS_RECORDING_TRACED_AGINGS,
+            vp.PRESS_RECORDING_TRACED_WALKS,
             vp.PRESS_RECORDING_CLASSIC_LRU,
         ]
     return [DEFAULT_RECORDING]

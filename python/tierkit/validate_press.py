@@ -76,6 +76,10 @@ PRESS_RECORDING_TRACED_ZONES = Path(__file__).parent / "data" / "kernel_nbt_pres
 #: should_skip_vma, ``TKREC_KPROBE_T``) and the workload's context switches (``TKREC_CTXT``):
 #: the multi-gen LRU's agings come in bursts (docs/validation.md, section 1f)
 PRESS_RECORDING_TRACED_AGINGS = Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_agings.json.gz"
+#: and once more with /sys/kernel/debug/lru_gen_full at the start and the end (``TKREC_LRUGEN_FULL``):
+#: its mm_stats count what the aging walks read, found young and let through the Bloom filter
+#: (docs/validation.md, section 1g)
+PRESS_RECORDING_TRACED_WALKS = Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_walks.json.gz"
 #: the same scenario with the guest kernel's multi-gen LRU switched off (tklrugen=0: the classic
 #: active/inactive lists), 100 s of sweeps, with reclaim's own counters
 PRESS_RECORDING_CLASSIC_LRU = Path(__file__).parent / "data" / "kernel_nbt_press_612_classic_lru.json"
@@ -575,6 +579,10 @@ SIM_RECLAIM = (
     "kswapd_sorted",
     "kswapd_rmap_tested",
     "kswapd_kept_referenced",
+    "kswapd_walk_leaf_total",
+    "kswapd_walk_leaf_young",
+    "kswapd_walk_nonleaf_found",
+    "kswapd_walk_nonleaf_added",
 )
 
 
@@ -626,6 +634,12 @@ def reclaim_side_by_side(
         # (PG_referenced, "folio_update_gen() tried to promote this page?")
         kernel["rmap_tested"] = float(calls["lru_gen_look_around"])
         kernel["kept_referenced"] = kernel["pgscan_kswapd"] - kernel["rmap_tested"]
+    walks = rec.get("lru_gen_walks", {}).get("0")
+    if walks:
+        # node 0's aging walks over the run (lru_gen_full's mm_stats: PTEs read and found young,
+        # page-table pages found in the Bloom filter and added to it)
+        for key, value in walks.items():
+            kernel[f"walk_{key}"] = float(value)
     ctxt = rec.get("workload_ctxt_switches")
     if ctxt:
         # how often the workload's task was switched in (each marks its mm for the next walk)
@@ -741,6 +755,13 @@ def reclaim_lines(
             f"batch had found them young; it moved {kernel.get('pgrefill', 0):.0f} pages a walk "
             "or look-around had found young to their generation (pgrefill: sort_folio)."
         )
+    if "walk_leaf_total" in kernel:
+        out.append(
+            f"Kernel's aging walks on node 0 (lru_gen_full's mm_stats over the run): they read "
+            f"{kernel['walk_leaf_total']:.0f} PTEs and found {kernel['walk_leaf_young']:.0f} "
+            f"young, entered {kernel['walk_nonleaf_found']:.0f} page tables the Bloom filter "
+            f"let through and added {kernel['walk_nonleaf_added']:.0f} to the next filter."
+        )
     if traced:
         gave_up = (
             f"the last {traced['trailing_runs_reclaiming_nothing']:.0f} reclaimed nothing, so "
@@ -777,7 +798,11 @@ def reclaim_lines(
             f"Simulated multi-gen eviction: it tested {sim['kswapd_rmap_tested']:.0f} isolated "
             f"pages, kept {sim.get('kswapd_kept_referenced', 0):.0f} untested (found young by a "
             f"look-around earlier in their batch) and sorted {sim.get('kswapd_sorted', 0):.0f} "
-            "to the generation their flags say."
+            "to the generation their flags say; its aging walks read "
+            f"{sim.get('kswapd_walk_leaf_total', 0):.0f} PTEs, found "
+            f"{sim.get('kswapd_walk_leaf_young', 0):.0f} young, entered "
+            f"{sim.get('kswapd_walk_nonleaf_found', 0):.0f} page tables and added "
+            f"{sim.get('kswapd_walk_nonleaf_added', 0):.0f} to the next filter."
         )
     return out
 

@@ -1140,6 +1140,14 @@ pub struct Kswapd {
     /// untested because a look-around before them in their batch found them young.
     pub rmap_tested: u64,
     pub kept_referenced: u64,
+    /// The aging walks' own counts, as the kernel's mm_stats keeps them (lru_gen_full's T Y F
+    /// A): leaf PTEs read (MM_LEAF_TOTAL; with `mm_tables` every PTE of a block, otherwise the
+    /// fast tier's pages) and found young, page-table pages entered (MM_NONLEAF_FOUND) and
+    /// added to the next walk's filter (MM_NONLEAF_ADDED).
+    pub walk_leaf_total: u64,
+    pub walk_leaf_young: u64,
+    pub walk_nonleaf_found: u64,
+    pub walk_nonleaf_added: u64,
     /// Look-around's neighbours of the page at hand (a buffer kept between calls), and the
     /// bit of the page eviction tests.
     near: Vec<PageId>,
@@ -1608,6 +1616,7 @@ impl Kswapd {
                 let young = self.bits.get(k).copied().unwrap_or(false);
                 if young {
                     self.walk_young += 1;
+                    self.walk_leaf_young += 1;
                     lru.update_gen(p);
                 }
                 if per_pmd > 1 {
@@ -1619,17 +1628,21 @@ impl Kswapd {
                         }
                         _ => {
                             read += self.close_block();
+                            self.walk_nonleaf_found += 1;
                             self.walk_block = Some((block, young as u64, 1, ptes));
                         }
                     }
                 }
             }
             self.walk_tested += batch.len() as u64;
+            self.walk_leaf_total += read;
             cost += read as f64 * PTE_TEST_COST;
             self.batch = batch;
         }
         if self.walk_pos >= self.walk.len() {
-            cost += self.close_block() as f64 * PTE_TEST_COST;
+            let rest = self.close_block();
+            self.walk_leaf_total += rest;
+            cost += rest as f64 * PTE_TEST_COST;
             self.walking = false;
             self.walk.clear();
             // filters[seq + 1], filled by this walk, is the next walk's; inc_max_seq
@@ -1649,6 +1662,7 @@ impl Kswapd {
         };
         let total = if self.mm_tables { ptes } else { tested };
         if young * 8 >= total {
+            self.walk_nonleaf_added += 1;
             self.filter_add(self.walk_seq + 1, block);
         }
         if self.mm_tables {
@@ -2263,6 +2277,16 @@ pub fn lru_stats(lru: &Lru, k: &Kswapd, v: &mut Vec<(String, f64)>) {
         v.push(("kswapd_sorted".into(), k.sorted as f64));
         v.push(("kswapd_rmap_tested".into(), k.rmap_tested as f64));
         v.push(("kswapd_kept_referenced".into(), k.kept_referenced as f64));
+        v.push(("kswapd_walk_leaf_total".into(), k.walk_leaf_total as f64));
+        v.push(("kswapd_walk_leaf_young".into(), k.walk_leaf_young as f64));
+        v.push((
+            "kswapd_walk_nonleaf_found".into(),
+            k.walk_nonleaf_found as f64,
+        ));
+        v.push((
+            "kswapd_walk_nonleaf_added".into(),
+            k.walk_nonleaf_added as f64,
+        ));
         if k.mm_switch_ns > 0 {
             v.push(("kswapd_mm_walked".into(), k.mm_walked as f64));
             v.push(("kswapd_mm_skipped".into(), k.mm_skipped as f64));
@@ -3216,6 +3240,19 @@ pub(crate) mod tests {
             let r = gen_reclaim(0, 1, 1 << 20);
             walk_once(&mut k, &mut lru, &mut mech, &r);
             let first = k.walk_tested;
+            // the walk's mm_stats (lru_gen_full's T Y F A): PTEs read, young, page-table
+            // pages entered and added to the next filter
+            let read = if mm_tables { 1024 } else { 576 };
+            let added = if mm_tables { 1 } else { 2 };
+            assert_eq!(
+                (
+                    k.walk_leaf_total,
+                    k.walk_leaf_young,
+                    k.walk_nonleaf_found,
+                    k.walk_nonleaf_added
+                ),
+                (read, 16 + 512, 2, added)
+            );
             walk_once(&mut k, &mut lru, &mut mech, &r);
             assert_eq!(first, 576);
             let again = k.walk_tested - first;

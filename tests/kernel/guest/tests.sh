@@ -815,7 +815,13 @@ t_nbtpress() {
   # the promotion path and kswapd judge each zone by its own watermarks
   zones start
   # the multi-gen LRU's generations (max_seq, their ages and sizes), at the start and the end
-  lrugen() { [ -r /sys/kernel/debug/lru_gen ] && sed "s/^/TKREC_LRUGEN $1 /" /sys/kernel/debug/lru_gen | head -n 200; }
+  # and lru_gen_full: with one history generation (NR_HIST_GENS 1, no CONFIG_LRU_GEN_STATS) its
+  # mm_stats line (T Y F A: leaf PTEs the aging walks read and found young, page tables they
+  # found in the Bloom filter and added to it) is a running total over every walk since boot
+  lrugen() {
+    [ -r /sys/kernel/debug/lru_gen ] && sed "s/^/TKREC_LRUGEN $1 /" /sys/kernel/debug/lru_gen | head -n 200
+    [ -r /sys/kernel/debug/lru_gen_full ] && sed "s/^/TKREC_LRUGEN_FULL $1 /" /sys/kernel/debug/lru_gen_full | head -n 400
+  }
   lrugen start
   WORKLOAD_NODE0_FREE_MIB=$fm WORKLOAD_COLD_TOUCH_PER_S=$rr /bin/workload "$rh" "$rc" 0 1 0 > /tmp/wp.out &
   W=$!
