@@ -2270,23 +2270,21 @@ pub fn lru_stats(lru: &Lru, k: &Kswapd, v: &mut Vec<(String, f64)>) {
     v.push(("kswapd_gave_up".into(), k.gave_up as f64));
     v.push(("kswapd_wakeups_ignored".into(), k.wakeups_ignored as f64));
     if lru.gens() {
-        v.push(("kswapd_agings".into(), k.agings as f64));
-        v.push(("kswapd_walk_tested".into(), k.walk_tested as f64));
-        v.push(("kswapd_walk_young".into(), k.walk_young as f64));
-        v.push(("kswapd_walk_skipped".into(), k.walk_skipped as f64));
-        v.push(("kswapd_sorted".into(), k.sorted as f64));
-        v.push(("kswapd_rmap_tested".into(), k.rmap_tested as f64));
-        v.push(("kswapd_kept_referenced".into(), k.kept_referenced as f64));
-        v.push(("kswapd_walk_leaf_total".into(), k.walk_leaf_total as f64));
-        v.push(("kswapd_walk_leaf_young".into(), k.walk_leaf_young as f64));
-        v.push((
-            "kswapd_walk_nonleaf_found".into(),
-            k.walk_nonleaf_found as f64,
-        ));
-        v.push((
-            "kswapd_walk_nonleaf_added".into(),
-            k.walk_nonleaf_added as f64,
-        ));
+        for (name, x) in [
+            ("kswapd_agings", k.agings),
+            ("kswapd_walk_tested", k.walk_tested),
+            ("kswapd_walk_young", k.walk_young),
+            ("kswapd_walk_skipped", k.walk_skipped),
+            ("kswapd_sorted", k.sorted),
+            ("kswapd_rmap_tested", k.rmap_tested),
+            ("kswapd_kept_referenced", k.kept_referenced),
+            ("kswapd_walk_leaf_total", k.walk_leaf_total),
+            ("kswapd_walk_leaf_young", k.walk_leaf_young),
+            ("kswapd_walk_nonleaf_found", k.walk_nonleaf_found),
+            ("kswapd_walk_nonleaf_added", k.walk_nonleaf_added),
+        ] {
+            v.push((name.into(), x as f64));
+        }
         if k.mm_switch_ns > 0 {
             v.push(("kswapd_mm_walked".into(), k.mm_walked as f64));
             v.push(("kswapd_mm_skipped".into(), k.mm_skipped as f64));
