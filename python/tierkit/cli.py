@@ -679,7 +679,8 @@ def build_parser() -> Parser:
         "--all-recordings",
         action="store_true",
         help="compare every recording of the scenario that ships with tierkit (press: the 100 s"
-        " default, four 400 s boots and the classic-LRU one), as repeated --recording do",
+        " default, six 400 s boots, three more traced 100 s boots (node 0's zones, the agings and"
+        " walks timed, lru_gen_full) and the classic-LRU one), as repeated --recording do",
     )
     val.add_argument(
         "--record",
