@@ -698,7 +698,8 @@ impl Lru {
             return false;
         }
         let (ti, max) = (t as usize, self.max_seq[t as usize]);
-        let g = (max % MAX_NR_GENS) as usize;
+        // a page not flagged sits on its generation's list, so one already in the youngest
+        // generation, by flags or by list, is left as it is
         if self.seq_of(p) == Some(max) {
             return false;
         }
@@ -706,9 +707,7 @@ impl Lru {
         let Some(l) = self.lists.list_of(p) else {
             return false;
         };
-        if l == gen_list(t, max) {
-            return false;
-        }
+        let g = (max % MAX_NR_GENS) as usize;
         let i = p.0 as usize;
         self.flags[i] |= F_LAZY;
         self.dest[i] = g as u8;
@@ -733,18 +732,23 @@ impl Lru {
         self.dest[i] = NO_TIER;
     }
 
+    /// The list of the generation a page's flags give it, if they give it one younger than
+    /// the list it sits on (F_LAZY).
+    fn flagged_list(&self, p: PageId) -> Option<usize> {
+        let t = self.tier(p)?;
+        self.flag(p, F_LAZY)
+            .then(|| gen_list(t, self.dest[p.0 as usize] as u64))
+    }
+
     /// sort_folio's "promoted" case: a page met on the oldest list whose flags say a younger
     /// generation moves to the young end of that generation's list. Returns whether it moved.
     fn sort_page(&mut self, p: PageId) -> bool {
-        if !self.flag(p, F_LAZY) {
+        let Some(l) = self.flagged_list(p) else {
             return false;
-        }
-        let Some(t) = self.tier(p) else { return false };
-        let g = self.dest[p.0 as usize] as u64;
+        };
         self.settle_flag(p);
         self.lists.remove(p);
-        self.lists
-            .push_back(t as usize * LISTS_PER_TIER + g as usize, p);
+        self.lists.push_back(l, p);
         true
     }
 
@@ -870,11 +874,10 @@ impl Lru {
             // (folio_inc_gen returns the generation folio_update_gen gave it)
             let mut moved = Vec::new();
             while let Some(p) = self.lists.front(from) {
-                if self.flag(p, F_LAZY) {
-                    let g = self.dest[p.0 as usize] as usize;
+                if let Some(l) = self.flagged_list(p) {
                     self.settle_flag(p);
                     self.lists.remove(p);
-                    self.lists.push_front(t as usize * LISTS_PER_TIER + g, p);
+                    self.lists.push_front(l, p);
                 } else {
                     self.lists.remove(p);
                     moved.push(p);
@@ -1042,6 +1045,12 @@ pub struct Reclaim {
 }
 
 impl Reclaim {
+    /// When kswapd tests the page it meets after `cost` examinations of this pass: halfway
+    /// through the next one.
+    fn test_at(&self, cost: f64) -> u64 {
+        self.start_ns + ((cost + 0.5) * self.ns_per_page) as u64
+    }
+
     /// Base pages per page (the kernel counts its batches in base pages).
     fn per_page(&self) -> u64 {
         (self.page_bytes / DEFAULT_PAGE_BYTES).max(1)
@@ -1242,10 +1251,11 @@ impl Kswapd {
         (i > 0 && p < self.mms[i - 1].end).then(|| i - 1)
     }
 
-    /// The page-table block of page `p`: its key and the PTEs it holds (its total). With
-    /// `mm_tables`, the block of the process's own address space, cut at its end; otherwise
+    /// The page-table block of page `p`: its key and its pages [first, end) (their number is
+    /// the total suitable_to_scan reads). With `mm_tables`, the block of the process's own
+    /// address space, cut at its end (look-around's min(addr | ~PMD_MASK, vm_end)); otherwise
     /// the block of global page ids.
-    fn block_of(&self, p: PageId, per_pmd: u64) -> (u64, u64) {
+    fn block_of(&self, p: PageId, per_pmd: u64) -> (u64, u64, u64) {
         if self.mm_tables {
             if let Some(i) = self.mm_of(p.0) {
                 let m = &self.mms[i];
@@ -1253,11 +1263,13 @@ impl Kswapd {
                 let first = m.start + b * per_pmd;
                 return (
                     ((i as u64 + 1) << 40) | b,
-                    (first + per_pmd).min(m.end) - first,
+                    first,
+                    (first + per_pmd).min(m.end),
                 );
             }
         }
-        (p.0 / per_pmd, per_pmd)
+        let first = p.0 / per_pmd * per_pmd;
+        (p.0 / per_pmd, first, first + per_pmd)
     }
 
     /// test_bloom_filter: whether the walk of `seq` visits `block` (always, before a reset).
@@ -1355,7 +1367,6 @@ impl Kswapd {
             return self.run_gens(lru, mech, out, r);
         }
         let (mut scanned, mut demoted) = (0u64, 0u64);
-        let at = |scanned: u64| r.start_ns + ((scanned as f64 + 0.5) * r.ns_per_page) as u64;
         loop {
             if self.pass_left == 0 {
                 // balance_pgdat: balanced, sleep (the run ends without counting); otherwise
@@ -1378,9 +1389,16 @@ impl Kswapd {
             }
             let mut n = 0;
             if self.inactive_low(lru, r.tier, r.page_bytes) {
-                n += self.shrink_active(lru, mech, r.tier, at(scanned));
+                n += self.shrink_active(lru, mech, r.tier, r.test_at(scanned as f64));
             }
-            let (ni, d) = self.shrink_inactive(lru, mech, out, r.tier, r.target, at(scanned + n));
+            let (ni, d) = self.shrink_inactive(
+                lru,
+                mech,
+                out,
+                r.tier,
+                r.target,
+                r.test_at((scanned + n) as f64),
+            );
             n += ni;
             scanned += n;
             demoted += d;
@@ -1575,7 +1593,7 @@ impl Kswapd {
         let skip_mms = self.mm_switch_ns > 0 && !self.mms.is_empty();
         let mut cost = 0.0;
         while self.walk_pos < self.walk.len() && cost < budget {
-            let at = r.start_ns + ((base + cost + 0.5) * r.ns_per_page) as u64;
+            let at = r.test_at(base + cost);
             self.batch.clear();
             while self.batch.len() < MIN_LRU_BATCH as usize && self.walk_pos < self.walk.len() {
                 let p = self.walk[self.walk_pos];
@@ -1620,7 +1638,8 @@ impl Kswapd {
                     lru.update_gen(p);
                 }
                 if per_pmd > 1 {
-                    let (block, ptes) = self.block_of(p, per_pmd);
+                    let (block, first, end) = self.block_of(p, per_pmd);
+                    let ptes = end - first;
                     match &mut self.walk_block {
                         Some((b, y, n, _)) if *b == block => {
                             *y += young as u64;
@@ -1728,7 +1747,7 @@ impl Kswapd {
             }
             self.rmap_tested += 1;
             // the others are tested by folio_referenced, after the look-arounds before them
-            let at = r.start_ns + ((base + cost + 0.5) * r.ns_per_page) as u64;
+            let at = r.test_at(base + cost);
             mech.test_and_clear_accessed_at(std::slice::from_ref(&p), at, &mut young);
             cost += 1.0;
             if young.first().copied().unwrap_or(false) {
@@ -1736,7 +1755,7 @@ impl Kswapd {
                 // evict_folios puts a rejected mapped folio back in the youngest generation
                 lru.move_to_youngest(p);
                 self.kept += 1;
-                let at = r.start_ns + ((base + cost + 0.5) * r.ns_per_page) as u64;
+                let at = r.test_at(base + cost);
                 cost += self.look_around(lru, mech, t, p, r.page_bytes, at);
             } else if lru.isolate_as(p, r.target, true) {
                 out.push(Action::Migrate {
@@ -1787,14 +1806,7 @@ impl Kswapd {
         }
         // the page-table page's range, within the process's address space with mm_tables
         // (start = max(addr & PMD_MASK, vm_start), end = min(addr | ~PMD_MASK, vm_end))
-        let (block, end_block) = match self.mm_of(p.0).filter(|_| self.mm_tables) {
-            Some(i) => {
-                let m = &self.mms[i];
-                let first = m.start + (p.0 - m.start) / per_pmd * per_pmd;
-                (first, (first + per_pmd).min(m.end))
-            }
-            None => (p.0 / per_pmd * per_pmd, p.0 / per_pmd * per_pmd + per_pmd),
-        };
+        let (key, block, end_block) = self.block_of(p, per_pmd);
         if self.mm_tables && end_block - block <= 1 {
             return 0.0;
         }
@@ -1836,7 +1848,6 @@ impl Kswapd {
             young * 8 > near.len() as u64
         };
         if suitable {
-            let key = self.block_of(p, per_pmd).0;
             let (_, max_seq) = lru.seqs(t);
             self.filter_add(max_seq, key);
         }
@@ -3276,9 +3287,10 @@ pub(crate) mod tests {
             ..Kswapd::default()
         };
         k.set_address_spaces(&objects(&[(0, 0, 300), (1, 300, 724)]));
-        assert_eq!(k.block_of(PageId(299), 512), (1 << 40, 300));
-        assert_eq!(k.block_of(PageId(300), 512), (2 << 40, 512));
-        assert_eq!(k.block_of(PageId(812), 512), ((2 << 40) | 1, 212));
+        // (key, first page, end): 300, 512 and 212 PTEs
+        assert_eq!(k.block_of(PageId(299), 512), (1 << 40, 0, 300));
+        assert_eq!(k.block_of(PageId(300), 512), (2 << 40, 300, 812));
+        assert_eq!(k.block_of(PageId(812), 512), ((2 << 40) | 1, 812, 1024));
         let mut mech = HotWhere(|p| p >= 300);
         let r = gen_reclaim(0, 1, 1 << 20);
         k.begin_walk(&lru, FAST);
