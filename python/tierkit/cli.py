@@ -679,8 +679,9 @@ def build_parser() -> Parser:
         "--all-recordings",
         action="store_true",
         help="compare every recording of the scenario that ships with tierkit (press: the 100 s"
-        " default, six 400 s boots, three more traced 100 s boots (node 0's zones, the agings and"
-        " walks timed, lru_gen_full) and the classic-LRU one), as repeated --recording do",
+        " default, six 400 s boots, four more traced 100 s boots (node 0's zones, the agings and"
+        " walks timed, lru_gen_full, and one with the workload's TLB ticker) and the classic-LRU"
+        " one), as repeated --recording do",
     )
     val.add_argument(
         "--record",
@@ -732,6 +733,20 @@ def build_parser() -> Parser:
         " --nbt-param max_reclaim_retries=16 --nbt-param lru_stats_flush_ms=2000: Linux's kswapd"
         " give-up with its 2 s statistics, which reproduces the traced classic-LRU recording"
         " (docs/validation.md, section 1d); `tierkit describe nbt` lists the parameters",
+    )
+    val.add_argument(
+        "--sweep-in-order",
+        action="store_true",
+        help="--scenario press: the simulated hot region is swept in address order (in_order), so"
+        " a marked page faults when the sweep reaches it and promotions come in address order, as"
+        " the guest's do (docs/validation.md, section 1g); default: Poisson touches at the same rate",
+    )
+    val.add_argument(
+        "--kswapd-shares-cpu",
+        action="store_true",
+        help="--scenario press: kswapd's work stops the simulated workload, as on the guest's one"
+        " vCPU (kswapd_shares_cpu: back-to-back aging walks see no access between them); default:"
+        " kswapd has a CPU of its own",
     )
     val.add_argument("--seed", type=int, default=1, help="the simulation's seed (default 1)")
     val.add_argument("--json", action="store_true", help="print the comparison as one JSON object on stdout")
@@ -1351,6 +1366,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         with_params("nbt", args.nbt_param, {p["name"] for p in tierkit.describe_policy("nbt")})
     except ValidationError as err:
         raise CliError(str(err)) from None
+    if (args.sweep_in_order or args.kswapd_shares_cpu) and args.scenario != "press":
+        raise CliError(
+            "--sweep-in-order and --kswapd-shares-cpu model the press scenario's guest (--scenario press)"
+        )
     recordings: list[Path] = list(args.recording or [])
     if args.all_recordings:
         if recordings or args.record:
@@ -1424,6 +1443,8 @@ def _validation_options(args: argparse.Namespace) -> dict[str, Any]:
         "progress": stderr_is_terminal(),
         "scenario": args.scenario,
         "nbt_params": args.nbt_param,
+        "sweep_in_order": args.sweep_in_order,
+        "kswapd_shares_cpu": args.kswapd_shares_cpu,
     }
 
 

@@ -121,6 +121,7 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
     start_ticks = None
     runs: list[list[float]] = []
     trace: dict[str, int] = {}
+    batches: list[list[float]] = []
     zones: dict[str, dict[str, dict[str, Any]]] = {}
     kprobe_calls: dict[str, int] = {}
     kprobe_times: dict[str, list[float]] = {}
@@ -162,7 +163,7 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
             elif line.startswith("TKREC_W WORKLOAD_RESULT"):
                 result = _kv(line)
             elif line.startswith("TKREC_VMSCAN "):
-                _vmscan_event(line, runs, trace)
+                _vmscan_event(line, runs, trace, batches)
             elif line.startswith("TKREC_ZONE "):
                 _zone_line(line, zones)
             elif line.startswith("TKREC_KPROBE_T "):
@@ -230,6 +231,10 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
     if trace:
         # tkvmscan=1: every kswapd run (balance_pgdat) with what its shrinks did
         rec["kswapd_trace"] = {"events": trace, "columns": list(KSWAPD_RUN_COLUMNS), "runs": runs}
+        if batches:
+            # every inactive-list shrink (evict_folios batch), KSWAPD_BATCH_COLUMNS
+            rec["kswapd_trace"]["batch_columns"] = list(KSWAPD_BATCH_COLUMNS)
+            rec["kswapd_trace"]["batches"] = batches
     if zones:
         rec["node0_zones"] = zones
     if kprobe_calls:
@@ -271,10 +276,17 @@ KSWAPD_RUN_COLUMNS = (
     "min_priority",
 )
 
+#: One traced inactive-list shrink (mm_vmscan_lru_shrink_inactive; with the multi-gen LRU one
+#: evict_folios batch): the trace clock (s), the pages its scan met (nr_scanned: isolated and
+#: sorted), reclaimed, and kept because folio_referenced found them young (nr_ref_keep).
+KSWAPD_BATCH_COLUMNS = ("t", "scanned", "reclaimed", "ref_keep")
+
 _TRACE = re.compile(r"(\d+\.\d+): (mm_vmscan_\w+): (.*)")
 
 
-def _vmscan_event(line: str, runs: list[list[float]], trace: dict[str, int]) -> None:
+def _vmscan_event(
+    line: str, runs: list[list[float]], trace: dict[str, int], batches: list[list[float]]
+) -> None:
     """Fold one traced reclaim event (``TKREC_VMSCAN``, a line of the trace buffer) into the runs."""
     m = _TRACE.search(line)
     if m is None:
@@ -285,6 +297,11 @@ def _vmscan_event(line: str, runs: list[list[float]], trace: dict[str, int]) -> 
     if name == "kswapd_wake":
         runs.append([float(m.group(1)), 0, 0, 0, 0, 0, 0, 12])
     elif runs and name == "lru_shrink_inactive":
+        # with the multi-gen LRU one event per evict_folios batch: its time (trace clock, s),
+        # the pages its scan met (isolated and sorted), reclaimed and kept as tested young
+        batches.append(
+            [float(m.group(1)), int(kv["nr_scanned"]), int(kv["nr_reclaimed"]), int(kv["nr_ref_keep"])]
+        )
         r = runs[-1]
         r[1] += int(kv["nr_scanned"])
         r[2] += int(kv["nr_reclaimed"])
@@ -684,13 +701,17 @@ def validate_kernel(
     scenario: str = "empty",
     nbt_params: Sequence[str] = (),
     rec: dict[str, Any] | None = None,
+    sweep_in_order: bool = False,
+    kswapd_shares_cpu: bool = False,
 ) -> dict[str, Any]:
     """Compare the recording with the simulator's ``nbt``; write report.md, timeline.png,
     kernel.csv, sim.csv, experiment.toml and comparison.json into ``out``; return the comparison.
     ``scenario="press"`` compares an ``nbtpress`` recording (the fast node nearly full) instead:
     :mod:`tierkit.validate_press`. ``nbt_params`` (``KEY=VALUE``) are set on the simulated ``nbt``
     after the recording's knobs. ``rec``: the recording as :func:`load_recording` already read it
-    from ``recording`` (read here when not given)."""
+    from ``recording`` (read here when not given). ``sweep_in_order`` and ``kswapd_shares_cpu``
+    (press only) model the guest's sweeps in address order and its one vCPU
+    (:func:`tierkit.validate_press.sim_experiment`)."""
     import tierkit
     from tierkit.output import new_axes, save_figure
 
@@ -699,7 +720,18 @@ def validate_kernel(
 
         path = recording or PRESS_RECORDING
         return validate_press(
-            out, rec or load_recording(path), path, seed=seed, progress=progress, nbt_params=nbt_params
+            out,
+            rec or load_recording(path),
+            path,
+            seed=seed,
+            progress=progress,
+            nbt_params=nbt_params,
+            sweep_in_order=sweep_in_order,
+            kswapd_shares_cpu=kswapd_shares_cpu,
+        )
+    if sweep_in_order or kswapd_shares_cpu:
+        raise ValidationError(
+            "--sweep-in-order and --kswapd-shares-cpu model the press scenario's guest (--scenario press)"
         )
     path = recording or DEFAULT_RECORDING
     rec = rec or load_recording(path)
@@ -782,6 +814,7 @@ def shipped_recordings(scenario: str) -> list[Path]:
             vp.PRESS_RECORDING_TRACED_ZONES,
             vp.PRESS_RECORDING_TRACED_AGINGS,
             vp.PRESS_RECORDING_TRACED_WALKS,
+            vp.PRESS_RECORDING_TRACED_TLBTICK,
             vp.PRESS_RECORDING_CLASSIC_LRU,
         ]
     return [DEFAULT_RECORDING]
@@ -802,6 +835,8 @@ def validate_many(
     scenario: str = "empty",
     nbt_params: Sequence[str] = (),
     records: Sequence[dict[str, Any]] | None = None,
+    sweep_in_order: bool = False,
+    kswapd_shares_cpu: bool = False,
 ) -> dict[str, Any]:
     """:func:`validate_kernel` for each recording, each into its own subdirectory of ``out`` (named
     after the recording), then ``summary.md`` and ``summary.json``: per recording the kernel, the
@@ -828,6 +863,8 @@ def validate_many(
             scenario=scenario,
             nbt_params=nbt_params,
             rec=rec,
+            sweep_in_order=sweep_in_order,
+            kswapd_shares_cpu=kswapd_shares_cpu,
         )
         for r in c["rows"]:
             if r["metric"] not in metrics:

@@ -21,6 +21,13 @@ pub trait Mechanism {
         let _ = at_ns;
         self.test_and_clear_accessed(pages, out)
     }
+    /// kswapd worked on the CPU from `from_ns` to `to_ns` (simulated time). A backend whose
+    /// processes share that one CPU with it (the QEMU guest's one vCPU) makes no access in the
+    /// span, so an accessed bit kswapd cleared in it reads clear at its next test in it. The
+    /// default ignores it (kswapd has a CPU of its own, or the backend is a real kernel).
+    fn kernel_ran(&mut self, from_ns: u64, to_ns: u64) {
+        let _ = (from_ns, to_ns);
+    }
     /// The pages an access-bit scan of process `pid` with a `stride_bytes` stride reads: one
     /// page per stride-aligned stretch of its virtual address space that holds a present page,
     /// in address order (the toggling paper's restart scan walks PTEs at a 2 MiB stride). Fills

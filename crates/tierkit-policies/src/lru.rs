@@ -1149,6 +1149,14 @@ pub struct Kswapd {
     /// untested because a look-around before them in their batch found them young.
     pub rmap_tested: u64,
     pub kept_referenced: u64,
+    /// Multi-gen eviction's batches (evict_folios calls that isolated pages, one
+    /// mm_vmscan_lru_shrink_inactive event each in the kernel), those that reclaimed fewer than
+    /// 8 of their pages and those that reclaimed at least 56: the kernel's are bimodal, runs of
+    /// neighbouring young pages kept whole beside cold runs reclaimed whole (docs/validation.md,
+    /// section 1g).
+    pub evict_batches: u64,
+    pub evict_batches_few: u64,
+    pub evict_batches_most: u64,
     /// The aging walks' own counts, as the kernel's mm_stats keeps them (lru_gen_full's T Y F
     /// A): leaf PTEs read (MM_LEAF_TOTAL; with `mm_tables` every PTE of a block, otherwise the
     /// fast tier's pages) and found young, page-table pages entered (MM_NONLEAF_FOUND) and
@@ -1426,6 +1434,9 @@ impl Kswapd {
         }
         self.scanned += scanned;
         self.demotions += demoted;
+        if scanned > 0 {
+            mech.kernel_ran(r.start_ns, r.test_at(scanned as f64));
+        }
         demoted
     }
 
@@ -1518,9 +1529,15 @@ impl Kswapd {
             }
         }
         self.demotions += demoted;
+        let from = self.gen_clock_ns.max(r.start_ns);
         self.gen_clock_ns = self
             .gen_clock_ns
             .max(r.start_ns + (cost * r.ns_per_page) as u64);
+        // kswapd had the CPU for this step's work (a backend whose processes share it with
+        // kswapd makes no access then)
+        if self.gen_clock_ns > from {
+            mech.kernel_ran(from, self.gen_clock_ns);
+        }
         demoted
     }
 
@@ -1768,6 +1785,12 @@ impl Kswapd {
             }
         }
         let isolated = batch.len() as u64;
+        if isolated > 0 {
+            self.evict_batches += 1;
+            let reclaimed = demoted * r.per_page();
+            self.evict_batches_few += u64::from(reclaimed < EVICT_BATCH_FEW);
+            self.evict_batches_most += u64::from(reclaimed >= EVICT_BATCH_MOST);
+        }
         self.batch = batch;
         self.near_bits = young;
         self.sorted += sorted;
@@ -1938,6 +1961,11 @@ impl Kswapd {
         (self.batch.len() as u64, demoted)
     }
 }
+
+/// Eviction batches that reclaimed fewer than this many base pages (kept nearly whole), and at
+/// least this many (reclaimed nearly whole) of MIN_LRU_BATCH: the two modes of the kernel's.
+const EVICT_BATCH_FEW: u64 = 8;
+const EVICT_BATCH_MOST: u64 = 56;
 
 /// Pages one page-table page maps (2 MiB of address space; 1 with 2 MiB pages, whose PMD entries
 /// the walk reads directly).
@@ -2289,6 +2317,9 @@ pub fn lru_stats(lru: &Lru, k: &Kswapd, v: &mut Vec<(String, f64)>) {
             ("kswapd_sorted", k.sorted),
             ("kswapd_rmap_tested", k.rmap_tested),
             ("kswapd_kept_referenced", k.kept_referenced),
+            ("kswapd_evict_batches", k.evict_batches),
+            ("kswapd_evict_batches_few", k.evict_batches_few),
+            ("kswapd_evict_batches_most", k.evict_batches_most),
             ("kswapd_walk_leaf_total", k.walk_leaf_total),
             ("kswapd_walk_leaf_young", k.walk_leaf_young),
             ("kswapd_walk_nonleaf_found", k.walk_nonleaf_found),
@@ -3078,6 +3109,11 @@ pub(crate) mod tests {
         assert_eq!(lru.seq_of(PageId(1)), Some(3));
         // two rmap examinations, one look-around over 63 neighbours, one page kept untested
         assert!((cost - (2.0 + 64.0 * PTE_TEST_COST)).abs() < 1e-9, "{cost}");
+        // one batch, which reclaimed 1 of its 3 pages: kept nearly whole
+        assert_eq!(
+            (k.evict_batches, k.evict_batches_few, k.evict_batches_most),
+            (1, 1, 0)
+        );
         lru.check().unwrap();
     }
 

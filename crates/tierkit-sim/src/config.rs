@@ -52,6 +52,10 @@ pub const COMMON_KEYS: &[(&str, &str)] = &[
         "report_interval_ms",
         "time-series resolution in ms (default 100)",
     ),
+    (
+        "kswapd_shares_cpu",
+        "true: kswapd runs on the processes' one CPU, which makes no access while it works (default false)",
+    ),
     ("page_size", "\"4KiB\" or \"2MiB\""),
     (
         "tier",
@@ -494,6 +498,7 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
         r.f64_or("report_interval_ms", epoch_ms, 1e6, 100.0_f64.max(epoch_ms))?;
     let seed = r.u64_opt("seed", 0, i64::MAX as u64)?.unwrap_or(1);
     let counter_noise = r.f64_or("counter_noise", 0.0, 1.0, 0.0)?;
+    let kswapd_shares_cpu = r.bool_or("kswapd_shares_cpu", false)?;
     let pname = r.str_opt("platform")?.unwrap_or(defaults.platform);
     let mut plat = platform::preset(pname).ok_or_else(|| {
         let names: Vec<&str> = platform::PRESETS.iter().map(|p| p.0).collect();
@@ -567,6 +572,7 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
         report_interval_ms,
         seed,
         counter_noise,
+        kswapd_shares_cpu,
         page_bytes: page,
         fast,
         slow_tier_gb,
@@ -1011,6 +1017,13 @@ fn read_access(ctx: &Ctx, path: &str, t: &Table, objects: &[ObjectSpec]) -> Resu
     }
     let scatter_seed = r.u64_opt("scatter_seed", 0, i64::MAX as u64)?;
     let zipf_seed = r.u64_opt("zipf_seed", 0, i64::MAX as u64)?;
+    let in_order = r.bool_or("in_order", false)?;
+    if in_order && (scatter_seed.is_some() || matches!(pattern, Pattern::Zipf { .. })) {
+        return Err(ctx.err(
+            &join(path, "in_order"),
+            "a swept region is a range of pages: not with scatter_seed or pattern = \"zipf\"",
+        ));
+    }
     r.finish(&[])?;
     Ok(AccessSpec {
         object,
@@ -1020,6 +1033,7 @@ fn read_access(ctx: &Ctx, path: &str, t: &Table, objects: &[ObjectSpec]) -> Resu
         len_frac,
         scatter_seed,
         zipf_seed,
+        in_order,
     })
 }
 
@@ -1536,6 +1550,25 @@ mod tests {
             &["process.3.name=x"],
         );
         assert!(m.contains("out of range"), "{m}");
+    }
+
+    #[test]
+    fn in_order_and_kswapd_shares_cpu_are_read_and_checked() {
+        let base = "workload = \"custom\"\n[[process]]\nname = \"a\"\n[[process.object]]\nname = \"buf\"\nsize_mb = 4\n[[process.thread]]\n[[process.thread.phase]]\nmlp = 2\n[[process.thread.phase.access]]\nobject = \"buf\"\n";
+        let exp = load_str("exp.toml", base, &[], None).unwrap();
+        assert!(!exp.kswapd_shares_cpu);
+        assert!(!exp.processes[0].threads[0].phases[0].access[0].in_order);
+        let on = format!("kswapd_shares_cpu = true\n{base}in_order = true\n");
+        let exp = load_str("exp.toml", &on, &[], None).unwrap();
+        assert!(exp.kswapd_shares_cpu);
+        assert!(exp.processes[0].threads[0].phases[0].access[0].in_order);
+        let m = err_of(&format!("{base}in_order = true\npattern = \"zipf\"\n"), &[]);
+        assert!(
+            m.contains("process.0.thread.0.phase.0.access.0.in_order") && m.contains("zipf"),
+            "{m}"
+        );
+        let m = err_of(&format!("{base}in_order = 1\n"), &[]);
+        assert!(m.contains("in_order"), "{m}");
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub struct Region {
     /// per sweep. What a page's accessed bit and a pending hint fault see are touches: a stream
     /// sets a page's accessed bit once per sweep, however many of its lines it reads.
     pub burst: f64,
+    /// Swept in address order, a pass at a time (`in_order`): a marked page faults when the
+    /// pass next reaches it ([`Dist::sweep_need`]).
+    pub ordered: bool,
 }
 
 impl Region {
@@ -57,6 +60,7 @@ impl Region {
             kind: RegionKind::Range,
             prefetched: 0.0,
             burst: 1.0,
+            ordered: false,
         }
     }
 
@@ -91,6 +95,7 @@ impl Region {
             kind: RegionKind::Subset { pages: all, member },
             prefetched: 0.0,
             burst: 1.0,
+            ordered: false,
         })
     }
 
@@ -120,6 +125,7 @@ impl Region {
             },
             prefetched: 0.0,
             burst: 1.0,
+            ordered: false,
         })
     }
 
@@ -183,6 +189,7 @@ impl Region {
             },
             prefetched: 0.0,
             burst: 1.0,
+            ordered: false,
         }
     }
 
@@ -442,6 +449,22 @@ impl Dist {
             return 0.0;
         }
         self.regions.iter().map(|r| r.w * r.touch_pmf(page)).sum()
+    }
+
+    /// For a page of a swept region (`ordered`), the touches it has to see after time `at`
+    /// before the pass reaches it: the share of a pass from the pass's position at `at` (each
+    /// page of the region is touched once a pass, so its touches so far, cum x touch_pmf, count
+    /// passes) forward to the page, in (0, 1]. None for a page of no swept region.
+    pub fn sweep_need(&self, page: u32, at: f64) -> Option<f64> {
+        let r = self
+            .regions
+            .iter()
+            .find(|r| r.ordered && page >= r.first && page - r.first < r.len)?;
+        let passes = self.cum_at(at) * self.touch_pmf(page);
+        let pos = passes - passes.floor();
+        let k = f64::from(page - r.first) / f64::from(r.len);
+        let need = k - pos;
+        Some(if need <= 0.0 { need + 1.0 } else { need })
     }
 
     #[inline]

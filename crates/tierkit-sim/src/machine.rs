@@ -217,6 +217,76 @@ pub struct AccessTests {
     pub at_dt0: u64,
 }
 
+/// The spans in which kswapd had the processes' one CPU (`kswapd_shares_cpu`): sorted,
+/// disjoint, and per access distribution the misses its phase would have made in them, summed
+/// over the spans before (a prefix sum, so the misses in any interval take two binary searches).
+#[derive(Clone, Debug, Default)]
+struct BusySpans {
+    spans: Vec<(f64, f64)>,
+    /// Per distribution: the misses in spans[..k] at k (length spans.len() + 1 once the
+    /// distribution has been seen; a distribution made later has none before it ran).
+    removed: Vec<Vec<f64>>,
+}
+
+impl BusySpans {
+    /// Record that kswapd ran in [a, b], merged with the last span when they touch.
+    fn add(&mut self, a: f64, b: f64, dists: &[Dist]) {
+        if b <= a {
+            return;
+        }
+        let n = self.spans.len();
+        match self.spans.last_mut() {
+            Some(last) if a <= last.1 => {
+                if b <= last.1 {
+                    return;
+                }
+                // the last span grows: its misses by those in (its old end, b]
+                let from = last.1;
+                last.1 = b;
+                for (d, dd) in dists.iter().enumerate() {
+                    let r = self.prefix(d, n + 1);
+                    r[n] += dd.cum_at(b) - dd.cum_at(from);
+                }
+            }
+            last => {
+                let a = last.map_or(a, |l| a.max(l.1));
+                self.spans.push((a, b));
+                for (d, dd) in dists.iter().enumerate() {
+                    let r = self.prefix(d, n + 1);
+                    let before = r[n];
+                    r.push(before + dd.cum_at(b) - dd.cum_at(a));
+                }
+            }
+        }
+    }
+
+    /// Distribution `d`'s prefix sums, at least `len` long (a distribution first seen now made
+    /// no misses in the spans before: its cumulative misses are 0 until it first ran).
+    fn prefix(&mut self, d: usize, len: usize) -> &mut Vec<f64> {
+        if self.removed.len() <= d {
+            self.removed.resize_with(d + 1, Vec::new);
+        }
+        let r = &mut self.removed[d];
+        let last = r.last().copied().unwrap_or(0.0);
+        r.resize(r.len().max(len), last);
+        r
+    }
+
+    /// Misses distribution `d` would have made in the spans before time `t`.
+    fn removed_at(&self, d: usize, dd: &Dist, t: f64) -> f64 {
+        // spans that ended by t count whole, one running at t up to t
+        let k = self.spans.partition_point(|s| s.1 <= t);
+        let r = self.removed.get(d).map_or(&[][..], Vec::as_slice);
+        let mut m = r.get(k).or(r.last()).copied().unwrap_or(0.0);
+        if let Some(&(a, _)) = self.spans.get(k) {
+            if a < t {
+                m += dd.cum_at(t) - dd.cum_at(a);
+            }
+        }
+        m
+    }
+}
+
 pub struct Machine {
     pub exp: Experiment,
     pub ntiers: usize,
@@ -234,6 +304,11 @@ pub struct Machine {
     modes: TestModes,
     /// A policy tested accessed bits without declaring `TelemetryNeeds::accessed_bits`.
     undeclared_accessed_bits: bool,
+    /// With `kswapd_shares_cpu`: the spans kswapd worked in, when no thread ran.
+    busy: BusySpans,
+    /// Whether some access region is swept in order (`in_order`): only then does a marked page
+    /// look for the pass that reaches it.
+    swept: bool,
     /// The thread that last hint-faulted on each page (tid + 1; 0: none), for the private /
     /// shared split of task_numa_fault (last_cpupid).
     last_fault_tid: Vec<u32>,
@@ -697,6 +772,8 @@ impl Machine {
             #[cfg(test)]
             modes: TestModes::default(),
             undeclared_accessed_bits: false,
+            busy: BusySpans::default(),
+            swept: false,
             procs,
             threads,
             dists: Vec::new(),
@@ -836,6 +913,31 @@ impl Machine {
                 continue;
             }
             let dc = dd.cum_at(t1) - dd.cum_at(t0);
+            if dc > 0.0 {
+                n += dc * dd.touch_pmf(page);
+            }
+        }
+        n
+    }
+
+    /// The touches a page had in (t0, t1] while its threads ran: without kswapd's spans
+    /// (`kswapd_shares_cpu`), in which no thread ran.
+    fn page_accesses_running(&self, page: u32, t0: f64, t1: f64) -> f64 {
+        if self.busy.spans.is_empty() {
+            return self.page_accesses_between(page, t0, t1);
+        }
+        if t1 <= t0 {
+            return 0.0;
+        }
+        let pi = self.proc_of(page);
+        let mut n = 0.0;
+        for &d in self.procs[pi].dist_of.values() {
+            let dd = &self.dists[d];
+            if page < dd.lo || page >= dd.hi {
+                continue;
+            }
+            let dc = (dd.cum_at(t1) - self.busy.removed_at(d, dd, t1))
+                - (dd.cum_at(t0) - self.busy.removed_at(d, dd, t0));
             if dc > 0.0 {
                 n += dc * dd.touch_pmf(page);
             }
@@ -1322,6 +1424,8 @@ impl Machine {
                 (None, Pattern::Zipf { s }) => Region::zipf(start, len, s, a.weight, seed)?,
                 (None, _) => Region::range(start, len, a.weight),
             };
+            r.ordered = a.in_order;
+            self.swept |= a.in_order;
             if a.pattern == Pattern::Sequential {
                 r.prefetched = 1.0;
                 // a sweep reads a page's lines one after the other: one touch per page
@@ -2134,9 +2238,28 @@ impl Machine {
             return false;
         }
         *f |= F_MARKED;
-        let need = self.rng_fault.exp(1.0) as f32;
+        // a swept page faults when the pass next reaches it; any other at a Poisson arrival
+        let need = match self.sweep_need(page, at) {
+            Some(n) => n as f32,
+            None => self.rng_fault.exp(1.0) as f32,
+        };
         self.place_marked(page, at as u64, 0.0, at, need);
         true
+    }
+
+    /// The touches a page of a swept region (`in_order`) has to see after `at` before the pass
+    /// of the one running phase that sweeps it reaches it (None: no such phase).
+    fn sweep_need(&self, page: u32, at: f64) -> Option<f64> {
+        if !self.swept {
+            return None;
+        }
+        let pi = self.proc_of(page);
+        self.procs[pi]
+            .dist_of
+            .values()
+            .map(|&d| &self.dists[d])
+            .filter(|dd| dd.users > 0)
+            .find_map(|dd| dd.sweep_need(page, at))
     }
 
     /// Schedule the fault of a marked page (marked at `mark`) that has seen `seen` of the `need`
@@ -2954,6 +3077,12 @@ impl Mechanism for Machine {
     fn test_and_clear_accessed_at(&mut self, pages: &[PageId], at_ns: u64, out: &mut Vec<bool>) {
         self.test_accessed(pages, at_ns as f64, out);
     }
+
+    fn kernel_ran(&mut self, from_ns: u64, to_ns: u64) {
+        if self.exp.kswapd_shares_cpu {
+            self.busy.add(from_ns as f64, to_ns as f64, &self.dists);
+        }
+    }
 }
 
 impl Machine {
@@ -2987,7 +3116,7 @@ impl Machine {
                 self.page_flags[i] &= !F_YOUNG;
                 out.push(true);
             } else {
-                let seen = self.page_accesses_between(i as u32, t0, at);
+                let seen = self.page_accesses_running(i as u32, t0, at);
                 out.push(self.rng_bits.chance(1.0 - (-seen).exp()));
             }
             self.last_clear[i] = self.last_clear[i].max(at);

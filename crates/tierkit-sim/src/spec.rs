@@ -46,6 +46,12 @@ pub struct AccessSpec {
     /// For a `Zipf` region: another ranking of the range's pages (a hot set of its own). None:
     /// the range's own ranking, shared by every region over the same range.
     pub zipf_seed: Option<u64>,
+    /// The region is swept: its pages are touched one after the next in address order, a pass
+    /// at a time, at the pattern's rate (a range region only). A page marked for a NUMA hint
+    /// fault faults when the pass next reaches it, so faults, and the promotions they bring,
+    /// come in address order as a real sweep's do; false: each page's next touch is a Poisson
+    /// arrival at its rate, in no order.
+    pub in_order: bool,
 }
 
 /// A phase of a thread: an access distribution with its memory-level parallelism.
@@ -149,6 +155,10 @@ pub struct Experiment {
     pub seed: u64,
     /// Relative standard deviation of seeded noise on the TOR counters (multiplexing), 0 = none.
     pub counter_noise: f64,
+    /// kswapd runs on the one CPU the processes run on (the QEMU guest's one vCPU): while it
+    /// works, their threads make no access, so an accessed bit it clears stays clear until they
+    /// run again (back-to-back aging walks see nothing between them). false: it runs beside them.
+    pub kswapd_shares_cpu: bool,
     pub page_bytes: u64,
     pub fast: FastSize,
     pub slow_tier_gb: Option<f64>,

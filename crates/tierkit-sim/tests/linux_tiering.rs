@@ -3,7 +3,7 @@
 //! tests, and results that do not depend on the epoch length.
 
 use tierkit_core::action::{Action, NumaScan, ScanTiers};
-use tierkit_core::{Mechanism, PageId};
+use tierkit_core::{Backend, Mechanism, PageId};
 use tierkit_sim::machine::Machine;
 use tierkit_sim::{load, load_str, run};
 
@@ -699,4 +699,83 @@ fn a_stream_sets_a_pages_accessed_bit_once_per_sweep_not_once_per_line() {
         "share {share} referenced after half a sweep, expected {per_sweep} (per line: {per_line})"
     );
     assert!(per_line > 0.99 && per_sweep < 0.45);
+}
+
+/// One process sweeping `mb` MiB of 4 KiB pages on the slow tier (16 MiB of fast tier), swept
+/// in address order or not, and kswapd sharing its CPU or not.
+fn swept(mb: u32, in_order: bool, shares_cpu: bool) -> tierkit_sim::Experiment {
+    let t = format!(
+        "workload = \"custom\"\nplatform = \"icx-numa\"\nduration_s = 10\nkswapd_shares_cpu = {shares_cpu}\n\
+         fast_tier_gb = 0.015625\nslow_tier_gb = 64\npage_size = \"4KiB\"\n\
+         [[process]]\nname = \"p\"\n[[process.object]]\nname = \"o\"\nsize_mb = {mb}\ntier = \"slow\"\n\
+         [[process.thread]]\ncount = 1\n[[process.thread.phase]]\nmlp = 4\ncompute_ns = 200\nread_frac = 1.0\n\
+         [[process.thread.phase.access]]\nobject = \"o\"\nweight = 1.0\npattern = \"uniform\"\nin_order = {in_order}\n"
+    );
+    load_str("swept.toml", &t, &[], None).unwrap()
+}
+
+/// The hint faults of the scanner's first window over the swept object, in time order.
+fn first_window_faults(in_order: bool) -> Vec<u64> {
+    let mut m = Machine::new(&swept(16, in_order, false), false).unwrap();
+    numa(&mut m, NumaScan::default());
+    let mut faults = Vec::new();
+    while m.now_ns < 1.2e9 {
+        m.step().unwrap();
+        let mut tel = m.take_telemetry();
+        let mut f: Vec<_> = tel
+            .hint_faults
+            .iter()
+            .map(|h| (h.time_ns, h.page.0))
+            .collect();
+        f.sort_unstable();
+        faults.extend(f.into_iter().map(|(_, p)| p));
+        tel.hint_faults.clear();
+        m.restore_telemetry(tel);
+        m.clear_events();
+    }
+    faults
+}
+
+#[test]
+fn a_region_swept_in_order_faults_in_address_order() {
+    // The scanner marks the 4096 pages at once (its first window, 1 s in); each then faults
+    // when the sweep reaches it: in address order from where the sweep was, wrapping once. Swept
+    // at random (Poisson touches at the same rate) they fault in no order.
+    let ordered = first_window_faults(true);
+    let random = first_window_faults(false);
+    assert_eq!(ordered.len(), 4096);
+    assert_eq!(random.len(), 4096);
+    let descents = |f: &[u64]| f.windows(2).filter(|w| w[1] < w[0]).count();
+    assert!(descents(&ordered) <= 1, "{} descents", descents(&ordered));
+    assert!(descents(&random) > 1000, "{} descents", descents(&random));
+}
+
+#[test]
+fn with_kswapd_on_the_processes_cpu_a_bit_it_cleared_stays_clear_through_its_span() {
+    // Each page of the swept object is touched every ~0.3 ms. A second test 1 ms after the
+    // first reads it referenced, unless kswapd had the CPU in between (kswapd_shares_cpu): the
+    // thread made no access then, so the bit is still clear; half of the interval leaves the
+    // other half's accesses.
+    let read = |shares: bool, busy: Option<(u64, u64)>| {
+        let mut m = Machine::new(&swept(4, true, shares), false).unwrap();
+        step_to(&mut m, 0.01);
+        let pages: Vec<PageId> = (0..1024u64).map(PageId).collect();
+        let mut bits = Vec::new();
+        let t0 = m.now_ns as u64;
+        m.test_and_clear_accessed_at(&pages, t0, &mut bits);
+        if let Some((a, b)) = busy {
+            m.kernel_ran(t0 + a, t0 + b);
+        }
+        m.test_and_clear_accessed_at(&pages, t0 + 1_000_000, &mut bits);
+        bits.iter().filter(|&&b| b).count()
+    };
+    let rate_share = |n: usize| n as f64 / 1024.0;
+    assert!(rate_share(read(false, None)) > 0.9);
+    // kswapd's span is ignored when it has a CPU of its own
+    assert!(rate_share(read(false, Some((0, 1_000_000)))) > 0.9);
+    assert_eq!(read(true, Some((0, 1_000_000))), 0);
+    // two spans that touch merge; the accesses outside them count
+    let m = |shares| read(shares, Some((0, 600_000)));
+    let part = rate_share(m(true));
+    assert!(part > 0.5 && part < rate_share(m(false)), "{part}");
 }

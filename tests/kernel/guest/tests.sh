@@ -774,6 +774,7 @@ t_nbtpress() {
   want=$(sed -n 's/.*tklrugen=\([0-9a-fx]*\).*/\1/p' /proc/cmdline)
   [ -n "$want" ] && [ -e $lg ] && echo "$want" > $lg
   meta="$meta lru_gen=$(cat $lg 2>/dev/null || echo na)"
+  meta="$meta tlb_tick_us=$(sed -n 's/.*tktlbtick=\([0-9]*\).*/\1/p' /proc/cmdline | grep . || echo 0)"
   # node 0's watermarks (pages, summed over its zones) and its free memory before the workload
   meta="$meta $(awk '/^Node 0, zone/{z=1} /^Node 1/{z=0} z&&$1=="min"{m+=$2} z&&$1=="low"{l+=$2} z&&$1=="high"{h+=$2} z&&$1=="promo"{p+=$2} END{printf "node0_wmark_min=%d node0_wmark_low=%d node0_wmark_high=%d node0_wmark_promo=%d", m, l, h, p}' /proc/zoneinfo)"
   meta="$meta node0_free_kb_start=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo)"
@@ -823,7 +824,14 @@ t_nbtpress() {
     [ -r /sys/kernel/debug/lru_gen_full ] && sed "s/^/TKREC_LRUGEN_FULL $1 /" /sys/kernel/debug/lru_gen_full | head -n 400
   }
   lrugen start
+  # tktlbtick=US on the kernel command line: the workload's sleeper wakes every US us, each wake
+  # a switch of address spaces that flushes the TLB (see TICK above), so the swept pages'
+  # accessed bits are set again after a clear as a real CPU's TLB misses would set them; without
+  # it (the default) TCG's TLB holds the hot region and a cleared bit stays clear until a flush
+  tick=$(sed -n 's/.*tktlbtick=\([0-9]*\).*/\1/p' /proc/cmdline)
+  if [ -n "$tick" ]; then export WORKLOAD_TLB_TICK_US=$tick; fi
   WORKLOAD_NODE0_FREE_MIB=$fm WORKLOAD_COLD_TOUCH_PER_S=$rr /bin/workload "$rh" "$rc" 0 1 0 > /tmp/wp.out &
+  unset WORKLOAD_TLB_TICK_US
   W=$!
   echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm)"
   echo "TKREC_PROC start_ticks=$(awk '{print $22}' /proc/$W/stat)"

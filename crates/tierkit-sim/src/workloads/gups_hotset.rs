@@ -200,6 +200,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
             len_frac: (hot as f64 / tbytes as f64).min(1.0),
             scatter_seed: Some(e.seed ^ 0x5eed),
             zipf_seed: None,
+            in_order: false,
         };
         vec![
             phase(first, Some(change)),

@@ -81,6 +81,7 @@ fn acc(object: &str, weight: f64, pattern: Pattern, start_frac: f64, len_frac: f
         len_frac,
         scatter_seed: None,
         zipf_seed: None,
+        in_order: false,
     }
 }
 
@@ -167,6 +168,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
                         AccessSpec {
                             scatter_seed: Some(51),
                             zipf_seed: None,
+                            in_order: false,
                             ..acc("items", 0.9, Pattern::Uniform, 0.0, 0.2)
                         },
                         acc("items", 0.1, Pattern::Uniform, 0.0, 1.0),

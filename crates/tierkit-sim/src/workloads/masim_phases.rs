@@ -89,6 +89,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         len_frac: zf,
         scatter_seed: None,
         zipf_seed: None,
+        in_order: false,
     };
     let background = super::region("region", 1.0 - za, Pattern::Uniform);
     let shapes = [

@@ -92,5 +92,6 @@ pub fn region(object: &str, weight: f64, pattern: crate::spec::Pattern) -> crate
         len_frac: 1.0,
         scatter_seed: None,
         zipf_seed: None,
+        in_order: false,
     }
 }

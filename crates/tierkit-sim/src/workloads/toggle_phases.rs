@@ -92,6 +92,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         len_frac,
         scatter_seed: Some(0x7067),
         zipf_seed: None,
+        in_order: false,
     };
     let phase = |len_frac, mlp, compute_ns, read_frac, duration_s| PhaseSpec {
         duration_s,
