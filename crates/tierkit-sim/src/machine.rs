@@ -902,22 +902,7 @@ impl Machine {
     /// phase of its process: its LLC misses, but a stream's sweep over the page counts once
     /// (`Region::burst`), as the page's accessed bit and a pending hint fault see it.
     fn page_accesses_between(&self, page: u32, t0: f64, t1: f64) -> f64 {
-        if t1 <= t0 {
-            return 0.0;
-        }
-        let pi = self.proc_of(page);
-        let mut n = 0.0;
-        for &d in self.procs[pi].dist_of.values() {
-            let dd = &self.dists[d];
-            if page < dd.lo || page >= dd.hi {
-                continue;
-            }
-            let dc = dd.cum_at(t1) - dd.cum_at(t0);
-            if dc > 0.0 {
-                n += dc * dd.touch_pmf(page);
-            }
-        }
-        n
+        self.page_touches(page, t0, t1, |_, dd, t| dd.cum_at(t))
     }
 
     /// The touches a page had in (t0, t1] while its threads ran: without kswapd's spans
@@ -926,6 +911,21 @@ impl Machine {
         if self.busy.spans.is_empty() {
             return self.page_accesses_between(page, t0, t1);
         }
+        let busy = &self.busy;
+        self.page_touches(page, t0, t1, |d, dd, t| {
+            dd.cum_at(t) - busy.removed_at(d, dd, t)
+        })
+    }
+
+    /// A page's touches between `t0` and `t1` by every phase of its process, from `cum(d, dist,
+    /// t)`, the cumulative misses of phase `d` at time t.
+    fn page_touches(
+        &self,
+        page: u32,
+        t0: f64,
+        t1: f64,
+        cum: impl Fn(usize, &Dist, f64) -> f64,
+    ) -> f64 {
         if t1 <= t0 {
             return 0.0;
         }
@@ -936,8 +936,7 @@ impl Machine {
             if page < dd.lo || page >= dd.hi {
                 continue;
             }
-            let dc = (dd.cum_at(t1) - self.busy.removed_at(d, dd, t1))
-                - (dd.cum_at(t0) - self.busy.removed_at(d, dd, t0));
+            let dc = cum(d, dd, t1) - cum(d, dd, t0);
             if dc > 0.0 {
                 n += dc * dd.touch_pmf(page);
             }
