@@ -692,6 +692,33 @@ def test_with_the_tlb_ticking_the_kernel_still_keeps_runs_of_young_pages_whole(t
     }
 
 
+def test_with_kswapd_beside_the_workload_the_kernel_keeps_more_and_reclaims_less_a_run(
+    tmp_path: Path,
+) -> None:
+    """Two boots with two vCPUs, the workload pinned to CPU 0 (docs/validation.md, section 1g):
+    kswapd runs beside it, and the kernel keeps two thirds of the pages it isolates untested, more
+    than with one vCPU, so the one vCPU is not why it keeps so many. On every traced boot a
+    kswapd run reclaims 1.8-2.8K pages, where the model's kswapd demotes 1.6-3x that per
+    wakeup: the open disagreement this test pins (it fails when the gap closes)."""
+    from tierkit import validate_press as vp
+
+    for path in vp.PRESS_RECORDING_TRACED_2CPU:
+        rec = load_recording(path)
+        assert (rec["meta"]["cpus"], rec["meta"]["workload_cpu"]) == ("2", "0")
+        vm = rec["vmstat"]
+        isolated = vm[-1]["pgscan_kswapd"] - vm[0]["pgscan_kswapd"]
+        tested = rec["kprobe_calls"]["lru_gen_look_around"]
+        assert (isolated - tested) / isolated > 0.6, path
+    for path in (vp.PRESS_RECORDING_TRACED_AGINGS, vp.PRESS_RECORDING_TRACED_2CPU[1]):
+        c = vp.validate_press(tmp_path / path.name, load_recording(path), path, seed=1)
+        traced, sim = c["kernel_kswapd_trace"], c["sim_reclaim"]
+        per_run = traced["reclaimed"] / traced["runs"]
+        assert 1800 < per_run < 2800, (path, per_run)
+        assert sim["demotions"] / sim["kswapd_wakeups"] > 1.5 * per_run, path
+        report = (tmp_path / path.name / "report.md").read_text()
+        assert f"Per run it reclaimed {per_run:.0f} pages" in report
+
+
 def test_the_order_of_the_processes_in_the_file_does_not_decide_the_multi_gen_result(
     tmp_path: Path,
 ) -> None:
@@ -884,7 +911,7 @@ def test_every_shipped_recording_loads_and_the_default_comes_first() -> None:
 
     press = shipped_recordings("press")
     assert press[0] == PRESS_RECORDING
-    assert len(set(press)) == len(press) == 12
+    assert len(set(press)) == len(press) == 14
     for path in press:
         assert load_recording(path)["scenario"] == "press", path
     assert shipped_recordings("empty") == [DEFAULT_RECORDING]

@@ -679,9 +679,9 @@ def build_parser() -> Parser:
         "--all-recordings",
         action="store_true",
         help="compare every recording of the scenario that ships with tierkit (press: the 100 s"
-        " default, six 400 s boots, four more traced 100 s boots (node 0's zones, the agings and"
-        " walks timed, lru_gen_full, and one with the workload's TLB ticker) and the classic-LRU"
-        " one), as repeated --recording do",
+        " default, six 400 s boots, six more traced 100 s boots (node 0's zones, the agings and"
+        " walks timed, lru_gen_full, one with the workload's TLB ticker and two with two vCPUs)"
+        " and the classic-LRU one), as repeated --recording do",
     )
     val.add_argument(
         "--record",

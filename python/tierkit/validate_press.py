@@ -87,6 +87,13 @@ PRESS_RECORDING_TRACED_WALKS = Path(__file__).parent / "data" / "kernel_nbt_pres
 PRESS_RECORDING_TRACED_TLBTICK = (
     Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_tlbtick.json.gz"
 )
+#: and twice with two vCPUs, the workload and its ticker pinned to CPU 0 (TK_SMP=2, tkcpu=0): kswapd
+#: runs beside the workload, not in its place; the kernel keeps even more of its isolated pages
+#: untested (docs/validation.md, section 1g)
+PRESS_RECORDING_TRACED_2CPU = (
+    Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_2cpu_1.json.gz",
+    Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_2cpu_2.json.gz",
+)
 #: the same scenario with the guest kernel's multi-gen LRU switched off (tklrugen=0: the classic
 #: active/inactive lists), 100 s of sweeps, with reclaim's own counters
 PRESS_RECORDING_CLASSIC_LRU = Path(__file__).parent / "data" / "kernel_nbt_press_612_classic_lru.json"
@@ -836,7 +843,9 @@ def reclaim_lines(
             f"shrinks scanned {traced['scanned']:.0f} pages, reclaimed {traced['reclaimed']:.0f}, "
             f"activated {traced['activated']:.0f} and kept {traced['kept']:.0f} (referenced once); "
             f"{traced['active_shrinks']:.0f} shrinks of the active list deactivated "
-            f"{traced['deactivated']:.0f} pages; {gave_up}."
+            f"{traced['deactivated']:.0f} pages; {gave_up}. Per run it reclaimed "
+            f"{traced['reclaimed'] / max(traced['runs'], 1):.0f} pages; the simulated kswapd "
+            f"demoted {sim['demotions'] / max(sim.get('kswapd_wakeups', 0), 1):.0f} per wakeup."
         )
     out.append(
         f"Simulated kswapd over the run: {sim.get('kswapd_wakeups', 0):.0f} wakeups, "

@@ -63,6 +63,10 @@ ACCEL=(-accel tcg -cpu "${TK_QEMU_CPU:-qemu64,-cx16}")
 if [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then ACCEL=(-accel kvm -cpu host); fi
 APPEND="console=ttyS0 panic=-1 loglevel=7 memmap=1024M%4096M-1+0xefffffff tktests=$(echo $TESTS | tr ' ' ',')"
 APPEND="$APPEND${TK_APPEND:+ $TK_APPEND}"  # extra kernel arguments, e.g. tkrec=32,480,20 for nbtrec
+# vCPUs, all on node 0 (TK_SMP; default 1, which every shipped recording used): with 2 and
+# tkcpu=0 on the kernel command line, nbtpress pins its workload to CPU 0 and kswapd can run on CPU 1
+SMP=${TK_SMP:-1}
+case $SMP in 1|2|3|4) ;; *) echo "TK_SMP: expected 1-4 vCPUs, got $SMP" >&2; exit 2;; esac
 fails=0
 declare -A PASSES
 for t in $TESTS; do PASSES[$t]=0; done
@@ -72,9 +76,9 @@ for run in $(seq 1 "$RUNS"); do
   t0=$(date +%s)
   set +e
   timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -nodefaults -no-user-config "${ACCEL[@]}" -machine pc \
-    -m 4096M -smp 1 \
+    -m 4096M -smp "$SMP" \
     -object memory-backend-ram,id=m0,size=3072M -object memory-backend-ram,id=m1,size=1024M \
-    -numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,memdev=m1 \
+    -numa node,nodeid=0,cpus=0-$((SMP - 1)),memdev=m0 -numa node,nodeid=1,memdev=m1 \
     -kernel "$VMLINUZ" -initrd "$INITRD" -append "$APPEND" \
     -display none -serial stdio -no-reboot < /dev/null > "$GLOG" 2> "$OUT/qemu-stderr-$run.txt"
   qrc=$?

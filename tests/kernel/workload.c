@@ -25,6 +25,8 @@
  * TLB misses of a real CPU would. Under QEMU's TCG the emulated TLB grows to hold the whole hot
  * region and x86 Linux clears accessed bits without a TLB flush (ptep_clear_flush_young), so
  * without such switches the hot pages' accessed bits are never set again and DAMON reads them idle.
+ * WORKLOAD_CPU=N pins the workload and its ticker to CPU N (a guest with several vCPUs: kswapd then
+ *         runs beside it, not in its place).
  * WORKLOAD_COLD_TOUCH_PER_S=R keeps touching the cold region after its first touch: R cold pages a
  * second (paced by CLOCK_MONOTONIC between sweeps), each a pseudo-random page of the region
  * (xorshift, the same sequence every run), one read-modify-write of its pattern word. Each cold
@@ -137,6 +139,12 @@ int main(int argc, char **argv)
     int hn = argc > 4 ? atoi(argv[4]) : 1, cn = argc > 5 ? atoi(argv[5]) : 1;
     if (getenv("WORKLOAD_NICE") && nice(atoi(getenv("WORKLOAD_NICE"))) == -1) perror("nice");
     signal(SIGTERM, on_stop); signal(SIGINT, on_stop); signal(SIGUSR1, on_usr1); signal(SIGUSR2, on_usr2);
+    if (getenv("WORKLOAD_CPU")) {
+        /* pinned, with its ticker (forked below, which inherits the mask), to one CPU: on a
+         * guest with more, kswapd can run on another (the mask is one word: CPUs 0-63) */
+        unsigned long mask = 1UL << atoi(getenv("WORKLOAD_CPU"));
+        if (syscall(SYS_sched_setaffinity, 0, sizeof mask, &mask) != 0) perror("sched_setaffinity");
+    }
     pid_t ticker = 0;
     if (getenv("WORKLOAD_TLB_TICK_US") && (ticker = fork()) == 0) {
         long us = atol(getenv("WORKLOAD_TLB_TICK_US"));

@@ -189,7 +189,7 @@ t_kill() {
   wait_for /tmp/d3.log "pid $A .*exited" 10; ex=$?
   sh -c 'echo $$ > /sys/fs/cgroup/tk/cgroup.procs; exec /bin/workload 4 4 0 1 1' > /tmp/wc.out &
   C=$!
-  unset WORKLOAD_TLB_TICK_US
+  unset WORKLOAD_TLB_TICK_US WORKLOAD_CPU
   wait_for /tmp/d3.log "pid $C .*joined" 10; jo=$?
   # B keeps running until half its hot region is on node 0 (at most 120 s)
   until_report /tmp/wb.out $B 120 'hot_node0>=1024'; waited=$?
@@ -775,6 +775,7 @@ t_nbtpress() {
   [ -n "$want" ] && [ -e $lg ] && echo "$want" > $lg
   meta="$meta lru_gen=$(cat $lg 2>/dev/null || echo na)"
   meta="$meta tlb_tick_us=$(sed -n 's/.*tktlbtick=\([0-9]*\).*/\1/p' /proc/cmdline | grep . || echo 0)"
+  meta="$meta cpus=$(grep -c ^processor /proc/cpuinfo) workload_cpu=$(sed -n 's/.*tkcpu=\([0-9]*\).*/\1/p' /proc/cmdline | grep . || echo any)"
   # node 0's watermarks (pages, summed over its zones) and its free memory before the workload
   meta="$meta $(awk '/^Node 0, zone/{z=1} /^Node 1/{z=0} z&&$1=="min"{m+=$2} z&&$1=="low"{l+=$2} z&&$1=="high"{h+=$2} z&&$1=="promo"{p+=$2} END{printf "node0_wmark_min=%d node0_wmark_low=%d node0_wmark_high=%d node0_wmark_promo=%d", m, l, h, p}' /proc/zoneinfo)"
   meta="$meta node0_free_kb_start=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo)"
@@ -830,6 +831,10 @@ t_nbtpress() {
   # it (the default) TCG's TLB holds the hot region and a cleared bit stays clear until a flush
   tick=$(sed -n 's/.*tktlbtick=\([0-9]*\).*/\1/p' /proc/cmdline)
   if [ -n "$tick" ]; then export WORKLOAD_TLB_TICK_US=$tick; fi
+  # tkcpu=N: the workload (and its ticker) pinned to CPU N, on a guest booted with more vCPUs
+  # (TK_SMP=2 tests/kernel/run.sh): kswapd then runs beside it
+  pin=$(sed -n 's/.*tkcpu=\([0-9]*\).*/\1/p' /proc/cmdline)
+  if [ -n "$pin" ]; then export WORKLOAD_CPU=$pin; fi
   WORKLOAD_NODE0_FREE_MIB=$fm WORKLOAD_COLD_TOUCH_PER_S=$rr /bin/workload "$rh" "$rc" 0 1 0 > /tmp/wp.out &
   unset WORKLOAD_TLB_TICK_US
   W=$!
