@@ -605,6 +605,7 @@ SIM_RECLAIM = (
     "kswapd_sorted",
     "kswapd_rmap_tested",
     "kswapd_kept_referenced",
+    "kswapd_runs",
     "kswapd_evict_batches",
     "kswapd_evict_batches_few",
     "kswapd_evict_batches_most",
@@ -844,8 +845,13 @@ def reclaim_lines(
             f"activated {traced['activated']:.0f} and kept {traced['kept']:.0f} (referenced once); "
             f"{traced['active_shrinks']:.0f} shrinks of the active list deactivated "
             f"{traced['deactivated']:.0f} pages; {gave_up}. Per run it reclaimed "
-            f"{traced['reclaimed'] / max(traced['runs'], 1):.0f} pages; the simulated kswapd "
-            f"demoted {sim['demotions'] / max(sim.get('kswapd_wakeups', 0), 1):.0f} per wakeup."
+            f"{traced['reclaimed'] / max(traced['runs'], 1):.0f} pages"
+            + (
+                f"; the simulated kswapd demoted {sim['demotions'] / max(sim['kswapd_runs'], 1):.0f} "
+                f"per run ({sim['kswapd_runs']:.0f} runs)."
+                if sim.get("kswapd_runs")
+                else "."
+            )
         )
     out.append(
         f"Simulated kswapd over the run: {sim.get('kswapd_wakeups', 0):.0f} wakeups, "

@@ -1157,6 +1157,9 @@ pub struct Kswapd {
     pub evict_batches: u64,
     pub evict_batches_few: u64,
     pub evict_batches_most: u64,
+    /// Multi-gen: balance_pgdat runs begun (one mm_vmscan_kswapd_wake each in the kernel; a
+    /// wakeup holds one or more: kswapd runs again at once while the node is not balanced).
+    pub runs: u64,
     /// The aging walks' own counts, as the kernel's mm_stats keeps them (lru_gen_full's T Y F
     /// A): leaf PTEs read (MM_LEAF_TOTAL; with `mm_tables` every PTE of a block, otherwise the
     /// fast tier's pages) and found young, page-table pages entered (MM_NONLEAF_FOUND) and
@@ -1483,6 +1486,8 @@ impl Kswapd {
                 }
                 self.prio = DEF_PRIORITY;
                 self.run_reclaimed = 0;
+                // a balance_pgdat run begins (the kernel's mm_vmscan_kswapd_wake)
+                self.runs += 1;
             }
             if !self.in_pass {
                 self.in_pass = true;
@@ -1515,8 +1520,10 @@ impl Kswapd {
                     self.pass_reclaimed += d;
                     self.lruvec_scanned += delta;
                     // should_abort_scan: enough reclaimed, or every eligible zone is safe
-                    // again (never, with the DMA zone below its lowmem_reserve)
-                    let abort = self.pass_reclaimed >= r.nr_to_reclaim.max(1)
+                    // again (never, with the DMA zone below its lowmem_reserve). "Enough" is
+                    // sc->nr_reclaimed, which counts the whole balance_pgdat run (its priority
+                    // loop keeps one scan_control), against kswapd_shrink_node's nr_to_reclaim
+                    let abort = self.run_reclaimed + self.pass_reclaimed >= r.nr_to_reclaim.max(1)
                         || (r.zones_can_pass
                             && r.free + demoted
                                 >= r.balanced_at + MIN_LRU_BATCH.div_ceil(r.per_page()));
@@ -2317,6 +2324,7 @@ pub fn lru_stats(lru: &Lru, k: &Kswapd, v: &mut Vec<(String, f64)>) {
             ("kswapd_sorted", k.sorted),
             ("kswapd_rmap_tested", k.rmap_tested),
             ("kswapd_kept_referenced", k.kept_referenced),
+            ("kswapd_runs", k.runs),
             ("kswapd_evict_batches", k.evict_batches),
             ("kswapd_evict_batches_few", k.evict_batches_few),
             ("kswapd_evict_batches_most", k.evict_batches_most),
@@ -2961,6 +2969,12 @@ pub(crate) mod tests {
         let (min, max) = lru.seqs(FAST);
         assert!(max - min < MAX_NR_GENS && max - min + 1 >= MIN_NR_GENS);
         assert_eq!(k.failures, 0);
+        // one balance_pgdat run did it all, and kswapd sleeps: the next wake starts another
+        assert_eq!((k.runs, k.awake), (1, false));
+        k.wake();
+        let short = gen_reclaim(0, 1 << 20, 64);
+        k.run(&mut lru, &mut mech, &mut out, &short);
+        assert_eq!(k.runs, 2);
     }
 
     #[test]
