@@ -189,7 +189,7 @@ t_kill() {
   wait_for /tmp/d3.log "pid $A .*exited" 10; ex=$?
   sh -c 'echo $$ > /sys/fs/cgroup/tk/cgroup.procs; exec /bin/workload 4 4 0 1 1' > /tmp/wc.out &
   C=$!
-  unset WORKLOAD_TLB_TICK_US WORKLOAD_CPU
+  unset WORKLOAD_TLB_TICK_US
   wait_for /tmp/d3.log "pid $C .*joined" 10; jo=$?
   # B keeps running until half its hot region is on node 0 (at most 120 s)
   until_report /tmp/wb.out $B 120 'hot_node0>=1024'; waited=$?
@@ -836,7 +836,7 @@ t_nbtpress() {
   pin=$(sed -n 's/.*tkcpu=\([0-9]*\).*/\1/p' /proc/cmdline)
   if [ -n "$pin" ]; then export WORKLOAD_CPU=$pin; fi
   WORKLOAD_NODE0_FREE_MIB=$fm WORKLOAD_COLD_TOUCH_PER_S=$rr /bin/workload "$rh" "$rc" 0 1 0 > /tmp/wp.out &
-  unset WORKLOAD_TLB_TICK_US
+  unset WORKLOAD_TLB_TICK_US WORKLOAD_CPU
   W=$!
   echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm)"
   echo "TKREC_PROC start_ticks=$(awk '{print $22}' /proc/$W/stat)"

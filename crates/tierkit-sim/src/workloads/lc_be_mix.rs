@@ -168,7 +168,6 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
                         AccessSpec {
                             scatter_seed: Some(51),
                             zipf_seed: None,
-                            in_order: false,
                             ..acc("items", 0.9, Pattern::Uniform, 0.0, 0.2)
                         },
                         acc("items", 0.1, Pattern::Uniform, 0.0, 1.0),
