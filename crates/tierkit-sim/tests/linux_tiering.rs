@@ -703,9 +703,9 @@ fn a_stream_sets_a_pages_accessed_bit_once_per_sweep_not_once_per_line() {
 
 /// One process sweeping `mb` MiB of 4 KiB pages on the slow tier (16 MiB of fast tier), swept
 /// in address order or not, and kswapd sharing its CPU or not.
-fn swept(mb: u32, in_order: bool, shares_cpu: bool) -> tierkit_sim::Experiment {
+fn swept(mb: u32, in_order: bool, shares_cpu: bool, epoch_ms: f64) -> tierkit_sim::Experiment {
     let t = format!(
-        "workload = \"custom\"\nplatform = \"icx-numa\"\nduration_s = 10\nkswapd_shares_cpu = {shares_cpu}\n\
+        "workload = \"custom\"\nplatform = \"icx-numa\"\nduration_s = 10\nepoch_ms = {epoch_ms}\nkswapd_shares_cpu = {shares_cpu}\n\
          fast_tier_gb = 0.015625\nslow_tier_gb = 64\npage_size = \"4KiB\"\n\
          [[process]]\nname = \"p\"\n[[process.object]]\nname = \"o\"\nsize_mb = {mb}\ntier = \"slow\"\n\
          [[process.thread]]\ncount = 1\n[[process.thread.phase]]\nmlp = 4\ncompute_ns = 200\nread_frac = 1.0\n\
@@ -715,8 +715,8 @@ fn swept(mb: u32, in_order: bool, shares_cpu: bool) -> tierkit_sim::Experiment {
 }
 
 /// The hint faults of the scanner's first window over the swept object, in time order.
-fn first_window_faults(in_order: bool) -> Vec<u64> {
-    let mut m = Machine::new(&swept(16, in_order, false), false).unwrap();
+fn first_window_faults(in_order: bool, epoch_ms: f64) -> Vec<u64> {
+    let mut m = Machine::new(&swept(16, in_order, false, epoch_ms), false).unwrap();
     numa(&mut m, NumaScan::default());
     let mut faults = Vec::new();
     while m.now_ns < 1.2e9 {
@@ -741,13 +741,17 @@ fn a_region_swept_in_order_faults_in_address_order() {
     // The scanner marks the 4096 pages at once (its first window, 1 s in); each then faults
     // when the sweep reaches it: in address order from where the sweep was, wrapping once. Swept
     // at random (Poisson touches at the same rate) they fault in no order.
-    let ordered = first_window_faults(true);
-    let random = first_window_faults(false);
+    let ordered = first_window_faults(true, 1.0);
+    let random = first_window_faults(false, 1.0);
     assert_eq!(ordered.len(), 4096);
     assert_eq!(random.len(), 4096);
     let descents = |f: &[u64]| f.windows(2).filter(|w| w[1] < w[0]).count();
     assert!(descents(&ordered) <= 1, "{} descents", descents(&ordered));
     assert!(descents(&random) > 1000, "{} descents", descents(&random));
+    // the order is the sweep's, not the epoch's: with half the epoch the same
+    let halved = first_window_faults(true, 0.5);
+    assert_eq!(halved.len(), 4096);
+    assert!(descents(&halved) <= 1, "{} descents", descents(&halved));
 }
 
 #[test]
@@ -757,7 +761,7 @@ fn with_kswapd_on_the_processes_cpu_a_bit_it_cleared_stays_clear_through_its_spa
     // thread made no access then, so the bit is still clear; half of the interval leaves the
     // other half's accesses.
     let read = |shares: bool, busy: Option<(u64, u64)>| {
-        let mut m = Machine::new(&swept(4, true, shares), false).unwrap();
+        let mut m = Machine::new(&swept(4, true, shares, 1.0), false).unwrap();
         step_to(&mut m, 0.01);
         let pages: Vec<PageId> = (0..1024u64).map(PageId).collect();
         let mut bits = Vec::new();
