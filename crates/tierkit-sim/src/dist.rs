@@ -467,6 +467,20 @@ impl Dist {
         Some(if need <= 0.0 { need + 1.0 } else { need })
     }
 
+    /// For a page of a swept region (`ordered`), whether a pass reached it while this phase's
+    /// cumulative misses went from `c0` to `c1` (the passes so far, cum x touch_pmf, crossed
+    /// the page's place in the pass, as in [`Dist::sweep_need`]). None for a page of no swept
+    /// region.
+    pub fn sweep_crossed(&self, page: u32, c0: f64, c1: f64) -> Option<bool> {
+        let r = self
+            .regions
+            .iter()
+            .find(|r| r.ordered && page >= r.first && page - r.first < r.len)?;
+        let pmf = self.touch_pmf(page);
+        let k = f64::from(page - r.first) / f64::from(r.len);
+        Some((c1 * pmf - k).floor() > (c0 * pmf - k).floor())
+    }
+
     #[inline]
     pub fn sample(&self, rng: &mut Rng) -> u32 {
         self.sample_region(rng).0

@@ -917,6 +917,39 @@ impl Machine {
         })
     }
 
+    /// For a page of a swept region (`in_order`): whether a pass of a phase that sweeps it
+    /// reached it in (t0, t1] while its threads ran, and the touches of its process's other
+    /// phases in that time. None for a page no phase sweeps (or no region is swept).
+    fn swept_touches(&self, page: u32, t0: f64, t1: f64) -> Option<(bool, f64)> {
+        if !self.swept || t1 <= t0 {
+            return None;
+        }
+        let busy = &self.busy;
+        let pi = self.proc_of(page);
+        let mut swept: Option<bool> = None;
+        let mut other = 0.0;
+        for &d in self.procs[pi].dist_of.values() {
+            let dd = &self.dists[d];
+            if page < dd.lo || page >= dd.hi {
+                continue;
+            }
+            let cum = |t: f64| {
+                if busy.spans.is_empty() {
+                    dd.cum_at(t)
+                } else {
+                    dd.cum_at(t) - busy.removed_at(d, dd, t)
+                }
+            };
+            let (c0, c1) = (cum(t0), cum(t1));
+            match dd.sweep_crossed(page, c0, c1) {
+                Some(hit) => swept = Some(swept.unwrap_or(false) || hit),
+                None if c1 > c0 => other += (c1 - c0) * dd.touch_pmf(page),
+                None => {}
+            }
+        }
+        swept.map(|hit| (hit, other))
+    }
+
     /// A page's touches between `t0` and `t1` by every phase of its process, from `cum(d, dist,
     /// t)`, the cumulative misses of phase `d` at time t.
     fn page_touches(
@@ -3114,6 +3147,11 @@ impl Machine {
                 // the first test after the first touch: the fault's own access
                 self.page_flags[i] &= !F_YOUNG;
                 out.push(true);
+            } else if let Some((hit, other)) = self.swept_touches(i as u32, t0, at) {
+                // a swept page (`in_order`) reads referenced when a pass reached it since the
+                // clear: the pages a sweep passed over between two tests are a run of
+                // neighbours, as on hardware; other phases' touches stay Poisson
+                out.push(hit || (other > 0.0 && self.rng_bits.chance(1.0 - (-other).exp())));
             } else {
                 let seen = self.page_accesses_running(i as u32, t0, at);
                 out.push(self.rng_bits.chance(1.0 - (-seen).exp()));
