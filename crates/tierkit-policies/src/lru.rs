@@ -2249,6 +2249,7 @@ impl Tiering {
             ("kswapd_demotions", k.demotions),
             ("kswapd_failures", k.failures as u64),
             ("kswapd_agings", k.agings),
+            ("kswapd_runs", k.runs),
         ] {
             out.push((name.to_string(), v as f64));
         }
@@ -2265,6 +2266,8 @@ impl Tiering {
             // the multi-gen LRU's generations, youngest first (as /sys/kernel/debug/lru_gen
             // lists them): lru_fast_gen0 is max_seq, lru_fast_gen3 max_seq - 3
             let (min, max) = self.lru.seqs(tierkit_core::FAST);
+            // how many generations there are (max_seq - min_seq + 1; one may be empty)
+            out.push(("lru_fast_gens".to_string(), (max - min + 1) as f64));
             for k in 0..MAX_NR_GENS {
                 let n = if max >= min + k {
                     self.lru.gen_len(tierkit_core::FAST, max - k)
@@ -3420,6 +3423,18 @@ pub(crate) mod tests {
                 ("mglru_walk_skipped".to_string(), 2.0),
             ]
         );
+        // and the generations' count (lru_gen_init_lruvec: min_seq 0, max_seq MIN_NR_GENS + 1)
+        // beside kswapd's runs, which every hint-fault policy publishes
+        t.kswapd.runs = 5;
+        let mut out = Vec::new();
+        t.series(&mut out);
+        let get = |name: &str| out.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+        assert_eq!(get("lru_fast_gens"), Some((MIN_NR_GENS + 2) as f64));
+        assert_eq!(get("kswapd_runs"), Some(5.0));
+        t.lru = Lru::new();
+        out.clear();
+        t.series(&mut out);
+        assert!(out.iter().all(|(n, _)| n != "lru_fast_gens"));
     }
 
     #[test]
