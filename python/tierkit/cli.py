@@ -646,11 +646,14 @@ def build_parser() -> Parser:
             steady state, the hot and cold regions on the fast tier, and the churn (pages promoted
             and demoted again); it writes moves.png too, and reclaim.png (the fast node's LRU lists
             and kswapd's scans and activations in both worlds) when the recording has reclaim's
-            counters, and says whether the kernel's kswapd gave up when it has their trace
-            (--trace-reclaim). The simulated nbt reclaims with the LRU the recording's kernel ran:
-            the multi-gen LRU (nbt:lru_gen=true) unless the recording switched it off
-            (--nbt-param lru_gen=false overrides). The shipped press recording is 100 s of sweeps
-            with the guest's default multi-gen LRU and reclaim's traced runs.
+            counters, and generations.png (node 0's multi-gen generations through the run in both
+            worlds, and what kswapd found when it woke after a quiet spell) when the guest sampled
+            them (tkgens=1 on its kernel command line; --sample-generations), and says whether the
+            kernel's kswapd gave up when it has their trace (--trace-reclaim). The simulated nbt
+            reclaims with the LRU the recording's kernel ran: the multi-gen LRU (nbt:lru_gen=true)
+            unless the recording switched it off (--nbt-param lru_gen=false overrides). The shipped
+            press recording is 100 s of sweeps with the guest's default multi-gen LRU and reclaim's
+            traced runs.
 
             The recording that ships with tierkit is used unless --recording names another;
             several --recording (or --all-recordings, every shipped one of the scenario) are each
@@ -723,6 +726,13 @@ def build_parser() -> Parser:
         help="with --record --scenario press: record reclaim's tracepoints too (every kswapd run with"
         " what its LRU shrinks scanned, reclaimed, activated and kept); the report then says whether"
         " kswapd gave up (16 runs that reclaim nothing) and whether it aged the active list",
+    )
+    val.add_argument(
+        "--sample-generations",
+        action="store_true",
+        help="with --record --scenario press: the guest samples node 0's multi-gen generations"
+        " every 100 ms too (/sys/kernel/debug/lru_gen; tkgens=1); the report then sets them beside"
+        " the model's (generations.png, and what kswapd found when it woke after a quiet spell)",
     )
     val.add_argument(
         "--nbt-param",
@@ -1407,6 +1417,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 raise CliError(
                     "--trace-reclaim: only --scenario press reclaims (the empty scenario never fills node 0)"
                 )
+            if args.sample_generations and not press:
+                raise CliError(
+                    "--sample-generations: only --scenario press reclaims (the empty scenario never"
+                    " fills node 0)"
+                )
             recording = record(
                 repo,
                 recording or out / "recording.json",
@@ -1414,6 +1429,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 scenario=args.scenario,
                 lru_gen=None if args.lru_gen == "kernel" else args.lru_gen == "on",
                 trace_reclaim=args.trace_reclaim,
+                sample_generations=args.sample_generations,
             )
             sys.stderr.write(f"recorded {recording}\n")
         comparison = validate_kernel(

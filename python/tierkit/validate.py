@@ -129,6 +129,8 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
     # lru_gen_full's mm_stats line per dump ("start", "end") and node, summed over memcgs
     lrugen_mm: dict[str, dict[int, list[int]]] = {}
     lrugen_node: dict[str, int] = {}
+    # tkgens=1: node 0's multi-gen generations every sample (LRU_GEN_TRACE_COLUMNS)
+    gens: list[list[float]] = []
     for n, raw in enumerate(text.splitlines(), 1):
         # the serial console can break into a line with a kernel message ("[  231.93] random:
         # crng init done"): the message is not part of the recording
@@ -148,6 +150,11 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
                     if extra in kv:
                         sample[extra] = float(kv[extra])
                 vm.append(sample)
+                # the generations' own read time where the guest gives it (n0_gens_t)
+                gens_t = float(kv.get("n0_gens_t", sample["t"]))
+                for key, val in kv.items():
+                    if key.startswith("n0_gens_") and key != "n0_gens_t":
+                        gens.extend(_gens_token(gens_t, key, val))
             elif line.startswith("TKREC_W WORKLOAD_FILL"):
                 fill = _kv(line)
             elif line.startswith("TKREC_W WORKLOAD_START"):
@@ -237,6 +244,9 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
             rec["kswapd_trace"]["batches"] = batches
     if zones:
         rec["node0_zones"] = zones
+    if gens:
+        # tkgens=1: node 0's multi-gen LRU generations per sample, oldest first per sample
+        rec["lru_gen_trace"] = {"columns": list(LRU_GEN_TRACE_COLUMNS), "rows": gens}
     if kprobe_calls:
         # calls of reclaim's functions the kernel did not inline, over the traced run
         rec["kprobe_calls"] = kprobe_calls
@@ -280,6 +290,26 @@ KSWAPD_RUN_COLUMNS = (
 #: evict_folios batch): the trace clock (s), the pages its scan met (nr_scanned: isolated and
 #: sorted), reclaimed, and kept because folio_referenced found them young (nr_ref_keep).
 KSWAPD_BATCH_COLUMNS = ("t", "scanned", "reclaimed", "ref_keep")
+
+#: One generation of node 0's multi-gen LRU in one sample (``tkgens=1``, from
+#: /sys/kernel/debug/lru_gen): the sample's time (s, the guest's uptime), the memory cgroup's id,
+#: the generation's sequence number, its age (ms since it was made the youngest) and its anon
+#: and file pages (base pages, every zone of node 0).
+LRU_GEN_TRACE_COLUMNS = ("t", "memcg", "seq", "age_ms", "anon", "file")
+
+
+def _gens_token(t: float, key: str, val: str) -> list[list[float]]:
+    """The generations of one ``n0_gens_MEMCG=seq:age:anon:file,...`` token."""
+    memcg = int(key.removeprefix("n0_gens_"))
+    rows: list[list[float]] = []
+    for g in val.split(","):
+        parts = g.split(":")
+        if len(parts) != 4:
+            raise ValueError(f"{key}: expected seq:age_ms:anon:file per generation, got {g!r}")
+        seq, age, anon, file = (int(x) for x in parts)
+        rows.append([t, memcg, seq, age, anon, file])
+    return rows
+
 
 _TRACE = re.compile(r"(\d+\.\d+): (mm_vmscan_\w+): (.*)")
 
@@ -407,13 +437,15 @@ def record(
     scenario: str = "empty",
     lru_gen: bool | None = None,
     trace_reclaim: bool = False,
+    sample_generations: bool = False,
 ) -> Path:
     """Boot the real-kernel tests' guest with the scenario's test (``nbtrec``; ``nbtpress`` for
     ``press``, whose ``extra`` are the MiB left free above node 0's high watermark and the cold
     touches per second) and write its recording. ``lru_gen`` switches the guest kernel's
     multi-gen LRU on or off first (``None``: as the kernel boots); ``trace_reclaim`` records
     reclaim's tracepoints too (``tkvmscan=1``: every kswapd run, ``kswapd_trace`` in the
-    recording)."""
+    recording); ``sample_generations`` node 0's multi-gen generations every sample (``tkgens=1``,
+    ``lru_gen_trace``)."""
     runner = repo / "tests" / "kernel" / "run.sh"
     if not runner.is_file():
         raise ValidationError(
@@ -432,6 +464,8 @@ def record(
             append += f" tklrugen={7 if lru_gen else 0}"
         if trace_reclaim:
             append += " tkvmscan=1"
+        if sample_generations:
+            append += " tkgens=1"
         env = dict(os.environ, TK_APPEND=append)
         proc = subprocess.run(
             [str(runner), "-k", "612", "-t", test, "-n", "1", "-o", tmp],

@@ -784,6 +784,15 @@ t_nbtpress() {
   vm() { awk '/^(numa_hint_faults|numa_pte_updates|pgpromote_candidate|pgpromote_success|pgdemote_kswapd|pgdemote_direct|pgscan_kswapd|pgsteal_kswapd|pgrefill|pgactivate|pgdeactivate|pageoutrun) /{printf " %s=%s", $1, $2}' /proc/vmstat; }
   # node 0's LRU sizes (pages): what inactive_is_low weighs
   n0lru() { awk '/^nr_(inactive_anon|active_anon|inactive_file|active_file|unevictable) /{printf " n0_%s=%s", substr($1, 4), $2}' /sys/devices/system/node/node0/vmstat; }
+  # tkgens=1 on the kernel command line: node 0's multi-gen LRU generations every sample too
+  # (/sys/kernel/debug/lru_gen: per generation its seq, age in ms, anon and file pages), one
+  # n0_gens_MEMCG=seq:age:anon:file,... token per memory cgroup, oldest generation first, and
+  # n0_gens_t, the uptime when they were read (the sample's t comes some 100 ms earlier)
+  gs=$(sed -n 's/.*tkgens=\([0-9]*\).*/\1/p' /proc/cmdline)
+  n0gens() {
+    [ "${gs:-0}" = 1 ] && [ -r /sys/kernel/debug/lru_gen ] || return 0
+    awk 'BEGIN{getline u < "/proc/uptime"; split(u, up, " "); printf " n0_gens_t=%s", up[1]} $1=="memcg"{m=$2; n=-1; next} $1=="node"{n=$2; next} n=="0"&&NF>=4{g[m]=g[m] (g[m]==""?"":",") $1 ":" $2 ":" $3 ":" $4} END{for (k in g) printf " n0_gens_%s=%s", k, g[k]}' /sys/kernel/debug/lru_gen
+  }
   # node 0's zones' free pages and watermark boosts: kswapd's pgdat_balanced and the promotion
   # path's migrate_balanced_pgdat accept the node when any one zone passes, the small DMA zone
   # with its lowmem_reserve included
@@ -845,7 +854,7 @@ t_nbtpress() {
     if grep -q WORKLOAD_START /tmp/wp.out; then kill -USR1 $W; i=$((i + 1)); else j=$((j + 1)); fi
     [ $j -gt 600 ] && { kill $W; echo 0 > /proc/sys/kernel/numa_balancing; cat /tmp/wp.out; fail nbtpress "workload did not start"; return; }
     sleep 0.1
-    echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm) node0_free_kb=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo) wl_ticks=$(cputicks $W) scan_seq=$(scanseq $W)$(n0lru)$(n0zones)"
+    echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm) node0_free_kb=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo) wl_ticks=$(cputicks $W) scan_seq=$(scanseq $W)$(n0lru)$(n0zones)$(n0gens)"
   done
   maps=$(awk '{printf "%s:%s ", $1, $6}' /proc/$W/maps 2>/dev/null | head -c 2000)
   # how often the workload was switched in (each switch marks its mm for the multi-gen walk:
