@@ -378,7 +378,7 @@ def test_validate_kernel_press_writes_the_side_by_side(tk: Callable[..., object]
     assert "churn" in (out / "report.md").read_text()
 
 
-@pytest.mark.parametrize("flag", [["--lru-gen", "off"], ["--trace-reclaim"]])
+@pytest.mark.parametrize("flag", [["--lru-gen", "off"], ["--trace-reclaim"], ["--sample-generations"]])
 def test_reclaim_options_of_a_recording_need_the_press_scenario(
     tk: Callable[..., object], tmp_path: Path, flag: list[str]
 ) -> None:
@@ -925,3 +925,48 @@ def test_every_shipped_recording_loads_and_the_default_comes_first() -> None:
     for path in press:
         assert load_recording(path)["scenario"] == "press", path
     assert shipped_recordings("empty") == [DEFAULT_RECORDING]
+
+
+def test_node0s_generations_are_parsed_and_judged_as_should_run_aging_judges_them() -> None:
+    """tkgens=1 puts node 0's multi-gen generations (/sys/kernel/debug/lru_gen, one token per
+    memory cgroup, oldest first) on every sample; the recording keeps them, and the state
+    kswapd found at a wake after a quiet spell is judged by should_run_aging's rule
+    (docs/validation.md, section 1g)."""
+    from tierkit import validate_press as vp
+
+    log = GUEST_LOG.replace(
+        "numa_pte_updates=256 numa_hint_faults=105",
+        "numa_pte_updates=256 numa_hint_faults=105 n0_gens_t=4.25 "
+        "n0_gens_1=5:900:40:0,6:300:30:2,7:10:28:0 n0_gens_2=3:50:1:0",
+    )
+    rec = parse_guest_log(log, "x.log")
+    tr = rec["lru_gen_trace"]
+    assert tr["columns"] == ["t", "memcg", "seq", "age_ms", "anon", "file"]
+    assert tr["rows"] == [
+        [4.25, 1, 5, 900, 40, 0],
+        [4.25, 1, 6, 300, 30, 2],
+        [4.25, 1, 7, 10, 28, 0],
+        [4.25, 2, 3, 50, 1, 0],
+    ]
+    # at the time they were read (n0_gens_t; the sample's t is earlier), of the memory cgroup
+    # with the most pages, youngest first, anon and file summed
+    assert vp.kernel_generations(rec) == [(1.25, [28, 32, 40])]
+    bad = GUEST_LOG.replace("numa_hint_faults=105", "numa_hint_faults=105 n0_gens_1=5:900:40")
+    with pytest.raises(ValidationError, match=r"x\.log: line \d+: .*seq:age_ms:anon:file"):
+        parse_guest_log(bad, "x.log")
+    # should_run_aging: two generations must age; four never; three when the youngest holds
+    # more than half or the oldest less than a quarter
+    assert vp.must_age_first([10, 10])
+    assert not vp.must_age_first([90, 1, 1, 1])
+    assert not vp.must_age_first([40, 30, 30])
+    assert vp.must_age_first([51, 25, 24])
+    assert vp.must_age_first([40, 40, 20])
+    # at each wake a second or more after the one before: the last sample at or before it
+    gens = [(0.0, [10, 10]), (1.0, [40, 30, 30]), (2.0, [40, 40, 20, 5]), (3.0, [5, 5, 90])]
+    w = vp.wake_generations(gens, [0.5, 0.6, 2.5, 3.6])
+    assert w["quiet_wakes"] == 3  # 0.6 follows 0.5 too closely
+    assert (w["quiet_wakes_2_gens"], w["quiet_wakes_3_gens"], w["quiet_wakes_4_gens"]) == (1, 1, 1)
+    assert w["quiet_wakes_aging_first"] == 1  # the two generations at 0.5
+    assert w["quiet_wakes_oldest_share"] == pytest.approx((0.5 + 5 / 105 + 0.9) / 3)
+    assert w["samples_4_gens_share"] == 0.25
+    assert vp.wake_generations([], [1.0]) == {} == vp.wake_generations(gens, [])

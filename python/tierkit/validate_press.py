@@ -24,6 +24,7 @@ vCPU the workload had in the guest (``cpu_share``: the scanner paces its windows
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import json
 import math
@@ -530,6 +531,42 @@ def reclaim_figure(rec: dict[str, Any], ts: pd.DataFrame, path: Path) -> bool:
     return True
 
 
+def generations_figure(
+    kernel: Sequence[tuple[float, list[int]]],
+    sim: Sequence[tuple[float, list[int]]],
+    kernel_wakes: Sequence[float],
+    sim_wakes: Sequence[float],
+    path: Path,
+) -> bool:
+    """generations.png: node 0's multi-gen generations through the run, the kernel's (a
+    ``tkgens=1`` recording) above the model's, each stacked youngest first, with kswapd's wakes
+    marked. False, and nothing written, without both."""
+    from matplotlib.figure import Figure
+
+    from tierkit.output import save_figure
+
+    if not kernel or not sim:
+        return False
+    fig = Figure(figsize=(8, 6), layout="constrained")
+    axes = fig.subplots(2, 1, sharex=True, sharey=True)
+    names = ("youngest", "2nd youngest", "3rd youngest", "oldest of 4")
+    for ax, (who, gens, wakes) in zip(
+        axes, (("Linux (guest)", kernel, kernel_wakes), ("tierkit nbt", sim, sim_wakes)), strict=True
+    ):
+        t = [x for x, _ in gens]
+        layers = [[g[k] if k < len(g) else 0 for _, g in gens] for k in range(4)]
+        ax.stackplot(t, layers, labels=names, step="post", alpha=0.85)
+        for w in wakes:
+            ax.axvline(w, color="black", linewidth=0.4, alpha=0.4)
+        ax.set_title(f"{who}: node 0's generations (kswapd's wakes as lines)", fontsize=10)
+        ax.set_ylabel("pages")
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(fontsize=7, loc="upper right")
+    axes[1].set_xlabel("seconds since the process started")
+    save_figure(fig, path)
+    return True
+
+
 def sim_scan_periods(ts: pd.DataFrame) -> dict[str, list[float]]:
     """Each simulated process's Linux scan period (ms) in turn: the distinct values of its
     ``numa_scan_period_ms.NAME`` column, in order."""
@@ -725,6 +762,139 @@ def sim_aging_bursts(ts: pd.DataFrame, gap_s: float = 1.0) -> int | None:
         return None
     grew = ts["t_s"][ts[col].diff().fillna(ts[col]) > 0].tolist()
     return aging_bursts(grew, gap_s)
+
+
+#: MIN_NR_GENS (include/linux/mmzone.h): the generations eviction needs before it can evict.
+MIN_NR_GENS = 2
+
+
+def kernel_generations(rec: dict[str, Any]) -> list[tuple[float, list[int]]]:
+    """Node 0's multi-gen generations through the run (a ``tkgens=1`` recording): per sample its
+    time (s since the process started) and the pages of each generation, youngest first (anon
+    and file, as should_run_aging counts them), of the memory cgroup with the most pages there.
+    Empty without the samples."""
+    tr = rec.get("lru_gen_trace")
+    if not tr or not tr.get("rows"):
+        return []
+    col = {c: i for i, c in enumerate(tr["columns"])}
+    t0 = float(rec["process_start_s"])
+    by_sample: dict[float, dict[int, list[tuple[int, int]]]] = {}
+    for r in tr["rows"]:
+        memcgs = by_sample.setdefault(float(r[col["t"]]), {})
+        memcgs.setdefault(int(r[col["memcg"]]), []).append(
+            (int(r[col["seq"]]), int(r[col["anon"]]) + int(r[col["file"]]))
+        )
+    out = []
+    for t, memcgs in sorted(by_sample.items()):
+        gens = max(memcgs.values(), key=lambda g: sum(n for _, n in g))
+        out.append((t - t0, [n for _, n in sorted(gens, reverse=True)]))
+    return out
+
+
+def sim_generations(ts: pd.DataFrame) -> list[tuple[float, list[int]]]:
+    """The simulated fast tier's generations per report row, youngest first (the
+    ``policy.lru_fast_gens`` and ``policy.lru_fast_gen<k>`` series; empty without them)."""
+    if "policy.lru_fast_gens" not in ts.columns:
+        return []
+    cols = [f"policy.lru_fast_gen{k}" for k in range(4)]
+    out = []
+    for row in ts[["t_s", "policy.lru_fast_gens", *cols]].itertuples(index=False):
+        if math.isnan(row[1]):
+            continue
+        n = int(row[1])
+        out.append((float(row[0]), [int(v) for v in row[2 : 2 + min(n, 4)]]))
+    return out
+
+
+def must_age_first(gens: Sequence[int]) -> bool:
+    """should_run_aging (mm/vmscan.c, Linux 6.12) on generations given youngest first: with
+    fewer than MIN_NR_GENS + 1 eviction is impossible; with exactly that many the tier ages when
+    the youngest holds more than half the pages or the oldest less than a quarter."""
+    if len(gens) < MIN_NR_GENS + 1:
+        return True
+    if len(gens) > MIN_NR_GENS + 1:
+        return False
+    total = sum(gens)
+    return gens[0] * MIN_NR_GENS > total or gens[-1] * (MIN_NR_GENS + 2) < total
+
+
+def wake_generations(
+    gens: Sequence[tuple[float, list[int]]], wakes: Sequence[float], quiet_s: float = 1.0
+) -> dict[str, float]:
+    """The generations kswapd found when it woke after a quiet spell (no run in the ``quiet_s``
+    before): at each such wake the last sample before it, and over those wakes how many had
+    two, three and four generations, how many should_run_aging sends to aging before any
+    eviction (:func:`must_age_first`), and the oldest and youngest generations' mean shares.
+    Also the share of all samples with four generations. Empty without samples or wakes."""
+    if not gens or not wakes:
+        return {}
+    times = [t for t, _ in gens]
+    found = []
+    for i, w in enumerate(wakes):
+        if i > 0 and w - wakes[i - 1] < quiet_s:
+            continue
+        j = bisect.bisect_right(times, w + 1e-9) - 1
+        if j >= 0 and sum(gens[j][1]) > 0:
+            found.append(gens[j][1])
+    if not found:
+        return {}
+    return {
+        "quiet_wakes": float(len(found)),
+        "quiet_wakes_2_gens": float(sum(1 for g in found if len(g) <= 2)),
+        "quiet_wakes_3_gens": float(sum(1 for g in found if len(g) == 3)),
+        "quiet_wakes_4_gens": float(sum(1 for g in found if len(g) >= 4)),
+        "quiet_wakes_aging_first": float(sum(1 for g in found if must_age_first(g))),
+        "quiet_wakes_oldest_share": sum(g[-1] / sum(g) for g in found) / len(found),
+        "quiet_wakes_youngest_share": sum(g[0] / sum(g) for g in found) / len(found),
+        "samples_4_gens_share": sum(1 for _, g in gens if len(g) >= 4) / len(gens),
+    }
+
+
+def generation_lines(kernel: dict[str, float], sim: dict[str, float]) -> list[str]:
+    """The report's lines on the generations kswapd found at its wakes (:func:`wake_generations`;
+    none without a ``tkgens=1`` recording)."""
+    if not kernel:
+        return []
+
+    def one(g: dict[str, float]) -> str:
+        if not g:
+            return "no wake after a quiet spell"
+        return (
+            f"{g['quiet_wakes']:.0f} wakes after a quiet spell, finding 2/3/4 generations "
+            f"{g['quiet_wakes_2_gens']:.0f}/{g['quiet_wakes_3_gens']:.0f}/"
+            f"{g['quiet_wakes_4_gens']:.0f} times (the oldest {g['quiet_wakes_oldest_share']:.0%} "
+            f"and the youngest {g['quiet_wakes_youngest_share']:.0%} of the pages on average), "
+            f"{g['quiet_wakes_aging_first']:.0f} of them in a state should_run_aging ages before "
+            f"it evicts; four generations in {g['samples_4_gens_share']:.0%} of the samples"
+        )
+
+    return [
+        "",
+        "Node 0's multi-gen generations when kswapd woke after a second or more without a run "
+        "(tkgens=1: /sys/kernel/debug/lru_gen every sample; the model's `policy.lru_fast_gen*` "
+        f"series): kernel {one(kernel)}; model {one(sim)}.",
+    ]
+
+
+def kernel_wakes(rec: dict[str, Any]) -> list[float]:
+    """When the kernel's kswapd woke (mm_vmscan_kswapd_wake, s since the process started)."""
+    tr = rec.get("kswapd_trace")
+    if not tr or not tr.get("runs"):
+        return []
+    i = tr["columns"].index("t")
+    t0 = float(rec["process_start_s"])
+    return [float(r[i]) - t0 for r in tr["runs"]]
+
+
+def sim_wakes(ts: pd.DataFrame) -> list[float]:
+    """When the simulated kswapd began runs: the report rows where ``policy.kswapd_runs`` grew
+    (the row's time less one report interval: the run began within it)."""
+    col = "policy.kswapd_runs"
+    if col not in ts.columns or len(ts) < 2:
+        return []
+    step = float(ts["t_s"].iloc[1] - ts["t_s"].iloc[0])
+    grew = ts[ts[col].diff().fillna(ts[col]) > 0]
+    return [float(t) - step for t in grew["t_s"]]
 
 
 #: MAX_RECLAIM_RETRIES (mm/internal.h): kswapd runs that reclaim nothing before the node is
@@ -959,6 +1129,14 @@ def validate_press(
     if bursts is not None and sim_lru(spec) == "multi-gen":
         sim_reclaim["kswapd_aging_bursts"] = float(bursts)
     traced = kswapd_trace_summary(rec)
+    # the generations kswapd found at its wakes after a quiet spell (tkgens=1 recordings)
+    k_gens, s_gens = kernel_generations(rec), sim_generations(result.timeseries)
+    k_wakes, s_wakes = kernel_wakes(rec), sim_wakes(result.timeseries)
+    kernel_gens = wake_generations(k_gens, k_wakes)
+    sim_gens = wake_generations(s_gens, s_wakes) if kernel_gens else {}
+    has_gens_png = bool(kernel_gens) and generations_figure(
+        k_gens, s_gens, k_wakes, s_wakes, out / "generations.png"
+    )
     comparison = {
         "recording": str(path),
         "scenario": "press",
@@ -975,6 +1153,8 @@ def validate_press(
         "kernel_reclaim": kernel_reclaim,
         "sim_reclaim": sim_reclaim,
         "kernel_kswapd_trace": traced,
+        "kernel_wake_generations": kernel_gens or None,
+        "sim_wake_generations": sim_gens or None,
         "node0_zones": zone_info,
     }
     (out / "comparison.json").write_text(json.dumps(comparison, indent=1, default=str) + "\n")
@@ -1024,6 +1204,7 @@ def validate_press(
         f"processes' scan periods over the run (each distinct value in turn): {sim_iv or 'none'}.",
         "",
         *reclaim_lines(lru, kernel_reclaim, sim_reclaim, traced, sim_lru(spec)),
+        *generation_lines(kernel_gens, sim_gens),
         "",
         "![regions on the fast tier](timeline.png)",
         "",
@@ -1031,5 +1212,7 @@ def validate_press(
     ]
     if has_reclaim_png:
         lines += ["", "![reclaim](reclaim.png)"]
+    if has_gens_png:
+        lines += ["", "![generations](generations.png)"]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return comparison
