@@ -748,8 +748,9 @@ def build_parser() -> Parser:
         "--sweep-in-order",
         action="store_true",
         help="--scenario press: the simulated hot region is swept in address order (in_order), so"
-        " a marked page faults when the sweep reaches it and promotions come in address order, as"
-        " the guest's do (docs/validation.md, section 1g); default: Poisson touches at the same rate",
+        " a marked page faults when the sweep reaches it, promotions come in address order and the"
+        " pages an aging walk finds young are the run the sweep went over, as the guest's are"
+        " (docs/validation.md, section 1g); default: Poisson touches at the same rate",
     )
     val.add_argument(
         "--kswapd-shares-cpu",

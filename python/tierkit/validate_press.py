@@ -95,6 +95,14 @@ PRESS_RECORDING_TRACED_2CPU = (
     Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_2cpu_1.json.gz",
     Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_2cpu_2.json.gz",
 )
+#: and three times sampling node 0's multi-gen generations every 100 ms (tkgens=1, the recording's
+#: ``lru_gen_trace``), the third with the TLB ticker too: what kswapd finds when it wakes
+#: (docs/validation.md, section 1g)
+PRESS_RECORDING_TRACED_GENS = (
+    Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_gens_1.json.gz",
+    Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_gens_2.json.gz",
+    Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_gens_tlbtick.json.gz",
+)
 #: the same scenario with the guest kernel's multi-gen LRU switched off (tklrugen=0: the classic
 #: active/inactive lists), 100 s of sweeps, with reclaim's own counters
 PRESS_RECORDING_CLASSIC_LRU = Path(__file__).parent / "data" / "kernel_nbt_press_612_classic_lru.json"
@@ -380,8 +388,9 @@ def sim_experiment(
     """The recorded nbtpress run as a simulator experiment (TOML) and the ``nbt`` policy spec.
     ``sweep_in_order``: the hot region is swept in address order (``in_order``: a marked page
     faults when the pass reaches it, so promotions come in address order, as the guest's sweeps
-    make them); ``kswapd_shares_cpu``: kswapd's work stops the workload, as on the guest's one
-    vCPU (docs/validation.md, section 1g)."""
+    make them, and its accessed bits are set where the pass went); ``kswapd_shares_cpu``:
+    kswapd's work stops the workload, as on the guest's one vCPU (docs/validation.md, section
+    1g)."""
     setup_s, end_s = run_span(rec)
     zones = node0_accounting(rec)
     node, wsf, _ = _fast_tier(rec, zones)
@@ -1153,6 +1162,8 @@ def validate_press(
         "kernel_reclaim": kernel_reclaim,
         "sim_reclaim": sim_reclaim,
         "kernel_kswapd_trace": traced,
+        "sweep_in_order": sweep_in_order,
+        "kswapd_shares_cpu": kswapd_shares_cpu,
         "kernel_wake_generations": kernel_gens or None,
         "sim_wake_generations": sim_gens or None,
         "node0_zones": zone_info,
