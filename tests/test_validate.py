@@ -921,7 +921,7 @@ def test_every_shipped_recording_loads_and_the_default_comes_first() -> None:
 
     press = shipped_recordings("press")
     assert press[0] == PRESS_RECORDING
-    assert len(set(press)) == len(press) == 17
+    assert len(set(press)) == len(press) == 18
     for path in press:
         assert load_recording(path)["scenario"] == "press", path
     assert shipped_recordings("empty") == [DEFAULT_RECORDING]
@@ -1021,3 +1021,56 @@ def test_what_kswapd_finds_when_it_wakes_is_set_beside_the_models(tmp_path: Path
     assert c["kernel_wake_generations"] is None
     assert c["sim_wake_generations"] is None
     assert not (tmp_path / "agings" / "generations.png").exists()
+
+
+def test_the_pages_eviction_tested_are_parsed_and_placed_in_the_regions() -> None:
+    """tklaaddr=1 records the address of every page multi-gen eviction tested (lru_gen_look_around)
+    and whether it was young; the workload says where its regions are; the summary places the
+    tests in the regions, over the run and in the batches that led a quiet wake."""
+    from tierkit import validate_press as vp
+
+    hot, cold = 0x7F0000000000, 0x7E0000000000
+    log = GUEST_LOG.replace(
+        "hot_node=1 cold_node=1 mono=3.5",
+        f"hot_node=1 cold_node=1 hot_addr=0x{hot:x} cold_addr=0x{cold:x} mono=3.5",
+    )
+    ev = (
+        "TKREC_VMSCAN kswapd0-43 [000] ..... {t}: mm_vmscan_lru_shrink_inactive: nid=0 "
+        "nr_scanned=64 nr_reclaimed={r} nr_dirty=0 nr_writeback=0 nr_congested=0 nr_immediate=0 "
+        "nr_activate_anon=0 nr_activate_file=0 nr_ref_keep=1 nr_unmap_fail=0 priority=3 "
+        "flags=RECLAIM_WB_ANON\n"
+    )
+    la = "TKREC_LA {t} {a:x} {y}\n"
+    log += (
+        "TKREC_VMSCAN kswapd0-43 [000] ..... 10.0: mm_vmscan_kswapd_wake: nid=0 order=0\n"
+        + la.format(t=10.01, a=hot + 0 * 4096, y=1)
+        + la.format(t=10.02, a=hot + 20 * 4096, y=1)
+        + la.format(t=10.03, a=hot + 50 * 4096, y=1)
+        + ev.format(t="10.04", r=0)
+        + la.format(t=10.05, a=cold + 7 * 4096, y=0)
+        + ev.format(t="10.06", r=60)
+        + la.format(t=10.07, a=cold + 3 * 4096, y=0)
+    )
+    rec = parse_guest_log(log, "x.log")
+    assert (rec["hot_addr"], rec["cold_addr"]) == (hot, cold)
+    assert rec["look_around"]["columns"] == ["t", "addr", "young"]
+    assert rec["look_around"]["rows"][0] == [10.01, hot, 1]
+    s = vp.look_around_summary(rec)
+    assert s["tested"] == 5
+    assert (s["hot_share"], s["cold_share"], s["young_share"]) == (0.6, 0.4, 0.6)
+    assert s["in_order_share"] == 2 / 4  # hot +20, hot +30: in order; to cold and back: not
+    # the wake's leading batches end at the first that reclaimed (10.06)
+    assert s["quiet_lead_tested"] == 4
+    assert s["quiet_lead_hot_share"] == 0.75
+    assert vp.look_around_summary({"look_around": {"rows": []}}) == {}
+    # the shipped boot: eviction tests the cold region's pages; at a wake after a quiet spell its
+    # leading batches test young cold pages in ascending address order (docs/validation.md, 1g)
+    path = vp.PRESS_RECORDING_TRACED_LOOKAROUND
+    shipped = load_recording(path)
+    s = vp.look_around_summary(shipped)
+    assert s["tested"] == shipped["kprobe_calls"]["lru_gen_look_around"] == 36444
+    assert s["cold_share"] > 0.9
+    assert s["quiet_lead_tested"] > 1000
+    assert s["quiet_lead_cold_share"] > 0.8
+    assert s["quiet_lead_young_share"] > 0.9
+    assert s["quiet_lead_in_order_share"] > 0.5

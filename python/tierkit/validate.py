@@ -131,6 +131,8 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
     lrugen_node: dict[str, int] = {}
     # tkgens=1: node 0's multi-gen generations every sample (LRU_GEN_TRACE_COLUMNS)
     gens: list[list[float]] = []
+    # tklaaddr=1: every page multi-gen eviction tested (LOOK_AROUND_COLUMNS)
+    look_around: list[list[float]] = []
     for n, raw in enumerate(text.splitlines(), 1):
         # the serial console can break into a line with a kernel message ("[  231.93] random:
         # crng init done"): the message is not part of the recording
@@ -180,6 +182,10 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
             elif line.startswith("TKREC_KPROBE ") and "calls=" in line:
                 fn = line.split()[1]
                 kprobe_calls[fn] = int(_kv(line)["calls"])
+            elif line.startswith("TKREC_LA "):
+                # trace clock (s), the tested page's address (hex), whether it was young
+                _, t, addr, young = line.split()
+                look_around.append([float(t), int(addr, 16), int(young)])
             elif line.startswith("TKREC_LRUGEN_FULL "):
                 _lrugen_full_line(line, lrugen_mm, lrugen_node)
             elif line.startswith("TKREC_CTXT "):
@@ -247,6 +253,13 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
     if gens:
         # tkgens=1: node 0's multi-gen LRU generations per sample, oldest first per sample
         rec["lru_gen_trace"] = {"columns": list(LRU_GEN_TRACE_COLUMNS), "rows": gens}
+    if look_around:
+        # tklaaddr=1: every page multi-gen eviction tested (folio_referenced's
+        # lru_gen_look_around), with where the workload's regions are
+        rec["look_around"] = {"columns": list(LOOK_AROUND_COLUMNS), "rows": look_around}
+    for key in ("hot_addr", "cold_addr"):
+        if key in start:
+            rec[key] = int(start[key], 16)
     if kprobe_calls:
         # calls of reclaim's functions the kernel did not inline, over the traced run
         rec["kprobe_calls"] = kprobe_calls
@@ -296,6 +309,12 @@ KSWAPD_BATCH_COLUMNS = ("t", "scanned", "reclaimed", "ref_keep")
 #: the generation's sequence number, its age (ms since it was made the youngest) and its anon
 #: and file pages (base pages, every zone of node 0).
 LRU_GEN_TRACE_COLUMNS = ("t", "memcg", "seq", "age_ms", "anon", "file")
+
+
+#: One page multi-gen eviction tested (``tklaaddr=1``: lru_gen_look_around, called by
+#: folio_referenced_one for every mapping it tests): the trace clock (s), the page's virtual
+#: address and whether its PTE was young (1) or not (0).
+LOOK_AROUND_COLUMNS = ("t", "addr", "young")
 
 
 def _gens_token(t: float, key: str, val: str) -> list[list[float]]:
@@ -851,6 +870,7 @@ def shipped_recordings(scenario: str) -> list[Path]:
             vp.PRESS_RECORDING_TRACED_TLBTICK,
             *vp.PRESS_RECORDING_TRACED_2CPU,
             *vp.PRESS_RECORDING_TRACED_GENS,
+            vp.PRESS_RECORDING_TRACED_LOOKAROUND,
             vp.PRESS_RECORDING_CLASSIC_LRU,
         ]
     return [DEFAULT_RECORDING]

@@ -103,6 +103,11 @@ PRESS_RECORDING_TRACED_GENS = (
     Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_gens_2.json.gz",
     Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_gens_tlbtick.json.gz",
 )
+#: and once recording the address of every page multi-gen eviction tested (tklaaddr=1, the
+#: recording's ``look_around``, with the regions' addresses): which pages lead a quiet wake
+PRESS_RECORDING_TRACED_LOOKAROUND = (
+    Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_lookaround.json.gz"
+)
 #: the same scenario with the guest kernel's multi-gen LRU switched off (tklrugen=0: the classic
 #: active/inactive lists), 100 s of sweeps, with reclaim's own counters
 PRESS_RECORDING_CLASSIC_LRU = Path(__file__).parent / "data" / "kernel_nbt_press_612_classic_lru.json"
@@ -885,6 +890,69 @@ def generation_lines(kernel: dict[str, float], sim: dict[str, float]) -> list[st
     ]
 
 
+def look_around_summary(rec: dict[str, Any], quiet_s: float = 1.0) -> dict[str, float]:
+    """Where the pages multi-gen eviction tested lay (a ``tklaaddr=1`` recording): over the run
+    and in the batches that led each wake after a quiet spell (from the wake to the first batch
+    that reclaimed), how many were tested, the shares in the hot and the cold region and found
+    young, and the share of tests whose page lies 1-64 pages above the one tested before it (a
+    batch of address neighbours in order, tested once per look-around). Empty without them."""
+    la = rec.get("look_around")
+    if not la or not la.get("rows") or "hot_addr" not in rec or "cold_addr" not in rec:
+        return {}
+    rows = la["rows"]
+    hot = (int(rec["hot_addr"]), int(rec["hot_addr"]) + int(rec["hot_pages"]) * PAGE)
+    cold = (int(rec["cold_addr"]), int(rec["cold_addr"]) + int(rec["cold_pages"]) * PAGE)
+
+    def shares(sel: Sequence[Sequence[float]], prefix: str) -> dict[str, float]:
+        n = len(sel)
+        if n == 0:
+            return {f"{prefix}tested": 0.0}
+        steps = sum(1 for a, b in itertools.pairwise(sel) if 0 < (int(b[1]) - int(a[1])) // PAGE <= 64)
+        return {
+            f"{prefix}tested": float(n),
+            f"{prefix}hot_share": sum(1 for r in sel if hot[0] <= r[1] < hot[1]) / n,
+            f"{prefix}cold_share": sum(1 for r in sel if cold[0] <= r[1] < cold[1]) / n,
+            f"{prefix}young_share": sum(1 for r in sel if r[2]) / n,
+            f"{prefix}in_order_share": steps / max(n - 1, 1),
+        }
+
+    out = shares(rows, "")
+    tr = rec.get("kswapd_trace", {})
+    runs = [float(r[0]) for r in tr.get("runs", [])]
+    batches = tr.get("batches", [])
+    lead: list[Sequence[float]] = []
+    for i, w in enumerate(runs):
+        if i > 0 and w - runs[i - 1] < quiet_s:
+            continue
+        first = next((float(b[0]) for b in batches if b[0] >= w and b[2] > 0), math.inf)
+        lead.extend(r for r in rows if w <= r[0] < first)
+    out.update(shares(lead, "quiet_lead_"))
+    return out
+
+
+def look_around_lines(la: dict[str, float]) -> list[str]:
+    """The report's line on where the kernel's tested pages lay (:func:`look_around_summary`;
+    none without a ``tklaaddr=1`` recording)."""
+    if not la:
+        return []
+    lead = (
+        f"; in the batches that led its wakes after a quiet spell, up to the first that "
+        f"reclaimed, {la['quiet_lead_tested']:.0f} tests, {la['quiet_lead_hot_share']:.0%} of "
+        f"them in the hot region, {la['quiet_lead_cold_share']:.0%} in the cold one, "
+        f"{la['quiet_lead_young_share']:.0%} young and {la['quiet_lead_in_order_share']:.0%} "
+        "1-64 pages above the page tested before"
+        if la.get("quiet_lead_tested")
+        else ""
+    )
+    return [
+        "",
+        f"Pages the kernel's multi-gen eviction tested (tklaaddr=1: lru_gen_look_around's address): "
+        f"{la['tested']:.0f}, {la['hot_share']:.0%} in the hot region and {la['cold_share']:.0%} "
+        f"in the cold one, {la['young_share']:.0%} young, {la['in_order_share']:.0%} 1-64 pages "
+        f"above the page tested before{lead}.",
+    ]
+
+
 def kernel_wakes(rec: dict[str, Any]) -> list[float]:
     """When the kernel's kswapd woke (mm_vmscan_kswapd_wake, s since the process started)."""
     tr = rec.get("kswapd_trace")
@@ -1143,6 +1211,7 @@ def validate_press(
     k_wakes, s_wakes = kernel_wakes(rec), sim_wakes(result.timeseries)
     kernel_gens = wake_generations(k_gens, k_wakes)
     sim_gens = wake_generations(s_gens, s_wakes) if kernel_gens else {}
+    kernel_la = look_around_summary(rec)
     has_gens_png = bool(kernel_gens) and generations_figure(
         k_gens, s_gens, k_wakes, s_wakes, out / "generations.png"
     )
@@ -1165,6 +1234,7 @@ def validate_press(
         "sweep_in_order": sweep_in_order,
         "kswapd_shares_cpu": kswapd_shares_cpu,
         "kernel_wake_generations": kernel_gens or None,
+        "kernel_look_around": kernel_la or None,
         "sim_wake_generations": sim_gens or None,
         "node0_zones": zone_info,
     }
@@ -1216,6 +1286,7 @@ def validate_press(
         "",
         *reclaim_lines(lru, kernel_reclaim, sim_reclaim, traced, sim_lru(spec)),
         *generation_lines(kernel_gens, sim_gens),
+        *look_around_lines(kernel_la),
         "",
         "![regions on the fast tier](timeline.png)",
         "",

@@ -4,7 +4,7 @@
  *
  * Build: gcc -O2 -static -o workload workload.c
  * Usage: workload HOT_MIB COLD_MIB SECONDS [HOT_NODE [COLD_NODE]]   (default nodes 1 1)
- * Prints: WORKLOAD_START pid=.. hot_pages=.. cold_pages=..
+ * Prints: WORKLOAD_START pid=.. hot_pages=.. cold_pages=.. (.. hot_addr=.. cold_addr=.., the regions' addresses)
  *         WORKLOAD_RESULT pid=.. hot_node0=.. hot_node1=.. cold_node0=.. cold_node1=.. other=..
  *                         sweeps=.. corrupt=..
  * SECONDS 0 runs until SIGTERM/SIGINT; SIGUSR1 prints a report and keeps running:
@@ -159,7 +159,7 @@ int main(int argc, char **argv)
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     pid_t child = 0;
     if (getenv("WORKLOAD_FORK") && (child = fork()) == 0) { for (;;) pause(); }
-    printf("WORKLOAD_START child=%d pid=%d hot_pages=%zu cold_pages=%zu hot_node=%d cold_node=%d mono=%.3f\n", (int)child, getpid(), hot / PAGE, cold / PAGE, hn, cn, now());
+    printf("WORKLOAD_START child=%d pid=%d hot_pages=%zu cold_pages=%zu hot_node=%d cold_node=%d hot_addr=0x%lx cold_addr=0x%lx mono=%.3f\n", (int)child, getpid(), hot / PAGE, cold / PAGE, hn, cn, (unsigned long)h, (unsigned long)c, now());
     fflush(stdout);
     double t0 = now();
     unsigned long sweeps = 0;

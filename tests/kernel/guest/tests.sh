@@ -819,6 +819,14 @@ t_nbtpress() {
       grep -q " [tT] $f\$" /proc/kallsyms && echo "p:tk/$f $f" >> $tr/kprobe_events 2>/dev/null && kps="$kps $f"
     done
     grep -q " [tT] can_demote\$" /proc/kallsyms && echo "r:tk/can_demote can_demote ret=\$retval" >> $tr/kprobe_events 2>/dev/null && kps="$kps can_demote"
+    # tklaaddr=1: the address of every page multi-gen eviction tests (lru_gen_look_around's
+    # pvmw->address, 32 bytes into struct page_vma_mapped_walk) and whether it was young
+    la=$(sed -n 's/.*tklaaddr=\([0-9]*\).*/\1/p' /proc/cmdline)
+    if [ "${la:-0}" = 1 ] && grep -q " [tT] lru_gen_look_around\$" /proc/kallsyms; then
+      echo 32768 > $tr/buffer_size_kb
+      echo "p:tk/laaddr lru_gen_look_around addr=+32(%di):x64" >> $tr/kprobe_events 2>/dev/null
+      echo "r:tk/laret lru_gen_look_around ret=\$retval:u8" >> $tr/kprobe_events 2>/dev/null
+    fi
     [ -d $tr/events/tk ] && echo 1 > $tr/events/tk/enable
     echo "TKREC_KPROBES available=${kps# }"
   fi
@@ -883,6 +891,10 @@ t_nbtpress() {
         case " $kps " in *" $f "*) echo "TKREC_KPROBE_T $f $(grep " $f: " $tr/trace | head -n 5000 | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) {sub(":", "", $i); printf "%s ", $i; break}}')";; esac
       done
       grep ' can_demote: ' $tr/trace | awk '{print $NF}' | sort | uniq -c | sed 's/^ */TKREC_KPROBE can_demote_returned /'
+      # tklaaddr=1: one TKREC_LA line per tested page: trace clock (s), address, young (0/1)
+      if [ "${la:-0}" = 1 ]; then
+        grep -E ' (laaddr|laret): ' $tr/trace | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) {t = $i; sub(":", "", t)} for (i = 1; i <= NF; i++) {if ($i ~ /^addr=/) a = substr($i, 6); if ($i ~ /^ret=/ && a != "") {printf "TKREC_LA %s %s %s\n", t, a, substr($i, 5); a = ""}}}' | head -n 200000
+      fi
       echo > $tr/kprobe_events 2>/dev/null
     fi
   fi
