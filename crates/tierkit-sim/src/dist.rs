@@ -456,13 +456,9 @@ impl Dist {
     /// page of the region is touched once a pass, so its touches so far, cum x touch_pmf, count
     /// passes) forward to the page, in (0, 1]. None for a page of no swept region.
     pub fn sweep_need(&self, page: u32, at: f64) -> Option<f64> {
-        let r = self
-            .regions
-            .iter()
-            .find(|r| r.ordered && page >= r.first && page - r.first < r.len)?;
+        let k = self.sweep_place(page)?;
         let passes = self.cum_at(at) * self.touch_pmf(page);
         let pos = passes - passes.floor();
-        let k = f64::from(page - r.first) / f64::from(r.len);
         let need = k - pos;
         Some(if need <= 0.0 { need + 1.0 } else { need })
     }
@@ -472,13 +468,19 @@ impl Dist {
     /// the page's place in the pass, as in [`Dist::sweep_need`]). None for a page of no swept
     /// region.
     pub fn sweep_crossed(&self, page: u32, c0: f64, c1: f64) -> Option<bool> {
+        let k = self.sweep_place(page)?;
+        let pmf = self.touch_pmf(page);
+        Some((c1 * pmf - k).floor() > (c0 * pmf - k).floor())
+    }
+
+    /// A page's place in the pass of the swept region (`ordered`) that holds it, in [0, 1): its
+    /// offset in the region over the region's length. None for a page of no swept region.
+    fn sweep_place(&self, page: u32) -> Option<f64> {
         let r = self
             .regions
             .iter()
             .find(|r| r.ordered && page >= r.first && page - r.first < r.len)?;
-        let pmf = self.touch_pmf(page);
-        let k = f64::from(page - r.first) / f64::from(r.len);
-        Some((c1 * pmf - k).floor() > (c0 * pmf - k).floor())
+        Some(f64::from(page - r.first) / f64::from(r.len))
     }
 
     #[inline]

@@ -911,20 +911,28 @@ impl Machine {
         if self.busy.spans.is_empty() {
             return self.page_accesses_between(page, t0, t1);
         }
-        let busy = &self.busy;
-        self.page_touches(page, t0, t1, |d, dd, t| {
-            dd.cum_at(t) - busy.removed_at(d, dd, t)
-        })
+        self.page_touches(page, t0, t1, |d, dd, t| self.cum_running(d, dd, t))
     }
 
-    /// For a page of a swept region (`in_order`): whether a pass of a phase that sweeps it
-    /// reached it in (t0, t1] while its threads ran, and the touches of its process's other
-    /// phases in that time. None for a page no phase sweeps (or no region is swept).
-    fn swept_touches(&self, page: u32, t0: f64, t1: f64) -> Option<(bool, f64)> {
-        if !self.swept || t1 <= t0 {
-            return None;
+    /// Phase `d`'s cumulative misses at time `t` while its threads ran: less what kswapd's
+    /// spans took (`kswapd_shares_cpu`; none without it).
+    fn cum_running(&self, d: usize, dd: &Dist, t: f64) -> f64 {
+        if self.busy.spans.is_empty() {
+            dd.cum_at(t)
+        } else {
+            dd.cum_at(t) - self.busy.removed_at(d, dd, t)
         }
-        let busy = &self.busy;
+    }
+
+    /// What an accessed-bit test at `t1` of a page cleared at `t0` weighs: the touches its
+    /// process's phases made while they ran ([`Machine::page_accesses_running`]), and for a
+    /// page of a swept region (`in_order`) whether a pass of a phase that sweeps it reached it
+    /// (Some), the touches then being the other phases' only. None when no phase sweeps it (or
+    /// no region is swept).
+    fn touches_for_test(&self, page: u32, t0: f64, t1: f64) -> (Option<bool>, f64) {
+        if !self.swept || t1 <= t0 {
+            return (None, self.page_accesses_running(page, t0, t1));
+        }
         let pi = self.proc_of(page);
         let mut swept: Option<bool> = None;
         let mut other = 0.0;
@@ -933,21 +941,15 @@ impl Machine {
             if page < dd.lo || page >= dd.hi {
                 continue;
             }
-            let cum = |t: f64| {
-                if busy.spans.is_empty() {
-                    dd.cum_at(t)
-                } else {
-                    dd.cum_at(t) - busy.removed_at(d, dd, t)
-                }
-            };
-            let (c0, c1) = (cum(t0), cum(t1));
+            let (c0, c1) = (self.cum_running(d, dd, t0), self.cum_running(d, dd, t1));
+            // the same sum, in the same order, as page_touches makes
             match dd.sweep_crossed(page, c0, c1) {
                 Some(hit) => swept = Some(swept.unwrap_or(false) || hit),
                 None if c1 > c0 => other += (c1 - c0) * dd.touch_pmf(page),
                 None => {}
             }
         }
-        swept.map(|hit| (hit, other))
+        (swept, other)
     }
 
     /// A page's touches between `t0` and `t1` by every phase of its process, from `cum(d, dist,
@@ -3147,14 +3149,15 @@ impl Machine {
                 // the first test after the first touch: the fault's own access
                 self.page_flags[i] &= !F_YOUNG;
                 out.push(true);
-            } else if let Some((hit, other)) = self.swept_touches(i as u32, t0, at) {
-                // a swept page (`in_order`) reads referenced when a pass reached it since the
-                // clear: the pages a sweep passed over between two tests are a run of
-                // neighbours, as on hardware; other phases' touches stay Poisson
-                out.push(hit || (other > 0.0 && self.rng_bits.chance(1.0 - (-other).exp())));
             } else {
-                let seen = self.page_accesses_running(i as u32, t0, at);
-                out.push(self.rng_bits.chance(1.0 - (-seen).exp()));
+                let (swept, seen) = self.touches_for_test(i as u32, t0, at);
+                out.push(match swept {
+                    // a swept page (`in_order`) reads referenced when a pass reached it since
+                    // the clear: the pages a sweep passed over between two tests are a run of
+                    // neighbours, as on hardware; other phases' touches stay Poisson
+                    Some(hit) => hit || (seen > 0.0 && self.rng_bits.chance(1.0 - (-seen).exp())),
+                    None => self.rng_bits.chance(1.0 - (-seen).exp()),
+                });
             }
             self.last_clear[i] = self.last_clear[i].max(at);
         }
