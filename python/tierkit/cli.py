@@ -1410,19 +1410,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 want = "HOT,COLD,SECONDS,FREE,RATE (five" if press else "HOT,COLD,SECONDS (three"
                 raise CliError(f"--record-size: expected {want} integers), got `{size}`")
             repo = args.repo or Path(__file__).resolve().parents[2]
-            if args.lru_gen != "kernel" and not press:
-                raise CliError(
-                    "--lru-gen: only --scenario press reclaims (the empty scenario never fills node 0)"
-                )
-            if args.trace_reclaim and not press:
-                raise CliError(
-                    "--trace-reclaim: only --scenario press reclaims (the empty scenario never fills node 0)"
-                )
-            if args.sample_generations and not press:
-                raise CliError(
-                    "--sample-generations: only --scenario press reclaims (the empty scenario never"
-                    " fills node 0)"
-                )
+            for flag, given in (
+                ("--lru-gen", args.lru_gen != "kernel"),
+                ("--trace-reclaim", args.trace_reclaim),
+                ("--sample-generations", args.sample_generations),
+            ):
+                if given and not press:
+                    raise CliError(
+                        f"{flag}: only --scenario press reclaims (the empty scenario never fills node 0)"
+                    )
             recording = record(
                 repo,
                 recording or out / "recording.json",

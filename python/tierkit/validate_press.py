@@ -762,10 +762,22 @@ def eviction_batches(batches: Sequence[Sequence[float]]) -> dict[str, float]:
     }
 
 
+def burst_starts(times: Sequence[float], gap_s: float = 1.0) -> list[float]:
+    """The first of each burst in a sorted list of event times (s): an event less than ``gap_s``
+    after the one before belongs to its burst."""
+    return [t for i, t in enumerate(times) if i == 0 or t - times[i - 1] >= gap_s]
+
+
 def aging_bursts(times: Sequence[float], gap_s: float = 1.0) -> int:
     """How many bursts a sorted list of aging times (s) makes: agings less than ``gap_s`` after
     the one before belong to its burst (kswapd ages several times in one run)."""
-    return sum(1 for i, t in enumerate(times) if i == 0 or t - times[i - 1] >= gap_s)
+    return len(burst_starts(times, gap_s))
+
+
+def rows_grew(ts: pd.DataFrame, col: str) -> list[float]:
+    """The report rows' times (``t_s``) at which the cumulative series ``col`` grew (the first
+    row counts its own value)."""
+    return [float(t) for t in ts["t_s"][ts[col].diff().fillna(ts[col]) > 0]]
 
 
 def sim_aging_bursts(ts: pd.DataFrame, gap_s: float = 1.0) -> int | None:
@@ -774,8 +786,7 @@ def sim_aging_bursts(ts: pd.DataFrame, gap_s: float = 1.0) -> int | None:
     col = "policy.kswapd_agings"
     if col not in ts.columns:
         return None
-    grew = ts["t_s"][ts[col].diff().fillna(ts[col]) > 0].tolist()
-    return aging_bursts(grew, gap_s)
+    return aging_bursts(rows_grew(ts, col), gap_s)
 
 
 #: MIN_NR_GENS (include/linux/mmzone.h): the generations eviction needs before it can evict.
@@ -844,9 +855,7 @@ def wake_generations(
         return {}
     times = [t for t, _ in gens]
     found = []
-    for i, w in enumerate(wakes):
-        if i > 0 and w - wakes[i - 1] < quiet_s:
-            continue
+    for w in burst_starts(wakes, quiet_s):
         j = bisect.bisect_right(times, w + 1e-9) - 1
         if j >= 0 and sum(gens[j][1]) > 0:
             found.append(gens[j][1])
@@ -921,9 +930,7 @@ def look_around_summary(rec: dict[str, Any], quiet_s: float = 1.0) -> dict[str, 
     runs = [float(r[0]) for r in tr.get("runs", [])]
     batches = tr.get("batches", [])
     lead: list[Sequence[float]] = []
-    for i, w in enumerate(runs):
-        if i > 0 and w - runs[i - 1] < quiet_s:
-            continue
+    for w in burst_starts(runs, quiet_s):
         first = next((float(b[0]) for b in batches if b[0] >= w and b[2] > 0), math.inf)
         lead.extend(r for r in rows if w <= r[0] < first)
     out.update(shares(lead, "quiet_lead_"))
@@ -970,8 +977,7 @@ def sim_wakes(ts: pd.DataFrame) -> list[float]:
     if col not in ts.columns or len(ts) < 2:
         return []
     step = float(ts["t_s"].iloc[1] - ts["t_s"].iloc[0])
-    grew = ts[ts[col].diff().fillna(ts[col]) > 0]
-    return [float(t) - step for t in grew["t_s"]]
+    return [t - step for t in rows_grew(ts, col)]
 
 
 #: MAX_RECLAIM_RETRIES (mm/internal.h): kswapd runs that reclaim nothing before the node is
@@ -1207,14 +1213,15 @@ def validate_press(
         sim_reclaim["kswapd_aging_bursts"] = float(bursts)
     traced = kswapd_trace_summary(rec)
     # the generations kswapd found at its wakes after a quiet spell (tkgens=1 recordings)
-    k_gens, s_gens = kernel_generations(rec), sim_generations(result.timeseries)
-    k_wakes, s_wakes = kernel_wakes(rec), sim_wakes(result.timeseries)
+    k_gens, k_wakes = kernel_generations(rec), kernel_wakes(rec)
     kernel_gens = wake_generations(k_gens, k_wakes)
-    sim_gens = wake_generations(s_gens, s_wakes) if kernel_gens else {}
+    sim_gens: dict[str, float] = {}
+    has_gens_png = False
+    if kernel_gens:
+        s_gens, s_wakes = sim_generations(result.timeseries), sim_wakes(result.timeseries)
+        sim_gens = wake_generations(s_gens, s_wakes)
+        has_gens_png = generations_figure(k_gens, s_gens, k_wakes, s_wakes, out / "generations.png")
     kernel_la = look_around_summary(rec)
-    has_gens_png = bool(kernel_gens) and generations_figure(
-        k_gens, s_gens, k_wakes, s_wakes, out / "generations.png"
-    )
     comparison = {
         "recording": str(path),
         "scenario": "press",
