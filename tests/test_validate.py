@@ -697,7 +697,8 @@ def test_with_kswapd_beside_the_workload_the_kernel_keeps_more_untested(tmp_path
     """Two boots with two vCPUs, the workload pinned to CPU 0 (docs/validation.md, section 1g):
     kswapd runs beside it, and the kernel keeps two thirds of the pages it isolates untested, more
     than with one vCPU, so the one vCPU is not why it keeps so many. Per burst of agings the
-    model's kswapd reclaims what the kernel's does (agings and ticker boots, within 15%); on the
+    model's kswapd reclaims what the kernel's does (agings and ticker boots, within 20%: 1.17x on
+    the ticker boot, whose burst now includes the other processes' idle pages); on the
     first two-vCPU boot it wakes three times as often and promotes twice as much (the gap this
     test pins: it fails when the gap closes)."""
     from tierkit import validate_press as vp
@@ -718,7 +719,7 @@ def test_with_kswapd_beside_the_workload_the_kernel_keeps_more_untested(tmp_path
 
     for path in (vp.PRESS_RECORDING_TRACED_AGINGS, vp.PRESS_RECORDING_TRACED_TLBTICK):
         c, kernel, model = per_burst(path)
-        assert model == pytest.approx(kernel, rel=0.15), (path, kernel, model)
+        assert model == pytest.approx(kernel, rel=0.2), (path, kernel, model)
         traced, runs = c["kernel_kswapd_trace"], c["sim_reclaim"]["kswapd_runs"]
         report = (tmp_path / path.name / "report.md").read_text()
         assert f"Per run it reclaimed {traced['reclaimed'] / traced['runs']:.0f} pages" in report
@@ -783,6 +784,45 @@ def test_node_0_is_judged_zone_by_zone_with_the_other_processes_pages() -> None:
     old = load_recording(vp.PRESS_RECORDING_400S_4)
     assert vp.zone_room(old) is None
     assert 'name = "others"' not in vp.sim_experiment(old, {"lru_gen"})[0]
+
+
+def test_other_processes_pages_are_counted_on_boots_whose_first_report_follows_promotions(
+    tmp_path: Path,
+) -> None:
+    """On the boots with the workload's TLB ticker (one and two vCPUs) the workload's first report
+    comes after the sweeps' first promotions: 3.5-5K hot pages are already on node 0. The other
+    processes' pages on node 0 at the fill are its anonymous LRU less the workload's pages then
+    (the cold region less what was demoted by the fill sample, the hot pages promoted by it:
+    none), not less the first report's, which left them out of the simulated node (0 pages, where
+    every other boot has 2.4K) and the ticker boots outside 25% on their steady demotions and
+    churn (docs/validation.md, section 1f)."""
+    from tierkit import validate_press as vp
+
+    expected = {
+        vp.PRESS_RECORDING_TRACED_TLBTICK: (2381, 272),
+        vp.PRESS_RECORDING_TRACED_GENS[2]: (2382, 323),
+        vp.PRESS_RECORDING_TRACED_2CPU[0]: (2342, 406),
+        vp.PRESS_RECORDING_TRACED_2CPU[1]: (2344, 327),
+    }
+    for path, pages in expected.items():
+        rec = load_recording(path)
+        assert rec["hot_node0"][0][1] > 3000, path  # promotions came before the first report
+        fill = vp._before_sweep(rec)
+        assert fill is not None
+        assert fill["pgpromote_success"] == rec["vmstat"][0]["pgpromote_success"]
+        assert vp.foreign_pages(rec) == pages, path
+        text, _ = vp.sim_experiment(rec, {"lru_gen", "watermark_scale_factor"})
+        assert f"size_bytes = {(pages[0] - pages[1]) * 4096}" in text, path
+    # a boot whose first report came before them counts as it did
+    assert vp.foreign_pages(load_recording(vp.PRESS_RECORDING_400S_5)) == (2377, 203)
+    c = vp.validate_press(
+        tmp_path / "t",
+        load_recording(vp.PRESS_RECORDING_TRACED_TLBTICK),
+        vp.PRESS_RECORDING_TRACED_TLBTICK,
+        seed=1,
+    )
+    assert c["within_tolerance"]
+    assert c["node0_zones"]["foreign"] == 2381
 
 
 def test_the_multi_gen_model_agrees_with_the_traced_multi_gen_kernel(tmp_path: Path) -> None:
@@ -998,14 +1038,15 @@ def test_what_kswapd_finds_when_it_wakes_is_set_beside_the_models(tmp_path: Path
         assert "![generations](generations.png)" in report
         assert f"kernel {k['quiet_wakes']:.0f} wakes after a quiet spell" in report
     assert aged_first == 4
-    # the ticker boot: with the sweep modelled in address order (its accessed bits set where the
-    # pass went) every compared figure is within 25% and the model keeps about twice the pages
-    # untested; by default the steady promotions and the churn are outside
+    # the ticker boot: every compared figure is within 25% by default (it was not while the other
+    # processes' pages were left out of its node, section 1f) and with the sweep modelled in
+    # address order (its accessed bits set where the pass went), which keeps about twice the
+    # pages untested
     tick = vp.PRESS_RECORDING_TRACED_GENS[2]
     rec = load_recording(tick)
     default = vp.validate_press(tmp_path / "d", rec, tick, seed=1)
     swept = vp.validate_press(tmp_path / "s", rec, tick, seed=1, sweep_in_order=True)
-    assert not default["within_tolerance"]
+    assert default["within_tolerance"]
     assert swept["within_tolerance"]
     assert (swept["sweep_in_order"], default["sweep_in_order"]) == (True, False)
     kept = [c["sim_reclaim"]["kswapd_kept_referenced"] for c in (default, swept)]

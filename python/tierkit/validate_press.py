@@ -293,7 +293,22 @@ def foreign_pages(rec: dict[str, Any]) -> tuple[int, int]:
             return None
         return _anon_lru(v) - float(hot[i][1]) - float(cold[i][1]) - small
 
-    at_fill = _anon_lru(fill) - float(cold[0][1]) - float(hot[0][1]) - small
+    # the workload's pages on node 0 at the fill sample: the cold region as placed less what
+    # kswapd demoted by then, and the hot pages promoted by then (none: the sample comes before
+    # the sweeps' first hint fault). Not the first report's counts: on the boots with the TLB
+    # ticker that report comes after the first promotions (3.5-5K hot pages on node 0), which
+    # counted them as other processes' pages gone and left those out of the node
+    first = min(rec["vmstat"], key=lambda v: float(v["t"]))
+
+    def moved(keys: tuple[str, ...]) -> float:
+        return sum(float(fill.get(k, 0)) - float(first.get(k, 0)) for k in keys)
+
+    at_fill = (
+        _anon_lru(fill)
+        - (int(rec["cold_pages"]) - moved(("pgdemote_kswapd", "pgdemote_direct")))
+        - moved(("pgpromote_success",))
+        - small
+    )
     t = float(rec["sweep_start_s"])
     later = sorted(x for v in rec["vmstat"] if float(v["t"]) > t and (x := theirs(v)) is not None)
     resident = later[len(later) // 2] if later else 0.0
