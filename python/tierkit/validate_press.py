@@ -277,10 +277,10 @@ def foreign_pages(rec: dict[str, Any]) -> tuple[int, int]:
     workload's pages then (the cold region less what kswapd had demoted, the pages promoted by
     then, the small VMAs: from /proc/vmstat, since the workload's first report can come after
     the first promotions); each later one the LRU less the workload's pages on node 0 at its
-    latest report (cold and hot regions, small VMAs). Most go at kswapd's first run (2377 at the start of the fifth
-    boot, about 590 two seconds later); the rest are in use (the sampling loop's programs run
-    from the tmpfs root every 100 ms) and stay, fewer as the run goes on (150 after 600 s).
-    (0, 0) without the sizes or the reports."""
+    latest report (cold and hot regions, small VMAs). Most go at kswapd's first run (2377 at
+    the start of the fifth boot, about 590 two seconds later); the rest are in use (the
+    sampling loop's programs run from the tmpfs root every 100 ms) and stay, fewer as the run
+    goes on (150 after 600 s). (0, 0) without the sizes or the reports."""
     import bisect
 
     fill = _before_sweep(rec)
