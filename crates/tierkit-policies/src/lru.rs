@@ -860,7 +860,8 @@ impl Lru {
 
     /// inc_max_seq: a new, empty youngest generation. With MAX_NR_GENS generations already,
     /// the oldest is first folded into the next (inc_min_seq: its pages move to min_seq + 1,
-    /// folio_inc_gen, at the old end).
+    /// folio_inc_gen, at the old end). kswapd's aging never gets here (should_run_aging ages
+    /// only with two or three generations); a forced aging (debugfs) would.
     fn inc_max_seq(&mut self, t: TierId) {
         let ti = t as usize;
         self.try_inc_min_seq(t);
@@ -869,22 +870,20 @@ impl Lru {
                 gen_list(t, self.min_seq[ti]),
                 gen_list(t, self.min_seq[ti] + 1),
             );
-            // the oldest pages stay the oldest: pop from the old end, push in front in reverse;
-            // a page whose flags say a younger generation goes to that one's old end
+            // inc_min_seq takes each folio from the old end (lru_to_folio) and puts it at the
+            // old end of its new generation (list_move_tail), so the folded pages arrive in
+            // reverse order; a page whose flags say a younger generation goes to that one
             // (folio_inc_gen returns the generation folio_update_gen gave it)
-            let mut moved = Vec::new();
             while let Some(p) = self.lists.front(from) {
-                if let Some(l) = self.flagged_list(p) {
-                    self.settle_flag(p);
-                    self.lists.remove(p);
-                    self.lists.push_front(l, p);
-                } else {
-                    self.lists.remove(p);
-                    moved.push(p);
-                }
-            }
-            for &p in moved.iter().rev() {
-                self.lists.push_front(to, p);
+                let l = match self.flagged_list(p) {
+                    Some(l) => {
+                        self.settle_flag(p);
+                        l
+                    }
+                    None => to,
+                };
+                self.lists.remove(p);
+                self.lists.push_front(l, p);
             }
             self.min_seq[ti] += 1;
         }
@@ -2906,6 +2905,41 @@ pub(crate) mod tests {
         // counted active (one of the two youngest) but not in the youngest generation
         assert!(!lru.is_active(PageId(0)) && lru.len(SLOW, true) == 1);
         assert!(lru.activate(PageId(0)) && lru.is_active(PageId(0)));
+        lru.check().unwrap();
+    }
+
+    #[test]
+    fn folding_the_oldest_generation_reverses_its_order_as_inc_min_seq_does() {
+        // inc_min_seq moves each folio from the old end to the old end of the next generation
+        // (lru_to_folio, list_move_tail): the folded pages arrive oldest-last. A page a walk
+        // found young goes to its own generation instead.
+        let mut lru = Lru::new().with_gens(true);
+        for p in 0..4 {
+            lru.add(PageId(p), FAST);
+        }
+        let order = |lru: &Lru, seq: u64| -> Vec<u64> {
+            let mut v = Vec::new();
+            let mut cur = lru.lists.front(gen_list(FAST, seq));
+            while let Some(p) = cur {
+                v.push(p.0);
+                cur = lru.lists.next(p);
+            }
+            v
+        };
+        // three agings: the empty generations before the pages' one are passed over, and the
+        // pages' generation becomes the oldest of four
+        for _ in 0..3 {
+            lru.inc_max_seq(FAST);
+        }
+        let (min, max) = lru.seqs(FAST);
+        assert_eq!((min, max), (3, 6));
+        assert_eq!(order(&lru, min), vec![0, 1, 2, 3]);
+        assert!(lru.update_gen(PageId(2)));
+        lru.inc_max_seq(FAST);
+        assert_eq!(lru.seqs(FAST), (min + 1, max + 1));
+        assert_eq!(order(&lru, min + 1), vec![3, 1, 0]);
+        assert_eq!(lru.seq_of(PageId(2)), Some(max));
+        assert_eq!(lru.seq_of(PageId(3)), Some(min + 1));
         lru.check().unwrap();
     }
 
