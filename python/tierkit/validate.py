@@ -80,6 +80,9 @@ RECLAIM_KEYS = (
     "n0_free_DMA32",
     "n0_boost_DMA",
     "n0_boost_DMA32",
+    # and the pages on their per-CPU lists (free, but not counted free)
+    "n0_pcp_DMA",
+    "n0_pcp_DMA32",
 )
 
 

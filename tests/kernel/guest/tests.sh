@@ -795,8 +795,9 @@ t_nbtpress() {
   }
   # node 0's zones' free pages and watermark boosts: kswapd's pgdat_balanced and the promotion
   # path's migrate_balanced_pgdat accept the node when any one zone passes, the small DMA zone
-  # with its lowmem_reserve included
-  n0zones() { awk '/^Node/{z=($2=="0,"&&($4=="DMA"||$4=="DMA32"))?$4:""} z!=""&&$1=="pages"&&$2=="free"{printf " n0_free_%s=%s", z, $3} z!=""&&$1=="boost"{printf " n0_boost_%s=%s", z, $2}' /proc/zoneinfo; }
+  # with its lowmem_reserve included; and the pages on the zones' per-CPU lists (the pagesets'
+  # count: lines, summed over the CPUs), which are free but not counted as free
+  n0zones() { awk '/^Node/{z=($2=="0,"&&($4=="DMA"||$4=="DMA32"))?$4:""} z!=""&&$1=="pages"&&$2=="free"{printf " n0_free_%s=%s", z, $3} z!=""&&$1=="boost"{printf " n0_boost_%s=%s", z, $2} z!=""&&$1=="count:"{pcp[z]+=$2; seen[z]=1} END{for (k in seen) printf " n0_pcp_%s=%d", k, pcp[k]}' /proc/zoneinfo; }
   echo "TKREC_META $meta"
   # FREE_MIB counts above node 0's high watermark: promotions need free pages above it
   fm=$(( ($(kv node0_wmark_high "$meta") * 4 + 1023) / 1024 + rf ))
