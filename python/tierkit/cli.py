@@ -682,9 +682,10 @@ def build_parser() -> Parser:
         "--all-recordings",
         action="store_true",
         help="compare every recording of the scenario that ships with tierkit (press: the 100 s"
-        " default, six 400 s boots, six more traced 100 s boots (node 0's zones, the agings and"
-        " walks timed, lru_gen_full, one with the workload's TLB ticker and two with two vCPUs)"
-        " and the classic-LRU one), as repeated --recording do",
+        " default, six 400 s boots, eleven more traced 100 s boots (node 0's zones, the agings"
+        " and walks timed, one with the workload's TLB ticker, three with two vCPUs, three with"
+        " node 0's generations sampled, one with the addresses eviction tested) and the"
+        " classic-LRU one), as repeated --recording do",
     )
     val.add_argument(
         "--record",

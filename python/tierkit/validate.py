@@ -872,6 +872,7 @@ def shipped_recordings(scenario: str) -> list[Path]:
             vp.PRESS_RECORDING_TRACED_WALKS,
             vp.PRESS_RECORDING_TRACED_TLBTICK,
             *vp.PRESS_RECORDING_TRACED_2CPU,
+            vp.PRESS_RECORDING_TRACED_2CPU_PCP,
             *vp.PRESS_RECORDING_TRACED_GENS,
             vp.PRESS_RECORDING_TRACED_LOOKAROUND,
             vp.PRESS_RECORDING_CLASSIC_LRU,

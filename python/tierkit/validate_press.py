@@ -95,6 +95,12 @@ PRESS_RECORDING_TRACED_2CPU = (
     Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_2cpu_1.json.gz",
     Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_2cpu_2.json.gz",
 )
+#: and a third time with two vCPUs, sampling node 0's zones' per-CPU lists too (n0_pcp_DMA32):
+#: 9.6K free pages sat on them after the fill until kswapd's first run drained them, and the DMA
+#: zone settled above the promotion path's bar, so kswapd ran once (docs/validation.md, 1h)
+PRESS_RECORDING_TRACED_2CPU_PCP = (
+    Path(__file__).parent / "data" / "kernel_nbt_press_612_traced_2cpu_pcp.json.gz"
+)
 #: and three times sampling node 0's multi-gen generations every 100 ms (tkgens=1, the recording's
 #: ``lru_gen_trace``), the third with the TLB ticker too: what kswapd finds when it wakes
 #: (docs/validation.md, section 1g)
