@@ -822,9 +822,26 @@ def test_a_two_vcpu_boot_with_the_dma_zone_above_the_promotion_bar_stops_churnin
     dma = rec["node0_zones"]["start"]["DMA"]
     bar = int(dma["high"]) + 1 + int(dma["protection"][3])
     assert bar == 2996
+    assert vp.dma_promotion_bar(rec) == bar
     c = vp.validate_press(tmp_path / "v", rec, path, seed=1)
     assert c["node0_zones"]["dma_settled"] == 3040 > bar
+    assert (c["node0_zones"]["dma_promotion_bar"], c["node0_zones"]["dma_above_bar"]) == (bar, True)
     assert len(rec["kswapd_trace"]["runs"]) == 1
+    # the per-CPU lists: summarised in comparison.json and the report
+    pcp = c["kernel_pcp"]
+    assert pcp["before_first_reclaim_max"] == 9638
+    assert pcp["after_median"] < 1000
+    assert pcp["after_max"] < 1500
+    report = (tmp_path / "v" / "report.md").read_text()
+    assert "The DMA zone settled above its bar in the promotion path (2996" in report
+    assert "Node 0's DMA32 pages on the per-CPU lists" in report
+    # a boot whose DMA zone stayed below the bar, and one without the lists, say neither
+    below = vp.validate_press(
+        tmp_path / "b", load_recording(vp.PRESS_RECORDING_400S_5), vp.PRESS_RECORDING_400S_5, seed=1
+    )
+    assert below["node0_zones"]["dma_above_bar"] is False
+    assert below["kernel_pcp"] is None
+    assert "settled above its bar" not in (tmp_path / "b" / "report.md").read_text()
     rows = {r["metric"]: r for r in c["rows"]}
     assert rows["demotions_per_s"]["kernel"] == 0
     assert rows["cold_fast_share"]["kernel"] > 0.999

@@ -334,6 +334,7 @@ def node0_accounting(rec: dict[str, Any]) -> dict[str, int] | None:
     if zr is None:
         return None
     foreign, in_use = foreign_pages(rec)
+    bar = dma_promotion_bar(rec)
     return {
         "room": zr[0],
         "dma32_step": zr[1],
@@ -341,7 +342,40 @@ def node0_accounting(rec: dict[str, Any]) -> dict[str, int] | None:
         "node_room": _node_room(rec),
         "foreign": foreign,
         "foreign_in_use": in_use,
+        "dma_promotion_bar": bar,
+        "dma_above_bar": bar is not None and zr[2] > bar,
     }
+
+
+def dma_promotion_bar(rec: dict[str, Any]) -> int | None:
+    """The DMA zone's bar in the promotion path (``migrate_balanced_pgdat``: the zone passes when
+    its free pages exceed its high watermark + the page + its ``lowmem_reserve`` for ZONE_MOVABLE,
+    the allocation's zone; mm/migrate.c and ``zone_watermark_ok``), from the zones the recording
+    dumped at its start. Settled above it, the DMA zone lets every promotion through, which the
+    simulated node, whose DMA zone never passes, does not model (docs/validation.md, section 1h).
+    None without the zones."""
+    dma = ((rec.get("node0_zones") or {}).get("start") or {}).get("DMA")
+    if not dma or "high" not in dma or len(dma.get("protection", [])) < 4:
+        return None
+    return int(dma["high"]) + 1 + int(dma["protection"][3])
+
+
+def pcp_summary(rec: dict[str, Any]) -> dict[str, float]:
+    """Node 0's DMA32 pages on the per-CPU lists (free, but not counted free), for recordings that
+    sampled them (``n0_pcp_DMA32``): their most before kswapd's first demotion (the fill leaves
+    them there) and their median and most after it. Empty without the samples."""
+    vm = sorted((v for v in rec["vmstat"] if "n0_pcp_DMA32" in v), key=lambda v: float(v["t"]))
+    if not vm:
+        return {}
+    first = float(vm[0].get("pgdemote_kswapd", 0))
+    cut = next((i for i, v in enumerate(vm) if float(v.get("pgdemote_kswapd", 0)) > first), len(vm))
+    before = [float(v["n0_pcp_DMA32"]) for v in vm[:cut]]
+    after = sorted(float(v["n0_pcp_DMA32"]) for v in vm[cut:])
+    out = {"before_first_reclaim_max": max(before) if before else math.nan}
+    if after:
+        out["after_median"] = after[len(after) // 2]
+        out["after_max"] = after[-1]
+    return out
 
 
 def fast_tier(rec: dict[str, Any]) -> tuple[int, int, int]:
@@ -961,6 +995,22 @@ def look_around_summary(rec: dict[str, Any], quiet_s: float = 1.0) -> dict[str, 
     return out
 
 
+def pcp_lines(pcp: dict[str, float]) -> list[str]:
+    """The report's line on node 0's per-CPU lists (:func:`pcp_summary`; none without them)."""
+    if not pcp:
+        return []
+    after = (
+        f"; after it {pcp['after_median']:.0f} at the median and {pcp['after_max']:.0f} at most"
+        if "after_median" in pcp
+        else "; kswapd never demoted"
+    )
+    return [
+        "",
+        "Node 0's DMA32 pages on the per-CPU lists (free, but not counted free; not modelled): "
+        f"{pcp['before_first_reclaim_max']:.0f} at most before kswapd's first demotion{after}.",
+    ]
+
+
 def look_around_lines(la: dict[str, float]) -> list[str]:
     """The report's line on where the kernel's tested pages lay (:func:`look_around_summary`;
     none without a ``tklaaddr=1`` recording)."""
@@ -1246,6 +1296,7 @@ def validate_press(
         sim_gens = wake_generations(s_gens, s_wakes)
         has_gens_png = generations_figure(k_gens, s_gens, k_wakes, s_wakes, out / "generations.png")
     kernel_la = look_around_summary(rec)
+    pcp = pcp_summary(rec)
     comparison = {
         "recording": str(path),
         "scenario": "press",
@@ -1268,6 +1319,7 @@ def validate_press(
         "kernel_look_around": kernel_la or None,
         "sim_wake_generations": sim_gens or None,
         "node0_zones": zone_info,
+        "kernel_pcp": pcp or None,
     }
     (out / "comparison.json").write_text(json.dumps(comparison, indent=1, default=str) + "\n")
     lines = [
@@ -1291,6 +1343,15 @@ def validate_press(
             f"would give {zone_info['node_room']}. Other processes' anonymous pages on node 0 when the "
             f"sweeps started: {zone_info['foreign']}, {zone_info['foreign_in_use']} of them still there "
             "at the run's median (simulated as a process of their own, `others`)."
+            + (
+                " The DMA zone settled above its bar in the promotion path "
+                f"({zone_info['dma_promotion_bar']} free pages: its high watermark + the page + its "
+                "lowmem_reserve), so the kernel's "
+                "migrate_balanced_pgdat let every promotion through while it stayed there; the "
+                "simulated DMA zone never passes (docs/validation.md, section 1h)."
+                if zone_info["dma_above_bar"]
+                else ""
+            )
         ),
         f"Kernel knobs: {', '.join(f'{k}={meta.get(k)}' for k in KNOBS)}.",
         f"Simulated: `tierkit run experiment.toml --policy {spec}` (this directory): a fast tier of "
@@ -1318,6 +1379,7 @@ def validate_press(
         *reclaim_lines(lru, kernel_reclaim, sim_reclaim, traced, sim_lru(spec)),
         *generation_lines(kernel_gens, sim_gens),
         *look_around_lines(kernel_la),
+        *pcp_lines(pcp),
         "",
         "![regions on the fast tier](timeline.png)",
         "",
