@@ -64,6 +64,13 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_MAX_RECLAIM_RETRIES, P_LRU_GEN, P_DMA_ZONE,
     P_LRU_GEN_MM_TABLES,
     P_LRU_GEN_MM_SWITCH,
+    tierkit_core::ParamDef {
+        name: "dma_zone_above_bar",
+        kind: ParamKind::Bool,
+        default: "false",
+        unit: "",
+        doc: "the fast node's DMA zone has settled above its bar in migrate_balanced_pgdat (its high watermark + the page + its lowmem_reserve for ZONE_MOVABLE; mm/migrate.c), so the check passes through DMA and a promotion is refused (waking kswapd) only once promotions have taken the main zone below its low watermark and their allocations spill into DMA, pulling it below the bar: the gate is the low watermark, not the high (docs/validation.md, section 1h; `tierkit validate kernel` sets it for a recording whose DMA zone settled there)",
+    },
 ];
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -95,6 +102,9 @@ pub struct Nbt {
     rate_limited: u64,
     free_space_promotions: u64,
     threshold_adjustments: u64,
+    /// The DMA zone passes migrate_balanced_pgdat: promotions are refused below the low
+    /// watermark instead of the high one.
+    dma_above_bar: bool,
 }
 
 impl Nbt {
@@ -116,6 +126,7 @@ impl Nbt {
             rate_limited: 0,
             free_space_promotions: 0,
             threshold_adjustments: 0,
+            dma_above_bar: p.bool("dma_zone_above_bar"),
         }
     }
 
@@ -222,7 +233,11 @@ impl Policy for Nbt {
                     continue;
                 }
             }
-            if self.t.wm.ok(free, self.t.wm.base[2], 1) {
+            // migrate_balanced_pgdat: one zone above its high watermark + the page; with the DMA
+            // zone above its bar, the main zone's promotions go on until it reaches its low
+            // watermark, where they spill into DMA and pull it below the bar
+            let gate = self.t.wm.base[if self.dma_above_bar { 1 } else { 2 }];
+            if self.t.wm.ok(free, gate, 1) {
                 self.t.promote(
                     f.page,
                     MigrateMode::Sync {
@@ -408,6 +423,43 @@ mod tests {
             p.adjust_threshold(10_000 + k);
         }
         assert_eq!(p.threshold_ms(), 2000);
+    }
+
+    #[test]
+    fn with_the_dma_zone_above_its_bar_promotions_go_on_down_to_the_low_watermark() {
+        // free pages at the high watermark: refused by default (migrate_balanced_pgdat wants
+        // one zone above high + the page), let through when the DMA zone passes; at the low
+        // watermark refused either way, and kswapd woken
+        let cap = 100_000u64;
+        for above in [false, true] {
+            let mut p = nbt(&[("dma_zone_above_bar", if above { "true" } else { "false" })]);
+            let mut mech = FakeMech::new(vec![Some(FAST); cap as usize]);
+            mech.tiers.extend(vec![Some(SLOW); 10]);
+            let mut out = Vec::new();
+            let mut t = tel(0, cap, 0);
+            t.allocated = alloc(cap..cap + 10, SLOW);
+            p.init(&t, &mut mech, &mut out);
+            p.step(&t, &mut mech, &mut out);
+            out.clear();
+            let (low, high) = (p.t.wm.low, p.t.wm.high);
+            let mut t = tel(1, cap, cap - high);
+            t.hint_faults = vec![fault(cap + 3, SLOW, 3)];
+            p.step(&t, &mut mech, &mut out);
+            let promoted = migrations(&out)
+                .iter()
+                .any(|m| m.0 == cap + 3 && m.1 == FAST);
+            assert_eq!(promoted, above, "above the bar: {above}");
+            assert_eq!(p.t.counts.promote_fail_nomem, u64::from(!above));
+            out.clear();
+            let mut t = tel(2, cap, cap - low);
+            t.hint_faults = vec![fault(cap + 4, SLOW, 3)];
+            p.step(&t, &mut mech, &mut out);
+            assert!(!migrations(&out)
+                .iter()
+                .any(|m| m.0 == cap + 4 && m.1 == FAST));
+            assert_eq!(p.t.counts.promote_fail_nomem, 1 + u64::from(!above));
+            assert!(p.t.kswapd.wakeups >= 1);
+        }
     }
 
     #[test]
