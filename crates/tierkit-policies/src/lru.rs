@@ -2062,6 +2062,9 @@ pub struct Tiering {
     last_ns: Option<u64>,
     /// The fast node has the DMA zone (`dma_zone`).
     pub dma_zone: bool,
+    /// The DMA zone has settled above its bar in migrate_balanced_pgdat (nbt's
+    /// `dma_zone_above_bar`): see [`Tiering::migrate_balanced`].
+    pub dma_above_bar: bool,
 }
 
 impl Tiering {
@@ -2078,6 +2081,7 @@ impl Tiering {
             kswapd_scan_per_ms,
             last_ns: None,
             dma_zone: true,
+            dma_above_bar: false,
         }
     }
 
@@ -2151,6 +2155,15 @@ impl Tiering {
     pub fn fast_free(&self, tel: &Telemetry) -> u64 {
         let free = tel.tier(tierkit_core::FAST).map_or(0, |t| t.free_pages());
         free.saturating_sub(self.lru.inflight_in(tierkit_core::FAST))
+    }
+
+    /// migrate_balanced_pgdat (mm/migrate.c), the promotion path's check of the fast node with
+    /// `free` pages free: one zone above its high watermark + the page. With the DMA zone above
+    /// its bar (`dma_above_bar`) the check passes through DMA until the main zone's promotions
+    /// take it to its low watermark, where they spill into DMA and pull it below the bar.
+    pub fn migrate_balanced(&self, free: u64) -> bool {
+        let mark = self.wm.base[if self.dma_above_bar { 1 } else { 2 }];
+        self.wm.ok(free, mark, 1)
     }
 
     /// Isolate a slow-tier page and ask for its promotion to the fast tier.

@@ -102,20 +102,19 @@ pub struct Nbt {
     rate_limited: u64,
     free_space_promotions: u64,
     threshold_adjustments: u64,
-    /// The DMA zone passes migrate_balanced_pgdat: promotions are refused below the low
-    /// watermark instead of the high one.
-    dma_above_bar: bool,
 }
 
 impl Nbt {
     pub fn new(p: &Params) -> Self {
+        let mut t = Tiering::from_params(p);
+        t.dma_above_bar = p.bool("dma_zone_above_bar");
         Nbt {
             name: spec_name(INFO.name, PARAMS, p),
             scan: numa_scan(p),
             hot_threshold_ms: p.u64("hot_threshold_ms"),
             rate_limit_mbps: p.u64("promote_rate_limit_mbps"),
             th_period_ms: p.u64("scan_period_max_ms"),
-            t: Tiering::from_params(p),
+            t,
             threshold_ms: 0,
             nr_cand: 0,
             rl_start_ms: 0,
@@ -126,7 +125,6 @@ impl Nbt {
             rate_limited: 0,
             free_space_promotions: 0,
             threshold_adjustments: 0,
-            dma_above_bar: p.bool("dma_zone_above_bar"),
         }
     }
 
@@ -233,11 +231,7 @@ impl Policy for Nbt {
                     continue;
                 }
             }
-            // migrate_balanced_pgdat: one zone above its high watermark + the page; with the DMA
-            // zone above its bar, the main zone's promotions go on until it reaches its low
-            // watermark, where they spill into DMA and pull it below the bar
-            let gate = self.t.wm.base[if self.dma_above_bar { 1 } else { 2 }];
-            if self.t.wm.ok(free, gate, 1) {
+            if self.t.migrate_balanced(free) {
                 self.t.promote(
                     f.page,
                     MigrateMode::Sync {

@@ -148,7 +148,7 @@ impl Policy for Tpp {
                 }
                 continue;
             }
-            if self.t.wm.ok(self.t.fast_free(tel), self.t.wm.base[2], 1) {
+            if self.t.migrate_balanced(self.t.fast_free(tel)) {
                 self.t.promote(
                     f.page,
                     MigrateMode::Sync {
