@@ -862,6 +862,10 @@ def test_a_two_vcpu_boot_with_the_dma_zone_above_the_promotion_bar_stops_churnin
     rows = {r["metric"]: r for r in churn["rows"]}
     assert rows["demotions"]["sim"] > 5 * rows["demotions"]["kernel"]
     assert rows["demotions_per_s"]["sim"] > 50
+    assert "the simulated nbt is told so" in report
+    assert (
+        "the simulated nbt is not (`dma_zone_above_bar=false`)" in (tmp_path / "n" / "report.md").read_text()
+    )
 
 
 def test_other_processes_pages_are_counted_on_boots_whose_first_report_follows_promotions(

@@ -369,9 +369,9 @@ def pcp_summary(rec: dict[str, Any]) -> dict[str, float]:
         return {}
     first = float(vm[0].get("pgdemote_kswapd", 0))
     cut = next((i for i, v in enumerate(vm) if float(v.get("pgdemote_kswapd", 0)) > first), len(vm))
-    before = [float(v["n0_pcp_DMA32"]) for v in vm[:cut]]
+    # vm[0] is before the first demotion by definition, so `before` is never empty
+    out = {"before_first_reclaim_max": max(float(v["n0_pcp_DMA32"]) for v in vm[:cut])}
     after = sorted(float(v["n0_pcp_DMA32"]) for v in vm[cut:])
-    out = {"before_first_reclaim_max": max(before) if before else math.nan}
     if after:
         out["after_median"] = after[len(after) // 2]
         out["after_max"] = after[-1]
@@ -739,10 +739,15 @@ def kernel_lru(rec: dict[str, Any]) -> str:
         return "not recorded"
 
 
+def _spec_flag(spec: str, name: str) -> bool:
+    """Whether a policy spec sets boolean parameter ``name`` on."""
+    _, params = spec_params(spec)
+    return params.get(name, "false").lower() in ("true", "1", "yes", "on")
+
+
 def sim_lru(spec: str) -> str:
     """The LRU the simulated ``nbt`` of a policy spec runs: ``multi-gen`` or ``classic``."""
-    _, params = spec_params(spec)
-    return "multi-gen" if params.get("lru_gen", "false").lower() in ("true", "1", "yes", "on") else "classic"
+    return "multi-gen" if _spec_flag(spec, "lru_gen") else "classic"
 
 
 def reclaim_side_by_side(
@@ -1352,8 +1357,13 @@ def validate_press(
                 f"({zone_info['dma_promotion_bar']} free pages: its high watermark + the page + its "
                 "lowmem_reserve), so the kernel's "
                 "migrate_balanced_pgdat let promotions through until the main zone reached its low "
-                "watermark; the simulated nbt is told so (`dma_zone_above_bar=true`), for the whole "
-                "run (docs/validation.md, section 1h)."
+                "watermark; "
+                + (
+                    "the simulated nbt is told so (`dma_zone_above_bar=true`), for the whole run"
+                    if _spec_flag(spec, "dma_zone_above_bar")
+                    else "the simulated nbt is not (`dma_zone_above_bar=false`)"
+                )
+                + " (docs/validation.md, section 1h)."
                 if zone_info["dma_above_bar"]
                 else ""
             )
