@@ -107,7 +107,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     source: "HeMem SOSP'21 §3-4 and its artifact (src/pebs.c, pebs.h); Colloid SOSP'24 §2.1, §4.1",
     params: PARAMS,
     positional: None,
-    build: Builder::Base(|p| Ok(Box::new(HeMem::new(p)))),
+    build: Builder::Base(|p| Ok(build(p))),
 };
 
 const FAST_HOT: usize = 0;
@@ -134,46 +134,129 @@ fn list_for(tier: TierId, hot: bool) -> usize {
     }
 }
 
-/// HeMem's per-page record (`struct hemem_page`: accesses[], local_clock, hot). 7 bytes, packed
-/// (one per page of the page space).
+/// A page's read or write count: `u8` where the counts cannot pass 255 (a count never exceeds
+/// `cooling_threshold + 1`: the sample that takes it past the threshold ticks the clock, and the
+/// page's next sample halves it first), `u16` otherwise. Both give the same counts bit for bit.
+pub trait Count: Copy + Default + std::fmt::Debug + Into<u32> + Send + 'static {
+    const BITS: u32;
+    /// The largest `cooling_threshold` whose counts this type holds exactly.
+    const MAX_COOLING_THRESHOLD: u64;
+    fn inc(self) -> Self;
+    /// `self >> n`, 0 when `n` is the width or more.
+    fn halve(self, n: u32) -> Self;
+}
+
+impl Count for u8 {
+    const BITS: u32 = 8;
+    const MAX_COOLING_THRESHOLD: u64 = u8::MAX as u64 - 1;
+    #[inline]
+    fn inc(self) -> Self {
+        self.saturating_add(1)
+    }
+    #[inline]
+    fn halve(self, n: u32) -> Self {
+        self.checked_shr(n).unwrap_or(0)
+    }
+}
+
+impl Count for u16 {
+    const BITS: u32 = 16;
+    const MAX_COOLING_THRESHOLD: u64 = u16::MAX as u64 - 1;
+    #[inline]
+    fn inc(self) -> Self {
+        self.saturating_add(1)
+    }
+    #[inline]
+    fn halve(self, n: u32) -> Self {
+        self.checked_shr(n).unwrap_or(0)
+    }
+}
+
+/// Bits of a page's clock in [`PageState::clock_flags`]; the other three hold its flags.
+const CLOCK_BITS: u32 = 13;
+const CLOCK_MASK: u16 = (1 << CLOCK_BITS) - 1;
+
+/// HeMem's per-page record (`struct hemem_page`: accesses[], local_clock, hot): 4 bytes with
+/// `u8` counts (the default thresholds), 6 with `u16` counts; packed (one per page of the page
+/// space).
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C, packed)]
-struct PageState {
-    reads: u16,
-    writes: u16,
-    /// The low 16 bits of the cooling clock when the counts were last brought up to date. No
-    /// page lags the clock by 2^16 ticks or more: every [`CLOCK_SWEEP`] ticks HeMem brings every
-    /// page up to date (`HeMem::tick`), so the wrapped difference is the true one.
-    clock: u16,
-    flags: u8,
+struct PageState<C: Count> {
+    reads: C,
+    writes: C,
+    /// The low 13 bits: the low bits of the cooling clock when the counts were last brought up
+    /// to date. No page lags the clock by 2^13 ticks or more: every [`CLOCK_SWEEP`] ticks HeMem
+    /// brings every page up to date (`HeMem::tick`), so the wrapped difference is the true one.
+    /// The high 3 bits: the flags (`HOT`, `TO_FAST`, `TO_SLOW`).
+    clock_flags: u16,
 }
 
 /// HeMem brings every page's counts up to date every this many clock ticks (see
-/// [`PageState::clock`]).
-const CLOCK_SWEEP: u32 = 1 << 15;
+/// [`PageState::clock_flags`]).
+const CLOCK_SWEEP: u32 = 1 << (CLOCK_BITS - 1);
 
-impl PageState {
+impl<C: Count> PageState<C> {
+    #[inline]
+    fn clock(&self) -> u16 {
+        self.clock_flags & CLOCK_MASK
+    }
+
+    #[inline]
+    fn flags(&self) -> u8 {
+        (self.clock_flags >> CLOCK_BITS) as u8
+    }
+
+    #[inline]
+    fn has(&self, f: u8) -> bool {
+        self.flags() & f != 0
+    }
+
+    #[inline]
+    fn set_flags(&mut self, f: u8) {
+        self.clock_flags = self.clock() | ((f as u16) << CLOCK_BITS);
+    }
+
+    #[inline]
+    fn set(&mut self, f: u8) {
+        self.set_flags(self.flags() | f);
+    }
+
+    #[inline]
+    fn clear(&mut self, f: u8) {
+        self.set_flags(self.flags() & !f);
+    }
+
+    /// A fresh record: no counts, no flags, at `clock`.
+    fn fresh(clock: u32) -> Self {
+        PageState {
+            reads: C::default(),
+            writes: C::default(),
+            clock_flags: clock as u16 & CLOCK_MASK,
+        }
+    }
+
     /// Apply the cooling ticks missed since the counts were last touched (one halving each).
     #[inline]
     fn cool_to(&mut self, clock: u32) {
-        let missed = (clock as u16).wrapping_sub(self.clock) as u32;
+        let missed = ((clock as u16).wrapping_sub(self.clock()) & CLOCK_MASK) as u32;
         if missed > 0 {
-            self.reads = if missed >= 16 {
-                0
-            } else {
-                self.reads >> missed
-            };
-            self.writes = if missed >= 16 {
-                0
-            } else {
-                self.writes >> missed
-            };
-            self.clock = clock as u16;
+            self.reads = self.reads.halve(missed);
+            self.writes = self.writes.halve(missed);
+            self.clock_flags = (self.clock_flags & !CLOCK_MASK) | (clock as u16 & CLOCK_MASK);
         }
     }
 }
 
-pub struct HeMem {
+/// HeMem with the narrowest counts its `cooling_threshold` allows.
+fn build(p: &Params) -> Box<dyn Policy> {
+    if p.u64("cooling_threshold") <= u8::MAX_COOLING_THRESHOLD {
+        Box::new(HeMem::<u8>::new(p))
+    } else {
+        Box::new(HeMem::<u16>::new(p))
+    }
+}
+
+pub struct HeMem<C: Count = u8> {
     spec: String,
     sample_period: u64,
     hot_reads: u16,
@@ -184,7 +267,7 @@ pub struct HeMem {
     max_migrate_bytes: u64,
 
     residency: Residency,
-    pages: Dense<PageState>,
+    pages: Dense<PageState<C>>,
     lists: PageLists,
     /// HeMem's `global_clock`.
     clock: u32,
@@ -209,7 +292,7 @@ pub struct HeMem {
     freq_total: f64,
 }
 
-impl HeMem {
+impl<C: Count> HeMem<C> {
     pub fn new(p: &Params) -> Self {
         let quantum_ns = p.u64("quantum_ms") * 1_000_000;
         HeMem {
@@ -243,8 +326,8 @@ impl HeMem {
     }
 
     #[inline]
-    fn is_hot(&self, st: &PageState) -> bool {
-        st.reads >= self.hot_reads || st.writes >= self.hot_writes
+    fn is_hot(&self, st: &PageState<C>) -> bool {
+        st.reads.into() >= self.hot_reads as u32 || st.writes.into() >= self.hot_writes as u32
     }
 
     /// Put a page on the list its tier and hotness call for (pages in flight stay put).
@@ -257,7 +340,7 @@ impl HeMem {
                 self.lists.remove(p);
             }
             Some(t) => {
-                let want = list_for(t, self.pages.get(p).flags & HOT != 0);
+                let want = list_for(t, self.pages.get(p).has(HOT));
                 if self.lists.list_of(p) != Some(want) {
                     self.lists.push_back(want, p);
                 }
@@ -268,13 +351,13 @@ impl HeMem {
     /// Forget a page's in-flight migration (its result arrived, or the page went away).
     fn settle(&mut self, p: PageId) {
         let st = self.pages.get_mut(p);
-        if st.flags & TO_FAST != 0 {
+        if st.has(TO_FAST) {
             self.inflight_to_fast -= 1;
         }
-        if st.flags & TO_SLOW != 0 {
+        if st.has(TO_SLOW) {
             self.inflight_to_slow -= 1;
         }
-        st.flags &= !(TO_FAST | TO_SLOW);
+        st.clear(TO_FAST | TO_SLOW);
         if self.lists.list_of(p) == Some(MIGRATING) {
             self.lists.remove(p);
         }
@@ -306,11 +389,8 @@ impl HeMem {
     }
 
     /// The record of a page just allocated or freed: no counts, at the current clock.
-    fn fresh_record(&self) -> PageState {
-        PageState {
-            clock: self.clock as u16,
-            ..PageState::default()
-        }
+    fn fresh_record(&self) -> PageState<C> {
+        PageState::fresh(self.clock)
     }
 
     /// A page allocated or freed: a fresh record, on the list its tier calls for.
@@ -364,18 +444,19 @@ impl HeMem {
             let clock = self.clock;
             let st = self.pages.get_mut(s.page);
             st.cool_to(clock);
-            let c = if s.is_store {
-                st.writes = st.writes.saturating_add(1);
-                st.writes
+            let c: u32 = if s.is_store {
+                st.writes = st.writes.inc();
+                st.writes.into()
             } else {
-                st.reads = st.reads.saturating_add(1);
-                st.reads
+                st.reads = st.reads.inc();
+                st.reads.into()
             };
-            let tick = c > self.cooling_threshold;
-            let was_hot = st.flags & HOT != 0;
-            let hot = st.reads >= self.hot_reads || st.writes >= self.hot_writes;
+            let tick = c > self.cooling_threshold as u32;
+            let was_hot = st.has(HOT);
+            let hot = st.reads.into() >= self.hot_reads as u32
+                || st.writes.into() >= self.hot_writes as u32;
             if hot != was_hot {
-                st.flags ^= HOT;
+                st.set_flags(st.flags() ^ HOT);
                 self.sync(s.page);
             }
             if tick {
@@ -387,9 +468,9 @@ impl HeMem {
     }
 
     /// Advance the cooling clock; every [`CLOCK_SWEEP`] ticks, bring every page's counts up to
-    /// date, so that no page lags the clock by 2^16 ticks (its 16-bit clock would wrap). Cooling
-    /// twice is cooling once by the sum (shifts compose, and 16 or more missed ticks give 0
-    /// either way), so the sweep changes no count any later read sees.
+    /// date, so that no page lags the clock by 2^13 ticks (its 13-bit clock would wrap). Cooling
+    /// twice is cooling once by the sum (shifts compose, and as many missed ticks as the count
+    /// has bits, or more, give 0 either way), so the sweep changes no count any later read sees.
     fn tick(&mut self) {
         self.clock = self.clock.wrapping_add(1);
         if self.clock.is_multiple_of(CLOCK_SWEEP) {
@@ -402,7 +483,7 @@ impl HeMem {
     fn freq(&self, p: PageId) -> u32 {
         let mut st = *self.pages.get(p);
         st.cool_to(self.clock);
-        st.reads as u32 + st.writes as u32
+        st.reads.into() + st.writes.into()
     }
 
     fn issue(&mut self, p: PageId, to: TierId, out: &mut Vec<Action>) {
@@ -415,11 +496,11 @@ impl HeMem {
         self.lists.push_back(MIGRATING, p);
         let st = self.pages.get_mut(p);
         if to == FAST {
-            st.flags |= TO_FAST;
+            st.set(TO_FAST);
             self.inflight_to_fast += 1;
             self.promotions += 1;
         } else {
-            st.flags |= TO_SLOW;
+            st.set(TO_SLOW);
             self.inflight_to_slow += 1;
             self.demotions += 1;
         }
@@ -449,7 +530,7 @@ impl HeMem {
             let st = *st;
             if !self.is_hot(&st) {
                 // cooled since it was last sampled
-                self.pages.get_mut(p).flags &= !HOT;
+                self.pages.get_mut(p).clear(HOT);
                 self.lists.push_back(SLOW_COLD, p);
                 continue;
             }
@@ -497,7 +578,7 @@ impl HeMem {
                 if self.is_hot(&st) {
                     self.lists.push_back(hot_list, p);
                 } else {
-                    self.pages.get_mut(p).flags &= !HOT;
+                    self.pages.get_mut(p).clear(HOT);
                     self.lists.push_back(cold_list, p);
                 }
             }
@@ -506,7 +587,7 @@ impl HeMem {
     }
 }
 
-impl Policy for HeMem {
+impl<C: Count> Policy for HeMem<C> {
     fn name(&self) -> String {
         self.spec.clone()
     }
@@ -519,11 +600,12 @@ impl Policy for HeMem {
         }
     }
 
-    /// Per page: its tier (1 B), its counts and flags ([`PageState`], 7 B) and its list
+    /// Per page: its tier (1 B), its counts, clock and flags ([`PageState`], 4 B with `u8` counts,
+    /// 6 with `u16`) and its list
     /// links (9 B).
     fn memory_bytes(&self, space: &PageSpace) -> u64 {
         Residency::bytes_for(space.pages)
-            + Dense::<PageState>::bytes_for(space.pages)
+            + Dense::<PageState<C>>::bytes_for(space.pages)
             + PageLists::bytes_for(space.pages, N_LISTS)
     }
 
@@ -598,7 +680,7 @@ impl Policy for HeMem {
 /// HeMem's counts as Colloid's HeMem version reads them (§4.1): a page's access probability is
 /// its read plus write count over the sum of all counts. HeMem keeps no order inside a list, so
 /// "hottest" takes the tier's hot list (then its cold list) up to `max` pages and sorts those.
-impl AccessTracker for HeMem {
+impl<C: Count> AccessTracker for HeMem<C> {
     fn access_probability(&self, page: PageId) -> f64 {
         if self.freq_total <= 0.0 || self.residency.tier(page).is_none() {
             return 0.0;
@@ -700,8 +782,8 @@ mod tests {
         for p in 0..120 {
             let (x, y) = (*a.pages.get(PageId(p)), *b.pages.get(PageId(p)));
             assert_eq!(
-                (x.reads, x.writes, x.flags),
-                (y.reads, y.writes, y.flags),
+                (x.reads, x.writes, x.flags()),
+                (y.reads, y.writes, y.flags()),
                 "page {p}"
             );
             assert_eq!(
@@ -713,45 +795,82 @@ mod tests {
         assert_eq!(a.residency.count(FAST), b.residency.count(FAST));
     }
 
-    /// A page's clock is 16 bits, HeMem's 32: the sweep every `CLOCK_SWEEP` ticks keeps every
-    /// count what 32-bit clocks give, also for a page left alone across the 16-bit wrap (it
-    /// would read its count halved once, not 0, without the sweep).
-    #[test]
-    fn counts_cool_right_across_the_16_bit_clock_wrap() {
-        let mut h = hemem(&[]);
-        let fresh = |reads| PageState {
-            reads,
-            writes: 3,
-            clock: 0,
-            flags: 0,
+    /// A page's clock is 13 bits, HeMem's 32: the sweep every `CLOCK_SWEEP` ticks keeps every
+    /// count what 32-bit clocks give, also for a page left alone across the 13-bit wrap (it
+    /// would read its count halved once, not 0, without the sweep), with either count width.
+    fn counts_cool_right_across_the_clock_wrap<C: Count>(big: u32) {
+        let mut h = HeMem::<C>::new(&crate::testbed::params("hemem", PARAMS, &[]));
+        let wrap = 1u32 << CLOCK_BITS;
+        let count = |n: u32| -> C {
+            let mut c = C::default();
+            for _ in 0..n {
+                c = c.inc();
+            }
+            c
+        };
+        let fresh = |reads: u32| PageState::<C> {
+            reads: count(reads),
+            writes: count(3),
+            clock_flags: 0,
         };
         for p in 0..3 {
-            *h.pages.get_mut(PageId(p)) = fresh(40000);
+            *h.pages.get_mut(PageId(p)) = fresh(big);
         }
-        let want = |count: u32, missed: u32| if missed >= 16 { 0 } else { count >> missed };
+        let want = |count: u32, missed: u32| {
+            if missed >= C::BITS {
+                0
+            } else {
+                count >> missed
+            }
+        };
         for t in 1..=3u32 {
             h.tick();
-            assert_eq!(h.freq(PageId(2)), want(40000, t) + want(3, t));
+            assert_eq!(h.freq(PageId(2)), want(big, t) + want(3, t));
         }
         let mut touched = 0;
-        while h.clock < 3 * 65536 + 40 {
+        while h.clock < 3 * wrap + 40 {
             h.tick();
-            if h.clock == 65536 + 3 {
+            if h.clock == wrap + 3 {
                 let clock = h.clock;
                 let st = h.pages.get_mut(PageId(1));
                 st.cool_to(clock);
-                st.reads = 40000;
+                st.reads = count(big);
+                st.set(HOT | TO_SLOW);
                 touched = clock;
             }
-            if h.clock == 65536 + 1 {
+            if h.clock == wrap + 1 {
                 assert_eq!(h.freq(PageId(0)), 0, "a page left alone across the wrap");
             }
             if touched > 0 && h.clock - touched < 20 {
-                assert_eq!(h.freq(PageId(1)), want(40000, h.clock - touched));
+                assert_eq!(h.freq(PageId(1)), want(big, h.clock - touched));
+                // the flags ride along with the clock untouched
+                assert_eq!(h.pages.get(PageId(1)).flags(), HOT | TO_SLOW);
             }
         }
         assert_eq!(h.freq(PageId(0)), 0);
-        assert_eq!(std::mem::size_of::<PageState>(), 7);
+    }
+
+    #[test]
+    fn counts_cool_right_across_the_13_bit_clock_wrap() {
+        counts_cool_right_across_the_clock_wrap::<u8>(200);
+        counts_cool_right_across_the_clock_wrap::<u16>(40000);
+        assert_eq!(std::mem::size_of::<PageState<u8>>(), 4);
+        assert_eq!(std::mem::size_of::<PageState<u16>>(), 6);
+    }
+
+    /// The builder takes `u8` counts up to a cooling threshold of 254 and `u16` above; each is
+    /// named and sized as such.
+    #[test]
+    fn the_count_width_follows_the_cooling_threshold() {
+        let space = PageSpace::new(1 << 20, vec![1 << 18, 1 << 20]);
+        let narrow = crate::build("hemem").unwrap();
+        let at_254 = crate::build("hemem:cooling_threshold=254").unwrap();
+        let wide = crate::build("hemem:cooling_threshold=255").unwrap();
+        assert_eq!(narrow.memory_bytes(&space), at_254.memory_bytes(&space));
+        assert_eq!(
+            wide.memory_bytes(&space) - narrow.memory_bytes(&space),
+            2 << 20
+        );
     }
 
     #[test]
@@ -920,6 +1039,47 @@ mod tests {
     }
 
     proptest! {
+        /// With `u8` and `u16` counts HeMem takes the same actions and keeps the same lists
+        /// and counts, whatever the samples, at any cooling threshold the narrow counts allow
+        /// (small thresholds tick the clock often).
+        #[test]
+        fn narrow_counts_decide_as_wide_ones(
+            threshold in prop_oneof![1u64..12, 240u64..=254],
+            hot in 1u64..8,
+            rounds in proptest::collection::vec(proptest::collection::vec((0u64..24, any::<bool>()), 0..300), 1..10),
+        ) {
+            let args = [
+                ("cooling_threshold", threshold.to_string()),
+                ("hot_read_threshold", hot.to_string()),
+                ("quantum_ms", "2".to_string()),
+            ];
+            let args: Vec<(&str, &str)> = args.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let params = crate::testbed::params("hemem", PARAMS, &args);
+            let mut a = HeMem::<u8>::new(&params);
+            let mut b = HeMem::<u16>::new(&params);
+            let mut ma = Machine::new(&[8, 40]);
+            let mut mb = Machine::new(&[8, 40]);
+            for p in 0..24 {
+                ma.alloc(p, SLOW, 0);
+                mb.alloc(p, SLOW, 0);
+            }
+            for r in rounds {
+                let s: Vec<_> = r.into_iter().map(|(p, st)| if st { write(p) } else { read(p) }).collect();
+                let oa = ma.run_for(&mut a, s.clone(), 2);
+                let ob = mb.run_for(&mut b, s, 2);
+                prop_assert_eq!(oa, ob);
+                prop_assert_eq!(a.clock, b.clock);
+                for p in 0..24 {
+                    prop_assert_eq!(a.freq(PageId(p)), b.freq(PageId(p)));
+                    prop_assert_eq!(a.pages.get(PageId(p)).flags(), b.pages.get(PageId(p)).flags());
+                }
+                for l in 0..N_LISTS {
+                    let (x, y): (Vec<_>, Vec<_>) = (a.lists.iter(l).collect(), b.lists.iter(l).collect());
+                    prop_assert_eq!(x, y);
+                }
+            }
+        }
+
         /// Whatever the sample stream and the starting placement, carrying out HeMem's actions in
         /// order never needs more fast (or slow) pages than are free.
         #[test]

@@ -311,7 +311,7 @@ pub struct Machine {
     swept: bool,
     /// The thread that last hint-faulted on each page (tid + 1; 0: none), for the private /
     /// shared split of task_numa_fault (last_cpupid).
-    last_fault_tid: Vec<u32>,
+    last_fault_tid: FaultOwners,
     shadow: FxHashMap<u32, (TierId, f64)>,
     shadow_list: Vec<u32>,
     pub procs: Vec<ProcState>,
@@ -399,7 +399,7 @@ fn region_extent(first: u32, pages: u32, a: &AccessSpec) -> (u32, u32) {
 pub struct MachineMemory {
     /// Per-page arrays: tier and flags (1 B each), when the accessed bit was last cleared
     /// (8 B), and as the policy needs them, the bind table (1 B) and the last faulting thread
-    /// (4 B).
+    /// (2 B; 4 where a process has 65,535 threads or more).
     pub page_table: u64,
     /// The page events of one epoch (allocations and frees, stored as runs of consecutive
     /// pages, 16 B a run) at their largest: every page allocated at once (a run per object and
@@ -419,6 +419,73 @@ pub struct MachineMemory {
 impl MachineMemory {
     pub fn total(&self) -> u64 {
         self.page_table + self.events + self.dists + self.fault_queues
+    }
+}
+
+/// The thread that last hint-faulted on each page, as tid + 1 (0: none): 2 bytes a page when
+/// every process has fewer than 65,535 threads, 4 otherwise. Only equality is ever asked of it,
+/// so both widths give the same answers.
+#[derive(Clone, Debug)]
+enum FaultOwners {
+    Narrow(Vec<u16>),
+    Wide(Vec<u32>),
+}
+
+impl FaultOwners {
+    /// Whether some process of `exp` has too many threads for the narrow form.
+    fn wide_for(exp: &Experiment) -> bool {
+        exp.processes
+            .iter()
+            .any(|p| p.threads.iter().map(|t| t.count as u64).sum::<u64>() >= u16::MAX as u64)
+    }
+
+    fn bytes_per_page(wide: bool) -> u64 {
+        if wide {
+            std::mem::size_of::<u32>() as u64
+        } else {
+            std::mem::size_of::<u16>() as u64
+        }
+    }
+
+    fn new(pages: u64, wide: bool) -> Result<Self> {
+        Ok(if wide {
+            FaultOwners::Wide(memory::filled(pages, 0, "the hint-fault table")?)
+        } else {
+            FaultOwners::Narrow(memory::filled(pages, 0, "the hint-fault table")?)
+        })
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            FaultOwners::Narrow(v) => v.len(),
+            FaultOwners::Wide(v) => v.len(),
+        }
+    }
+
+    fn resize(&mut self, n: usize) {
+        match self {
+            FaultOwners::Narrow(v) => v.resize(n, 0),
+            FaultOwners::Wide(v) => v.resize(n, 0),
+        }
+    }
+
+    /// Set page `i`'s owner (tid + 1, or 0), returning the one before.
+    #[inline]
+    fn replace(&mut self, i: usize, owner: u32) -> u32 {
+        match self {
+            FaultOwners::Narrow(v) => {
+                debug_assert!(owner <= u16::MAX as u32);
+                std::mem::replace(&mut v[i], owner as u16) as u32
+            }
+            FaultOwners::Wide(v) => std::mem::replace(&mut v[i], owner),
+        }
+    }
+
+    fn capacity_bytes(&self) -> u64 {
+        match self {
+            FaultOwners::Narrow(v) => (v.capacity() * 2) as u64,
+            FaultOwners::Wide(v) => (v.capacity() * 4) as u64,
+        }
     }
 }
 
@@ -516,7 +583,7 @@ impl Machine {
             per_page += std::mem::size_of::<u8>() as u64;
         }
         if needs.hint_faults {
-            per_page += std::mem::size_of::<u32>() as u64;
+            per_page += FaultOwners::bytes_per_page(FaultOwners::wide_for(exp));
         }
         let events = (Self::allocation_runs(exp, needs) + Self::freeable_pages(exp))
             .saturating_mul(PageEvents::RUN_BYTES);
@@ -590,7 +657,7 @@ impl Machine {
                 + cap(self.page_flags.capacity(), 1)
                 + cap(self.page_bind.capacity(), 1)
                 + cap(self.last_clear.capacity(), 8)
-                + cap(self.last_fault_tid.capacity(), 4),
+                + self.last_fault_tid.capacity_bytes(),
             events: self.tel.allocated.capacity_bytes() + self.tel.freed.capacity_bytes(),
             dists: self.dists.iter().map(Dist::bytes).sum(),
             fault_queues: cap(self.faults.capacity(), fault)
@@ -762,11 +829,10 @@ impl Machine {
             } else {
                 Vec::new()
             },
-            last_fault_tid: if needs.hint_faults {
-                memory::filled(total, 0, "the hint-fault table")?
-            } else {
-                Vec::new()
-            },
+            last_fault_tid: FaultOwners::new(
+                if needs.hint_faults { total } else { 0 },
+                FaultOwners::wide_for(exp),
+            )?,
             shadow: FxHashMap::default(),
             shadow_list: Vec::new(),
             #[cfg(test)]
@@ -2731,13 +2797,12 @@ impl Machine {
     ) {
         let i = page as usize;
         if self.last_fault_tid.len() <= i {
-            self.last_fault_tid.resize(self.page_tier.len(), 0);
+            self.last_fault_tid.resize(self.page_tier.len());
         }
         // The moved folio's cpupid is reset (folio_migrate_flags on a top-tier target).
-        let last = std::mem::replace(
-            &mut self.last_fault_tid[i],
-            if promoted { 0 } else { tid + 1 },
-        );
+        let last = self
+            .last_fault_tid
+            .replace(i, if promoted { 0 } else { tid + 1 });
         let private = promoted || last == 0 || last == tid + 1;
         let base_pages = (self.page_bytes as u64 / 4096).max(1);
         let p = &mut self.procs[pi];
@@ -3408,6 +3473,41 @@ mod tests {
     /// The last accessed-bit clear of every page (8 B a page) is kept only for a policy that
     /// says it tests accessed bits; one that tests them without saying so fails the run with an
     /// error naming the need, at its next step, never a panic or a silent answer.
+    /// The last faulting thread takes 2 bytes a page unless a process has 65,535 threads or
+    /// more, and both forms answer alike; the estimate follows the form.
+    #[test]
+    fn fault_owners_are_narrow_unless_a_process_has_too_many_threads() {
+        let sets = vec![
+            "working_set_gb=0.1".to_string(),
+            "hot_set_gb=0.05".to_string(),
+        ];
+        let mut exp = crate::load("gups-hotset", &sets, Some(3)).unwrap();
+        assert!(!FaultOwners::wide_for(&exp));
+        let hint = TelemetryNeeds {
+            hint_faults: true,
+            ..TelemetryNeeds::default()
+        };
+        let est = |e: &Experiment| Machine::memory_bytes(e, &hint).page_table;
+        let narrow = est(&exp);
+        let m = Machine::with_needs(&exp, false, &hint).unwrap();
+        assert!(matches!(m.last_fault_tid, FaultOwners::Narrow(_)));
+        assert_eq!(m.last_fault_tid.len() as u64, exp.footprint_pages());
+        exp.processes[0].threads[0].count = u16::MAX as u32 - 1;
+        assert!(!FaultOwners::wide_for(&exp));
+        exp.processes[0].threads[0].count = u16::MAX as u32;
+        assert!(FaultOwners::wide_for(&exp));
+        assert_eq!(est(&exp), narrow + 2 * exp.footprint_pages());
+        let (mut a, mut b) = (
+            FaultOwners::new(8, false).unwrap(),
+            FaultOwners::new(8, true).unwrap(),
+        );
+        for (i, owner) in [(3, 7), (3, 7), (3, 65534), (0, 1), (3, 0), (0, 1)] {
+            assert_eq!(a.replace(i, owner), b.replace(i, owner));
+        }
+        a.resize(12);
+        assert_eq!((a.len(), a.capacity_bytes() >= 24), (12, true));
+    }
+
     #[test]
     fn accessed_bit_clear_times_are_kept_only_for_policies_that_declare_them() {
         let sets = vec![
