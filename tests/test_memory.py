@@ -149,8 +149,11 @@ def test_json_states_the_bytes_per_page() -> None:
     per_page = summary["memory_bytes_per_page"]
     assert set(per_page) == {"machine", "policy", "total"}
     assert per_page["total"] == pytest.approx(per_page["machine"] + per_page["policy"])
-    # HeMem's tables: a tier byte, 7 bytes of counts, clock and flags, 9 bytes of list links per page
-    assert per_page["policy"] == pytest.approx(17.0, abs=0.1)
+    # HeMem's tables: a tier byte, 4 bytes of counts, clock and flags (u8 counts at the default
+    # cooling threshold), 9 bytes of list links per page
+    assert per_page["policy"] == pytest.approx(14.0, abs=0.1)
+    wide = run_json("--policy", "hemem:cooling_threshold=255")["memory_bytes_per_page"]
+    assert wide["policy"] == pytest.approx(16.0, abs=0.1)
     # the machine: its page table (2 bytes: no accessed-bit clear times, HeMem tests no accessed
     # bits), the allocation events as runs (a few per object, not 16 bytes a page) and the phases'
     # tables

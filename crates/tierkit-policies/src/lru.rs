@@ -1175,6 +1175,9 @@ pub struct Kswapd {
     /// interval begins before it starts there, so no page is tested at an instant already
     /// passed.
     gen_clock_ns: u64,
+    /// When kswapd was woken in the current step ([`Kswapd::wake_at`]): the classic LRU's run
+    /// starts there (the multi-gen run starts at `gen_clock_ns`, which the wake moves too).
+    woke_at_ns: Option<u64>,
 }
 
 /// One process's address space for the multi-gen walk: its pages [start, end), the phase of its
@@ -1222,6 +1225,20 @@ impl Kswapd {
         if !self.awake {
             self.awake = true;
             self.wakeups += 1;
+        }
+    }
+
+    /// [`Kswapd::wake`] at `t_ns` (the instant of the fault whose promotion woke it): a kswapd
+    /// asleep until then does no work before it. The step that runs it stands for an interval
+    /// that may begin earlier (the epoch); without the wake's instant its budget and its
+    /// accessed-bit tests would start with the interval, before anything woke it, and how much
+    /// it did before the promotions that follow the wake would grow with the epoch.
+    pub fn wake_at(&mut self, t_ns: u64) {
+        let asleep = !self.awake;
+        self.wake();
+        if asleep && self.awake {
+            self.gen_clock_ns = self.gen_clock_ns.max(t_ns);
+            self.woke_at_ns = Some(t_ns);
         }
     }
 
@@ -1370,12 +1387,27 @@ impl Kswapd {
         if !self.awake && r.free < r.wake_below {
             self.wake();
         }
+        let woke_at = self.woke_at_ns.take();
         if !self.awake {
             return 0;
         }
         if lru.gens() {
             return self.run_gens(lru, mech, out, r);
         }
+        // woken inside the interval: the run starts at the wake, with what is left of the budget
+        let late;
+        let r = match woke_at {
+            Some(t) if t > r.start_ns => {
+                let skip = ((t - r.start_ns) as f64 / r.ns_per_page) as u64;
+                late = Reclaim {
+                    start_ns: t,
+                    max_scan: r.max_scan.saturating_sub(skip).max(SWAP_CLUSTER_MAX as u64),
+                    ..*r
+                };
+                &late
+            }
+            _ => r,
+        };
         let (mut scanned, mut demoted) = (0u64, 0u64);
         loop {
             if self.pass_left == 0 {
@@ -3103,6 +3135,74 @@ pub(crate) mod tests {
                 let n = |x: u64| (x + every - phase) / every;
                 out.push((self.hot)(p.0) && last.is_none_or(|l| n(at) > n(l)));
             }
+        }
+    }
+
+    /// Every page reads idle; the earliest test, and the time kswapd says it ran.
+    #[derive(Default)]
+    struct Earliest {
+        first: Option<u64>,
+        ran_ns: u64,
+    }
+
+    impl Mechanism for Earliest {
+        fn tier_of(&self, _: PageId) -> Option<TierId> {
+            Some(FAST)
+        }
+        fn test_and_clear_accessed(&mut self, _: &[PageId], _: &mut Vec<bool>) {
+            unreachable!("kswapd tests with a time")
+        }
+        fn test_and_clear_accessed_at(&mut self, pages: &[PageId], at: u64, out: &mut Vec<bool>) {
+            self.first = Some(self.first.map_or(at, |f| f.min(at)));
+            out.clear();
+            out.resize(pages.len(), false);
+        }
+        fn kernel_ran(&mut self, from_ns: u64, to_ns: u64) {
+            self.ran_ns += to_ns - from_ns;
+        }
+    }
+
+    /// A kswapd woken by a promotion 0.6 ms into a 1 ms step works from then on, with what is
+    /// left of the step's budget; one awake already works from the step's start. Both LRUs.
+    #[test]
+    fn kswapd_woken_inside_a_step_does_no_work_before_the_wake() {
+        for gens in [false, true] {
+            let run = |wake_at: Option<u64>| {
+                let mut lru = Lru::new().with_gens(gens);
+                for p in 0..4096 {
+                    lru.add(PageId(p), FAST);
+                }
+                let mut k = Kswapd::default();
+                match wake_at {
+                    Some(t) => k.wake_at(t),
+                    None => k.wake(),
+                }
+                let r = Reclaim {
+                    tier: FAST,
+                    target: SLOW,
+                    free: 0,
+                    wake_below: 0,
+                    balanced_at: 1 << 20,
+                    max_scan: 1000,
+                    nr_to_reclaim: 32,
+                    page_bytes: 4096,
+                    start_ns: 1_000_000,
+                    ns_per_page: 1000.0,
+                    zones_can_pass: true,
+                };
+                let mut mech = Earliest::default();
+                let mut out = Vec::new();
+                let demoted = k.run(&mut lru, &mut mech, &mut out, &r);
+                (mech.first.unwrap(), mech.ran_ns, demoted)
+            };
+            let (first, ran, demoted) = run(Some(1_600_000));
+            let (first0, ran0, demoted0) = run(None);
+            assert!(first >= 1_600_000, "gens {gens}: first test at {first}");
+            assert!(first0 < 1_100_000, "gens {gens}: first test at {first0}");
+            // the step's 1 ms of budget, or the 0.4 ms left after the wake (and a batch)
+            assert!(ran0 >= 900_000, "gens {gens}: ran {ran0} ns");
+            assert!(ran <= 450_000, "gens {gens}: ran {ran} ns after the wake");
+            assert!(demoted <= demoted0 && demoted0 > 0, "gens {gens}");
         }
     }
 

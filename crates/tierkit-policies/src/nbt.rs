@@ -243,7 +243,7 @@ impl Policy for Nbt {
                 );
             } else {
                 self.t.counts.promote_fail_nomem += 1;
-                self.t.kswapd.wake();
+                self.t.kswapd.wake_at(f.time_ns);
             }
         }
         let (low, promo) = (self.t.wm.low, self.t.wm.promo);

@@ -158,6 +158,11 @@ impl Policy for Tpp {
                     false,
                     out,
                 );
+                // the promotion's allocation took the node below the demotion watermark: it
+                // wakes kswapd then, not at the step's end
+                if !self.t.kswapd.awake && self.t.fast_free(tel) < self.demote_wmark() {
+                    self.t.kswapd.wake_at(f.time_ns);
+                }
             } else {
                 self.t.counts.promote_fail_nomem += 1;
             }
