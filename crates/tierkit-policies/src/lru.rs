@@ -1171,13 +1171,10 @@ pub struct Kswapd {
     /// bit of the page eviction tests.
     near: Vec<PageId>,
     near_bits: Vec<bool>,
-    /// Multi-gen kswapd's clock: when the work it has done so far ends (ns). A step whose
-    /// interval begins before it starts there, so no page is tested at an instant already
-    /// passed.
+    /// kswapd's clock: when the work it has done so far ends, or when it was last woken (ns).
+    /// A step whose interval begins before it starts there, so no page is tested at an instant
+    /// already passed and a batch past one interval's budget counts against the next.
     gen_clock_ns: u64,
-    /// When kswapd was woken in the current step ([`Kswapd::wake_at`]): the classic LRU's run
-    /// starts there (the multi-gen run starts at `gen_clock_ns`, which the wake moves too).
-    woke_at_ns: Option<u64>,
 }
 
 /// One process's address space for the multi-gen walk: its pages [start, end), the phase of its
@@ -1238,7 +1235,6 @@ impl Kswapd {
         self.wake();
         if asleep && self.awake {
             self.gen_clock_ns = self.gen_clock_ns.max(t_ns);
-            self.woke_at_ns = Some(t_ns);
         }
     }
 
@@ -1387,26 +1383,25 @@ impl Kswapd {
         if !self.awake && r.free < r.wake_below {
             self.wake();
         }
-        let woke_at = self.woke_at_ns.take();
         if !self.awake {
             return 0;
         }
         if lru.gens() {
             return self.run_gens(lru, mech, out, r);
         }
-        // woken inside the interval: the run starts at the wake, with what is left of the budget
+        // kswapd's clock: the run starts where its work so far ended (a batch past the last
+        // interval's budget) or where it was woken (`wake_at`), with what is left of the budget
         let late;
-        let r = match woke_at {
-            Some(t) if t > r.start_ns => {
-                let skip = ((t - r.start_ns) as f64 / r.ns_per_page) as u64;
-                late = Reclaim {
-                    start_ns: t,
-                    max_scan: r.max_scan.saturating_sub(skip).max(SWAP_CLUSTER_MAX as u64),
-                    ..*r
-                };
-                &late
-            }
-            _ => r,
+        let r = if self.gen_clock_ns > r.start_ns {
+            let skip = ((self.gen_clock_ns - r.start_ns) as f64 / r.ns_per_page) as u64;
+            late = Reclaim {
+                start_ns: self.gen_clock_ns,
+                max_scan: r.max_scan.saturating_sub(skip),
+                ..*r
+            };
+            &late
+        } else {
+            r
         };
         let (mut scanned, mut demoted) = (0u64, 0u64);
         loop {
@@ -1469,7 +1464,9 @@ impl Kswapd {
         self.scanned += scanned;
         self.demotions += demoted;
         if scanned > 0 {
-            mech.kernel_ran(r.start_ns, r.test_at(scanned as f64));
+            let end = r.start_ns + (scanned as f64 * r.ns_per_page) as u64;
+            mech.kernel_ran(r.start_ns, end);
+            self.gen_clock_ns = self.gen_clock_ns.max(end);
         }
         demoted
     }
@@ -2183,10 +2180,14 @@ impl Tiering {
         }
     }
 
-    /// Fast-tier free pages for an allocation decision, counting requested promotions as done.
+    /// Fast-tier free pages for an allocation decision, counting requested promotions and
+    /// kswapd's requested demotions as done (kswapd demotes synchronously, in its own thread: a
+    /// page it demoted before a fault is free at the fault), as kswapd's balance check counts
+    /// them.
     pub fn fast_free(&self, tel: &Telemetry) -> u64 {
-        let free = tel.tier(tierkit_core::FAST).map_or(0, |t| t.free_pages());
-        free.saturating_sub(self.lru.inflight_in(tierkit_core::FAST))
+        let fast = tierkit_core::FAST;
+        let free = tel.tier(fast).map_or(0, |t| t.free_pages());
+        free.saturating_sub(self.lru.inflight_in(fast))
     }
 
     /// migrate_balanced_pgdat (mm/migrate.c), the promotion path's check of the fast node with
@@ -2242,11 +2243,49 @@ impl Tiering {
         wake_below: u64,
         balanced_at: u64,
     ) -> u64 {
+        self.run_kswapd_to(tel, mech, out, wake_below, balanced_at, tel.now_ns)
+    }
+
+    /// kswapd's work inside the step up to `t_ns`, the instant of the fault about to be
+    /// handled, when it is awake: the faults and kswapd take turns in time order, as the fault
+    /// path and the kswapd thread do, instead of every fault of the step first.
+    pub fn run_kswapd_until(
+        &mut self,
+        tel: &Telemetry,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+        wake_below: u64,
+        balanced_at: u64,
+        t_ns: u64,
+    ) {
+        let behind = self.last_ns.is_some_and(|l| l < t_ns);
+        if !(self.kswapd.awake && behind) {
+            return;
+        }
+        self.run_kswapd_to(
+            tel,
+            mech,
+            out,
+            wake_below,
+            balanced_at,
+            t_ns.min(tel.now_ns),
+        );
+    }
+
+    fn run_kswapd_to(
+        &mut self,
+        tel: &Telemetry,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+        wake_below: u64,
+        balanced_at: u64,
+        end_ns: u64,
+    ) -> u64 {
         let elapsed = match self.last_ns {
-            Some(t) if tel.now_ns > t => tel.now_ns - t,
+            Some(t) if end_ns > t => end_ns - t,
             _ => tel.epoch_ns.max(1_000_000),
         };
-        self.last_ns = Some(tel.now_ns);
+        self.last_ns = Some(end_ns);
         if tel.tiers.len() < 2 {
             return 0;
         }
@@ -2271,7 +2310,7 @@ impl Tiering {
             // kswapd's work is spread over the interval it stands for, the one the telemetry
             // just covered: its accessed-bit tests then fall where the machine knows what the
             // threads did (ran or stalled), not in the coming epoch whose accesses are unknown.
-            start_ns: tel.now_ns.saturating_sub(elapsed),
+            start_ns: end_ns.saturating_sub(elapsed),
             ns_per_page: 1e6 / self.kswapd_scan_per_ms as f64,
             zones_can_pass: !self.dma_zone,
         };
@@ -2483,6 +2522,7 @@ pub(crate) mod tests {
         let r = Reclaim {
             balanced_at: 1,
             max_scan: 2,
+            start_ns: 10_000,
             ..r
         };
         assert_eq!(k.run(&mut lru, &mut mech, &mut out, &r), 0);

@@ -209,10 +209,13 @@ impl Policy for Nbt {
 
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         self.t.begin(tel, |_, _| {});
+        let (low, promo) = (self.t.wm.low, self.t.wm.promo);
         for f in &tel.hint_faults {
             if !self.t.fault_actionable(f) {
                 continue;
             }
+            self.t
+                .run_kswapd_until(tel, mech, out, low, promo, f.time_ns);
             let free = self.t.fast_free(tel);
             if self.free_space_enough(free) {
                 self.threshold_ms = 0;
@@ -246,7 +249,6 @@ impl Policy for Nbt {
                 self.t.kswapd.wake_at(f.time_ns);
             }
         }
-        let (low, promo) = (self.t.wm.low, self.t.wm.promo);
         self.t.run_kswapd(tel, mech, out, low, promo);
     }
 

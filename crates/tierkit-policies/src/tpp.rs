@@ -117,10 +117,13 @@ impl Policy for Tpp {
 
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         self.t.begin(tel, |_, _| {});
+        let demote = self.demote_wmark();
         for f in &tel.hint_faults {
             if !self.t.fault_actionable(f) {
                 continue;
             }
+            self.t
+                .run_kswapd_until(tel, mech, out, demote, demote, f.time_ns);
             if !self.t.lru.is_active(f.page) {
                 // First fault: mark_page_accessed, no migration.
                 match &mut self.pagevec {
@@ -167,7 +170,6 @@ impl Policy for Tpp {
                 self.t.counts.promote_fail_nomem += 1;
             }
         }
-        let demote = self.demote_wmark();
         self.t.run_kswapd(tel, mech, out, demote, demote);
     }
 
@@ -341,6 +343,47 @@ pub(crate) mod tests {
         let mut out = Vec::new();
         h.step(&t, &mut mech, &mut out);
         assert!(h.t.lru.is_active(PageId(3)));
+    }
+
+    /// The faults of a step and kswapd take turns in time order: a promotion that takes the
+    /// node below the demotion watermark wakes kswapd at its fault, and kswapd's demotions up to
+    /// a later fault of the same step come before that fault's promotion.
+    #[test]
+    fn kswapd_woken_by_a_promotion_works_before_the_steps_later_faults() {
+        let mut p = tpp();
+        let cap = 100_000u64;
+        let mut mech = FakeMech::new(
+            (0..cap + 8)
+                .map(|i| Some(if i < cap - 4000 { FAST } else { SLOW }))
+                .collect(),
+        );
+        let mut out = Vec::new();
+        // the fast tier's first pages idle (FakeMech reads them unreferenced); two slow pages
+        // made candidates by a first fault each
+        let mut t = tel(1, cap, 0);
+        t.allocated = alloc(0..cap - 4000, FAST);
+        t.allocated.extend(alloc(cap..cap + 2, SLOW).iter());
+        t.hint_faults = vec![fault(cap, SLOW, 5), fault(cap + 1, SLOW, 5)];
+        p.step(&t, &mut mech, &mut out);
+        assert!(migrations(&out).is_empty());
+        // free exactly at the demotion watermark: the first promotion (at 2.1 ms) takes the node
+        // below it and wakes kswapd, which demotes before the second fault (2.9 ms) promotes
+        let demote = p.demote_wmark();
+        let mut t = tel(3, cap, cap - demote);
+        let mut f1 = fault(cap, SLOW, 5);
+        f1.time_ns = 2_100_000;
+        let mut f2 = fault(cap + 1, SLOW, 5);
+        f2.time_ns = 2_900_000;
+        t.hint_faults = vec![f1, f2];
+        out.clear();
+        p.step(&t, &mut mech, &mut out);
+        let m = migrations(&out);
+        let at = |page: u64| m.iter().position(|x| x.0 == page && x.1 == FAST);
+        let (first, second) = (at(cap).unwrap(), at(cap + 1).unwrap());
+        let demotions_between = m[first..second].iter().filter(|x| x.1 == SLOW).count();
+        assert_eq!(first, 0, "{m:?}");
+        assert!(demotions_between > 0, "{m:?}");
+        assert!(p.t.kswapd.awake || p.t.kswapd.demotions > 0);
     }
 
     #[test]

@@ -1148,8 +1148,8 @@ pattern = "pointer-chase"
         let pp = out.summary.memory_bytes_per_page;
         assert!((pp.total - est as f64 / 98304.0).abs() < 1e-9);
         assert!(
-            (pp.policy - 17.0).abs() < 0.01,
-            "HeMem: 1 + 7 + 9 B a page, {pp:?}"
+            (pp.policy - 14.0).abs() < 0.01,
+            "HeMem: 1 + 4 + 9 B a page, {pp:?}"
         );
     }
 
