@@ -958,24 +958,21 @@ def test_the_multi_gen_model_agrees_with_the_traced_multi_gen_kernel(tmp_path: P
     # not an artifact of the step: halved, the same promotions and kswapd work within 2%
     import tierkit
 
-    # (over seeds 1-3: one seed's kswapd ages 25-31 times, which moves its isolated pages by
-    # +-5% whatever the step)
-    def mean_of(epoch_ms: str) -> tuple[float, float]:
+    def mean_of(exp: Path, policy: str, epoch_ms: str, seeds: tuple[int, ...]) -> tuple[float, float]:
+        """Promotions and kswapd's isolated pages, means over the seeds."""
         runs = [
-            tierkit.run(
-                tmp_path / "true" / "experiment.toml",
-                policy=c["policy"],
-                seed=seed,
-                overrides={"epoch_ms": epoch_ms},
-            ).summary
-            for seed in (1, 2, 3)
+            tierkit.run(exp, policy=policy, seed=seed, overrides={"epoch_ms": epoch_ms}).summary
+            for seed in seeds
         ]
         return (
-            sum(r["promotions"] for r in runs) / 3,
-            sum(r["policy_stats"]["kswapd_scanned"] for r in runs) / 3,
+            sum(r["promotions"] for r in runs) / len(seeds),
+            sum(r["policy_stats"]["kswapd_scanned"] for r in runs) / len(seeds),
         )
 
-    whole, half = mean_of("1"), mean_of("0.5")
+    # (over seeds 1-3: one seed's kswapd ages 25-31 times, which moves its isolated pages by
+    # +-5% whatever the step)
+    exp, seeds = tmp_path / "true" / "experiment.toml", (1, 2, 3)
+    whole, half = mean_of(exp, c["policy"], "1", seeds), mean_of(exp, c["policy"], "0.5", seeds)
     assert half[0] == pytest.approx(whole[0], rel=0.03)
     assert half[1] == pytest.approx(whole[1], rel=0.03)
     # and with the sweep's faults in address order (--sweep-in-order), on the zones boot, where
@@ -989,22 +986,8 @@ def test_the_multi_gen_model_agrees_with_the_traced_multi_gen_kernel(tmp_path: P
         sweep_in_order=True,
     )
 
-    def in_order_mean(epoch_ms: str) -> tuple[float, float]:
-        runs = [
-            tierkit.run(
-                tmp_path / "zones_in_order" / "experiment.toml",
-                policy=zin["policy"],
-                seed=seed,
-                overrides={"epoch_ms": epoch_ms},
-            ).summary
-            for seed in (1, 2, 3, 4)
-        ]
-        return (
-            sum(r["promotions"] for r in runs) / 4,
-            sum(r["policy_stats"]["kswapd_scanned"] for r in runs) / 4,
-        )
-
-    whole, half = in_order_mean("1"), in_order_mean("0.5")
+    exp, seeds = tmp_path / "zones_in_order" / "experiment.toml", (1, 2, 3, 4)
+    whole, half = mean_of(exp, zin["policy"], "1", seeds), mean_of(exp, zin["policy"], "0.5", seeds)
     assert half[0] == pytest.approx(whole[0], rel=0.05)
     assert half[1] == pytest.approx(whole[1], rel=0.05)
     # the traced kernel kept reclaiming to the end, and so did the model

@@ -146,31 +146,24 @@ pub trait Count: Copy + Default + std::fmt::Debug + Into<u32> + Send + 'static {
     fn halve(self, n: u32) -> Self;
 }
 
-impl Count for u8 {
-    const BITS: u32 = 8;
-    const MAX_COOLING_THRESHOLD: u64 = u8::MAX as u64 - 1;
-    #[inline]
-    fn inc(self) -> Self {
-        self.saturating_add(1)
-    }
-    #[inline]
-    fn halve(self, n: u32) -> Self {
-        self.checked_shr(n).unwrap_or(0)
-    }
+macro_rules! count_impl {
+    ($t:ty) => {
+        impl Count for $t {
+            const BITS: u32 = <$t>::BITS;
+            const MAX_COOLING_THRESHOLD: u64 = <$t>::MAX as u64 - 1;
+            #[inline]
+            fn inc(self) -> Self {
+                self.saturating_add(1)
+            }
+            #[inline]
+            fn halve(self, n: u32) -> Self {
+                self.checked_shr(n).unwrap_or(0)
+            }
+        }
+    };
 }
-
-impl Count for u16 {
-    const BITS: u32 = 16;
-    const MAX_COOLING_THRESHOLD: u64 = u16::MAX as u64 - 1;
-    #[inline]
-    fn inc(self) -> Self {
-        self.saturating_add(1)
-    }
-    #[inline]
-    fn halve(self, n: u32) -> Self {
-        self.checked_shr(n).unwrap_or(0)
-    }
-}
+count_impl!(u8);
+count_impl!(u16);
 
 /// Bits of a page's clock in [`PageState::clock_flags`]; the other three hold its flags.
 const CLOCK_BITS: u32 = 13;
