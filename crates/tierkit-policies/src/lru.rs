@@ -2180,14 +2180,12 @@ impl Tiering {
         }
     }
 
-    /// Fast-tier free pages for an allocation decision, counting requested promotions and
-    /// kswapd's requested demotions as done (kswapd demotes synchronously, in its own thread: a
-    /// page it demoted before a fault is free at the fault), as kswapd's balance check counts
-    /// them.
+    /// Fast-tier free pages for an allocation decision, counting requested promotions as done.
+    /// kswapd's requested demotions are not counted (its balance check counts them): counting
+    /// them made TPP's gain on liblinear depend on the step (docs/validation.md, section 1i).
     pub fn fast_free(&self, tel: &Telemetry) -> u64 {
-        let fast = tierkit_core::FAST;
-        let free = tel.tier(fast).map_or(0, |t| t.free_pages());
-        free.saturating_sub(self.lru.inflight_in(fast))
+        let free = tel.tier(tierkit_core::FAST).map_or(0, |t| t.free_pages());
+        free.saturating_sub(self.lru.inflight_in(tierkit_core::FAST))
     }
 
     /// migrate_balanced_pgdat (mm/migrate.c), the promotion path's check of the fast node with
