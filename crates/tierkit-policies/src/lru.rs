@@ -1174,7 +1174,7 @@ pub struct Kswapd {
     /// kswapd's clock: when the work it has done so far ends, or when it was last woken (ns).
     /// A step whose interval begins before it starts there, so no page is tested at an instant
     /// already passed and a batch past one interval's budget counts against the next.
-    gen_clock_ns: u64,
+    clock_ns: u64,
 }
 
 /// One process's address space for the multi-gen walk: its pages [start, end), the phase of its
@@ -1234,7 +1234,7 @@ impl Kswapd {
         let asleep = !self.awake;
         self.wake();
         if asleep && self.awake {
-            self.gen_clock_ns = self.gen_clock_ns.max(t_ns);
+            self.clock_ns = self.clock_ns.max(t_ns);
         }
     }
 
@@ -1392,10 +1392,10 @@ impl Kswapd {
         // kswapd's clock: the run starts where its work so far ended (a batch past the last
         // interval's budget) or where it was woken (`wake_at`), with what is left of the budget
         let late;
-        let r = if self.gen_clock_ns > r.start_ns {
-            let skip = ((self.gen_clock_ns - r.start_ns) as f64 / r.ns_per_page) as u64;
+        let r = if self.clock_ns > r.start_ns {
+            let skip = ((self.clock_ns - r.start_ns) as f64 / r.ns_per_page) as u64;
             late = Reclaim {
-                start_ns: self.gen_clock_ns,
+                start_ns: self.clock_ns,
                 max_scan: r.max_scan.saturating_sub(skip),
                 ..*r
             };
@@ -1466,7 +1466,7 @@ impl Kswapd {
         if scanned > 0 {
             let end = r.start_ns + (scanned as f64 * r.ns_per_page) as u64;
             mech.kernel_ran(r.start_ns, end);
-            self.gen_clock_ns = self.gen_clock_ns.max(end);
+            self.clock_ns = self.clock_ns.max(end);
         }
         demoted
     }
@@ -1491,7 +1491,7 @@ impl Kswapd {
         r: &Reclaim,
     ) -> u64 {
         // kswapd's own clock: work that ran past the last step's interval is done first
-        let debt = self.gen_clock_ns.saturating_sub(r.start_ns) as f64 / r.ns_per_page;
+        let debt = self.clock_ns.saturating_sub(r.start_ns) as f64 / r.ns_per_page;
         let (mut cost, mut demoted) = (debt, 0u64);
         let budget = r.max_scan as f64;
         let t = r.tier;
@@ -1564,14 +1564,14 @@ impl Kswapd {
             }
         }
         self.demotions += demoted;
-        let from = self.gen_clock_ns.max(r.start_ns);
-        self.gen_clock_ns = self
-            .gen_clock_ns
+        let from = self.clock_ns.max(r.start_ns);
+        self.clock_ns = self
+            .clock_ns
             .max(r.start_ns + (cost * r.ns_per_page) as u64);
         // kswapd had the CPU for this step's work (a backend whose processes share it with
         // kswapd makes no access then)
-        if self.gen_clock_ns > from {
-            mech.kernel_ran(from, self.gen_clock_ns);
+        if self.clock_ns > from {
+            mech.kernel_ran(from, self.clock_ns);
         }
         demoted
     }
@@ -3143,13 +3143,30 @@ pub(crate) mod tests {
 
     /// A mechanism whose pages are touched at a fixed rate each (1 / `every_ns` per page,
     /// those `hot` says), recording every test: a page tested at `at` reads young when a touch
-    /// fell after its last test.
+    /// fell after its last test. It also keeps the earliest test and the time kswapd says it
+    /// ran.
     struct Timed {
         every_ns: u64,
         hot: fn(u64) -> bool,
         last: std::collections::HashMap<u64, u64>,
         tests: u64,
         not_after_last: u64,
+        first: Option<u64>,
+        ran_ns: u64,
+    }
+
+    impl Timed {
+        fn new(every_ns: u64, hot: fn(u64) -> bool) -> Self {
+            Timed {
+                every_ns,
+                hot,
+                last: Default::default(),
+                tests: 0,
+                not_after_last: 0,
+                first: None,
+                ran_ns: 0,
+            }
+        }
     }
 
     impl Mechanism for Timed {
@@ -3161,6 +3178,7 @@ pub(crate) mod tests {
         }
         fn test_and_clear_accessed_at(&mut self, pages: &[PageId], at: u64, out: &mut Vec<bool>) {
             out.clear();
+            self.first = Some(self.first.map_or(at, |f| f.min(at)));
             for p in pages {
                 self.tests += 1;
                 let last = self.last.insert(p.0, at);
@@ -3173,27 +3191,6 @@ pub(crate) mod tests {
                 let n = |x: u64| (x + every - phase) / every;
                 out.push((self.hot)(p.0) && last.is_none_or(|l| n(at) > n(l)));
             }
-        }
-    }
-
-    /// Every page reads idle; the earliest test, and the time kswapd says it ran.
-    #[derive(Default)]
-    struct Earliest {
-        first: Option<u64>,
-        ran_ns: u64,
-    }
-
-    impl Mechanism for Earliest {
-        fn tier_of(&self, _: PageId) -> Option<TierId> {
-            Some(FAST)
-        }
-        fn test_and_clear_accessed(&mut self, _: &[PageId], _: &mut Vec<bool>) {
-            unreachable!("kswapd tests with a time")
-        }
-        fn test_and_clear_accessed_at(&mut self, pages: &[PageId], at: u64, out: &mut Vec<bool>) {
-            self.first = Some(self.first.map_or(at, |f| f.min(at)));
-            out.clear();
-            out.resize(pages.len(), false);
         }
         fn kernel_ran(&mut self, from_ns: u64, to_ns: u64) {
             self.ran_ns += to_ns - from_ns;
@@ -3228,7 +3225,8 @@ pub(crate) mod tests {
                     ns_per_page: 1000.0,
                     zones_can_pass: true,
                 };
-                let mut mech = Earliest::default();
+                // every page idle
+                let mut mech = Timed::new(1_000_000, |_| false);
                 let mut out = Vec::new();
                 let demoted = k.run(&mut lru, &mut mech, &mut out, &r);
                 (mech.first.unwrap(), mech.ran_ns, demoted)
@@ -3335,13 +3333,7 @@ pub(crate) mod tests {
                 ..Kswapd::default()
             };
             k.set_address_spaces(&objects(&[(0, 0, 1000), (1, 1000, n - 1000)]));
-            let mut mech = Timed {
-                every_ns: 5_000_000,
-                hot: |p| p % 2 == 0,
-                last: Default::default(),
-                tests: 0,
-                not_after_last: 0,
-            };
+            let mut mech = Timed::new(5_000_000, |p| p % 2 == 0);
             let mut out = Vec::new();
             for step in 0..200u64 {
                 let r = Reclaim {

@@ -163,7 +163,7 @@ impl Policy for Tpp {
                 );
                 // the promotion's allocation took the node below the demotion watermark: it
                 // wakes kswapd then, not at the step's end
-                if !self.t.kswapd.awake && self.t.fast_free(tel) < self.demote_wmark() {
+                if !self.t.kswapd.awake && self.t.fast_free(tel) < demote {
                     self.t.kswapd.wake_at(f.time_ns);
                 }
             } else {
