@@ -322,6 +322,9 @@ pub struct Machine {
     mig_bytes_now: Vec<(f64, f64)>,
     queue: std::collections::VecDeque<Pending>,
     sync_results: Vec<MigrationResult>,
+    /// CPU time the migration threads spent past their last epoch's budget (a migration
+    /// longer than what was left of it), owed by the next epochs.
+    mig_debt_ns: f64,
     /// Hint faults to come: (check time, page, mark time, accesses the fault waits for as f32
     /// bits). A marked page faults at the access that brings its accesses since the mark to an
     /// Exp(1) draw, counted on the phases' cumulative misses, so stalls and idle spells delay
@@ -848,6 +851,7 @@ impl Machine {
             mig_bytes_now: vec![(0.0, 0.0); ntiers],
             queue: Default::default(),
             sync_results: Vec::new(),
+            mig_debt_ns: 0.0,
             faults: BinaryHeap::new(),
             count_faults: Vec::new(),
             dists_started: Vec::new(),
@@ -2947,7 +2951,8 @@ impl Machine {
     /// Background migration threads work through the queue within their CPU budget.
     fn run_queue(&mut self) {
         self.tel.migrations.retain(|_| false);
-        let mut budget = self.exp.platform.costs.migration_threads as f64 * self.epoch_ns;
+        let mut budget =
+            self.exp.platform.costs.migration_threads as f64 * self.epoch_ns - self.mig_debt_ns;
         while budget > 0.0 {
             let Some(p) = self.queue.pop_front() else {
                 break;
@@ -2956,6 +2961,11 @@ impl Machine {
             budget -= cost.max(1.0);
             self.tel.migrations.push(r);
         }
+        // a migration that ran past the budget is paid for by the next epochs (without the
+        // debt, one migration an epoch would always start, and an epoch shorter than a
+        // migration would let the threads migrate faster than their CPU allows); idle
+        // threads bank nothing
+        self.mig_debt_ns = (-budget).max(0.0);
         self.tel.migrations.append(&mut self.sync_results);
     }
 
@@ -3216,6 +3226,7 @@ impl Machine {
                 out.push(true);
             } else {
                 let (swept, seen) = self.touches_for_test(i as u32, t0, at);
+
                 out.push(match swept {
                     // a swept page (`in_order`) reads referenced when a pass reached it since
                     // the clear: the pages a sweep passed over between two tests are a run of

@@ -219,3 +219,62 @@ fn mechanisms_fire_promotion_shadow_remap_faults_partition() {
         vec![MigrationOutcome::Done, MigrationOutcome::NoSpace]
     );
 }
+
+/// The background migration threads work through the queue at the rate their CPU allows
+/// whatever the epoch: a migration that runs past an epoch's budget is paid for by the next
+/// epochs. Without that debt one migration would start every epoch, and with 2 MiB pages (about
+/// 0.4 ms of copying each on spr-cxl) an epoch of 0.125 ms drained the queue 3x as fast as one
+/// of 1 ms, so kswapd's demotions made room sooner and fewer promotions failed for want of it.
+#[test]
+fn the_migration_queue_drains_at_the_threads_rate_whatever_the_epoch() {
+    use tierkit_core::telemetry::MigrationOutcome;
+    let done_after = |epoch_ms: &str| -> (usize, f64) {
+        let text = "workload = \"custom\"\nplatform = \"spr-cxl\"\nduration_s = 1\nfast_tier_gb = 1\npage_size = \"2MiB\"\n\
+            [[process]]\nname = \"p\"\n[[process.object]]\nname = \"o0\"\nsize_mb = 256\n\
+            [[process.thread]]\ncount = 1\n[[process.thread.phase]]\nmlp = 4\n\
+            [[process.thread.phase.access]]\nobject = \"o0\"\n";
+        let sets = [format!("epoch_ms={epoch_ms}")];
+        let exp = load_str("t.toml", text, &sets, None).unwrap();
+        let mut m = Machine::new(&exp, false).unwrap();
+        m.step().unwrap();
+        assert_eq!(m.used[0], 128, "the object starts in the fast tier");
+        let mut acts: Vec<Action> = (0..128)
+            .map(|p| Action::Migrate {
+                page: PageId(p),
+                to: 1,
+                mode: MigrateMode::Async,
+                keep_shadow: false,
+            })
+            .collect();
+        m.apply(&mut acts);
+        let steps = (8.0 / epoch_ms.parse::<f64>().unwrap()).round() as usize;
+        let mut done = 0;
+        for _ in 0..steps {
+            m.step().unwrap();
+            done += m
+                .tel
+                .migrations
+                .iter()
+                .filter(|r| r.outcome == MigrationOutcome::Done)
+                .count();
+        }
+        let c = &exp.platform.costs;
+        let per = c.migrate_fixed_us * 1e3 + exp.page_bytes as f64 / c.copy_gbps;
+        (done, per)
+    };
+    let (coarse, per) = done_after("1");
+    let (fine, _) = done_after("0.125");
+    // 8 ms of one thread's CPU at `per` ns a migration, the last one started before the
+    // budget ran out (a shootdown costs a little more than the copy)
+    let rate = (8e6 / per).ceil() as usize;
+    assert!(
+        per > 2.5e5,
+        "2 MiB migrations take longer than an epoch of 0.125 ms ({per} ns)"
+    );
+    for (epoch, n) in [("1 ms", coarse), ("0.125 ms", fine)] {
+        assert!(
+            n <= rate + 1 && n + 2 >= rate,
+            "{n} migrations in 8 ms at {epoch}, the threads' CPU allows {rate}"
+        );
+    }
+}
