@@ -2188,6 +2188,17 @@ impl Tiering {
         free.saturating_sub(self.lru.inflight_in(tierkit_core::FAST))
     }
 
+    /// Fast-tier free pages as kswapd's balance check counts them: requested demotions as done
+    /// (the kernel's kswapd demotes as it goes, the machine's migration threads later), and
+    /// requested promotions too. A wakeup checks the node with this count, as
+    /// `wakeup_kswapd` checks `pgdat_balanced`: counting the demotions not, every promotion of
+    /// a step after kswapd went back to sleep woke it again.
+    pub fn kswapd_free(&self, tel: &Telemetry) -> u64 {
+        let fast = tierkit_core::FAST;
+        let free = tel.tier(fast).map_or(0, |t| t.free_pages());
+        (free + self.lru.inflight_out(fast)).saturating_sub(self.lru.inflight_in(fast))
+    }
+
     /// migrate_balanced_pgdat (mm/migrate.c), the promotion path's check of the fast node with
     /// `free` pages free: one zone above its high watermark + the page. With the DMA zone above
     /// its bar (`dma_above_bar`) the check passes through DMA until the main zone's promotions
@@ -2291,8 +2302,7 @@ impl Tiering {
         if self.lru.gens() && (self.kswapd.mm_tables || self.kswapd.mm_switch_ns > 0) {
             self.kswapd.set_address_spaces(&tel.objects);
         }
-        let free = tel.tier(fast).map_or(0, |t| t.free_pages());
-        let free = (free + self.lru.inflight_out(fast)).saturating_sub(self.lru.inflight_in(fast));
+        let free = self.kswapd_free(tel);
         let max_scan = (self.kswapd_scan_per_ms as u128 * elapsed as u128 / 1_000_000) as u64;
         let r = Reclaim {
             tier: fast,
