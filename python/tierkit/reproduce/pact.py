@@ -337,7 +337,7 @@ def _fig8(ctx: Context, core: Any, kron: tuple[str, ...]) -> None:
     # the other quick runs' 2 s: in 2 s "afterwards" is the spike's own tail, and the ratio
     # went from 6x to 3x with a change elsewhere in the machine (docs/validation.md, 1j).
     if ctx.quick:
-        kron = tuple(a for a in kron if not a.startswith("duration_s=")) + ("duration_s=5",)
+        kron = (*(a for a in kron if not a.startswith("duration_s=")), "duration_s=5")
     d = core.pact_eval("graph-kron", "pact", [*kron, "fast_ratio=1:4"])
     tr = pd.DataFrame(d["trace"])
     import matplotlib.pyplot as plt
