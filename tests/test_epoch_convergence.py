@@ -1,0 +1,61 @@
+"""Halve the step, the answer stays: each policy's throughput at 1 and 0.5 ms epochs.
+
+A subset of benchmarks/epoch_audit.py (the cases that run in a few seconds), two seeds each: the
+mean throughput may not move by more than 3% when the epoch is halved. The audit's full table is
+in docs/validation.md (section 1j); every case there was within 1.7% when this test was written
+(2026-11-29).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+import tierkit
+
+GUPS_2M = ("gups-hotset", ("duration_s=30",))
+KRON = (
+    "graph-kron",
+    ("vertices_gb=0.25", "edges_gb=0.25", "frontier_gb=0.05", "duration_s=10", "fast_ratio=1:4"),
+)
+LCBE = (
+    "lc-be-mix",
+    ("scale=0.015625", "fast_tier_gb=0.5", "duration_s=20", "pagerank_start_s=4", "liblinear_start_s=8"),
+)
+OBJECTS = ("graph-objects", ("scale=0.0625", "duration_s=10"))
+
+CASES = (
+    [
+        (*GUPS_2M, p)
+        for p in ("hemem", "memtis", "tpp", "nbt", "nomad", "hemem+colloid", "tpp+colloid", "tpp+alto")
+    ]
+    + [(*KRON, p) for p in ("pact", "nbt", "tpp", "hemem", "tpp+colloid")]
+    + [
+        (*LCBE, "vulcan"),
+        (*OBJECTS, "nbt+alto"),
+        (*OBJECTS, "soar"),
+    ]
+)
+
+
+def _mean_throughput(workload: str, overrides: tuple[str, ...], policy: str, epoch_ms: float) -> float:
+    return statistics.mean(
+        tierkit.run(
+            workload, policy=policy, overrides=[*overrides, f"epoch_ms={epoch_ms}"], seed=seed
+        ).summary["throughput_ops_per_s"]
+        for seed in (1, 2)
+    )
+
+
+@pytest.mark.parametrize(
+    ("workload", "overrides", "policy"), CASES, ids=lambda c: c if isinstance(c, str) else None
+)
+def test_halving_the_epoch_keeps_the_throughput(
+    workload: str, overrides: tuple[str, ...], policy: str
+) -> None:
+    coarse = _mean_throughput(workload, overrides, policy, 1.0)
+    fine = _mean_throughput(workload, overrides, policy, 0.5)
+    assert fine == pytest.approx(coarse, rel=0.03), (
+        f"{workload} {policy}: {coarse:.4g} at 1 ms, {fine:.4g} at 0.5 ms"
+    )
