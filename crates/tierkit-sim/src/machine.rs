@@ -3226,7 +3226,6 @@ impl Machine {
                 out.push(true);
             } else {
                 let (swept, seen) = self.touches_for_test(i as u32, t0, at);
-
                 out.push(match swept {
                     // a swept page (`in_order`) reads referenced when a pass reached it since
                     // the clear: the pages a sweep passed over between two tests are a run of
