@@ -2199,6 +2199,15 @@ impl Tiering {
         (free + self.lru.inflight_out(fast)).saturating_sub(self.lru.inflight_in(fast))
     }
 
+    /// wakeup_kswapd (mm/vmscan.c) from the promotion of the fault at `t_ns`: a kswapd already
+    /// running is left alone (`waitqueue_active`), and so is a node balanced at `balanced_at`
+    /// (`pgdat_balanced`), counted as kswapd counts it ([`Tiering::kswapd_free`]).
+    pub fn wakeup_kswapd(&mut self, tel: &Telemetry, balanced_at: u64, t_ns: u64) {
+        if !self.kswapd.awake && self.kswapd_free(tel) < balanced_at {
+            self.kswapd.wake_at(t_ns);
+        }
+    }
+
     /// migrate_balanced_pgdat (mm/migrate.c), the promotion path's check of the fast node with
     /// `free` pages free: one zone above its high watermark + the page. With the DMA zone above
     /// its bar (`dma_above_bar`) the check passes through DMA until the main zone's promotions

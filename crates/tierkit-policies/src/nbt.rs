@@ -246,11 +246,7 @@ impl Policy for Nbt {
                 );
             } else {
                 self.t.counts.promote_fail_nomem += 1;
-                // wakeup_kswapd (mm/vmscan.c) leaves a balanced node alone; the node's free
-                // pages here count the demotions kswapd asked for, as its own check does
-                if self.t.kswapd_free(tel) < promo {
-                    self.t.kswapd.wake_at(f.time_ns);
-                }
+                self.t.wakeup_kswapd(tel, promo, f.time_ns);
             }
         }
         self.t.run_kswapd(tel, mech, out, low, promo);

@@ -161,11 +161,9 @@ impl Policy for Tpp {
                     false,
                     out,
                 );
-                // the promotion's allocation took the node below the demotion watermark: it
+                // a promotion whose allocation took the node below the demotion watermark
                 // wakes kswapd then, not at the step's end
-                if !self.t.kswapd.awake && self.t.kswapd_free(tel) < demote {
-                    self.t.kswapd.wake_at(f.time_ns);
-                }
+                self.t.wakeup_kswapd(tel, demote, f.time_ns);
             } else {
                 self.t.counts.promote_fail_nomem += 1;
             }
