@@ -126,6 +126,20 @@ pub struct ThreadState {
     pub phase_ops_left: Option<f64>,
     /// Waiting at its phase's barrier for the other threads of its process (no misses).
     pub waiting: bool,
+    /// Pages this thread is copying in its own faults (synchronous migrations), in order: it
+    /// copies before it runs again, at a rate that falls with the source tier's loaded latency
+    /// (`Machine::solve`).
+    pub copies: std::collections::VecDeque<InlineCopy>,
+}
+
+/// A synchronous migration's copy, made by the faulting thread itself (migrate_pages called
+/// from do_numa_page copies the folio in the fault, folio_copy): the bytes left to copy from
+/// one tier to another.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct InlineCopy {
+    pub from: TierId,
+    pub to: TierId,
+    pub bytes: f64,
 }
 
 impl ProcState {
@@ -163,6 +177,7 @@ impl ThreadState {
             phase_work_left: None,
             phase_ops_left: None,
             waiting: false,
+            copies: std::collections::VecDeque::new(),
         }
     }
 
@@ -318,8 +333,12 @@ pub struct Machine {
     pub threads: Vec<ThreadState>,
     pub dists: Vec<Dist>,
     pub lat: Vec<f64>,
-    mig_bytes_next: Vec<(f64, f64)>,
-    mig_bytes_now: Vec<(f64, f64)>,
+    /// The background migration threads' copy traffic (bytes per ns read from, written to each
+    /// tier) of this epoch, then of the epochs after it: a copy's bytes are spread over the
+    /// time it takes (`spread_traffic`).
+    mig_traffic: std::collections::VecDeque<Vec<(f64, f64)>>,
+    /// When the epoch of `mig_traffic`'s first entry begins, ns.
+    mig_traffic_from: f64,
     queue: std::collections::VecDeque<Pending>,
     sync_results: Vec<MigrationResult>,
     /// CPU time the migration threads spent past their last epoch's budget (a migration
@@ -847,8 +866,8 @@ impl Machine {
             threads,
             dists: Vec::new(),
             lat,
-            mig_bytes_next: vec![(0.0, 0.0); ntiers],
-            mig_bytes_now: vec![(0.0, 0.0); ntiers],
+            mig_traffic: std::collections::VecDeque::from([vec![(0.0, 0.0); ntiers]]),
+            mig_traffic_from: 0.0,
             queue: Default::default(),
             sync_results: Vec::new(),
             mig_debt_ns: 0.0,
@@ -1764,30 +1783,77 @@ impl Machine {
     /// Illinois (regula falsi) search per tier started from last epoch's latency. Threads with
     /// identical parameters are solved as one group (the antagonist's cores, a workload's
     /// identical workers).
-    fn solve(&mut self, shares: &[f64], idx: &[usize]) {
+    ///
+    /// `flows`: the threads copying pages in their own faults (their [`InlineCopy`] queues) and
+    /// the CPU time each has for copying and running this epoch. A copy's traffic loads its
+    /// tiers like the threads' misses do, and the time it takes (which grows with the source's
+    /// loaded latency) is taken from the time its thread runs.
+    fn solve(&mut self, shares: &[f64], idx: &[usize], flows: &[CopyFlow]) {
         let nt = self.ntiers;
-        // (count, m, z, avail, writebacks per miss, shares)
-        type Group<'a> = (f64, f64, f64, f64, f64, &'a [f64]);
+        let e = self.epoch_ns;
+        // (count, m, z, avail, writebacks per miss, shares, the thread's copy flow)
+        type Group<'a> = (f64, f64, f64, f64, f64, &'a [f64], Option<usize>);
         let mut groups: Vec<Group> = Vec::new();
         for (k, &ti) in idx.iter().enumerate() {
             let th = &self.threads[ti];
             let s = &shares[k * nt..(k + 1) * nt];
             let wb = th.writebacks_per_miss();
-            match groups
-                .iter_mut()
-                .find(|g| g.1 == th.m && g.2 == th.z && g.3 == th.avail && g.4 == wb && g.5 == s)
-            {
+            let flow = flows.iter().position(|f| f.thread == ti);
+            match groups.iter_mut().find(|g| {
+                flow.is_none()
+                    && g.6.is_none()
+                    && g.1 == th.m
+                    && g.2 == th.z
+                    && g.3 == th.avail
+                    && g.4 == wb
+                    && g.5 == s
+            }) {
                 Some(g) => g.0 += 1.0,
-                None => groups.push((1.0, th.m, th.z, th.avail, wb, s)),
+                None => groups.push((1.0, th.m, th.z, th.avail, wb, s, flow)),
             }
         }
         let mut lat = std::mem::take(&mut self.lat);
-        let mig = &self.mig_bytes_now;
+        let mig = &self.mig_traffic[0];
         let tiers = &self.exp.platform.tiers;
+        let gbps = self.exp.platform.costs.copy_gbps;
+        let threads = &self.threads;
         let eval = |lat: &[f64], t: usize| -> f64 {
             let (mut read, w) = mig[t];
             let mut bytes = read + w;
-            for &(n, m, z, avail, wb, s) in &groups {
+            for f in flows {
+                copy_progress(
+                    &threads[f.thread].copies,
+                    f.cpu_ns,
+                    lat,
+                    tiers,
+                    gbps,
+                    |c, b| {
+                        if c.from as usize == t {
+                            read += b / e;
+                            bytes += b / e;
+                        }
+                        if c.to as usize == t {
+                            bytes += b / e;
+                        }
+                    },
+                );
+            }
+            for &(n, m, z, avail, wb, s, flow) in &groups {
+                let avail = match flow {
+                    Some(k) => {
+                        let f = &flows[k];
+                        let used = copy_progress(
+                            &threads[f.thread].copies,
+                            f.cpu_ns,
+                            lat,
+                            tiers,
+                            gbps,
+                            |_, _| {},
+                        );
+                        (f.cpu_ns - used).max(0.0) / e
+                    }
+                    None => avail,
+                };
                 let l: f64 = s.iter().zip(lat).map(|(a, b)| a * b).sum();
                 let r = n * m / (l + m * z) * avail * s[t] * LINE;
                 read += r;
@@ -1907,9 +1973,14 @@ impl Machine {
         self.stats.hint_faults = 0;
         self.stats.samples = 0;
         self.lifecycle()?;
-        std::mem::swap(&mut self.mig_bytes_now, &mut self.mig_bytes_next);
-        self.mig_bytes_next.clear();
-        self.mig_bytes_next.resize(nt, (0.0, 0.0));
+        // the last epoch's traffic is spent; this one's is what copies spread into it
+        let mut spent = self.mig_traffic.pop_front().unwrap_or_default();
+        if self.mig_traffic.is_empty() {
+            spent.clear();
+            spent.resize(nt, (0.0, 0.0));
+            self.mig_traffic.push_back(spent);
+        }
+        self.mig_traffic_from = self.now_ns;
         self.run_queue();
 
         // Threads that run this epoch, their time available after stalls, their tier shares
@@ -1940,14 +2011,72 @@ impl Machine {
             idx.push(ti);
             shares.extend_from_slice(&s);
         }
+        // Threads copying pages in their own faults (synchronous migrations) copy before they
+        // run, in the time their other stalls leave; a thread that does not run this epoch (its
+        // phase over, at a barrier) finishes its copies all the same.
+        let mut flows = std::mem::take(&mut self.scratch.flows);
+        flows.clear();
+        for ti in 0..self.threads.len() {
+            let th = &self.threads[ti];
+            if th.copies.is_empty() {
+                continue;
+            }
+            let cpu = e * th.proc_.map_or(1.0, |pi| self.procs[pi].cpu_share);
+            let runs = idx.contains(&ti);
+            let cpu_ns = if runs {
+                th.avail * e
+            } else {
+                let stall = th.stall_ns.min(cpu);
+                self.threads[ti].stall_ns -= stall;
+                cpu - stall
+            };
+            flows.push(CopyFlow {
+                thread: ti,
+                cpu_ns,
+                runs,
+            });
+        }
         // The solve and the sampling are timed every TIMED_EVERY-th epoch and the times scaled
         // up (a clock read costs ~25 ns under a hypervisor: four an epoch were 2% of a run).
         self.timed_epoch = self.timed_epoch.wrapping_add(1);
         let timed = self.timed_epoch.is_multiple_of(TIMED_EVERY);
         let t_solve = timed.then(std::time::Instant::now);
-        self.solve(&shares, &idx);
+        self.solve(&shares, &idx, &flows);
         if let Some(t) = t_solve {
             self.wall_solve_s += t.elapsed().as_secs_f64() * TIMED_EVERY as f64;
+        }
+        // The copies' progress at the solved latencies: their bytes, the time they took.
+        let mut copied = std::mem::take(&mut self.scratch.copied);
+        copied.clear();
+        copied.resize(nt, (0.0, 0.0));
+        let gbps = self.exp.platform.costs.copy_gbps;
+        for f in &flows {
+            let th = &mut self.threads[f.thread];
+            let (mut done, mut partial) = (0, 0.0);
+            let used = copy_progress(
+                &th.copies,
+                f.cpu_ns,
+                &self.lat,
+                &self.exp.platform.tiers,
+                gbps,
+                |c, b| {
+                    copied[c.from as usize].0 += b;
+                    copied[c.to as usize].1 += b;
+                    if b >= c.bytes {
+                        done += 1;
+                    } else {
+                        partial = b;
+                    }
+                },
+            );
+            th.copies.drain(..done);
+            if let Some(c) = th.copies.front_mut() {
+                c.bytes -= partial;
+            }
+            if f.runs {
+                th.avail = ((f.cpu_ns - used) / e).max(0.0);
+            }
+            self.stats.migration_cpu_ns += used;
         }
 
         // Rates, misses, counters.
@@ -2052,9 +2181,9 @@ impl Machine {
         }
         for t in 0..nt {
             tc[t].tor_not_empty_cycles = (1.0 - not_empty_prod[t]) * e * cyc;
-            let (r, w) = self.mig_bytes_now[t];
-            tc[t].bytes_read += r * e;
-            tc[t].bytes_written += w * e;
+            let (r, w) = self.mig_traffic[0][t];
+            tc[t].bytes_read += r * e + copied[t].0;
+            tc[t].bytes_written += w * e + copied[t].1;
         }
         if self.counter_noise > 0.0 {
             let sd = self.counter_noise;
@@ -2118,6 +2247,8 @@ impl Machine {
         self.scratch.idx = idx;
         self.scratch.shares = shares;
         self.scratch.share = s;
+        self.scratch.flows = flows;
+        self.scratch.copied = copied;
         Ok(())
     }
 
@@ -2822,9 +2953,41 @@ impl Machine {
 
     // ---------------------------------------------------------------- actions
 
-    fn migrate_cost_ns(&self) -> f64 {
+    /// The time one page's copy out of tier `from` takes: `copy_gbps` on an idle machine,
+    /// slower as the tier's loaded latency grows (a copy keeps a fixed number of lines in
+    /// flight; the latency is the last epoch's), ns.
+    fn copy_ns(&self, from: TierId) -> f64 {
         let c = &self.exp.platform.costs;
-        c.migrate_fixed_us * 1e3 + self.page_bytes / c.copy_gbps
+        let t = from as usize;
+        let unloaded = self.exp.platform.tiers[t].curve.unloaded_ns();
+        self.page_bytes / (c.copy_gbps * unloaded / self.lat[t])
+    }
+
+    /// Spread a background copy's traffic, `bytes` read from tier `from` and written to tier
+    /// `to`, evenly over the time it takes, [t0, t1] (ns), into the epochs that span overlaps.
+    fn spread_traffic(&mut self, from: TierId, to: TierId, bytes: f64, t0: f64, t1: f64) {
+        let e = self.epoch_ns;
+        let nt = self.ntiers;
+        let from_ns = self.mig_traffic_from;
+        let mut k = ((t0 - from_ns) / e).floor().max(0.0) as usize;
+        loop {
+            let (a, b) = (from_ns + k as f64 * e, from_ns + (k + 1) as f64 * e);
+            let share = if t1 > t0 {
+                (t1.min(b) - t0.max(a)).max(0.0) / (t1 - t0)
+            } else {
+                1.0
+            };
+            while self.mig_traffic.len() <= k {
+                self.mig_traffic.push_back(vec![(0.0, 0.0); nt]);
+            }
+            let rate = bytes * share / e;
+            self.mig_traffic[k][from as usize].0 += rate;
+            self.mig_traffic[k][to as usize].1 += rate;
+            if b >= t1 {
+                break;
+            }
+            k += 1;
+        }
     }
 
     /// Shootdown for `page` of process `pi`: the initiator's cost, and an IPI stall for every
@@ -2853,7 +3016,12 @@ impl Machine {
         (c.shootdown_base_us + c.shootdown_per_target_us * targets as f64) * 1e3
     }
 
-    /// Move one page now. Returns the outcome and the CPU time it took (ns).
+    /// Move one page now. Returns the outcome and the CPU time it took (ns). `initiator`: the
+    /// thread that migrates the page in its own fault (a synchronous migration), which copies it
+    /// itself: the copy joins the thread's [`InlineCopy`] queue, and the time returned is the
+    /// rest (fixed cost, shootdown). None: the background migration threads, which begin it at
+    /// `start_ns`: their time includes the copy ([`Machine::copy_ns`]), whose traffic is spread
+    /// over the span it takes (the threads' time shared out among `migration_threads`).
     fn do_migrate(
         &mut self,
         page: u32,
@@ -2861,6 +3029,7 @@ impl Machine {
         transactional: bool,
         keep_shadow: bool,
         initiator: Option<usize>,
+        start_ns: f64,
     ) -> (MigrationResult, f64) {
         let pid = PageId(page as u64);
         let from = self.page_tier.get(page as usize).copied().unwrap_or(NONE);
@@ -2902,12 +3071,22 @@ impl Machine {
         if !self.has_room(to as usize, pi) {
             return (res(MigrationOutcome::NoSpace, false), 0.0);
         }
-        let copy = self.migrate_cost_ns();
+        let fixed = self.exp.platform.costs.migrate_fixed_us * 1e3;
+        let copy_ns = self.copy_ns(from);
+        let threads = (self.exp.platform.costs.migration_threads as f64).max(1.0);
+        let (c0, c1) = (
+            start_ns + fixed / threads,
+            start_ns + (fixed + copy_ns) / threads,
+        );
         if transactional {
             let (_, wrate) = self.page_rate(page);
-            if self.rng_mig.chance(1.0 - (-wrate * copy).exp()) {
-                self.charge_traffic(from, from, 0.5);
-                return (res(MigrationOutcome::Aborted, false), copy);
+            if self
+                .rng_mig
+                .chance(1.0 - (-wrate * (fixed + copy_ns)).exp())
+            {
+                // the copy was made, then dropped: half its bytes read and written again
+                self.spread_traffic(from, from, 0.5 * self.page_bytes, c0, c1);
+                return (res(MigrationOutcome::Aborted, false), fixed + copy_ns);
             }
         }
         if keep_shadow && to < from {
@@ -2919,16 +3098,23 @@ impl Machine {
         }
         self.set_tier(page, Some(to));
         self.after_move(page, pi, from, to);
-        self.charge_traffic(from, to, 1.0);
+        let copy = match initiator {
+            Some(ti) => {
+                self.threads[ti].copies.push_back(InlineCopy {
+                    from,
+                    to,
+                    bytes: self.page_bytes,
+                });
+                fixed
+            }
+            None => {
+                self.spread_traffic(from, to, self.page_bytes, c0, c1);
+                fixed + copy_ns
+            }
+        };
         let cost = copy + self.shootdown(pi, page, initiator);
         self.stats.migration_cpu_ns += cost;
         (res(MigrationOutcome::Done, false), cost)
-    }
-
-    fn charge_traffic(&mut self, from: TierId, to: TierId, frac: f64) {
-        let b = self.page_bytes * frac / self.epoch_ns;
-        self.mig_bytes_next[from as usize].0 += b;
-        self.mig_bytes_next[to as usize].1 += b;
     }
 
     fn after_move(&mut self, page: u32, pi: usize, from: TierId, to: TierId) {
@@ -2951,13 +3137,16 @@ impl Machine {
     /// Background migration threads work through the queue within their CPU budget.
     fn run_queue(&mut self) {
         self.tel.migrations.retain(|_| false);
-        let mut budget =
-            self.exp.platform.costs.migration_threads as f64 * self.epoch_ns - self.mig_debt_ns;
+        let threads = self.exp.platform.costs.migration_threads as f64;
+        let mut budget = threads * self.epoch_ns - self.mig_debt_ns;
         while budget > 0.0 {
             let Some(p) = self.queue.pop_front() else {
                 break;
             };
-            let (r, cost) = self.do_migrate(p.page, p.to, p.transactional, p.keep_shadow, None);
+            // it begins where the threads' time so far (the debt first) takes them
+            let start = self.now_ns + self.epoch_ns - budget / threads.max(1.0);
+            let (r, cost) =
+                self.do_migrate(p.page, p.to, p.transactional, p.keep_shadow, None, start);
             budget -= cost.max(1.0);
             self.tel.migrations.push(r);
         }
@@ -2996,7 +3185,9 @@ impl Machine {
                                 .procs
                                 .get(pid as usize)
                                 .and_then(|p| p.threads.get(tid as usize).copied());
-                            let (r, cost) = self.do_migrate(pg, to, false, keep_shadow, thread);
+                            let now = self.now_ns;
+                            let (r, cost) =
+                                self.do_migrate(pg, to, false, keep_shadow, thread, now);
                             if let Some(ti) = thread {
                                 self.threads[ti].stall_ns += cost;
                             }
@@ -3334,6 +3525,50 @@ struct StepScratch {
     share: Vec<f64>,
     not_empty_prod: Vec<f64>,
     lat: Vec<f64>,
+    flows: Vec<CopyFlow>,
+    /// Per tier, the bytes the threads' inline copies read from it and wrote to it this epoch.
+    copied: Vec<(f64, f64)>,
+}
+
+/// A thread that copies pages in its own faults this epoch, and the CPU time it has for its
+/// copies and its work (after its other stalls), ns.
+#[derive(Clone, Copy, Debug)]
+struct CopyFlow {
+    thread: usize,
+    cpu_ns: f64,
+    /// It runs this epoch (in `step`'s running threads) once its copies are done.
+    runs: bool,
+}
+
+/// The progress of a thread's inline copies in `cpu_ns` of its time, at the tiers' latencies
+/// `lat`: a copy keeps a fixed number of lines in flight (memcpy's stream), so it reads its
+/// source at `copy_gbps` scaled by that tier's unloaded over loaded latency (writes are
+/// posted). `moved(copy, bytes)` for what each copy moves; returns the time used, ns.
+fn copy_progress(
+    copies: &std::collections::VecDeque<InlineCopy>,
+    cpu_ns: f64,
+    lat: &[f64],
+    tiers: &[crate::platform::TierModel],
+    gbps: f64,
+    mut moved: impl FnMut(&InlineCopy, f64),
+) -> f64 {
+    let mut left = cpu_ns;
+    for c in copies {
+        if left <= 0.0 {
+            break;
+        }
+        let src = c.from as usize;
+        let rate = gbps * tiers[src].curve.unloaded_ns() / lat[src];
+        let need = c.bytes / rate;
+        if need <= left {
+            moved(c, c.bytes);
+            left -= need;
+        } else {
+            moved(c, rate * left);
+            left = 0.0;
+        }
+    }
+    cpu_ns - left
 }
 
 /// One running thread's sampling in an epoch (`Machine::sample`).

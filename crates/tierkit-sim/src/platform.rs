@@ -18,7 +18,8 @@ pub struct TierModel {
 pub struct Costs {
     /// Fixed CPU cost of migrating one page (page-table work, locking), us.
     pub migrate_fixed_us: f64,
-    /// Copy bandwidth of one migrating core, GB/s (the per-byte part of a migration).
+    /// Copy bandwidth of one migrating core on an idle machine, GB/s (the per-byte part of a
+    /// migration); a copy slows in proportion to its source tier's loaded latency.
     pub copy_gbps: f64,
     /// TLB shootdown: cost to the initiator, us, plus per other CPU that maps the page.
     pub shootdown_base_us: f64,

@@ -278,3 +278,166 @@ fn the_migration_queue_drains_at_the_threads_rate_whatever_the_epoch() {
         );
     }
 }
+
+/// A machine on spr-cxl with 2 MiB pages: `threads` threads of one process over one object of
+/// 1.5 GiB, 1 GiB of it in the fast tier by first touch; then `per_thread` of the fast tier's
+/// pages demoted (by the background threads) so that as many of the slow tier's pages can come
+/// up. Returns the machine and the slow pages to promote.
+fn copying_machine(epoch_ms: &str, threads: u32, per_thread: u64) -> (Machine, Vec<u64>) {
+    let text = format!(
+        "workload = \"custom\"\nplatform = \"spr-cxl\"\nduration_s = 1\nfast_tier_gb = 1\npage_size = \"2MiB\"\n\
+        [[process]]\nname = \"p\"\n[[process.object]]\nname = \"o0\"\nsize_mb = 1536\n\
+        [[process.thread]]\ncount = {threads}\n[[process.thread.phase]]\nmlp = 1\n\
+        [[process.thread.phase.access]]\nobject = \"o0\"\n"
+    );
+    let exp = load_str("t.toml", &text, &[format!("epoch_ms={epoch_ms}")], None).unwrap();
+    let mut m = Machine::new(&exp, false).unwrap();
+    m.step().unwrap();
+    assert_eq!(m.used[0], 512, "first touch fills the fast tier");
+    let n = threads as u64 * per_thread;
+    let mut acts: Vec<Action> = (0..n)
+        .map(|p| Action::Migrate {
+            page: PageId(p),
+            to: 1,
+            mode: MigrateMode::Async,
+            keep_shadow: false,
+        })
+        .collect();
+    m.apply(&mut acts);
+    while m.used[0] > 512 - n {
+        m.step().unwrap();
+    }
+    (m, (512..512 + n).collect())
+}
+
+/// Every thread promotes its pages synchronously at once; the steps until they have all been
+/// copied: (time taken, ns; the most bytes per ns read from the slow tier in one step; the
+/// most of its saturation bandwidth, at that step's read share, the slow tier carried).
+fn copy_all(m: &mut Machine, pages: &[u64], per_thread: u64) -> (f64, f64, f64) {
+    let mut acts: Vec<Action> = pages
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| Action::Migrate {
+            page: PageId(p),
+            to: 0,
+            mode: MigrateMode::Sync {
+                pid: 0,
+                tid: (i as u64 / per_thread) as u32,
+            },
+            keep_shadow: false,
+        })
+        .collect();
+    m.apply(&mut acts);
+    let t0 = m.now_ns;
+    let (mut peak, mut load): (f64, f64) = (0.0, 0.0);
+    while m.threads.iter().any(|t| !t.copies.is_empty()) {
+        m.step().unwrap();
+        let c = &m.tel.tier_counters[1];
+        let all = c.bytes_read + c.bytes_written;
+        let sat = m.exp.platform.tiers[1]
+            .curve
+            .saturation_gbps(c.bytes_read / all);
+        peak = peak.max(c.bytes_read / m.epoch_ns);
+        load = load.max(all / m.epoch_ns / sat);
+    }
+    (m.now_ns - t0, peak, load)
+}
+
+/// A synchronous migration's copy is made by the faulting thread before it runs on, at
+/// `copy_gbps` on an idle machine, and its bytes load the tiers while it copies: the time
+/// the copies take does not depend on the epoch, and no step carries more of them than the
+/// thread copies in it. Before, a copy's stall was a fixed time and its bytes were charged
+/// whole to the next epoch (4 pages of 2 MiB in a step of 0.0625 ms: 134 GB/s).
+#[test]
+fn a_synchronous_copy_takes_its_time_in_the_thread_whatever_the_epoch() {
+    let per = 4;
+    let mut took = Vec::new();
+    for epoch in ["1", "0.0625"] {
+        let (mut m, pages) = copying_machine(epoch, 1, per);
+        let e = m.epoch_ns;
+        let c = m.exp.platform.costs.clone();
+        let (t, peak, _) = copy_all(&mut m, &pages, per);
+        // 4 copies of 2 MiB at 5 GB/s, less the fixed costs' share of the thread's time
+        let copy = per as f64 * 2_097_152.0 / c.copy_gbps;
+        assert!(
+            t >= copy && t <= copy + 4.0 * (c.migrate_fixed_us + 3.0) * 1e3 + e,
+            "copies done after {t} ns at {epoch} ms, {copy} ns of copying"
+        );
+        assert!(
+            peak <= c.copy_gbps + 1.0,
+            "{peak} GB/s read from the slow tier in one step at {epoch} ms (the copy reads {} GB/s, the thread's misses about 0.3)",
+            c.copy_gbps
+        );
+        took.push(t);
+    }
+    assert!(
+        (took[0] - took[1]).abs() <= 1e6,
+        "the copies take {} ns at 1 ms and {} ns at 0.0625 ms",
+        took[0],
+        took[1]
+    );
+}
+
+/// Copies load the tiers like misses do: sixteen threads copying at once ask the CXL tier for
+/// 80 GB/s, more than it delivers, so its loaded latency rises, each copy slows, and the tier
+/// carries about its saturation bandwidth; the copies take the bytes over that bandwidth, not
+/// the time one copy takes on an idle machine. Before, each copy was a fixed stall and the
+/// 128 MiB were charged to one epoch (2 TB/s at 0.0625 ms).
+#[test]
+fn copies_at_once_share_the_source_tiers_bandwidth() {
+    let per = 4;
+    let (mut m, pages) = copying_machine("0.0625", 16, per);
+    let c = m.exp.platform.costs.clone();
+    let (t, peak, load) = copy_all(&mut m, &pages, per);
+    let alone = per as f64 * 2_097_152.0 / c.copy_gbps;
+    let bytes = pages.len() as f64 * 2_097_152.0;
+    // the saturation bandwidth of a read-write mix is the mixed fit's, 26 GB/s at most
+    let sat = m.exp.platform.tiers[1].curve.saturation_gbps(0.9);
+    // (past 99.5% of saturation the curve is a steep linear wall: 80 GB/s of demand sits a
+    // little beyond it)
+    assert!(
+        load < 1.05 && peak > 0.8 * sat,
+        "the CXL tier carried {load} of its saturation bandwidth at most, {peak} GB/s of reads"
+    );
+    assert!(
+        t >= bytes / sat && t > 2.0 * alone,
+        "{} pages copied in {t} ns: at least {} at the tier's saturation, one thread alone {alone}",
+        pages.len(),
+        bytes / sat
+    );
+}
+
+/// The background migration threads' copies load the tiers while they copy: at 0.0625 ms a
+/// 2 MiB demotion (0.42 ms of copying) spreads its bytes over the seven steps it spans, so no
+/// step writes more to the slow tier than one thread copies (5 GB/s). Before, each copy was
+/// charged whole to one step (34 GB/s).
+#[test]
+fn a_background_copy_spreads_its_bytes_over_the_time_it_takes() {
+    let (mut m, _) = copying_machine("0.0625", 1, 0);
+    let mut acts: Vec<Action> = (0..8)
+        .map(|p| Action::Migrate {
+            page: PageId(p),
+            to: 1,
+            mode: MigrateMode::Async,
+            keep_shadow: false,
+        })
+        .collect();
+    m.apply(&mut acts);
+    let c = m.exp.platform.costs.clone();
+    let (mut peak, mut written): (f64, f64) = (0.0, 0.0);
+    for _ in 0..128 {
+        m.step().unwrap();
+        let w = m.tel.tier_counters[1].bytes_written;
+        written += w;
+        peak = peak.max(w / m.epoch_ns);
+    }
+    assert_eq!(m.used[0], 504, "the 8 pages moved down");
+    assert!(
+        (written - 8.0 * 2_097_152.0).abs() < 1.0,
+        "{written} bytes written to the slow tier, 8 pages of 2 MiB"
+    );
+    assert!(
+        peak <= c.migration_threads as f64 * c.copy_gbps * 1.001,
+        "{peak} GB/s written to the slow tier in one step"
+    );
+}
