@@ -1799,9 +1799,18 @@ impl Machine {
             let s = &shares[k * nt..(k + 1) * nt];
             let wb = th.writebacks_per_miss();
             let flow = flows.iter().position(|f| f.thread == ti);
+            // threads copying the same pages' worth in the same time copy alike
+            let same_copies = |a: Option<usize>, b: Option<usize>| match (a, b) {
+                (None, None) => true,
+                (Some(a), Some(b)) => {
+                    let (fa, fb) = (&flows[a], &flows[b]);
+                    fa.cpu_ns == fb.cpu_ns
+                        && self.threads[fa.thread].copies == self.threads[fb.thread].copies
+                }
+                _ => false,
+            };
             match groups.iter_mut().find(|g| {
-                flow.is_none()
-                    && g.6.is_none()
+                same_copies(flow, g.6)
                     && g.1 == th.m
                     && g.2 == th.z
                     && g.3 == th.avail
@@ -1817,11 +1826,16 @@ impl Machine {
         let tiers = &self.exp.platform.tiers;
         let gbps = self.exp.platform.costs.copy_gbps;
         let threads = &self.threads;
+        // each flow's copying time at the latencies being tried, for its thread's run time
+        let used = std::cell::RefCell::new(std::mem::take(&mut self.scratch.copy_used));
+        used.borrow_mut().clear();
+        used.borrow_mut().resize(flows.len(), 0.0);
         let eval = |lat: &[f64], t: usize| -> f64 {
             let (mut read, w) = mig[t];
             let mut bytes = read + w;
-            for f in flows {
-                copy_progress(
+            let mut used = used.borrow_mut();
+            for (f, u) in flows.iter().zip(used.iter_mut()) {
+                *u = copy_progress(
                     &threads[f.thread].copies,
                     f.cpu_ns,
                     lat,
@@ -1840,18 +1854,7 @@ impl Machine {
             }
             for &(n, m, z, avail, wb, s, flow) in &groups {
                 let avail = match flow {
-                    Some(k) => {
-                        let f = &flows[k];
-                        let used = copy_progress(
-                            &threads[f.thread].copies,
-                            f.cpu_ns,
-                            lat,
-                            tiers,
-                            gbps,
-                            |_, _| {},
-                        );
-                        (f.cpu_ns - used).max(0.0) / e
-                    }
+                    Some(k) => (flows[k].cpu_ns - used[k]).max(0.0) / e,
                     None => avail,
                 };
                 let l: f64 = s.iter().zip(lat).map(|(a, b)| a * b).sum();
@@ -1947,6 +1950,7 @@ impl Machine {
             }
         }
         self.lat = lat;
+        self.scratch.copy_used = used.into_inner();
     }
 
     // ---------------------------------------------------------------- one epoch
@@ -3526,6 +3530,7 @@ struct StepScratch {
     not_empty_prod: Vec<f64>,
     lat: Vec<f64>,
     flows: Vec<CopyFlow>,
+    copy_used: Vec<f64>,
     /// Per tier, the bytes the threads' inline copies read from it and wrote to it this epoch.
     copied: Vec<(f64, f64)>,
 }
