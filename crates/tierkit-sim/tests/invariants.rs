@@ -220,6 +220,19 @@ fn mechanisms_fire_promotion_shadow_remap_faults_partition() {
     );
 }
 
+/// Queue the demotion of `pages` to tier 1 for the background migration threads.
+fn demote_in_background(m: &mut Machine, pages: std::ops::Range<u64>) {
+    let mut acts: Vec<Action> = pages
+        .map(|p| Action::Migrate {
+            page: PageId(p),
+            to: 1,
+            mode: MigrateMode::Async,
+            keep_shadow: false,
+        })
+        .collect();
+    m.apply(&mut acts);
+}
+
 /// The background migration threads work through the queue at the rate their CPU allows
 /// whatever the epoch: a migration that runs past an epoch's budget is paid for by the next
 /// epochs. Without that debt one migration would start every epoch, and with 2 MiB pages (about
@@ -238,15 +251,7 @@ fn the_migration_queue_drains_at_the_threads_rate_whatever_the_epoch() {
         let mut m = Machine::new(&exp, false).unwrap();
         m.step().unwrap();
         assert_eq!(m.used[0], 128, "the object starts in the fast tier");
-        let mut acts: Vec<Action> = (0..128)
-            .map(|p| Action::Migrate {
-                page: PageId(p),
-                to: 1,
-                mode: MigrateMode::Async,
-                keep_shadow: false,
-            })
-            .collect();
-        m.apply(&mut acts);
+        demote_in_background(&mut m, 0..128);
         let steps = (8.0 / epoch_ms.parse::<f64>().unwrap()).round() as usize;
         let mut done = 0;
         for _ in 0..steps {
@@ -295,15 +300,7 @@ fn copying_machine(epoch_ms: &str, threads: u32, per_thread: u64) -> (Machine, V
     m.step().unwrap();
     assert_eq!(m.used[0], 512, "first touch fills the fast tier");
     let n = threads as u64 * per_thread;
-    let mut acts: Vec<Action> = (0..n)
-        .map(|p| Action::Migrate {
-            page: PageId(p),
-            to: 1,
-            mode: MigrateMode::Async,
-            keep_shadow: false,
-        })
-        .collect();
-    m.apply(&mut acts);
+    demote_in_background(&mut m, 0..n);
     while m.used[0] > 512 - n {
         m.step().unwrap();
     }
@@ -414,15 +411,7 @@ fn copies_at_once_share_the_source_tiers_bandwidth() {
 #[test]
 fn a_background_copy_spreads_its_bytes_over_the_time_it_takes() {
     let (mut m, _) = copying_machine("0.0625", 1, 0);
-    let mut acts: Vec<Action> = (0..8)
-        .map(|p| Action::Migrate {
-            page: PageId(p),
-            to: 1,
-            mode: MigrateMode::Async,
-            keep_shadow: false,
-        })
-        .collect();
-    m.apply(&mut acts);
+    demote_in_background(&mut m, 0..8);
     let c = m.exp.platform.costs.clone();
     let (mut peak, mut written): (f64, f64) = (0.0, 0.0);
     for _ in 0..128 {
