@@ -35,7 +35,10 @@ pub enum Curve {
 }
 
 /// Highest utilisation the analytic form is evaluated at; beyond it latency grows linearly
-/// (a wall), which the closed-loop fixed point never crosses in practice.
+/// (a wall). The closed-loop fixed point crosses it only a little, and only under demand far
+/// beyond the tier's bandwidth: sixteen threads copying pages at once ask spr-cxl's CXL tier
+/// for 80 GB/s and settle at 1.03x its saturation bandwidth
+/// (`copies_at_once_share_the_source_tiers_bandwidth`).
 const RHO_MAX: f64 = 0.995;
 
 fn mix_weight(read_frac: f64, mixed_read_frac: f64) -> f64 {
