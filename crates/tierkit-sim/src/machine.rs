@@ -1794,21 +1794,21 @@ impl Machine {
         // (count, m, z, avail, writebacks per miss, shares, the thread's copy flow)
         type Group<'a> = (f64, f64, f64, f64, f64, &'a [f64], Option<usize>);
         let mut groups: Vec<Group> = Vec::new();
+        // threads copying the same pages' worth in the same time copy alike
+        let same_copies = |a: Option<usize>, b: Option<usize>| match (a, b) {
+            (None, None) => true,
+            (Some(a), Some(b)) => {
+                let (fa, fb) = (&flows[a], &flows[b]);
+                fa.cpu_ns == fb.cpu_ns
+                    && self.threads[fa.thread].copies == self.threads[fb.thread].copies
+            }
+            _ => false,
+        };
         for (k, &ti) in idx.iter().enumerate() {
             let th = &self.threads[ti];
             let s = &shares[k * nt..(k + 1) * nt];
             let wb = th.writebacks_per_miss();
             let flow = flows.iter().position(|f| f.thread == ti);
-            // threads copying the same pages' worth in the same time copy alike
-            let same_copies = |a: Option<usize>, b: Option<usize>| match (a, b) {
-                (None, None) => true,
-                (Some(a), Some(b)) => {
-                    let (fa, fb) = (&flows[a], &flows[b]);
-                    fa.cpu_ns == fb.cpu_ns
-                        && self.threads[fa.thread].copies == self.threads[fb.thread].copies
-                }
-                _ => false,
-            };
             match groups.iter_mut().find(|g| {
                 same_copies(flow, g.6)
                     && g.1 == th.m
@@ -1996,13 +1996,20 @@ impl Machine {
         shares.clear();
         s.clear();
         s.resize(nt, 0.0);
+        // Threads copying pages in their own faults (synchronous migrations) copy before they
+        // run, in the time their other stalls leave; a thread that does not run this epoch (its
+        // phase over, at a barrier) finishes its copies all the same.
+        let mut flows = std::mem::take(&mut self.scratch.flows);
+        flows.clear();
         for ti in 0..self.threads.len() {
             let th = &self.threads[ti];
             // waiting at a barrier, or its phase's work done (it waits from the next epoch)
-            if !th.active || th.done || th.waiting || th.phase_ops_left.is_some_and(|w| w <= 0.0) {
-                continue;
-            }
-            if !self.share(th, &mut s) {
+            let runs = th.active
+                && !th.done
+                && !th.waiting
+                && !th.phase_ops_left.is_some_and(|w| w <= 0.0)
+                && self.share(th, &mut s);
+            if !runs && th.copies.is_empty() {
                 continue;
             }
             // A time-shared thread (cpu_share < 1) runs that share of the epoch; its stalls
@@ -2011,34 +2018,19 @@ impl Machine {
             let stall = th.stall_ns.min(cpu);
             let th = &mut self.threads[ti];
             th.stall_ns -= stall;
-            th.avail = (cpu - stall) / e;
-            idx.push(ti);
-            shares.extend_from_slice(&s);
-        }
-        // Threads copying pages in their own faults (synchronous migrations) copy before they
-        // run, in the time their other stalls leave; a thread that does not run this epoch (its
-        // phase over, at a barrier) finishes its copies all the same.
-        let mut flows = std::mem::take(&mut self.scratch.flows);
-        flows.clear();
-        for ti in 0..self.threads.len() {
-            let th = &self.threads[ti];
-            if th.copies.is_empty() {
-                continue;
+            if runs {
+                th.avail = (cpu - stall) / e;
+                idx.push(ti);
+                shares.extend_from_slice(&s);
             }
-            let cpu = e * th.proc_.map_or(1.0, |pi| self.procs[pi].cpu_share);
-            let runs = idx.contains(&ti);
-            let cpu_ns = if runs {
-                th.avail * e
-            } else {
-                let stall = th.stall_ns.min(cpu);
-                self.threads[ti].stall_ns -= stall;
-                cpu - stall
-            };
-            flows.push(CopyFlow {
-                thread: ti,
-                cpu_ns,
-                runs,
-            });
+            if !th.copies.is_empty() {
+                let cpu_ns = if runs { th.avail * e } else { cpu - stall };
+                flows.push(CopyFlow {
+                    thread: ti,
+                    cpu_ns,
+                    runs,
+                });
+            }
         }
         // The solve and the sampling are timed every TIMED_EVERY-th epoch and the times scaled
         // up (a clock read costs ~25 ns under a hypervisor: four an epoch were 2% of a run).
@@ -2961,10 +2953,8 @@ impl Machine {
     /// slower as the tier's loaded latency grows (a copy keeps a fixed number of lines in
     /// flight; the latency is the last epoch's), ns.
     fn copy_ns(&self, from: TierId) -> f64 {
-        let c = &self.exp.platform.costs;
-        let t = from as usize;
-        let unloaded = self.exp.platform.tiers[t].curve.unloaded_ns();
-        self.page_bytes / (c.copy_gbps * unloaded / self.lat[t])
+        let gbps = self.exp.platform.costs.copy_gbps;
+        self.page_bytes / copy_rate(&self.exp.platform.tiers, &self.lat, gbps, from)
     }
 
     /// Spread a background copy's traffic, `bytes` read from tier `from` and written to tier
@@ -3545,10 +3535,17 @@ struct CopyFlow {
     runs: bool,
 }
 
+/// The rate a copy reads tier `src` at the tiers' latencies `lat`, bytes per ns: a copy keeps a
+/// fixed number of lines in flight (memcpy's stream), so it runs at `gbps` scaled by the tier's
+/// unloaded over loaded latency (writes are posted).
+fn copy_rate(tiers: &[crate::platform::TierModel], lat: &[f64], gbps: f64, src: TierId) -> f64 {
+    let t = src as usize;
+    gbps * tiers[t].curve.unloaded_ns() / lat[t]
+}
+
 /// The progress of a thread's inline copies in `cpu_ns` of its time, at the tiers' latencies
-/// `lat`: a copy keeps a fixed number of lines in flight (memcpy's stream), so it reads its
-/// source at `copy_gbps` scaled by that tier's unloaded over loaded latency (writes are
-/// posted). `moved(copy, bytes)` for what each copy moves; returns the time used, ns.
+/// `lat` ([`copy_rate`]). `moved(copy, bytes)` for what each copy moves; returns the time used,
+/// ns.
 fn copy_progress(
     copies: &std::collections::VecDeque<InlineCopy>,
     cpu_ns: f64,
@@ -3562,8 +3559,7 @@ fn copy_progress(
         if left <= 0.0 {
             break;
         }
-        let src = c.from as usize;
-        let rate = gbps * tiers[src].curve.unloaded_ns() / lat[src];
+        let rate = copy_rate(tiers, lat, gbps, c.from);
         let need = c.bytes / rate;
         if need <= left {
             moved(c, c.bytes);
