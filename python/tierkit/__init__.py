@@ -25,7 +25,7 @@ that does not fit in memory raises its subclass :class:`MemoryLimitError` before
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -422,10 +422,13 @@ def reproduce(
     workers: int | None = None,
     progress: bool = False,
     max_memory: int | str | None = None,
+    seeds: Sequence[int] = (1,),
 ) -> list[Any]:
     """Reproduce a paper (``tierkit.reproduce.list_reproductions()``): writes report.md, the figures
     and claims.json into ``out``; returns the claims (``claim``, ``paper``, ``ours``, ``holds``).
-    ``max_memory`` refuses each run estimated above it, as for :func:`run`."""
+    ``max_memory`` refuses each run estimated above it, as for :func:`run`. With several
+    ``seeds`` every run is repeated under each and a claim holds when it holds with most of them
+    (each seed's report in ``out/seed-S``)."""
     return _reproduce_pkg.reproduce(
         paper,
         out=None if out is None else Path(out),
@@ -433,4 +436,5 @@ def reproduce(
         workers=workers,
         progress=progress,
         max_memory=max_memory,
+        seeds=seeds,
     )

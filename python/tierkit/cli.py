@@ -167,6 +167,31 @@ def _override(text: str) -> str:
     return text
 
 
+def _seeds(text: str) -> list[int]:
+    """`--seeds`: a count N (seeds 1..N), a range A-B, or a list A,B,C."""
+    t = text.strip()
+    try:
+        if "," in t:
+            seeds = [_seed(x.strip()) for x in t.split(",") if x.strip()]
+        elif "-" in t.lstrip("-"):
+            a, b = (_seed(x.strip()) for x in t.split("-", 1))
+            if b < a:
+                raise argparse.ArgumentTypeError(f"`{text}`: the range ends before it starts")
+            seeds = list(range(a, b + 1))
+        else:
+            n = _seed(t)
+            seeds = list(range(1, n + 1))
+    except argparse.ArgumentTypeError as err:
+        raise argparse.ArgumentTypeError(f"`{text}`: {err}") from None
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"`{text}` names no seed (a count N, a range A-B or a list A,B)")
+    if len(seeds) > 1000:
+        raise argparse.ArgumentTypeError(f"`{text}` names {len(seeds)} seeds; at most 1000")
+    if len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"`{text}` repeats a seed")
+    return seeds
+
+
 def _seed(text: str) -> int:
     try:
         value = int(text.replace("_", ""), 10)
@@ -589,6 +614,13 @@ def build_parser() -> Parser:
             docs/validation.md is regenerated: `tierkit reproduce all --out DIR --update-doc
             docs/validation.md`).
 
+            With --seeds every run is repeated under each seed (a run's seed j becomes S + j - 1;
+            the default is seed 1 alone). Each seed's own report goes to DIR/seed-S (the first
+            seed's to DIR), and a claim holds when it holds with more than half of the seeds:
+            claims.json then gives the mean of the seeds' values as ours_value, and per claim
+            seeds, holds_per_seed and ours_values. A claim on a discrete threshold (a count, a
+            band edge), which one seed's small drift can flip, is so judged by the majority.
+
             Exit status: 0 when every claim holds, 3 when one does not (0 with --no-fail)."""
         ),
         formatter_class=formatter,
@@ -618,6 +650,16 @@ def build_parser() -> Parser:
         ),
     )
     repro.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
+    repro.add_argument(
+        "--seeds",
+        type=_seeds,
+        default=[1],
+        metavar="SEEDS",
+        help=(
+            "judge the claims over these seeds: a count N (1..N), a range A-B or a list A,B,C "
+            "(default: seed 1). Takes as many times as long"
+        ),
+    )
     repro.add_argument(
         "--update-doc",
         type=Path,
@@ -1335,6 +1377,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             progress=stderr_is_terminal(),
             max_memory=args.max_memory,
             update_doc=args.update_doc,
+            seeds=args.seeds,
         )
     else:
         by_paper = {
@@ -1345,6 +1388,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                 workers=args.workers,
                 progress=stderr_is_terminal(),
                 max_memory=args.max_memory,
+                seeds=args.seeds,
             )
         }
     failed = 0

@@ -11,10 +11,11 @@ tables and figures to ``ctx.report`` and states claims with ``ctx.claim``; the f
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from tierkit.reproduce.common import Claim, Context
+from tierkit.reproduce.common import Claim, Context, merge_seeds, seeds_text
 
 __all__ = [
     "DOC_BEGIN",
@@ -24,6 +25,7 @@ __all__ = [
     "Context",
     "check",
     "check_doc",
+    "check_seeds",
     "list_reproductions",
     "reproduce",
     "reproduce_all",
@@ -76,23 +78,56 @@ def reproduce(
     workers: int | None = None,
     progress: bool = False,
     max_memory: int | str | None = None,
+    seeds: Sequence[int] = (1,),
 ) -> list[Claim]:
     """Run a reproduction; write report.md, figures and claims.json into ``out``; return the claims.
-    ``max_memory`` (bytes or a size such as ``"6G"``) refuses each run estimated above it."""
+    ``max_memory`` (bytes or a size such as ``"6G"``) refuses each run estimated above it. With
+    several ``seeds`` every run is repeated under each (a run's seed j becomes seed + j - 1), each
+    seed's own report goes to ``out/seed-S`` (the first seed's to ``out``), and each claim holds
+    when it holds with most of the seeds (:func:`merge_seeds`)."""
     import tierkit
 
     mod = _module(paper)
-    ctx = Context(
-        paper=paper,
-        out=Path(out or f"reproduce-{paper}"),
-        quick=quick,
-        workers=workers,
-        progress=progress,
-        max_memory=None if max_memory is None else tierkit.parse_size(max_memory),
-    )
-    mod.run(ctx)
-    ctx.finish(title=str(mod.TITLE), intro=str(mod.DESCRIPTION))
-    return ctx.claims
+    seeds = check_seeds(seeds)
+    root = Path(out or f"reproduce-{paper}")
+    limit = None if max_memory is None else tierkit.parse_size(max_memory)
+    passes = []
+    for k, seed in enumerate(seeds):
+        ctx = Context(
+            paper=paper,
+            out=root if k == 0 else root / f"seed-{seed}",
+            quick=quick,
+            workers=workers,
+            progress=progress,
+            max_memory=limit,
+            seed=seed,
+            all_seeds=[seed],
+        )
+        mod.run(ctx)
+        passes.append(ctx)
+    first = passes[0]
+    if len(seeds) > 1:
+        for ctx in passes[1:]:
+            ctx.finish(title=str(mod.TITLE), intro=str(mod.DESCRIPTION))
+        first.claims = merge_seeds([ctx.claims for ctx in passes], seeds)
+        first.all_seeds = list(seeds)
+    first.finish(title=str(mod.TITLE), intro=str(mod.DESCRIPTION))
+    return first.claims
+
+
+def check_seeds(seeds: Sequence[int]) -> list[int]:
+    """The seeds as a list, or a clear error (none, repeated, or out of 0..2^63-1)."""
+    from tierkit import TierkitError
+
+    out = [int(s) for s in seeds]
+    if not out:
+        raise TierkitError("seeds: give at least one")
+    bad = [s for s in out if not 0 <= s < 2**63]
+    if bad:
+        raise TierkitError(f"seeds: {bad[0]} is out of range (0 to 2^63-1)")
+    if len(set(out)) != len(out):
+        raise TierkitError(f"seeds: {seeds_text(out)} repeats a seed")
+    return out
 
 
 def _block(text: str, doc: Path) -> tuple[int, int]:
@@ -171,6 +206,7 @@ def reproduce_all(
     progress: bool = False,
     max_memory: int | str | None = None,
     update_doc: str | Path | None = None,
+    seeds: Sequence[int] = (1,),
 ) -> dict[str, list[Claim]]:
     """Run every reproduction into ``out/PAPER`` and write one validation report over all of them:
     ``out/report.md``, ``out/report.html`` and ``out/claims.json`` (every claim, with its
@@ -185,12 +221,19 @@ def reproduce_all(
 
     if update_doc is not None:
         check_doc(update_doc)
+    seeds = check_seeds(seeds)
     root = Path(out or "reproduce-all")
     root.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[Claim]] = {}
     for name in REPRODUCTIONS:
         results[name] = reproduce(
-            name, root / name, quick=quick, workers=workers, progress=progress, max_memory=max_memory
+            name,
+            root / name,
+            quick=quick,
+            workers=workers,
+            progress=progress,
+            max_memory=max_memory,
+            seeds=seeds,
         )
     commit = _commit()
     held = sum(c.holds for cs in results.values() for c in cs)
@@ -201,7 +244,13 @@ def reproduce_all(
         "# Validation report: the papers' claims, reproduced",
         "",
         f"tierkit {tierkit.__version__}{f' (commit {commit})' if commit else ''}, "
-        f"{datetime.date.today().isoformat()}, {'quick (CI-sized) runs' if quick else 'full runs'}.",
+        f"{datetime.date.today().isoformat()}, {'quick (CI-sized) runs' if quick else 'full runs'}"
+        + (
+            f", seeds {seeds_text(seeds)}: a claim holds when it holds with most of them, and ours "
+            "is the mean of the seeds' values (each seed's value in brackets)."
+            if len(seeds) > 1
+            else "."
+        ),
         "",
         f"**{held} of {total} claims hold.** {len(with_number)} claims compare a number with the paper's; "
         f"{len(close)} of them are within their tolerance.",

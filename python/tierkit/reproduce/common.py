@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -44,10 +45,20 @@ class Claim:
     #: every value up to paper x (1 + tolerance) as matching, "lower" every value from
     #: paper x (1 - tolerance) up; None (the default) is two-sided
     bound: str | None = None
+    #: the seeds the claim was judged over, whether it held with each, and ours with each
+    #: (``holds`` is the majority's verdict and ``ours_value`` the mean where there are several:
+    #: :func:`merge_seeds`)
+    seeds: list[int] = field(default_factory=lambda: [1])
+    holds_per_seed: list[bool] = field(default_factory=list)
+    ours_values: list[float | None] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.bound not in (None, "upper", "lower"):
             raise ValueError(f"bound must be None, 'upper' or 'lower', not {self.bound!r}")
+        if not self.holds_per_seed:
+            self.holds_per_seed = [self.holds]
+        if not self.ours_values:
+            self.ours_values = [self.ours_value]
 
     @property
     def ratio(self) -> float | None:
@@ -111,6 +122,11 @@ class Context:
     workers: int | None = None
     progress: bool = False
     max_memory: int | None = None
+    #: the seed of this pass: a spec's seed j runs as seed + j - 1 (specs say 1 unless they
+    #: need a second stream), so `reproduce --seeds` repeats every run under other seeds
+    seed: int = 1
+    #: every seed the claims are judged over (set on the first pass's context for its report)
+    all_seeds: list[int] = field(default_factory=lambda: [1])
     claims: list[Claim] = field(default_factory=list)
     sections: list[str] = field(default_factory=list)
     figures: list[str] = field(default_factory=list)
@@ -124,6 +140,7 @@ class Context:
         """Run every spec (in parallel processes) and return one row per run: the label, the
         spec, and the summary's main fields; ``summary`` holds the whole summary dict and
         ``series`` the time series when asked for."""
+        specs = [self._seeded(s) for s in specs]
         workers = self.workers or min(len(specs), os.cpu_count() or 1)
         results: list[tuple[dict[str, Any], dict[str, list[float]] | None]]
         run_one = functools.partial(_run_one, max_memory=self.max_memory)
@@ -151,6 +168,19 @@ class Context:
                 }
             )
         return pd.DataFrame(rows)
+
+    def _seeded(self, spec: RunSpec) -> RunSpec:
+        """The spec under this pass's seed."""
+        if self.seed == 1:
+            return spec
+        seed = spec.seed + self.seed - 1
+        if not 0 <= seed < 2**63:
+            from tierkit import TierkitError
+
+            raise TierkitError(
+                f"seed {self.seed}: run `{spec.label}` would get seed {seed}, out of 0..2^63-1"
+            )
+        return dataclasses.replace(spec, seed=seed)
 
     def _tracked(self, specs: Sequence[RunSpec], it: Any = None) -> Any:
         source = it if it is not None else specs
@@ -199,6 +229,7 @@ class Context:
                 ours_value=None if ours_value is None else float(ours_value),
                 tolerance=tolerance,
                 bound=bound,
+                seeds=[self.seed],
             )
         )
 
@@ -228,7 +259,14 @@ class Context:
             intro.strip(),
             "",
             f"Mode: {'quick (CI-sized)' if self.quick else 'full'}. "
-            f"Claims holding: {held} of {len(self.claims)}.",
+            + (
+                f"Seeds {seeds_text(self.all_seeds)}: each claim holds when it holds with most of them "
+                f"(each seed's own report: seed-S/report.md; this one's tables and figures are seed "
+                f"{self.all_seeds[0]}'s). "
+                if len(self.all_seeds) > 1
+                else ""
+            )
+            + f"Claims holding: {held} of {len(self.claims)}.",
             "",
             "## Claims",
             "",
@@ -243,6 +281,62 @@ class Context:
         lines.extend(self.sections)
         (self.out / "report.md").write_text("\n".join(lines) + "\n")
         (self.out / "claims.json").write_text(json.dumps([c.to_json() for c in self.claims], indent=2) + "\n")
+
+
+def seeds_text(seeds: Sequence[int]) -> str:
+    """``1-3`` for consecutive seeds, else ``1, 7, 42``."""
+    s = list(seeds)
+    if len(s) > 2 and s == list(range(s[0], s[0] + len(s))):
+        return f"{s[0]}-{s[-1]}"
+    return ", ".join(str(x) for x in s)
+
+
+def merge_seeds(per_seed: Sequence[Sequence[Claim]], seeds: Sequence[int]) -> list[Claim]:
+    """One claim per claim text from the passes of several seeds (``per_seed[k]`` ran with
+    ``seeds[k]``): it holds when it held with more than half of the seeds that stated it, its
+    ``ours_value`` is the mean of the seeds' values, and ``ours`` is the first seed's text with
+    every seed's value and the count of seeds with which it held. A claim on a discrete
+    threshold (a count, a band edge) that one seed's 1% drift flips is judged by the majority,
+    not by which side seed 1 fell."""
+    order: list[str] = []
+    by_text: dict[str, list[tuple[int, Claim]]] = {}
+    for seed, claims in zip(seeds, per_seed, strict=True):
+        for c in claims:
+            if c.claim not in by_text:
+                order.append(c.claim)
+                by_text[c.claim] = []
+            by_text[c.claim].append((seed, c))
+    merged = []
+    for text in order:
+        got = by_text[text]
+        first = got[0][1]
+        held = [c.holds for _, c in got]
+        values = [c.ours_value for _, c in got]
+        numbers = [v for v in values if v is not None]
+        n_held = sum(held)
+        holds = 2 * n_held > len(got)
+        per = " / ".join("-" if v is None else format(v, ".3g") for v in values)
+        used = [s for s, _ in got]
+        ours = f"{first.ours} [seeds {seeds_text(used)}: " + (
+            f"{per}, mean {format(sum(numbers) / len(numbers), '.3g')}; " if numbers else ""
+        )
+        ours += f"holds with {n_held} of {len(got)}]"
+        note = first.note
+        if not holds:
+            note = next((c.note for _, c in got if not c.holds and c.note), first.note)
+        merged.append(
+            dataclasses.replace(
+                first,
+                ours=ours,
+                holds=holds,
+                note=note,
+                ours_value=sum(numbers) / len(numbers) if numbers else None,
+                seeds=used,
+                holds_per_seed=held,
+                ours_values=values,
+            )
+        )
+    return merged
 
 
 def _markdown_table(df: pd.DataFrame, floatfmt: str) -> str:

@@ -144,7 +144,7 @@ def _ranking(ctx: Context) -> None:
 
     scale = "0.0625" if ctx.quick else "0.125"
     dur = ctx.dur(60.0, 20.0)
-    table = tierkit.soar_profile("graph-objects", [f"scale={scale}", f"duration_s={dur}"], seed=1)
+    table = tierkit.soar_profile("graph-objects", [f"scale={scale}", f"duration_s={dur}"], seed=ctx.seed)
     (ctx.out / "soar_ranking.csv").write_text(table.to_csv(index=False))
     ctx.section(
         "Soar's object ranking (Table 2)",
