@@ -112,6 +112,31 @@ impl PageEvents {
         }
     }
 
+    /// The events from the `n`-th on (none when `n` is past the end), in order: what a consumer
+    /// that has taken the first `n` has not seen yet (the list only grows until it is cleared).
+    pub fn iter_from(&self, n: usize) -> Iter<'_> {
+        let n = n.min(self.len);
+        let mut runs = self.runs.iter();
+        let (mut cur, mut done, mut skip) = (None, 0u32, n);
+        while skip > 0 {
+            let Some(&r) = runs.next() else { break };
+            let c = r.count() as usize;
+            if c <= skip {
+                skip -= c;
+            } else {
+                cur = Some(r);
+                done = skip as u32;
+                skip = 0;
+            }
+        }
+        Iter {
+            runs,
+            cur,
+            done,
+            left: self.len - n,
+        }
+    }
+
     /// The events as runs, in order: (first page, pages, process, tier). The runs' pages,
     /// taken in order, are exactly the events [`PageEvents::iter`] yields; where a run starts
     /// and ends is the storage's choice, so a consumer must not read meaning into it.
@@ -242,6 +267,32 @@ mod tests {
         assert_eq!(v.iter().len(), 1009);
         v.clear();
         assert!(v.is_empty() && v.iter().next().is_none());
+    }
+
+    proptest! {
+        /// Taking the events from any point on yields the rest of what iterating from the start
+        /// does, also when a run grew after the point was taken.
+        #[test]
+        fn iterating_from_n_is_skipping_n(
+            evs in proptest::collection::vec((0u64..40, 0u32..3, 0u8..2), 0..60),
+            cut in 0usize..70,
+        ) {
+            let mut v = PageEvents::new();
+            for &(p, pid, t) in &evs {
+                v.push(ev(p, pid, t));
+            }
+            let all: Vec<PageEvent> = v.iter().collect();
+            let rest: Vec<PageEvent> = v.iter_from(cut).collect();
+            prop_assert_eq!(&rest[..], &all[cut.min(all.len())..]);
+            prop_assert_eq!(v.iter_from(cut).len(), rest.len());
+            // the last run grows after the cut was taken
+            if let Some(last) = all.last() {
+                let n = v.len();
+                v.push(ev(last.page.0 + 1, last.pid, last.tier));
+                let grown: Vec<PageEvent> = v.iter_from(n).collect();
+                prop_assert_eq!(grown, vec![ev(last.page.0 + 1, last.pid, last.tier)]);
+            }
+        }
     }
 
     #[test]

@@ -91,6 +91,32 @@ pub trait Policy: Send {
     /// Called every epoch with that epoch's telemetry (page events, faults and migration
     /// results arrive every epoch; the policy may act only at its quantum).
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>);
+    /// The fault path, taken fault by fault: a backend that delivers hint faults one at a time
+    /// at their instants inside the epoch (the simulated machine) asks once, before `init`,
+    /// whether the policy takes them so. A policy that answers true gets each fault through
+    /// [`Policy::on_fault`] and must not handle it again in `step` (where
+    /// `Telemetry::hint_faults` still lists it, for the record). Linux decides in the fault
+    /// (do_numa_page -> numa_migrate_check, migrate_misplaced_folio) and the faulting thread
+    /// copies the page before it runs on: a thread busy in one fault takes no other, which a
+    /// decision at the epoch's end cannot show. Layers answer for their base only when they
+    /// forward `on_fault`; the default is false (faults arrive in `step`, all at once).
+    fn fault_path(&mut self) -> bool {
+        false
+    }
+    /// One hint fault at its instant (`f.time_ns`), for a policy whose [`Policy::fault_path`]
+    /// said true. `tel` is the epoch so far: `now_ns` is the fault's instant, the tiers' sizes
+    /// are the instant's, and the event lists (allocated, freed, migrations) hold the
+    /// epoch's events up to now and grow between calls (the policy takes what is new). The
+    /// backend carries out `out` at once, at the fault's instant; the results of the
+    /// migrations it makes then join this epoch's `migrations`.
+    fn on_fault(
+        &mut self,
+        _f: &crate::telemetry::HintFault,
+        _tel: &Telemetry,
+        _mech: &mut dyn Mechanism,
+        _out: &mut Vec<Action>,
+    ) {
+    }
     /// The policy's own statistics (overheads, table sizes), reported with the results.
     fn stats(&self) -> Vec<(String, f64)> {
         Vec::new()

@@ -342,6 +342,24 @@ impl Policy for Alto {
         self.regulate(start, mech, out);
     }
 
+    /// The base's fault path, fault by fault, with its promotions regulated as in `step` (the
+    /// AOL of the last closed interval decides).
+    fn fault_path(&mut self) -> bool {
+        self.base.fault_path()
+    }
+
+    fn on_fault(
+        &mut self,
+        f: &tierkit_core::HintFault,
+        tel: &Telemetry,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+    ) {
+        let start = out.len();
+        self.base.on_fault(f, tel, mech, out);
+        self.regulate(start, mech, out);
+    }
+
     /// Fig. 9's view over time: the AOL of the last closed interval (absent before the first),
     /// the share of candidates it lets through, and the promotions allowed and vetoed since the
     /// last report (Scan16 regulates marking, not promotions: those two stay 0 there).

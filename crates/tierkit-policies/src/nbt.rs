@@ -30,9 +30,9 @@ use tierkit_core::{
 
 use crate::common::spec_name;
 use crate::lru::{
-    hint_scan, numa_scan, Tiering, P_DMA_ZONE, P_KSWAPD_SCAN, P_LRU_GEN, P_LRU_GEN_MM_SWITCH,
-    P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD,
-    P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_WSF,
+    hint_scan, numa_scan, Tiering, P_DMA_ZONE, P_FAULT_PATH_OFF, P_KSWAPD_SCAN, P_LRU_GEN,
+    P_LRU_GEN_MM_SWITCH, P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES,
+    P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_WSF,
 };
 
 /// NUMA_MIGRATION_ADJUST_STEPS: the threshold moves by 2 x default / 16 per adjustment.
@@ -64,6 +64,7 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_MAX_RECLAIM_RETRIES, P_LRU_GEN, P_DMA_ZONE,
     P_LRU_GEN_MM_TABLES,
     P_LRU_GEN_MM_SWITCH,
+    P_FAULT_PATH_OFF,
     tierkit_core::ParamDef {
         name: "dma_zone_above_bar",
         kind: ParamKind::Bool,
@@ -102,6 +103,9 @@ pub struct Nbt {
     rate_limited: u64,
     free_space_promotions: u64,
     threshold_adjustments: u64,
+    /// `fault_path`: take faults one at a time when the backend offers it, and whether it did.
+    fault_path: bool,
+    on_path: bool,
 }
 
 impl Nbt {
@@ -125,6 +129,61 @@ impl Nbt {
             rate_limited: 0,
             free_space_promotions: 0,
             threshold_adjustments: 0,
+            fault_path: p.bool("fault_path"),
+            on_path: false,
+        }
+    }
+
+    /// do_numa_page in tiering mode for one hint fault at its instant: kswapd first runs up to
+    /// it; with the fast node short of free space the page must have faulted within the
+    /// (adjusted) hot threshold of its scan and pass the rate limit
+    /// (should_numa_migrate_memory, numa_promotion_rate_limit); then it is promoted in the
+    /// fault if migrate_balanced_pgdat allows, else kswapd is woken.
+    fn fault(
+        &mut self,
+        f: &tierkit_core::HintFault,
+        tel: &Telemetry,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+    ) {
+        if !self.t.fault_actionable(f) {
+            return;
+        }
+        let (low, promo) = (self.t.wm.low, self.t.wm.promo);
+        self.t
+            .run_kswapd_until(tel, mech, out, low, promo, f.time_ns);
+        let free = self.t.fast_free(tel);
+        if self.free_space_enough(free) {
+            self.threshold_ms = 0;
+            self.free_space_promotions += 1;
+        } else {
+            // jiffies at the fault (on the fault path its instant; otherwise the epoch's
+            // end, as fine as a 1 ms tick)
+            let now_ms = tel.now_ns / 1_000_000;
+            self.adjust_threshold(now_ms);
+            let latency_ms = f.time_to_fault_ns / 1_000_000;
+            if latency_ms >= self.threshold_ms() {
+                self.cold_faults += 1;
+                return;
+            }
+            if self.rate_limit(now_ms) {
+                self.rate_limited += 1;
+                return;
+            }
+        }
+        if self.t.migrate_balanced(free) {
+            self.t.promote(
+                f.page,
+                MigrateMode::Sync {
+                    pid: f.pid,
+                    tid: f.tid,
+                },
+                false,
+                out,
+            );
+        } else {
+            self.t.counts.promote_fail_nomem += 1;
+            self.t.wakeup_kswapd(tel, promo, f.time_ns);
         }
     }
 
@@ -207,48 +266,30 @@ impl Policy for Nbt {
         out.push(hint_scan(&self.scan));
     }
 
+    fn fault_path(&mut self) -> bool {
+        self.on_path = self.fault_path;
+        self.on_path
+    }
+
+    fn on_fault(
+        &mut self,
+        f: &tierkit_core::HintFault,
+        tel: &Telemetry,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+    ) {
+        self.t.catch_up(tel, |_, _| {});
+        self.fault(f, tel, mech, out);
+    }
+
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         self.t.begin(tel, |_, _| {});
-        let (low, promo) = (self.t.wm.low, self.t.wm.promo);
-        for f in &tel.hint_faults {
-            if !self.t.fault_actionable(f) {
-                continue;
-            }
-            self.t
-                .run_kswapd_until(tel, mech, out, low, promo, f.time_ns);
-            let free = self.t.fast_free(tel);
-            if self.free_space_enough(free) {
-                self.threshold_ms = 0;
-                self.free_space_promotions += 1;
-            } else {
-                // jiffies at the fault: the epoch's end is as fine as a 1 ms tick.
-                let now_ms = tel.now_ns / 1_000_000;
-                self.adjust_threshold(now_ms);
-                let latency_ms = f.time_to_fault_ns / 1_000_000;
-                if latency_ms >= self.threshold_ms() {
-                    self.cold_faults += 1;
-                    continue;
-                }
-                if self.rate_limit(now_ms) {
-                    self.rate_limited += 1;
-                    continue;
-                }
-            }
-            if self.t.migrate_balanced(free) {
-                self.t.promote(
-                    f.page,
-                    MigrateMode::Sync {
-                        pid: f.pid,
-                        tid: f.tid,
-                    },
-                    false,
-                    out,
-                );
-            } else {
-                self.t.counts.promote_fail_nomem += 1;
-                self.t.wakeup_kswapd(tel, promo, f.time_ns);
+        if !self.on_path {
+            for f in &tel.hint_faults {
+                self.fault(f, tel, mech, out);
             }
         }
+        let (low, promo) = (self.t.wm.low, self.t.wm.promo);
         self.t.run_kswapd(tel, mech, out, low, promo);
     }
 

@@ -492,6 +492,24 @@ impl Policy for Toggle {
         self.refault_filter(start, out);
     }
 
+    /// The base's fault path, fault by fault, its promotions filtered as in `step` (a stopped
+    /// process's migrations the machine refuses, as in `step`).
+    fn fault_path(&mut self) -> bool {
+        self.base.fault_path()
+    }
+
+    fn on_fault(
+        &mut self,
+        f: &tierkit_core::HintFault,
+        tel: &Telemetry,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+    ) {
+        let start = out.len();
+        self.base.on_fault(f, tel, mech, out);
+        self.refault_filter(start, out);
+    }
+
     /// Per process, the accessed-PTE count of the latest restart scan in the interval
     /// (Algorithm 2's input; the toggling paper's Fig. 7 plots it).
     fn series(&mut self, out: &mut Vec<(String, f64)>) {

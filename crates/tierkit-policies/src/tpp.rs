@@ -23,8 +23,8 @@ use tierkit_core::{
 
 use crate::common::spec_name;
 use crate::lru::{
-    hint_scan, numa_scan, Tiering, P_DEMOTE_SCALE, P_DMA_ZONE, P_KSWAPD_SCAN, P_LRU_GEN,
-    P_LRU_GEN_MM_SWITCH, P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES,
+    hint_scan, numa_scan, Tiering, P_DEMOTE_SCALE, P_DMA_ZONE, P_FAULT_PATH, P_KSWAPD_SCAN,
+    P_LRU_GEN, P_LRU_GEN_MM_SWITCH, P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES,
     P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_WSF,
 };
 
@@ -41,6 +41,7 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_MAX_RECLAIM_RETRIES, P_LRU_GEN, P_DMA_ZONE,
     P_LRU_GEN_MM_TABLES,
     P_LRU_GEN_MM_SWITCH,
+    P_FAULT_PATH,
     tierkit_core::ParamDef {
         name: "lru",
         kind: tierkit_core::ParamKind::Choice(&["hinted", "pagevec"]),
@@ -71,6 +72,9 @@ pub struct Tpp {
     pagevec: Option<std::collections::BTreeMap<(u32, u32), Vec<tierkit_core::PageId>>>,
     /// Hint faults on pages still waiting in a pagevec (the excessive fault handling §4.5 removes).
     wasted_faults: u64,
+    /// `fault_path`: take faults one at a time when the backend offers it, and whether it did.
+    fault_path: bool,
+    on_path: bool,
 }
 
 impl Tpp {
@@ -82,6 +86,69 @@ impl Tpp {
             t: Tiering::from_params(p),
             pagevec: (p.str("lru") == "pagevec").then(Default::default),
             wasted_faults: 0,
+            fault_path: p.bool("fault_path"),
+            on_path: false,
+        }
+    }
+
+    /// do_numa_page for one hint fault at its instant: kswapd first runs up to it, then the
+    /// fault activates the page (first fault) or promotes it (second), waking kswapd when the
+    /// promotion took the node below the demotion watermark.
+    fn fault(
+        &mut self,
+        f: &tierkit_core::HintFault,
+        tel: &Telemetry,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+    ) {
+        if !self.t.fault_actionable(f) {
+            return;
+        }
+        let demote = self.demote_wmark();
+        self.t
+            .run_kswapd_until(tel, mech, out, demote, demote, f.time_ns);
+        if !self.t.lru.is_active(f.page) {
+            // First fault: mark_page_accessed, no migration.
+            match &mut self.pagevec {
+                // PageHinted: the page is a candidate at once (TPP-mod).
+                None => {
+                    self.t.lru.activate(f.page);
+                    self.t.counts.activations += 1;
+                }
+                // Upstream: it waits in the faulting CPU's pagevec until 15 pages gather.
+                Some(vecs) => {
+                    let pv = vecs.entry((f.pid, f.tid)).or_default();
+                    if pv.contains(&f.page) {
+                        self.wasted_faults += 1;
+                    } else {
+                        pv.push(f.page);
+                    }
+                    if pv.len() >= PAGEVEC {
+                        for p in pv.drain(..) {
+                            if self.t.lru.activate(p) {
+                                self.t.counts.activations += 1;
+                            }
+                        }
+                    }
+                }
+            }
+            return;
+        }
+        if self.t.migrate_balanced(self.t.fast_free(tel)) {
+            self.t.promote(
+                f.page,
+                MigrateMode::Sync {
+                    pid: f.pid,
+                    tid: f.tid,
+                },
+                false,
+                out,
+            );
+            // a promotion whose allocation took the node below the demotion watermark
+            // wakes kswapd then, not at the step's end
+            self.t.wakeup_kswapd(tel, demote, f.time_ns);
+        } else {
+            self.t.counts.promote_fail_nomem += 1;
         }
     }
 
@@ -115,59 +182,30 @@ impl Policy for Tpp {
         out.push(hint_scan(&self.scan));
     }
 
+    fn fault_path(&mut self) -> bool {
+        self.on_path = self.fault_path;
+        self.on_path
+    }
+
+    fn on_fault(
+        &mut self,
+        f: &tierkit_core::HintFault,
+        tel: &Telemetry,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+    ) {
+        self.t.catch_up(tel, |_, _| {});
+        self.fault(f, tel, mech, out);
+    }
+
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         self.t.begin(tel, |_, _| {});
-        let demote = self.demote_wmark();
-        for f in &tel.hint_faults {
-            if !self.t.fault_actionable(f) {
-                continue;
-            }
-            self.t
-                .run_kswapd_until(tel, mech, out, demote, demote, f.time_ns);
-            if !self.t.lru.is_active(f.page) {
-                // First fault: mark_page_accessed, no migration.
-                match &mut self.pagevec {
-                    // PageHinted: the page is a candidate at once (TPP-mod).
-                    None => {
-                        self.t.lru.activate(f.page);
-                        self.t.counts.activations += 1;
-                    }
-                    // Upstream: it waits in the faulting CPU's pagevec until 15 pages gather.
-                    Some(vecs) => {
-                        let pv = vecs.entry((f.pid, f.tid)).or_default();
-                        if pv.contains(&f.page) {
-                            self.wasted_faults += 1;
-                        } else {
-                            pv.push(f.page);
-                        }
-                        if pv.len() >= PAGEVEC {
-                            for p in pv.drain(..) {
-                                if self.t.lru.activate(p) {
-                                    self.t.counts.activations += 1;
-                                }
-                            }
-                        }
-                    }
-                }
-                continue;
-            }
-            if self.t.migrate_balanced(self.t.fast_free(tel)) {
-                self.t.promote(
-                    f.page,
-                    MigrateMode::Sync {
-                        pid: f.pid,
-                        tid: f.tid,
-                    },
-                    false,
-                    out,
-                );
-                // a promotion whose allocation took the node below the demotion watermark
-                // wakes kswapd then, not at the step's end
-                self.t.wakeup_kswapd(tel, demote, f.time_ns);
-            } else {
-                self.t.counts.promote_fail_nomem += 1;
+        if !self.on_path {
+            for f in &tel.hint_faults {
+                self.fault(f, tel, mech, out);
             }
         }
+        let demote = self.demote_wmark();
         self.t.run_kswapd(tel, mech, out, demote, demote);
     }
 
@@ -290,6 +328,59 @@ pub(crate) mod tests {
         );
         assert!(p.needs().hint_faults);
         assert_eq!(p.name(), "tpp");
+    }
+
+    /// On the fault path each fault comes with the epoch so far, and the step then sees the
+    /// whole epoch: every event is taken once, and the decisions are the step's own (the same
+    /// faults, taken at the step's end by a TPP off the path).
+    #[test]
+    fn the_fault_path_takes_each_event_once_and_decides_as_the_step_does() {
+        let run = |on_path: bool| {
+            let mut p = tpp();
+            if on_path {
+                assert!(p.fault_path(), "TPP takes the fault path by default");
+            }
+            let mut mech = FakeMech::new(vec![Some(SLOW); 40]);
+            let mut out = Vec::new();
+            p.init(&tel(0, 100_000, 0), &mut mech, &mut out);
+            out.clear();
+            // epoch 1: 32 pages arrive; the first faults come with only some of them seen
+            let mut t = tel(1, 100_000, 0);
+            t.allocated = alloc(0..32, SLOW);
+            let faults: Vec<_> = [3, 5, 3, 9, 5, 3]
+                .iter()
+                .enumerate()
+                .map(|(i, &pg)| HintFault {
+                    time_ns: 100_000 * (i as u64 + 1),
+                    ..fault(pg, SLOW, 5)
+                })
+                .collect();
+            if on_path {
+                let mut part = tel(1, 100_000, 0);
+                part.allocated = alloc(0..16, SLOW);
+                for (i, f) in faults.iter().enumerate() {
+                    if i == 3 {
+                        part.allocated = alloc(0..32, SLOW);
+                    }
+                    part.hint_faults.push(*f);
+                    part.now_ns = f.time_ns;
+                    p.on_fault(f, &part, &mut mech, &mut out);
+                }
+            }
+            t.hint_faults = faults;
+            p.step(&t, &mut mech, &mut out);
+            (
+                migrations(&out),
+                p.t.lru.len(SLOW, false) + p.t.lru.len(SLOW, true),
+                p.t.counts.activations,
+                p.t.counts.hint_faults,
+            )
+        };
+        let (batch, path) = (run(false), run(true));
+        assert_eq!(batch, path);
+        // pages 3 and 5 promote on their second fault; 3's third finds it in flight
+        assert_eq!(batch.0.iter().map(|m| m.0).collect::<Vec<_>>(), vec![3, 5]);
+        assert_eq!((batch.1, batch.2, batch.3), (30, 3, 6));
     }
 
     #[test]

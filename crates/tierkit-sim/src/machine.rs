@@ -10,7 +10,7 @@ use tierkit_core::action::{Action, MigrateMode, NumaScan, SampleFilter, ScanTier
 use tierkit_core::memory;
 use tierkit_core::rng::Rng;
 use tierkit_core::telemetry::*;
-use tierkit_core::{Backend, Mechanism, PageEvents, PageId, TelemetryNeeds, TierId};
+use tierkit_core::{Backend, Mechanism, PageEvents, PageId, Policy, TelemetryNeeds, TierId};
 
 use crate::dist::{Dist, Region};
 use crate::error::{Result, SimError};
@@ -35,6 +35,10 @@ type FaultHeap = BinaryHeap<Reverse<(u64, u32, u64, u32)>>;
 const LINE: f64 = 64.0;
 /// Async migrations waiting beyond this are refused (a policy flooding the queue).
 const MAX_QUEUE: usize = 1 << 20;
+
+/// The fault queue's tag for a thread coming out of its fault (its `page` field holds the
+/// thread): a NaN pattern no page's awaited count takes.
+const RESUME: u32 = u32::MAX;
 
 #[derive(Clone, Debug)]
 pub struct ObjState {
@@ -130,6 +134,15 @@ pub struct ThreadState {
     /// copies before it runs again, at a rate that falls with the source tier's loaded latency
     /// (`Machine::solve`).
     pub copies: std::collections::VecDeque<InlineCopy>,
+    /// With the policy on the fault path (`Machine::fault_path`): until when the thread is in
+    /// a fault (its hint fault, then the migration it made there and the copy), taking no
+    /// other (ns).
+    pub busy_until: f64,
+    /// Faults (page, scan mark) that came while the thread was busy in another, when no
+    /// other thread touching the page was free: it takes them in turn when it is out
+    /// (`Machine::resume_faults`), one `RESUME` entry of the fault queue at a time.
+    pub deferred: std::collections::VecDeque<(u32, u64)>,
+    pub resume_queued: bool,
 }
 
 /// A synchronous migration's copy, made by the faulting thread itself (migrate_pages called
@@ -178,6 +191,9 @@ impl ThreadState {
             phase_ops_left: None,
             waiting: false,
             copies: std::collections::VecDeque::new(),
+            busy_until: 0.0,
+            deferred: std::collections::VecDeque::new(),
+            resume_queued: false,
         }
     }
 
@@ -341,6 +357,15 @@ pub struct Machine {
     mig_traffic_from: f64,
     queue: std::collections::VecDeque<Pending>,
     sync_results: Vec<MigrationResult>,
+    /// The policy takes hint faults one at a time at their instants (`Policy::fault_path`,
+    /// asked by the engine): `step_with` hands each to `Policy::on_fault` and carries out its
+    /// actions there, and a thread busy in a fault takes no other.
+    pub fault_path: bool,
+    /// While the actions of a fault are carried out: the fault's instant (ns). Synchronous
+    /// migrations start there, and their results join this epoch's telemetry.
+    fault_at: Option<f64>,
+    /// Wall time spent in `Policy::on_fault` (s), which the engine counts as the policy's.
+    pub wall_fault_policy_s: f64,
     /// CPU time the migration threads spent past their last epoch's budget (a migration
     /// longer than what was left of it), owed by the next epochs.
     mig_debt_ns: f64,
@@ -870,6 +895,9 @@ impl Machine {
             mig_traffic_from: 0.0,
             queue: Default::default(),
             sync_results: Vec::new(),
+            fault_path: false,
+            fault_at: None,
+            wall_fault_policy_s: 0.0,
             mig_debt_ns: 0.0,
             faults: BinaryHeap::new(),
             count_faults: Vec::new(),
@@ -1958,6 +1986,12 @@ impl Machine {
     /// Advance one epoch: lifecycle, pending migrations, the fixed point, counters, sampling,
     /// hint faults. Fills `self.tel` for the policy.
     pub fn step(&mut self) -> Result<()> {
+        self.step_with(None)
+    }
+
+    /// [`Machine::step`], handing each hint fault to `policy` at its instant when it takes them
+    /// so ([`Machine::fault_path`]).
+    pub fn step_with<'p>(&mut self, policy: Option<&mut (dyn Policy + 'p)>) -> Result<()> {
         if self.undeclared_accessed_bits {
             return Err(SimError::Config {
                 at: "policy".into(),
@@ -2201,7 +2235,7 @@ impl Machine {
 
         let t_sample = timed.then(std::time::Instant::now);
         self.sample(&idx, &shares);
-        self.hint_scan_and_faults();
+        self.hint_scan_and_faults(policy);
         if let Some(t) = t_sample {
             self.wall_sample_s += t.elapsed().as_secs_f64() * TIMED_EVERY as f64;
         }
@@ -2417,7 +2451,7 @@ impl Machine {
 
     /// Mark pages for hint faults (the fixed-rate marker, or Linux's scanner per process), then
     /// deliver this epoch's faults in time order.
-    fn hint_scan_and_faults(&mut self) {
+    fn hint_scan_and_faults<'p>(&mut self, policy: Option<&mut (dyn Policy + 'p)>) {
         let e = self.epoch_ns;
         let end = self.now_ns + e;
         for pi in 0..self.procs.len() {
@@ -2453,7 +2487,7 @@ impl Machine {
             }
         }
         self.replace_marked();
-        self.deliver_faults(end);
+        self.deliver_faults(end, policy.filter(|_| self.fault_path));
     }
 
     /// change_pte_range for one page under prot_numa: a present page not already PROT_NONE
@@ -2802,7 +2836,12 @@ impl Machine {
     /// the page's accesses (its miss rate times the share of the epoch it ran), stalls for the
     /// fault, and Linux's scanner accounts the fault where
     /// task_numa_fault would (a top-tier page; a slow-tier page in tiering mode returns early).
-    fn deliver_faults(&mut self, end: f64) {
+    ///
+    /// With `policy` (on the fault path) each fault goes to `Policy::on_fault` at its instant
+    /// and its actions are carried out there; the thread is busy for the fault and for what it
+    /// migrated in it, and a fault that only busy threads could take waits for the first of
+    /// them (do_numa_page runs in the faulting thread, which touches nothing else meanwhile).
+    fn deliver_faults<'p>(&mut self, end: f64, mut policy: Option<&mut (dyn Policy + 'p)>) {
         let cost = self.exp.platform.costs.hint_fault_us * 1e3;
         // Pages whose phase's cumulative misses reach their fault's count this epoch fault at
         // the instant they do (the phase's rate is steady within the epoch).
@@ -2831,6 +2870,11 @@ impl Machine {
                 break;
             }
             self.faults.pop();
+            if need_bits == RESUME {
+                // `page` is a thread out of its fault: its next deferred fault
+                self.resume_faults(page as usize, at, cost, policy.as_deref_mut());
+                continue;
+            }
             let pi = self.proc_of(page);
             if self.page_flags[page as usize] & F_MARKED == 0
                 || self.page_tier[page as usize] == NONE
@@ -2854,6 +2898,8 @@ impl Machine {
             self.page_flags[page as usize] &= !F_MARKED;
             let mut best = None;
             let mut total = 0.0;
+            let on_path = policy.is_some();
+            let mut first_free: Option<(f64, usize)> = None;
             for &ti in &self.procs[pi].threads {
                 let th = &self.threads[ti];
                 if let (true, Some(d)) = (th.active, th.dist) {
@@ -2862,12 +2908,25 @@ impl Machine {
                     // until its threads run again.
                     let w = th.x * th.avail * self.dists[d].pmf(page);
                     if w > 0.0 {
+                        if on_path && th.busy_until > at as f64 {
+                            if first_free.is_none_or(|(t, _)| th.busy_until < t) {
+                                first_free = Some((th.busy_until, ti));
+                            }
+                            continue;
+                        }
                         total += w;
                         if self.rng_fault.f64() * total < w {
                             best = Some(ti);
                         }
                     }
                 }
+            }
+            if let (None, Some((_, ti))) = (best, first_free) {
+                // every thread that touches the page is in a fault: the first one out takes it,
+                // after the faults that already wait for it
+                self.page_flags[page as usize] |= F_MARKED;
+                self.defer_fault(ti, page, mark);
+                continue;
             }
             let Some(ti) = best else {
                 // Its threads all stalled this epoch: the page stays marked and faults at their
@@ -2876,6 +2935,78 @@ impl Machine {
                 self.stalled_marked.push((page, mark, 0.0));
                 continue;
             };
+            self.take_fault(ti, page, mark, at, cost, policy.as_deref_mut());
+        }
+    }
+
+    /// A fault for thread `ti`, busy in another, to take when it is out: queued behind the
+    /// ones already waiting for it.
+    fn defer_fault(&mut self, ti: usize, page: u32, mark: u64) {
+        let th = &mut self.threads[ti];
+        th.deferred.push_back((page, mark));
+        if !th.resume_queued {
+            th.resume_queued = true;
+            let at = th.busy_until.ceil() as u64;
+            self.faults.push(Reverse((at, ti as u32, 0, RESUME)));
+        }
+    }
+
+    /// Thread `ti` is out of its fault at `at` (unless something it did there keeps it longer):
+    /// it takes the first of the faults that waited for it. A thread that no longer runs hands
+    /// them back to the queue, for the page's other threads.
+    fn resume_faults<'p>(
+        &mut self,
+        ti: usize,
+        at: u64,
+        cost: f64,
+        policy: Option<&mut (dyn Policy + 'p)>,
+    ) {
+        let th = &mut self.threads[ti];
+        th.resume_queued = false;
+        if th.busy_until > at as f64 {
+            th.resume_queued = true;
+            let next = th.busy_until.ceil() as u64;
+            self.faults.push(Reverse((next, ti as u32, 0, RESUME)));
+            return;
+        }
+        if !th.active || th.dist.is_none() {
+            for (page, mark) in std::mem::take(&mut th.deferred) {
+                self.faults.push(Reverse((at, page, mark, 0f32.to_bits())));
+            }
+            return;
+        }
+        while let Some((page, mark)) = self.threads[ti].deferred.pop_front() {
+            if self.page_flags[page as usize] & F_MARKED == 0
+                || self.page_tier[page as usize] == NONE
+            {
+                continue;
+            }
+            self.page_flags[page as usize] &= !F_MARKED;
+            self.take_fault(ti, page, mark, at, cost, policy);
+            break;
+        }
+        let th = &mut self.threads[ti];
+        if !th.deferred.is_empty() {
+            th.resume_queued = true;
+            let next = (th.busy_until.ceil() as u64).max(at + 1);
+            self.faults.push(Reverse((next, ti as u32, 0, RESUME)));
+        }
+    }
+
+    /// Thread `ti` takes the hint fault of `page` (marked at `mark`) at `at`: the fault path's
+    /// accounting, its stall, the telemetry's record, and on the fault path the policy's
+    /// decision, carried out at once.
+    fn take_fault<'p>(
+        &mut self,
+        ti: usize,
+        page: u32,
+        mark: u64,
+        at: u64,
+        cost: f64,
+        policy: Option<&mut (dyn Policy + 'p)>,
+    ) {
+        let pi = self.proc_of(page);
+        {
             let tier = self.page_tier[page as usize];
             let tid = self.threads[ti].tid;
             // vma_set_access_pid_bit (the fault path's numa_migrate_check)
@@ -2894,15 +3025,43 @@ impl Machine {
             }
             self.threads[ti].stall_ns += cost;
             self.stats.hint_faults += 1;
-            self.tel.hint_faults.push(HintFault {
+            let fault = HintFault {
                 page: PageId(page as u64),
                 tier,
                 pid: pi as u32,
                 tid,
                 time_to_fault_ns: at - mark,
                 time_ns: at,
-            });
+            };
+            self.tel.hint_faults.push(fault);
+            if let Some(p) = policy {
+                self.threads[ti].busy_until = at as f64 + cost;
+                self.fault_path_call(p, &fault);
+            }
         }
+    }
+
+    /// The policy's fault path for one fault: `Policy::on_fault` sees the telemetry at the
+    /// fault's instant, and its actions are carried out there.
+    fn fault_path_call(&mut self, p: &mut dyn Policy, f: &HintFault) {
+        let t0 = std::time::Instant::now();
+        let mut tel = std::mem::take(&mut self.tel);
+        let now = tel.now_ns;
+        tel.now_ns = f.time_ns;
+        // the tiers as they are now: with this epoch's migrations so far, whose results the
+        // policy takes from the telemetry's list (the step's end sets them again)
+        for (ti, &used) in tel.tiers.iter_mut().zip(&self.used) {
+            ti.used_pages = used;
+        }
+        let mut out = std::mem::take(&mut self.scratch.fault_actions);
+        p.on_fault(f, &tel, self, &mut out);
+        tel.now_ns = now;
+        self.tel = tel;
+        self.fault_at = Some(f.time_ns as f64);
+        self.apply(&mut out);
+        self.fault_at = None;
+        self.scratch.fault_actions = out;
+        self.wall_fault_policy_s += t0.elapsed().as_secs_f64();
     }
 
     /// task_numa_fault for a fault on a top-tier page: private when the same thread faulted on
@@ -3179,11 +3338,19 @@ impl Machine {
                                 .procs
                                 .get(pid as usize)
                                 .and_then(|p| p.threads.get(tid as usize).copied());
-                            let now = self.now_ns;
+                            // in a fault on the fault path: at its instant
+                            let now = self.fault_at.unwrap_or(self.now_ns);
                             let (r, cost) =
                                 self.do_migrate(pg, to, false, keep_shadow, thread, now);
                             if let Some(ti) = thread {
                                 self.threads[ti].stall_ns += cost;
+                                if self.fault_at.is_some() && r.outcome == MigrationOutcome::Done {
+                                    // busy until the copy is done too (at the last epoch's
+                                    // latency; the solve takes its time in the next epoch)
+                                    let copy = if r.remap { 0.0 } else { self.copy_ns(r.from) };
+                                    let th = &mut self.threads[ti];
+                                    th.busy_until = th.busy_until.max(now) + cost + copy;
+                                }
                             }
                             // do_numa_page: a hint fault whose page the faulting thread moved
                             // up (TNF_MIGRATED) is accounted on the node it moved to, the top
@@ -3195,11 +3362,15 @@ impl Machine {
                                 if let Some(ScanCfg::Numa(s)) =
                                     self.scan_pid.get(&pi).copied().or(self.scan)
                                 {
-                                    let now = self.now_ns;
                                     self.account_numa_fault(pi, pg, tid, &s, now, true);
                                 }
                             }
-                            self.sync_results.push(r);
+                            if self.fault_at.is_some() {
+                                // the policy's step sees it with the fault that made it
+                                self.tel.migrations.push(r);
+                            } else {
+                                self.sync_results.push(r);
+                            }
                         }
                         MigrateMode::Async | MigrateMode::Transactional => {
                             if self.queue.len() >= MAX_QUEUE {
@@ -3279,13 +3450,18 @@ impl Machine {
                         .copied()
                         .filter(|&t| t != NONE)
                         .unwrap_or(to);
-                    self.sync_results.push(MigrationResult {
+                    let r = MigrationResult {
                         page,
                         from,
                         to,
                         outcome: MigrationOutcome::Refused,
                         remap: false,
-                    });
+                    };
+                    if self.fault_at.is_some() {
+                        self.tel.migrations.push(r);
+                    } else {
+                        self.sync_results.push(r);
+                    }
                 }
                 Action::BindRange { first, pages, tier } => {
                     let n = self.page_tier.len();
@@ -3523,6 +3699,8 @@ struct StepScratch {
     copy_used: Vec<f64>,
     /// Per tier, the bytes the threads' inline copies read from it and wrote to it this epoch.
     copied: Vec<(f64, f64)>,
+    /// The actions of one fault on the fault path.
+    fault_actions: Vec<Action>,
 }
 
 /// A thread that copies pages in its own faults this epoch, and the CPU time it has for its

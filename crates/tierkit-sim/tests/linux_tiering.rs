@@ -824,3 +824,130 @@ fn a_swept_regions_accessed_bits_are_set_where_the_pass_went() {
     // a whole pass or more after the clear, every page was passed over
     assert!(referenced_after(true, 1.0, 3_000_000).iter().all(|&x| x));
 }
+
+/// A policy on the fault path that promotes, synchronously in the faulting thread, every
+/// slow-tier page whose hint fault it sees, and records each fault: (instant, thread,
+/// whether it promoted). With `fault_path` false it takes the same faults in `step`.
+struct PromoteAll {
+    on_path: bool,
+    seen: Vec<(u64, u32, bool)>,
+}
+
+impl PromoteAll {
+    fn decide(&mut self, f: &tierkit_core::HintFault, out: &mut Vec<Action>) {
+        let promote = f.tier > 0;
+        if promote {
+            out.push(Action::Migrate {
+                page: f.page,
+                to: 0,
+                mode: tierkit_core::MigrateMode::Sync {
+                    pid: f.pid,
+                    tid: f.tid,
+                },
+                keep_shadow: false,
+            });
+        }
+        self.seen.push((f.time_ns, f.tid, promote));
+    }
+}
+
+impl tierkit_core::Policy for PromoteAll {
+    fn name(&self) -> String {
+        "promote-all".into()
+    }
+    fn needs(&self) -> tierkit_core::TelemetryNeeds {
+        tierkit_core::TelemetryNeeds {
+            hint_faults: true,
+            ..Default::default()
+        }
+    }
+    fn fault_path(&mut self) -> bool {
+        self.on_path
+    }
+    fn init(&mut self, _: &tierkit_core::Telemetry, _: &mut dyn Mechanism, out: &mut Vec<Action>) {
+        out.push(Action::SetNumaScan {
+            pid: None,
+            scan: NumaScan::default(),
+        });
+    }
+    fn on_fault(
+        &mut self,
+        f: &tierkit_core::HintFault,
+        _: &tierkit_core::Telemetry,
+        _: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+    ) {
+        self.decide(f, out);
+    }
+    fn step(
+        &mut self,
+        tel: &tierkit_core::Telemetry,
+        _: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+    ) {
+        if !self.on_path {
+            for f in &tel.hint_faults {
+                self.decide(f, out);
+            }
+        }
+    }
+}
+
+/// The shortest time between a thread's fault that promoted a page and its next fault, over a
+/// storm of 2 MiB promotions (half of a hot object on the slow tier, the fast tier's other
+/// pages freed, 4 threads, 1 ms steps), whether the faults came in time order, and the
+/// promotions.
+fn after_promotion(on_path: bool) -> (f64, bool, usize) {
+    let t = "workload = \"custom\"\nplatform = \"icx-numa\"\nduration_s = 3\nepoch_ms = 1\n\
+         fast_tier_gb = 4\nslow_tier_gb = 64\npage_size = \"2MiB\"\n\
+         [[process]]\nname = \"p\"\n[[process.object]]\nname = \"pad\"\nsize_mb = 3584\nfree_s = 0.5\n\
+         [[process.object]]\nname = \"o\"\nsize_mb = 1024\n\
+         [[process.thread]]\ncount = 4\n[[process.thread.phase]]\nmlp = 4\nread_frac = 1.0\n\
+         [[process.thread.phase.access]]\nobject = \"o\"\nweight = 1.0\n";
+    let exp = load_str("fault_path.toml", t, &[], None).unwrap();
+    let mut m = Machine::new(&exp, false).unwrap();
+    let mut p = PromoteAll {
+        on_path,
+        seen: Vec::new(),
+    };
+    let mut actions = Vec::new();
+    m.fault_path = tierkit_core::Policy::fault_path(&mut p);
+    tierkit_core::backend::init(&mut p, &mut m, &mut actions);
+    while m.now_ns < 3e9 - 1.0 {
+        m.step_with(Some(&mut p)).unwrap();
+        tierkit_core::backend::decide(&mut p, &mut m, &mut actions);
+        m.clear_events();
+    }
+    let ordered = p.seen.windows(2).all(|w| w[0].0 <= w[1].0);
+    let mut gap = f64::INFINITY;
+    let mut last: std::collections::HashMap<u32, (u64, bool)> = Default::default();
+    for &(t, tid, promoted) in &p.seen {
+        if let Some(&(t0, true)) = last.get(&tid) {
+            gap = gap.min(t as f64 - t0 as f64);
+        }
+        last.insert(tid, (t, promoted));
+    }
+    (gap, ordered, p.seen.iter().filter(|s| s.2).count())
+}
+
+/// do_numa_page migrates in the faulting thread, which touches nothing else until the copy is
+/// done: on the fault path a thread's next fault comes no sooner than its hint fault, the
+/// migration's fixed cost and the copy of the 2 MiB page (at most copy_gbps) after the fault
+/// that promoted; faults reach the policy in time order. Taken at the step's end instead, a
+/// thread takes faults in the same step after one that promoted (the storms of section 1k).
+#[test]
+fn a_thread_busy_promoting_in_its_fault_takes_no_other_fault() {
+    let costs = tierkit_sim::platform::preset("icx-numa").unwrap().costs;
+    let busy = (costs.hint_fault_us + costs.migrate_fixed_us) * 1e3
+        + (2u64 << 20) as f64 / costs.copy_gbps;
+    let (gap, ordered, promoted) = after_promotion(true);
+    assert!(promoted > 100, "a storm of promotions: {promoted}");
+    assert!(ordered, "faults in time order on the fault path");
+    assert!(
+        gap >= busy * 0.999,
+        "{gap} ns after a promotion, busy {busy}"
+    );
+    let (gap, _, promoted) = after_promotion(false);
+    assert!(promoted > 100);
+    assert!(gap < busy / 2.0, "at the step's end: {gap} ns");
+}
