@@ -43,6 +43,44 @@ macro_rules! memory_of_lru {
     };
 }
 
+/// The fault path of a hint-fault policy built on [`lru::Tiering`] (field `t`), with the
+/// fields `fault_path` (its parameter) and `on_path` (whether the backend took it up) and a
+/// method `fault(&mut self, f, tel, mech, out)` deciding one fault: `Policy::fault_path` and
+/// `Policy::on_fault`, which takes the epoch's events so far first (`Tiering::catch_up`).
+/// Its `step` then calls [`fault_path_step!`].
+macro_rules! fault_path_of_tiering {
+    () => {
+        fn fault_path(&mut self) -> bool {
+            self.on_path = self.fault_path;
+            self.on_path
+        }
+
+        fn on_fault(
+            &mut self,
+            f: &tierkit_core::HintFault,
+            tel: &Telemetry,
+            mech: &mut dyn Mechanism,
+            out: &mut Vec<Action>,
+        ) {
+            self.t.catch_up(tel, |_, _| {});
+            self.fault(f, tel, mech, out);
+        }
+    };
+}
+
+/// The start of such a policy's `step`: the rest of the epoch's events, then, off the fault
+/// path, each of the epoch's faults in time order.
+macro_rules! fault_path_step {
+    ($self:ident, $tel:ident, $mech:ident, $out:ident) => {
+        $self.t.begin($tel, |_, _| {});
+        if !$self.on_path {
+            for f in &$tel.hint_faults {
+                $self.fault(f, $tel, $mech, $out);
+            }
+        }
+    };
+}
+
 pub mod alto;
 pub mod colloid;
 pub mod common;

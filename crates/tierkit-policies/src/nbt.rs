@@ -266,29 +266,10 @@ impl Policy for Nbt {
         out.push(hint_scan(&self.scan));
     }
 
-    fn fault_path(&mut self) -> bool {
-        self.on_path = self.fault_path;
-        self.on_path
-    }
-
-    fn on_fault(
-        &mut self,
-        f: &tierkit_core::HintFault,
-        tel: &Telemetry,
-        mech: &mut dyn Mechanism,
-        out: &mut Vec<Action>,
-    ) {
-        self.t.catch_up(tel, |_, _| {});
-        self.fault(f, tel, mech, out);
-    }
+    fault_path_of_tiering!();
 
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
-        self.t.begin(tel, |_, _| {});
-        if !self.on_path {
-            for f in &tel.hint_faults {
-                self.fault(f, tel, mech, out);
-            }
-        }
+        fault_path_step!(self, tel, mech, out);
         let (low, promo) = (self.t.wm.low, self.t.wm.promo);
         self.t.run_kswapd(tel, mech, out, low, promo);
     }
