@@ -386,13 +386,18 @@ fn hot_share(hits: f64, fast_pages: f64, buffer_pages: f64) -> f64 {
 /// promoting (the kernel does: `tierkit validate kernel --scenario press`), and NBT's convergence
 /// takes minutes, not the 60 s (the Colloid paper: TPP takes "100s of seconds"): about
 /// 60% of the hot set at 60 s, 90% by 300 s, held after; throughput within 10% of the best static
-/// placement. TPP holds 70-80% of it (docs/validation.md).
+/// placement. TPP on the fault path (each fault decided at its instant, the faulting thread busy
+/// while it copies) meets the target: over 90% at 60 s (97% measured), held after
+/// (docs/validation.md, sections 1b and 1l); deciding at the step's end it held 70-80%.
 #[test]
 fn nbt_pulls_the_hot_set_into_the_fast_tier_within_minutes_and_holds_it() {
     let e = load("gups-hotset", &["duration_s=400".into()], Some(5)).unwrap();
     let best = run(&e, "static:hot_fraction=1", &mut |_, _| true).unwrap();
     let best_thr = best.summary.throughput_ops_per_s;
-    for (policy, need_by_300, need_thr) in [("nbt", 0.9, 0.9), ("tpp", 0.65, 0.9)] {
+    // (policy, hot set fast at 60 s, over 300-330 s, steady throughput / best static)
+    for (policy, need_at_60, need_by_300, need_thr) in
+        [("nbt", 0.0, 0.9, 0.9), ("tpp", 0.9, 0.95, 0.9)]
+    {
         let out = run(&e, policy, &mut |_, _| true).unwrap();
         let s = &out.series;
         let t = s.get("t_s").unwrap();
@@ -416,7 +421,12 @@ fn nbt_pulls_the_hot_set_into_the_fast_tier_within_minutes_and_holds_it() {
                 mean_over(rss, from, to),
             )
         };
-        let (start, by300, end) = (share(0.0, 1.0), share(300.0, 330.0), share(360.0, 400.0));
+        let (start, at60) = (share(0.0, 1.0), share(59.0, 60.0));
+        let (by300, end) = (share(300.0, 330.0), share(360.0, 400.0));
+        assert!(
+            at60 >= need_at_60,
+            "{policy}: {at60:.3} of the hot set in the fast tier at 60 s (need {need_at_60})"
+        );
         assert!(
             start < 0.4,
             "{policy}: first touch leaves {start:.2} of the hot set fast"
