@@ -619,14 +619,10 @@ impl Lru {
         self.isolated -= 1;
     }
 
-    /// Apply the epoch's allocations and frees (call before [`Lru::complete`] on the epoch's
-    /// migration results).
-    pub fn observe(&mut self, tel: &Telemetry) {
-        self.observe_from(tel, 0, 0);
-    }
-
-    /// [`Lru::observe`] of the events from the `allocated`-th allocation and the `freed`-th
-    /// free on (the ones a fault path inside the epoch has not taken yet).
+    /// Apply the epoch's allocations and frees from the `allocated`-th allocation and the
+    /// `freed`-th free on (0 and 0 for the whole epoch; on the fault path, the ones an earlier
+    /// fault of the epoch has not taken yet). Call before [`Lru::complete`] on the epoch's
+    /// migration results.
     pub fn observe_from(&mut self, tel: &Telemetry, allocated: usize, freed: usize) {
         for e in tel.allocated.iter_from(allocated) {
             self.add(e.page, e.tier);

@@ -2925,7 +2925,7 @@ impl Machine {
                 // every thread that touches the page is in a fault: the first one out takes it,
                 // after the faults that already wait for it
                 self.page_flags[page as usize] |= F_MARKED;
-                self.defer_fault(ti, page, mark);
+                self.defer_fault(ti, page, mark, at);
                 continue;
             }
             let Some(ti) = best else {
@@ -2941,14 +2941,20 @@ impl Machine {
 
     /// A fault for thread `ti`, busy in another, to take when it is out: queued behind the
     /// ones already waiting for it.
-    fn defer_fault(&mut self, ti: usize, page: u32, mark: u64) {
-        let th = &mut self.threads[ti];
-        th.deferred.push_back((page, mark));
-        if !th.resume_queued {
-            th.resume_queued = true;
-            let at = th.busy_until.ceil() as u64;
-            self.faults.push(Reverse((at, ti as u32, 0, RESUME)));
+    fn defer_fault(&mut self, ti: usize, page: u32, mark: u64, at: u64) {
+        self.threads[ti].deferred.push_back((page, mark));
+        if !self.threads[ti].resume_queued {
+            self.queue_resume(ti, at);
         }
+    }
+
+    /// Thread `ti` comes out of its fault when it is no longer busy, after `at` at the soonest:
+    /// a `RESUME` entry of the fault queue then (one at a time per thread).
+    fn queue_resume(&mut self, ti: usize, at: u64) {
+        let th = &mut self.threads[ti];
+        th.resume_queued = true;
+        let next = (th.busy_until.ceil() as u64).max(at + 1);
+        self.faults.push(Reverse((next, ti as u32, 0, RESUME)));
     }
 
     /// Thread `ti` is out of its fault at `at` (unless something it did there keeps it longer):
@@ -2964,9 +2970,7 @@ impl Machine {
         let th = &mut self.threads[ti];
         th.resume_queued = false;
         if th.busy_until > at as f64 {
-            th.resume_queued = true;
-            let next = th.busy_until.ceil() as u64;
-            self.faults.push(Reverse((next, ti as u32, 0, RESUME)));
+            self.queue_resume(ti, at);
             return;
         }
         if !th.active || th.dist.is_none() {
@@ -2985,11 +2989,8 @@ impl Machine {
             self.take_fault(ti, page, mark, at, cost, policy);
             break;
         }
-        let th = &mut self.threads[ti];
-        if !th.deferred.is_empty() {
-            th.resume_queued = true;
-            let next = (th.busy_until.ceil() as u64).max(at + 1);
-            self.faults.push(Reverse((next, ti as u32, 0, RESUME)));
+        if !self.threads[ti].deferred.is_empty() {
+            self.queue_resume(ti, at);
         }
     }
 
@@ -3006,38 +3007,36 @@ impl Machine {
         policy: Option<&mut (dyn Policy + 'p)>,
     ) {
         let pi = self.proc_of(page);
+        let tier = self.page_tier[page as usize];
+        let tid = self.threads[ti].tid;
+        // vma_set_access_pid_bit (the fault path's numa_migrate_check)
         {
-            let tier = self.page_tier[page as usize];
-            let tid = self.threads[ti].tid;
-            // vma_set_access_pid_bit (the fault path's numa_migrate_check)
-            {
-                let p = &mut self.procs[pi];
-                let oi = p.object_of(page);
-                let head = p.objects.get(oi).map_or(oi, |o| o.vma_head);
-                if let Some(v) = p.numa.vmas.get_mut(head) {
-                    v.fault_by(tid + 1);
-                }
+            let p = &mut self.procs[pi];
+            let oi = p.object_of(page);
+            let head = p.objects.get(oi).map_or(oi, |o| o.vma_head);
+            if let Some(v) = p.numa.vmas.get_mut(head) {
+                v.fault_by(tid + 1);
             }
-            if let Some(ScanCfg::Numa(s)) = self.scan_pid.get(&pi).copied().or(self.scan) {
-                if tier == 0 {
-                    self.account_numa_fault(pi, page, tid, &s, at as f64, false);
-                }
+        }
+        if let Some(ScanCfg::Numa(s)) = self.scan_pid.get(&pi).copied().or(self.scan) {
+            if tier == 0 {
+                self.account_numa_fault(pi, page, tid, &s, at as f64, false);
             }
-            self.threads[ti].stall_ns += cost;
-            self.stats.hint_faults += 1;
-            let fault = HintFault {
-                page: PageId(page as u64),
-                tier,
-                pid: pi as u32,
-                tid,
-                time_to_fault_ns: at - mark,
-                time_ns: at,
-            };
-            self.tel.hint_faults.push(fault);
-            if let Some(p) = policy {
-                self.threads[ti].busy_until = at as f64 + cost;
-                self.fault_path_call(p, &fault);
-            }
+        }
+        self.threads[ti].stall_ns += cost;
+        self.stats.hint_faults += 1;
+        let fault = HintFault {
+            page: PageId(page as u64),
+            tier,
+            pid: pi as u32,
+            tid,
+            time_to_fault_ns: at - mark,
+            time_ns: at,
+        };
+        self.tel.hint_faults.push(fault);
+        if let Some(p) = policy {
+            self.threads[ti].busy_until = at as f64 + cost;
+            self.fault_path_call(p, &fault);
         }
     }
 
@@ -3311,6 +3310,16 @@ impl Machine {
         self.tel.migrations.append(&mut self.sync_results);
     }
 
+    /// The result of a migration made (or refused) at once: in the next epoch's telemetry, or,
+    /// carried out in a fault on the fault path, in this epoch's, beside the fault that made it.
+    fn sync_result(&mut self, r: MigrationResult) {
+        if self.fault_at.is_some() {
+            self.tel.migrations.push(r);
+        } else {
+            self.sync_results.push(r);
+        }
+    }
+
     /// Apply a policy's actions (at the end of an epoch).
     pub fn apply(&mut self, actions: &mut Vec<Action>) {
         for a in actions.drain(..) {
@@ -3365,12 +3374,7 @@ impl Machine {
                                     self.account_numa_fault(pi, pg, tid, &s, now, true);
                                 }
                             }
-                            if self.fault_at.is_some() {
-                                // the policy's step sees it with the fault that made it
-                                self.tel.migrations.push(r);
-                            } else {
-                                self.sync_results.push(r);
-                            }
+                            self.sync_result(r);
                         }
                         MigrateMode::Async | MigrateMode::Transactional => {
                             if self.queue.len() >= MAX_QUEUE {
@@ -3450,18 +3454,13 @@ impl Machine {
                         .copied()
                         .filter(|&t| t != NONE)
                         .unwrap_or(to);
-                    let r = MigrationResult {
+                    self.sync_result(MigrationResult {
                         page,
                         from,
                         to,
                         outcome: MigrationOutcome::Refused,
                         remap: false,
-                    };
-                    if self.fault_at.is_some() {
-                        self.tel.migrations.push(r);
-                    } else {
-                        self.sync_results.push(r);
-                    }
+                    });
                 }
                 Action::BindRange { first, pages, tier } => {
                     let n = self.page_tier.len();
