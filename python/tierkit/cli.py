@@ -183,13 +183,17 @@ def _seeds(text: str) -> list[int]:
             seeds = list(range(1, n + 1))
     except argparse.ArgumentTypeError as err:
         raise argparse.ArgumentTypeError(f"`{text}`: {err}") from None
-    if not seeds:
-        raise argparse.ArgumentTypeError(f"`{text}` names no seed (a count N, a range A-B or a list A,B)")
     if len(seeds) > 1000:
         raise argparse.ArgumentTypeError(f"`{text}` names {len(seeds)} seeds; at most 1000")
-    if len(set(seeds)) != len(seeds):
-        raise argparse.ArgumentTypeError(f"`{text}` repeats a seed")
-    return seeds
+    from tierkit import TierkitError
+    from tierkit.reproduce import check_seeds
+
+    try:
+        return check_seeds(seeds)  # none, or one twice: the API's own check
+    except TierkitError as err:
+        raise argparse.ArgumentTypeError(
+            f"`{text}`: {err} (a count N, a range A-B or a list A,B,C)"
+        ) from None
 
 
 def _seed(text: str) -> int:

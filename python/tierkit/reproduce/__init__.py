@@ -101,7 +101,6 @@ def reproduce(
             progress=progress,
             max_memory=limit,
             seed=seed,
-            all_seeds=[seed],
         )
         mod.run(ctx)
         passes.append(ctx)
@@ -110,8 +109,7 @@ def reproduce(
         for ctx in passes[1:]:
             ctx.finish(title=str(mod.TITLE), intro=str(mod.DESCRIPTION))
         first.claims = merge_seeds([ctx.claims for ctx in passes], seeds)
-        first.all_seeds = list(seeds)
-    first.finish(title=str(mod.TITLE), intro=str(mod.DESCRIPTION))
+    first.finish(title=str(mod.TITLE), intro=str(mod.DESCRIPTION), seeds=seeds)
     return first.claims
 
 
@@ -121,7 +119,7 @@ def check_seeds(seeds: Sequence[int]) -> list[int]:
 
     out = [int(s) for s in seeds]
     if not out:
-        raise TierkitError("seeds: give at least one")
+        raise TierkitError("seeds: the list names no seed")
     bad = [s for s in out if not 0 <= s < 2**63]
     if bad:
         raise TierkitError(f"seeds: {bad[0]} is out of range (0 to 2^63-1)")

@@ -125,8 +125,6 @@ class Context:
     #: the seed of this pass: a spec's seed j runs as seed + j - 1 (specs say 1 unless they
     #: need a second stream), so `reproduce --seeds` repeats every run under other seeds
     seed: int = 1
-    #: every seed the claims are judged over (set on the first pass's context for its report)
-    all_seeds: list[int] = field(default_factory=lambda: [1])
     claims: list[Claim] = field(default_factory=list)
     sections: list[str] = field(default_factory=list)
     figures: list[str] = field(default_factory=list)
@@ -251,7 +249,9 @@ class Context:
         self.figures.append(path.name)
         self.sections.append(f"![{caption}]({path.name})\n\n*{caption}*\n")
 
-    def finish(self, title: str, intro: str) -> None:
+    def finish(self, title: str, intro: str, seeds: Sequence[int] = ()) -> None:
+        """Write report.md and claims.json; `seeds`: every seed the claims were judged over,
+        where there are several (this pass being the first's)."""
         held = sum(c.holds for c in self.claims)
         lines = [
             f"# {title}",
@@ -260,10 +260,10 @@ class Context:
             "",
             f"Mode: {'quick (CI-sized)' if self.quick else 'full'}. "
             + (
-                f"Seeds {seeds_text(self.all_seeds)}: each claim holds when it holds with most of them "
+                f"Seeds {seeds_text(seeds)}: each claim holds when it holds with most of them "
                 f"(each seed's own report: seed-S/report.md; this one's tables and figures are seed "
-                f"{self.all_seeds[0]}'s). "
-                if len(self.all_seeds) > 1
+                f"{self.seed}'s). "
+                if len(seeds) > 1
                 else ""
             )
             + f"Claims holding: {held} of {len(self.claims)}.",
