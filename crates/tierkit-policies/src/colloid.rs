@@ -24,8 +24,8 @@
 use tierkit_core::params::{ParamDef, ParamKind, Params};
 use tierkit_core::policy::{AccessTracker, Builder};
 use tierkit_core::{
-    Action, Error, Mechanism, MigrateMode, PageId, Policy, PolicyInfo, ScanTiers, Telemetry,
-    TelemetryNeeds, FAST, SLOW,
+    Action, Error, HintFault, Mechanism, MigrateMode, PageId, Policy, PolicyInfo, ScanTiers,
+    Telemetry, TelemetryNeeds, FAST, SLOW,
 };
 
 const P: &[ParamDef] = &[
@@ -52,8 +52,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
 fn build(mut base: Box<dyn Policy>, p: &Params) -> tierkit_core::Result<Box<dyn Policy>> {
     let base_name = base.name();
     let needs = base.needs();
-    let fault_path = base.tracker().is_none();
-    if fault_path && !needs.hint_faults {
+    let hints = base.tracker().is_none();
+    if hints && !needs.hint_faults {
         return Err(Error::BadStack {
             name: "colloid".into(),
             why: format!(
@@ -63,7 +63,7 @@ fn build(mut base: Box<dyn Policy>, p: &Params) -> tierkit_core::Result<Box<dyn 
     }
     // The fault-path version keeps the base's own promotion test and gates it (§4.3); the
     // tracker version replaces the base's placement.
-    if !fault_path && !base.delegate_placement() {
+    if !hints && !base.delegate_placement() {
         return Err(Error::BadStack {
             name: "colloid".into(),
             why: format!("`{base_name}` cannot hand its placement decisions to a layer"),
@@ -72,7 +72,7 @@ fn build(mut base: Box<dyn Policy>, p: &Params) -> tierkit_core::Result<Box<dyn 
     let root = base_name.split(['+', ':']).next().unwrap_or("").to_string();
     let quantum_ms = match p.float("quantum_ms") {
         q if q > 0.0 => q,
-        _ if fault_path => p.float("sample_ms"),
+        _ if hints => p.float("sample_ms"),
         _ => needs.quantum_ns as f64 / 1e6,
     }
     .max(p.float("sample_ms").min(1.0));
@@ -83,7 +83,8 @@ fn build(mut base: Box<dyn Policy>, p: &Params) -> tierkit_core::Result<Box<dyn 
     };
     Ok(Box::new(Colloid {
         base,
-        fault_path,
+        hints,
+        on_path: false,
         delta: p.float("delta"),
         epsilon: p.float("epsilon"),
         ewma: p.float("ewma"),
@@ -193,7 +194,10 @@ struct Stats {
 
 pub struct Colloid {
     base: Box<dyn Policy>,
-    fault_path: bool,
+    /// The hint-fault version (§4.3: over TPP or NBT), not the tracker one.
+    hints: bool,
+    /// Whether the backend hands each hint fault over at its instant (`Policy::on_fault`).
+    on_path: bool,
     delta: f64,
     epsilon: f64,
     ewma: f64,
@@ -398,13 +402,16 @@ impl Colloid {
 
     /// The TPP version's promotions (§4.3): the base promoted the pages its own hint-fault test
     /// deems hot (from `start` on in `out`); each goes through only while this quantum's mode is
-    /// promotion (L_D < L_A) and its access probability, 1 / (dt * r) from this step's fault on
-    /// it, fits in what is left of Δp and of the migration limit. The others are refused (the
-    /// base sees a refused migration, as after a failed one).
+    /// promotion (L_D < L_A) and its access probability, 1 / (dt * r) from its latest fault,
+    /// fits in what is left of Δp and of the migration limit. The others are refused (the base
+    /// sees a refused migration, as after a failed one). `fault` is the fault being decided on
+    /// the fault path (None at the step's end, where each page's latest fault of the epoch
+    /// counts).
     fn gate_promotions(
         &mut self,
         tel: &Telemetry,
         mech: &dyn Mechanism,
+        fault: Option<&HintFault>,
         start: usize,
         out: &mut [Action],
     ) {
@@ -418,11 +425,9 @@ impl Colloid {
                 continue;
             }
             let open = self.budget.active && self.budget.promote && rate > 0.0;
-            let pr = tel
-                .hint_faults
-                .iter()
-                .rev()
-                .find(|f| f.page == page)
+            let pr = fault
+                .filter(|f| f.page == page)
+                .or_else(|| tel.hint_faults.iter().rev().find(|f| f.page == page))
                 .map_or(0.0, |f| 1.0 / ((f.time_to_fault_ns as f64).max(1.0) * rate));
             if open && pr <= self.budget.dp && self.budget.bytes >= page_bytes {
                 self.budget.dp -= pr;
@@ -437,38 +442,37 @@ impl Colloid {
 
     /// The TPP version's demotions (§4.3): on a hint fault of a default-tier page, demote it
     /// while this quantum's mode is demotion (L_D > L_A) and its access probability,
-    /// 1 / (dt * r), fits in what is left of Δp.
-    fn fault_path(&mut self, tel: &Telemetry, out: &mut Vec<Action>) {
+    /// 1 / (dt * r), fits in what is left of Δp. `free` counts the alternate tier's free pages
+    /// left for these demotions.
+    fn demote_on_fault(
+        &mut self,
+        f: &HintFault,
+        free: &mut u64,
+        page_bytes: f64,
+        out: &mut Vec<Action>,
+    ) {
         if !self.budget.active || self.budget.promote {
             return;
         }
         let rate = self.r[0].unwrap_or(0.0) + self.r[1].unwrap_or(0.0);
-        if rate <= 0.0 {
+        if rate <= 0.0
+            || f.tier != FAST
+            || self.budget.dp <= 0.0
+            || self.budget.bytes < page_bytes
+            || *free == 0
+            || self.in_flight.contains(&f.page.0)
+        {
             return;
         }
-        let page_bytes = tel.page_bytes as f64;
-        let mut free = tel.tier(SLOW).map_or(0, |t| t.free_pages());
-        for f in &tel.hint_faults {
-            if f.tier != FAST
-                || self.budget.dp <= 0.0
-                || self.budget.bytes < page_bytes
-                || free == 0
-            {
-                continue;
-            }
-            if self.in_flight.contains(&f.page.0) {
-                continue;
-            }
-            let dt = (f.time_to_fault_ns as f64).max(1.0);
-            let pr = 1.0 / (dt * rate);
-            if pr > self.budget.dp {
-                continue;
-            }
-            self.issue(f.page, SLOW, MigrateMode::Async, out);
-            self.budget.dp -= pr;
-            self.budget.bytes -= page_bytes;
-            free -= 1;
+        let dt = (f.time_to_fault_ns as f64).max(1.0);
+        let pr = 1.0 / (dt * rate);
+        if pr > self.budget.dp {
+            return;
         }
+        self.issue(f.page, SLOW, MigrateMode::Async, out);
+        self.budget.dp -= pr;
+        self.budget.bytes -= page_bytes;
+        *free -= 1;
     }
 }
 
@@ -499,23 +503,51 @@ impl Policy for Colloid {
         let start = out.len();
         self.base.step(tel, mech, out);
         self.rewrite(start, out);
-        if self.fault_path {
-            self.gate_promotions(tel, mech, start, out);
+        if self.hints && !self.on_path {
+            self.gate_promotions(tel, mech, None, start, out);
         }
         self.sample_counters(tel);
         let now = tel.now_ns as f64;
         if now + 1e-6 >= self.next_quantum {
             self.next_quantum = now + self.quantum_ns;
             self.budget = self.plan_quantum(self.quantum_ns).unwrap_or_default();
-            if !self.fault_path && self.budget.active {
+            if !self.hints && self.budget.active {
                 let b = self.budget;
                 self.find_from_tracker(tel, mech, b, out);
                 self.budget.active = false;
             }
         }
-        if self.fault_path {
-            self.fault_path(tel, out);
+        if self.hints && !self.on_path {
+            let mut free = tel.tier(SLOW).map_or(0, |t| t.free_pages());
+            for f in &tel.hint_faults {
+                self.demote_on_fault(f, &mut free, tel.page_bytes as f64, out);
+            }
         }
+    }
+
+    /// The hint-fault version takes its base's fault path when the base does: each fault is
+    /// decided at its instant, the base's promotion gated and a default-tier page demoted with
+    /// the quantum's mode and what is left of its Δp and limit then, as in the artifact's fault
+    /// handler. The tracker version has no fault path.
+    fn fault_path(&mut self) -> bool {
+        self.on_path = self.hints && self.base.fault_path();
+        self.on_path
+    }
+
+    fn on_fault(
+        &mut self,
+        f: &HintFault,
+        tel: &Telemetry,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+    ) {
+        let start = out.len();
+        self.base.on_fault(f, tel, mech, out);
+        self.rewrite(start, out);
+        self.gate_promotions(tel, mech, Some(f), start, out);
+        // the alternate tier's room at the instant, less the demotions this fault issued
+        let mut free = tel.tier(SLOW).map_or(0, |t| t.free_pages());
+        self.demote_on_fault(f, &mut free, tel.page_bytes as f64, out);
     }
 
     fn series(&mut self, out: &mut Vec<(String, f64)>) {
@@ -552,7 +584,7 @@ impl Policy for Colloid {
 impl Colloid {
     /// In the fault-path version, hint faults must also fire on default-tier pages.
     fn rewrite(&self, start: usize, out: &mut [Action]) {
-        if !self.fault_path {
+        if !self.hints {
             return;
         }
         for a in &mut out[start..] {

@@ -7,11 +7,13 @@
 //!   the active LRU list activates it; a fault on an active page makes it a promotion candidate.
 //! - **Promotion is asynchronous**: the faulting thread only enqueues the candidate in a bounded
 //!   promotion queue (PROMOTE_QUEUE_LEN = 512; a full queue drops the candidate, a queued page is
-//!   not queued twice) and returns. A background worker drains the queue every epoch with
-//!   transactional migrations (copy while mapped, abort if the page is written meanwhile), so no
-//!   application thread stalls. A slot stays taken until its migration finishes, so at most 512
-//!   promotions are ever in flight. The worker allocates without reclaim: a promotion is
-//!   attempted only while the fast tier keeps more free pages than its min watermark.
+//!   not queued twice) and returns. A background worker drains the queue with transactional
+//!   migrations (copy while mapped, abort if the page is written meanwhile), so no application
+//!   thread stalls: at the fault's instant on the fault path (`fault_path`, default true: the
+//!   enqueue queues the worker's work item), at the epoch's end otherwise. A slot stays taken
+//!   until its migration finishes, so at most 512 promotions are ever in flight. The worker
+//!   allocates without reclaim: a promotion is attempted only while the fast tier keeps more
+//!   free pages than its min watermark.
 //! - **Retries**: the worker's migration loop (nomad_transit_pages, a copy of migrate_pages)
 //!   makes up to 10 passes over its batch, and a transactional copy that aborted (-EAGAIN: the
 //!   page was written during the copy) is tried again in the next pass. Here a pass is an epoch:
@@ -36,9 +38,10 @@ use tierkit_core::{
 
 use crate::common::spec_name;
 use crate::lru::{
-    hint_scan, numa_scan, Completion, Tiering, P_DEMOTE_SCALE, P_DMA_ZONE, P_KSWAPD_SCAN,
-    P_LRU_GEN, P_LRU_GEN_MM_SWITCH, P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES,
-    P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_WSF,
+    hint_scan, numa_scan, Completion, Tiering, P_DEMOTE_SCALE, P_DMA_ZONE, P_FAULT_PATH,
+    P_KSWAPD_SCAN, P_LRU_GEN, P_LRU_GEN_MM_SWITCH, P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH,
+    P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN,
+    P_SCAN_SIZE, P_WSF,
 };
 
 const PARAMS: &[tierkit_core::ParamDef] = &[
@@ -66,6 +69,10 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_DMA_ZONE,
     P_LRU_GEN_MM_TABLES,
     P_LRU_GEN_MM_SWITCH,
+    tierkit_core::ParamDef {
+        doc: "take each hint fault at its instant inside the epoch, with kswapd run up to it: a page the fault queues goes to the worker then, which starts its transactional copy in the background (the artifact's enqueue queues the worker's work item, queue_work in async_promote_main.c); aborted copies are retried at the epoch's end, the worker's next pass (on the simulated machine, Policy::on_fault); false: every fault of an epoch at its end, and the worker drains the queue then (the model before 2026-11-30, and what tierkitd does)",
+        ..P_FAULT_PATH
+    },
 ];
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -96,6 +103,14 @@ pub struct Nomad {
     retries: u64,
     /// Promotions abandoned after `NOMAD_PASSES` aborted attempts.
     gave_up: u64,
+    /// Aborted promotions reported by the results being taken.
+    aborted: Vec<PageId>,
+    /// Aborted promotions of this epoch so far, holding their slots, retried at its end (the
+    /// worker's next pass).
+    retry: Vec<PageId>,
+    /// `fault_path`: take faults one at a time when the backend offers it, and whether it did.
+    fault_path: bool,
+    on_path: bool,
 }
 
 /// Passes of nomad_transit_pages over a batch (`pass < 10`): a transactional promotion is
@@ -116,6 +131,10 @@ impl Nomad {
             transactional_done: 0,
             queue_peak: 0,
             attempts: Default::default(),
+            aborted: Vec::new(),
+            retry: Vec::new(),
+            fault_path: p.bool("fault_path"),
+            on_path: false,
             retries: 0,
             gave_up: 0,
         }
@@ -124,6 +143,79 @@ impl Nomad {
     /// Entries taken in the promotion queue (waiting or in flight).
     pub fn queue_occupancy(&self) -> u64 {
         self.t.lru.marked()
+    }
+
+    /// The epoch's migration results not taken yet: completed promotions free their slots; an
+    /// aborted one keeps its slot for the worker's next pass (`retry`, at the step's end) until
+    /// it has been tried `NOMAD_PASSES` times. `end`: the step's end (the rest of the epoch),
+    /// else a fault's instant (the results so far).
+    fn take_results(&mut self, tel: &Telemetry, end: bool) {
+        let Nomad {
+            t,
+            transactional_done: done,
+            attempts,
+            aborted,
+            ..
+        } = self;
+        let on_result = |m: &tierkit_core::MigrationResult, c: Completion| {
+            if c != (Completion::Ours { mark: true }) {
+                return;
+            }
+            match m.outcome {
+                tierkit_core::MigrationOutcome::Done => {
+                    *done += 1;
+                    attempts.remove(&m.page);
+                }
+                tierkit_core::MigrationOutcome::Aborted => aborted.push(m.page),
+                _ => {
+                    attempts.remove(&m.page);
+                }
+            }
+        };
+        if end {
+            t.begin(tel, on_result);
+        } else {
+            t.catch_up(tel, on_result);
+        }
+        for p in self.aborted.drain(..) {
+            let n = self.attempts.entry(p).or_insert(1);
+            if *n < NOMAD_PASSES && self.t.lru.tier(p).is_some() {
+                *n += 1;
+                self.retries += 1;
+                self.t.lru.set_mark(p, true);
+                self.retry.push(p);
+            } else {
+                self.attempts.remove(&p);
+                self.gave_up += 1;
+            }
+        }
+    }
+
+    /// The hint fault's part (do_numa_page in the artifact's TPP kernel): a first fault
+    /// activates the page; a fault on an active page enqueues it for the worker, unless it is
+    /// queued already or the queue is full.
+    fn fault(&mut self, f: &tierkit_core::HintFault) {
+        if !self.t.fault_actionable(f) || self.t.lru.is_marked(f.page) {
+            return;
+        }
+        if !self.t.lru.is_active(f.page) {
+            self.t.lru.activate(f.page);
+            self.t.counts.activations += 1;
+            return;
+        }
+        if self.queue_occupancy() >= self.queue_len {
+            self.queue_full += 1;
+            return;
+        }
+        self.t.lru.set_mark(f.page, true);
+        self.pending.push_back(f.page);
+        self.queued += 1;
+    }
+
+    fn demote_wmark(&self) -> u64 {
+        self.t
+            .wm
+            .tpp_demote(self.t.fast_pages, self.demote_scale_factor)
     }
 
     /// The promotion worker: hand every waiting entry to a transactional migration, keeping the
@@ -196,61 +288,49 @@ impl Policy for Nomad {
     }
 
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
-        let done = &mut self.transactional_done;
-        let mut aborted = Vec::new();
-        let attempts = &mut self.attempts;
-        self.t.begin(tel, |m, c| {
-            if c != (Completion::Ours { mark: true }) {
-                return;
-            }
-            match m.outcome {
-                tierkit_core::MigrationOutcome::Done => {
-                    *done += 1;
-                    attempts.remove(&m.page);
-                }
-                tierkit_core::MigrationOutcome::Aborted => aborted.push(m.page),
-                _ => {
-                    attempts.remove(&m.page);
-                }
-            }
-        });
+        self.take_results(tel, true);
         // The next pass of nomad_transit_pages: an aborted copy is tried again, in its slot.
-        for p in aborted {
-            let n = self.attempts.entry(p).or_insert(1);
-            if *n < NOMAD_PASSES && self.t.lru.tier(p).is_some() {
-                *n += 1;
-                self.retries += 1;
-                self.t.lru.set_mark(p, true);
-                self.pending.push_front(p);
-            } else {
-                self.attempts.remove(&p);
-                self.gave_up += 1;
-            }
+        for p in std::mem::take(&mut self.retry) {
+            self.pending.push_front(p);
         }
-        for f in &tel.hint_faults {
-            if !self.t.fault_actionable(f) || self.t.lru.is_marked(f.page) {
-                continue;
+        if !self.on_path {
+            for f in &tel.hint_faults {
+                self.fault(f);
             }
-            if !self.t.lru.is_active(f.page) {
-                self.t.lru.activate(f.page);
-                self.t.counts.activations += 1;
-                continue;
-            }
-            if self.queue_occupancy() >= self.queue_len {
-                self.queue_full += 1;
-                continue;
-            }
-            self.t.lru.set_mark(f.page, true);
-            self.pending.push_back(f.page);
-            self.queued += 1;
         }
         self.queue_peak = self.queue_peak.max(self.queue_occupancy());
         self.drain_queue(tel, out);
-        let demote = self
-            .t
-            .wm
-            .tpp_demote(self.t.fast_pages, self.demote_scale_factor);
+        let demote = self.demote_wmark();
         self.t.run_kswapd(tel, mech, out, demote, demote);
+    }
+
+    /// On the fault path each fault is taken at its instant, with kswapd run up to it, and a
+    /// page it queues goes to the worker then: the artifact's enqueue queues the worker's work
+    /// item whenever it is not pending (queue_work in async_promote_main.c), and the worker
+    /// copies in the background. Aborted copies still wait for the worker's next pass, at the
+    /// step's end.
+    fn fault_path(&mut self) -> bool {
+        self.on_path = self.fault_path;
+        self.on_path
+    }
+
+    fn on_fault(
+        &mut self,
+        f: &tierkit_core::HintFault,
+        tel: &Telemetry,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+    ) {
+        self.take_results(tel, false);
+        if !self.t.fault_actionable(f) {
+            return;
+        }
+        let demote = self.demote_wmark();
+        self.t
+            .run_kswapd_until(tel, mech, out, demote, demote, f.time_ns);
+        self.fault(f);
+        self.queue_peak = self.queue_peak.max(self.queue_occupancy());
+        self.drain_queue(tel, out);
     }
 
     fn series(&mut self, out: &mut Vec<(String, f64)>) {
@@ -316,6 +396,51 @@ mod tests {
         p.step(&t, &mut mech, &mut out);
         assert_eq!((p.queue_occupancy(), p.transactional_done), (0, 1));
         assert_eq!(p.t.lru.tier(PageId(1)), Some(FAST));
+        p.t.lru.check().unwrap();
+    }
+
+    /// On the fault path the worker takes each candidate at its fault (the enqueue queues its
+    /// work), the step does not take the faults again, and an abort reported inside the epoch
+    /// is retried at the epoch's end, the worker's next pass, as off the path.
+    #[test]
+    fn on_the_fault_path_the_worker_starts_each_promotion_at_its_fault() {
+        let (mut p, mut mech) = warm(4);
+        assert!(p.fault_path(), "Nomad takes the fault path by default");
+        let mut out = Vec::new();
+        let mut part = tel(1, 100_000, 0);
+        for (i, pg) in [1, 2, 1].into_iter().enumerate() {
+            let f = tierkit_core::HintFault {
+                time_ns: 1_000_000 + 100_000 * (i as u64 + 1),
+                ..fault(pg, SLOW, 10)
+            };
+            part.hint_faults.push(f);
+            part.now_ns = f.time_ns;
+            let before = out.len();
+            p.on_fault(&f, &part, &mut mech, &mut out);
+            // the first two faults each start their page's copy at once; the third finds
+            // page 1 queued already
+            let want = if i < 2 {
+                vec![(pg, FAST, MigrateMode::Transactional, true)]
+            } else {
+                vec![]
+            };
+            assert_eq!(migrations(&out[before..]), want, "fault {i}");
+            if i == 1 {
+                // page 1's copy aborted meanwhile: its slot waits for the next pass
+                part.migrations = vec![done(1, SLOW, FAST, MigrationOutcome::Aborted)];
+            }
+        }
+        assert_eq!(p.queue_occupancy(), 2);
+        let mut t = part.clone();
+        t.now_ns = 1_000_000;
+        let before = out.len();
+        p.step(&t, &mut mech, &mut out);
+        assert_eq!(
+            migrations(&out[before..]),
+            vec![(1, FAST, MigrateMode::Transactional, true)],
+            "only the retry of the aborted copy, at the step's end"
+        );
+        assert_eq!((p.queued, p.retries, p.queue_occupancy()), (2, 1, 2));
         p.t.lru.check().unwrap();
     }
 
