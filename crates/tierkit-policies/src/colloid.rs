@@ -37,6 +37,7 @@ const P: &[ParamDef] = &[
     ParamDef { name: "max_migrate_mb", kind: ParamKind::Float { min: 0.0, max: 1e9 }, default: "0", unit: "MB", doc: "static migration limit M per quantum; 0 = the artifact's (HeMem 100 MB, MEMTIS 5 GB, TPP 100 MB)" },
     ParamDef { name: "bins", kind: ParamKind::Int { min: 1, max: 64 }, default: "5", unit: "", doc: "frequency bins the page-finding procedure walks, hottest first (HeMem version, §4.1)" },
     ParamDef { name: "candidates", kind: ParamKind::Int { min: 1, max: 1 << 24 }, default: "65536", unit: "pages", doc: "how many of the tracker's hottest pages are considered per quantum" },
+    ParamDef { name: "fault_path", kind: ParamKind::Bool, default: "false", unit: "", doc: "hint-fault version: take the base's fault path when the base does (tpp by default), gating each promotion and demoting each default-tier page in its fault at its instant; off by default: it makes gups-hotset's 2 MiB fault storms independent of the step (0.04% from 1 to 0.0625 ms, against 0.4-0.65% at the step's end), but the fault queue of its default-tier faults makes graph-kron's 4 KiB runs depend on it (4.5% between 1 and 0.5 ms over 10 s, docs/validation.md, section 1l)" },
 ];
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -84,6 +85,7 @@ fn build(mut base: Box<dyn Policy>, p: &Params) -> tierkit_core::Result<Box<dyn 
     Ok(Box::new(Colloid {
         base,
         hints,
+        take_path: p.bool("fault_path"),
         on_path: false,
         delta: p.float("delta"),
         epsilon: p.float("epsilon"),
@@ -196,7 +198,9 @@ pub struct Colloid {
     base: Box<dyn Policy>,
     /// The hint-fault version (§4.3: over TPP or NBT), not the tracker one.
     hints: bool,
-    /// Whether the backend hands each hint fault over at its instant (`Policy::on_fault`).
+    /// `fault_path`: take the base's fault path, and whether the backend took it up (each hint
+    /// fault handed over at its instant, `Policy::on_fault`).
+    take_path: bool,
     on_path: bool,
     delta: f64,
     epsilon: f64,
@@ -525,12 +529,13 @@ impl Policy for Colloid {
         }
     }
 
-    /// The hint-fault version takes its base's fault path when the base does: each fault is
-    /// decided at its instant, the base's promotion gated and a default-tier page demoted with
-    /// the quantum's mode and what is left of its Δp and limit then, as in the artifact's fault
-    /// handler. The tracker version has no fault path.
+    /// With `fault_path`, the hint-fault version takes its base's fault path when the base
+    /// does: each fault is decided at its instant, the base's promotion gated and a default-tier
+    /// page demoted with the quantum's mode and what is left of its Δp and limit then, as in the
+    /// artifact's fault handler. Otherwise (the default) neither it nor its base takes faults one
+    /// at a time. The tracker version has no fault path.
     fn fault_path(&mut self) -> bool {
-        self.on_path = self.hints && self.base.fault_path();
+        self.on_path = self.hints && self.take_path && self.base.fault_path();
         self.on_path
     }
 
