@@ -670,6 +670,48 @@ mod tests {
     }
 
     #[test]
+    fn takes_the_base_fault_path_only_when_asked() {
+        let path = |spec: &str| crate::build(spec).unwrap().fault_path();
+        assert!(!path("tpp+colloid"));
+        assert!(path("tpp+colloid:fault_path=true"));
+        assert!(!path("tpp:fault_path=false+colloid:fault_path=true"));
+        assert!(!path("hemem+colloid:fault_path=true"));
+    }
+
+    /// On the fault path a promotion TPP makes in a fault is gated there: before any quantum has
+    /// been planned (no counters yet) Colloid refuses it at once.
+    #[test]
+    fn on_the_fault_path_each_promotion_is_gated_in_its_fault() {
+        use crate::tpp::tests::{alloc, fault, tel};
+        use tierkit_core::testing::FakeMech;
+        let mut p = crate::build("tpp+colloid:fault_path=true").unwrap();
+        assert!(p.fault_path());
+        let mut mech = FakeMech::new(vec![Some(SLOW); 8]);
+        let mut out = Vec::new();
+        p.init(&tel(0, 100_000, 0), &mut mech, &mut out);
+        out.clear();
+        let mut t = tel(1, 100_000, 0);
+        t.allocated = alloc(0..8, SLOW);
+        for i in 0..2 {
+            let f = HintFault {
+                time_ns: 1_000_000 + 1_000 * (i + 1),
+                ..fault(3, SLOW, 5)
+            };
+            t.hint_faults.push(f);
+            t.now_ns = f.time_ns;
+            p.on_fault(&f, &t, &mut mech, &mut out);
+        }
+        let refused =
+            |a: &Action| matches!(a, Action::Refuse { page, to } if page.0 == 3 && *to == FAST);
+        assert_eq!(out.iter().filter(|a| refused(a)).count(), 1, "{out:?}");
+        assert!(!out
+            .iter()
+            .any(|a| matches!(a, Action::Migrate { to, .. } if *to == FAST)));
+        let stats: std::collections::HashMap<_, _> = p.stats().into_iter().collect();
+        assert_eq!(stats["colloid.promotions_refused"], 1.0);
+    }
+
+    #[test]
     fn refuses_bases_it_cannot_use() {
         assert!(crate::build("notier+colloid").is_err());
         assert!(crate::build("colloid").is_err());
