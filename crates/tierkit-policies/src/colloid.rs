@@ -550,7 +550,7 @@ impl Policy for Colloid {
         self.base.on_fault(f, tel, mech, out);
         self.rewrite(start, out);
         self.gate_promotions(tel, mech, Some(f), start, out);
-        // the alternate tier's room at the instant, less the demotions this fault issued
+        // the alternate tier's room at the fault's instant
         let mut free = tel.tier(SLOW).map_or(0, |t| t.free_pages());
         self.demote_on_fault(f, &mut free, tel.page_bytes as f64, out);
     }
