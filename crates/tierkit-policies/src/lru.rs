@@ -2117,6 +2117,12 @@ pub struct Tiering {
 }
 
 impl Tiering {
+    /// TPP's demotion watermark of the fast tier in pages (WMARK_DEMOTE, `Watermarks::tpp_demote`
+    /// over the fast tier's size), for TPP and the stacks that demote as it does (Nomad).
+    pub fn tpp_demote_wmark(&self, demote_scale_factor: u64) -> u64 {
+        self.wm.tpp_demote(self.fast_pages, demote_scale_factor)
+    }
+
     pub fn new(watermark_scale_factor: u64, kswapd_scan_per_ms: u64) -> Self {
         Tiering {
             lru: Lru::new(),

@@ -213,9 +213,7 @@ impl Nomad {
     }
 
     fn demote_wmark(&self) -> u64 {
-        self.t
-            .wm
-            .tpp_demote(self.t.fast_pages, self.demote_scale_factor)
+        self.t.tpp_demote_wmark(self.demote_scale_factor)
     }
 
     /// The promotion worker: hand every waiting entry to a transactional migration, keeping the

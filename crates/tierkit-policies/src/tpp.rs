@@ -154,9 +154,7 @@ impl Tpp {
 
     /// TPP's demotion watermark of the fast tier, in pages.
     pub fn demote_wmark(&self) -> u64 {
-        self.t
-            .wm
-            .tpp_demote(self.t.fast_pages, self.demote_scale_factor)
+        self.t.tpp_demote_wmark(self.demote_scale_factor)
     }
 }
 
