@@ -3154,7 +3154,11 @@ impl Machine {
         let mut targets = 0;
         for &ti in &self.procs[pi].threads {
             let th = &self.threads[ti];
-            if Some(ti) == initiator || !th.active {
+            // A thread waiting at its phase's barrier has left its CPU idle, in lazy TLB mode,
+            // which the flush skips (native_flush_tlb_multi sends no IPI where should_flush_tlb
+            // finds the CPU lazy, arch/x86/mm/tlb.c; it flushes at its next context switch):
+            // no stall for it, and one target fewer for the initiator.
+            if Some(ti) == initiator || !th.active || th.waiting {
                 continue;
             }
             if per_thread && !th.dist.is_some_and(|d| self.dists[d].pmf(page) > 0.0) {
@@ -3929,6 +3933,39 @@ mod tests {
         }
         a.resize(12);
         assert_eq!((a.len(), a.capacity_bytes() >= 24), (12, true));
+    }
+
+    /// A shootdown sends no IPI to a thread waiting at its phase's barrier (its CPU idles in
+    /// lazy TLB mode, which native_flush_tlb_multi skips): it owes no stall for it, and the
+    /// initiator pays for one target fewer. A running thread is a target.
+    #[test]
+    fn a_thread_waiting_at_a_barrier_takes_no_shootdown_ipi() {
+        let sets = vec![
+            "working_set_gb=0.1".to_string(),
+            "hot_set_gb=0.05".to_string(),
+            "threads=3".to_string(),
+        ];
+        let exp = crate::load("gups-hotset", &sets, Some(3)).unwrap();
+        let mut m = Machine::new(&exp, false).unwrap();
+        let ts = m.procs[0].threads.clone();
+        assert_eq!(ts.len(), 3);
+        for &ti in &ts {
+            m.threads[ti].active = true;
+        }
+        m.threads[ts[2]].waiting = true;
+        let c = exp.platform.costs.clone();
+        let cost = m.shootdown(0, 0, Some(ts[0]));
+        let one_target = (c.shootdown_base_us + c.shootdown_per_target_us) * 1e3;
+        assert!((cost - one_target).abs() < 1e-9, "{cost} vs {one_target}");
+        assert_eq!(m.threads[ts[0]].stall_ns, 0.0);
+        assert_eq!(m.threads[ts[1]].stall_ns, c.shootdown_ipi_us * 1e3);
+        assert_eq!(m.threads[ts[2]].stall_ns, 0.0);
+        assert_eq!(m.stats.shootdown_ipis, 1);
+        // once it runs again it is a target like the others
+        m.threads[ts[2]].waiting = false;
+        m.shootdown(0, 0, Some(ts[0]));
+        assert_eq!(m.threads[ts[2]].stall_ns, c.shootdown_ipi_us * 1e3);
+        assert_eq!(m.stats.shootdown_ipis, 3);
     }
 
     #[test]
