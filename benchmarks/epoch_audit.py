@@ -7,7 +7,14 @@ the mean throughput from 1 to 0.5 ms and from 0.5 to 0.25 ms beside the seeds' o
 beyond `--tolerance` are flagged. docs/validation.md (section 1j) has the latest table;
 tests/test_epoch_convergence.py checks a subset at 1 and 0.5 ms in CI.
 
+With `--counters`, a second table puts the mechanisms' own counts beside it, from the same runs:
+promotions, demotions, hint faults and accessed-bit tests at 0.25 ms against 1 ms (means over the
+seeds), flagged beyond `--counter-tolerance`. A throughput that holds while the mechanism under
+it works differently by step (kswapd testing three times the pages, say) is a result that holds
+by luck; section 1m of docs/validation.md has such a case.
+
     .venv/bin/python benchmarks/epoch_audit.py [--out FILE.md] [--tolerance 0.02]
+        [--counters] [--counter-tolerance 0.10] [--only WORKLOAD]
 """
 
 from __future__ import annotations
@@ -73,11 +80,25 @@ CASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
 
 EPOCHS = (1.0, 0.5, 0.25)
 SEEDS = (1, 2)
+#: the mechanisms' counts of `--counters` (keys of a run's summary)
+COUNTERS = ("promotions", "demotions", "hint_faults", "accessed_bit_tests")
 
 
-def throughput(workload: str, overrides: tuple[str, ...], policy: str, epoch_ms: float, seed: int) -> float:
+def summary(workload: str, overrides: tuple[str, ...], policy: str, epoch_ms: float, seed: int) -> dict:
     r = tierkit.run(workload, policy=policy, overrides=[*overrides, f"epoch_ms={epoch_ms}"], seed=seed)
-    return float(r.summary["throughput_ops_per_s"])
+    return dict(r.summary)
+
+
+def counter_change(runs: dict[float, list[dict]], key: str) -> str:
+    """The mean count at the finest epoch against the coarsest, as a signed change ("-" when both
+    are 0)."""
+    coarse = statistics.mean(float(s.get(key, 0)) for s in runs[EPOCHS[0]])
+    fine = statistics.mean(float(s.get(key, 0)) for s in runs[EPOCHS[-1]])
+    if coarse == 0 and fine == 0:
+        return "-"
+    if coarse == 0:
+        return f"0 -> {fine:.0f}"
+    return f"{100 * (fine / coarse - 1):+.1f}%"
 
 
 def main() -> int:
@@ -86,15 +107,32 @@ def main() -> int:
     ap.add_argument(
         "--tolerance", type=float, default=0.02, help="flag a change beyond this share (default 0.02)"
     )
+    ap.add_argument(
+        "--counters",
+        action="store_true",
+        help="also tabulate promotions, demotions, hint faults and accessed-bit tests, 0.25 ms against 1 ms",
+    )
+    ap.add_argument(
+        "--counter-tolerance",
+        type=float,
+        default=0.10,
+        help="flag a counter that changes beyond this share (default 0.10)",
+    )
+    ap.add_argument("--only", metavar="WORKLOAD", help="run only this workload's cases")
     args = ap.parse_args()
+    cases = [c for c in CASES if args.only in (None, c[0])]
+    if not cases:
+        ap.error(f"--only {args.only}: no case of that workload (known: {sorted({c[0] for c in CASES})})")
     rows = []
-    n = sum(len(p) for _, _, p in CASES)
+    counter_rows = []
+    n = sum(len(p) for _, _, p in cases)
     k = 0
-    for workload, overrides, policies in CASES:
+    for workload, overrides, policies in cases:
         for policy in policies:
             k += 1
             print(f"[{k}/{n}] {workload} {policy}", file=sys.stderr, flush=True)
-            by_epoch = {e: [throughput(workload, overrides, policy, e, s) for s in SEEDS] for e in EPOCHS}
+            runs = {e: [summary(workload, overrides, policy, e, s) for s in SEEDS] for e in EPOCHS}
+            by_epoch = {e: [float(s["throughput_ops_per_s"]) for s in v] for e, v in runs.items()}
             mean = {e: statistics.mean(v) for e, v in by_epoch.items()}
             spread = max((max(v) - min(v)) / statistics.mean(v) for v in by_epoch.values())
             d1 = mean[0.5] / mean[1.0] - 1
@@ -104,11 +142,29 @@ def main() -> int:
                 f"| {workload} | {' '.join(overrides)} | {policy} | {100 * d1:+.2f}% | {100 * d2:+.2f}% "
                 f"| {100 * spread:.2f}% | {flag} |"
             )
+            changes = [counter_change(runs, c) for c in COUNTERS]
+            beyond = any(
+                c.endswith("%") and abs(float(c[:-1])) > 100 * args.counter_tolerance for c in changes
+            )
+            counter_rows.append(
+                f"| {workload} | {policy} | " + " | ".join(changes) + f" | {'**beyond**' if beyond else ''} |"
+            )
     head = [
         "| workload | overrides | policy | 1 -> 0.5 ms | 0.5 -> 0.25 ms | seeds' spread | |",
         "|---|---|---|---|---|---|---|",
     ]
     table = "\n".join(head + rows)
+    if args.counters:
+        table += (
+            f"\n\nThe mechanisms' counts, mean at {EPOCHS[-1]:g} ms against {EPOCHS[0]:g} ms:\n\n"
+            + "\n".join(
+                [
+                    "| workload | policy | " + " | ".join(COUNTERS) + " | |",
+                    "|---|---|" + "---|" * len(COUNTERS) + "---|",
+                    *counter_rows,
+                ]
+            )
+        )
     print(table)
     if args.out:
         args.out.write_text(table + "\n")
