@@ -4,7 +4,7 @@ A result that moves when only the epoch length changes is a bug in the model (a 
 the step resolves, or work done per step instead of per unit of time). This runs each
 (workload, policy) case below at three epochs and two seeds and prints, per case, the change of
 the mean throughput from 1 to 0.5 ms and from 0.5 to 0.25 ms beside the seeds' own spread; cases
-beyond `--tolerance` are flagged. docs/validation.md (section 1j) has the latest table;
+beyond `--tolerance` are flagged. docs/validation.md (sections 1j and 1m) has the latest tables;
 tests/test_epoch_convergence.py checks a subset at 1 and 0.5 ms in CI.
 
 With `--counters`, a second table puts the mechanisms' own counts beside it, from the same runs:
