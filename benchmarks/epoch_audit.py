@@ -89,11 +89,14 @@ def summary(workload: str, overrides: tuple[str, ...], policy: str, epoch_ms: fl
     return dict(r.summary)
 
 
-def counter_change(runs: dict[float, list[dict]], key: str) -> str:
-    """The mean count at the finest epoch against the coarsest, as a signed change ("-" when both
-    are 0)."""
-    coarse = statistics.mean(float(s.get(key, 0)) for s in runs[EPOCHS[0]])
-    fine = statistics.mean(float(s.get(key, 0)) for s in runs[EPOCHS[-1]])
+def counter_means(runs: dict[float, list[dict]], key: str) -> tuple[float, float]:
+    """The mean count over the seeds at the coarsest epoch and at the finest."""
+    coarse, fine = (statistics.mean(float(s.get(key, 0)) for s in runs[e]) for e in (EPOCHS[0], EPOCHS[-1]))
+    return coarse, fine
+
+
+def counter_cell(coarse: float, fine: float) -> str:
+    """The finest epoch's count against the coarsest's, as a signed change ("-" when both are 0)."""
     if coarse == 0 and fine == 0:
         return "-"
     if coarse == 0:
@@ -142,13 +145,10 @@ def main() -> int:
                 f"| {workload} | {' '.join(overrides)} | {policy} | {100 * d1:+.2f}% | {100 * d2:+.2f}% "
                 f"| {100 * spread:.2f}% | {flag} |"
             )
-            changes = [counter_change(runs, c) for c in COUNTERS]
-            beyond = any(
-                c.endswith("%") and abs(float(c[:-1])) > 100 * args.counter_tolerance for c in changes
-            )
-            counter_rows.append(
-                f"| {workload} | {policy} | " + " | ".join(changes) + f" | {'**beyond**' if beyond else ''} |"
-            )
+            means = [counter_means(runs, c) for c in COUNTERS]
+            beyond = any(c > 0 and abs(f / c - 1) > args.counter_tolerance for c, f in means)
+            cells = " | ".join(counter_cell(c, f) for c, f in means)
+            counter_rows.append(f"| {workload} | {policy} | {cells} | {'**beyond**' if beyond else ''} |")
     head = [
         "| workload | overrides | policy | 1 -> 0.5 ms | 0.5 -> 0.25 ms | seeds' spread | |",
         "|---|---|---|---|---|---|---|",
