@@ -520,16 +520,60 @@ t_nbtalto() {
 #     core counters put AOL at 70 (N = 4 of 16), then 90 (8), then 150 (16); with a base limit of
 #     4 MB/s tierkitd sets kernel.numa_balancing_promote_rate_limit_MBps to 1, 2 and 4 (256, 512
 #     and 1024 pages/s) and scan_size_mb to 64, 128 and 256 (each more than the region, so one
-#     scan window per pass). What the kernel does with a limit: each scan window marks the region,
-#     its hint faults come in a burst, and numa_promotion_rate_limit lets `limit` candidates
-#     through per one-second window, refusing the rest of the burst. Under emulation a pass takes
-#     1-5 s (the scanner is paced by the task's CPU time, task_tick_numa), so pgpromote_success per
-#     wall second is the limit over the pass time; per scan pass (mm->numa_scan_seq) it is about
-#     the limit itself. Measured between the daemon's band changes, per pass: at most 1.6x each
-#     band's limit (a burst longer than a second spans a second window, and one straddling a band
-#     change counts in the next), at least half the limit at N = 16 (the limit binds), and at
-#     least 1.2x more at each higher band (F doubles the limit; measured 1.35-2.5x over 11 boots);
-#     per wall second, more at each higher band too (measured 51-95, 97-143, 299-405 pages/s).
+#     scan window per pass). What the kernel does with a limit (numa_promotion_rate_limit,
+#     kernel/sched/fair.c): a window opens at the first candidate more than a second after the
+#     last one opened, and lets `limit` candidates through; a scan pass's hint faults come in a
+#     burst, so a window promotes `limit` pages when the burst brings that many candidates within
+#     its second, and fewer when the guest is too slow to (a loaded host: 351 and 585 against
+#     1024 at N = 16), and a burst longer than a second opens a second window. A sampler reads
+#     pgpromote_success and the limit itself every 200 ms, so every interval belongs to the limit
+#     in force at both its ends (band_stats). Checked per band: at least two bursts' first
+#     windows, the most any of them promoted within 0.75-1.25x the limit (the limit binds, and is
+#     never exceeded; measured L-10 to L+7: a window's last dozen promotions often come up to a
+#     second after the rest), rising at least 1.5x from band to band (F doubles the limit): the
+#     kernel's peak pgpromote_success per second follows the band (the issue's words). Averaged
+#     over the band's wall time it is the limit times the windows the passes open per second,
+#     which the scanner sets, not Alto: it must be higher at N = 16 than at 8 and at 4 (measured
+#     1.8-3.6x and 2.0-5.6x), and is only reported between 4 and 8 (1.11-1.84x over 19 boots:
+#     passes came less often in the second band in most boots). The bands last 30, 45 and 20 s:
+#     at N = 16 the kernel promotes the rest of the region within about 30 s.
+#     Why not per scan pass (mm->numa_scan_seq), as this test did until 2026-11-30: under
+#     emulation a pass takes 1.5-10 s (task_tick_numa paces the scanner by the task's CPU time)
+#     and some passes skip the region (vma_is_accessed), so a band of 3-4 passes counted one
+#     window more or less by where the marks fell: 346 per pass at N = 8 (limit 512) failed a
+#     fresh-clone CI boot and 1 of 4 local boots.
+band_sampler() { # band_sampler: every 200 ms, uptime (centiseconds), pgpromote_success, the limit (MB/s)
+  while :; do
+    awk 'FILENAME == "/proc/uptime" { t = $1 * 100 } /^pgpromote_success / { s = $2 }
+         FILENAME ~ /rate_limit/ { l = $1 } END { printf "%d %d %d\n", t, s, l }' \
+      /proc/uptime /proc/vmstat /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps
+    sleep 0.2
+  done
+}
+# band_stats SAMPLES LIMIT_MBPS -> "centiseconds promoted per_s windows median max": the time
+# and the promotions of the intervals the limit held at both ends, and the first rate-limit
+# window of each burst: a promoting interval after at least 1.2 s without promotions opens one
+# (the kernel's window opened inside it), and it holds what the samples up to a second after
+# that interval's start promoted (the next window opens more than a second after this one did).
+band_stats() {
+  awk -v L="$2" '
+    NR > 1 {
+      t = $1; d = $2 - ps; inb = (pl == L && $3 == L)
+      if (inb) { dt += t - pt; prom += d }
+      if (ep) {
+        if (t > ep_end) { size[n++] = sum; ep = 0 }
+        else if (!inb) ep = 0
+        else sum += d
+      } else if (d > 0 && inb && pt - lastprom >= 120) { ep = 1; ep_end = pt + 100; sum = d }
+      if (d > 0) lastprom = t
+    }
+    NR == 1 { lastprom = -1000 }
+    { pt = $1; ps = $2; pl = $3 }
+    END {
+      for (i = 1; i < n; i++) { v = size[i]; for (j = i - 1; j >= 0 && size[j] > v; j--) size[j + 1] = size[j]; size[j + 1] = v }
+      printf "%d %d %d %d %d %d", dt, prom, (dt > 0 ? prom * 100 / dt : -1), n, (n ? size[int((n - 1) / 2)] : -1), (n ? size[n - 1] : -1)
+    }' "$1"
+}
 t_nbtband() {
   [ -e /proc/sys/kernel/numa_balancing ] || { fail nbtband "no numa_balancing"; return; }
   mount -t debugfs none /sys/kernel/debug 2>/dev/null
@@ -546,48 +590,43 @@ t_nbtband() {
   /bin/workload 48 0 0 1 1 > /tmp/wb.out &
   W=$!
   wait_for /tmp/wb.out WORKLOAD_START 60 || { kill $W; wait; echo 0 > $hp; fail nbtband "workload did not start"; return; }
-  # one read per 500 ms interval: 40 at AOL 70 (20 s), 32 at 90 (16 s), then 150
-  aol_steps 70:40 90:32 150:400 > /tmp/aolb.txt
+  band_sampler > /tmp/bs.txt &
+  BS=$!
+  # one read per 500 ms interval: 60 at AOL 70 (30 s), 90 at 90 (45 s), then 150 (20 s measured)
+  aol_steps 70:60 90:90 150:400 > /tmp/aolb.txt
   SPEC="nbt:promote_rate_limit_mbps=4,scan_size_mb=256,scan_period_min_ms=1000,scan_period_max_ms=1000+alto"
   TIERKITD_CORE_COUNTERS_REPLAY=/tmp/aolb.txt /bin/tierkitd --pid $W --policy "$SPEC" --config /tmp/band.toml 2> /tmp/b1.log &
   D=$!
-  # mark: uptime (centiseconds), pgpromote_success, pgpromote_candidate, numa_hint_faults,
-  # numa_pte_updates, the workload's scan passes
-  mark() {
-    echo "$(awk '{printf "%d", $1 * 100}' /proc/uptime) $(awk '/^pgpromote_success /{s=$2} /^pgpromote_candidate /{c=$2} /^numa_hint_faults /{f=$2} /^numa_pte_updates /{u=$2} END{print s, c, f, u}' /proc/vmstat) $(scanseq $W)"
-  }
-  at() { wait_for /tmp/b1.log "$1" 90 && mark; }
   waited=1
-  if s4=$(at ' 4 of 16') && k4=$(knobs_now) && s8=$(at ' 8 of 16') && k8=$(knobs_now) &&
-     s16=$(at '16 of 16') && k16=$(knobs_now); then
-    sleep 10
-    e16=$(mark)
+  if wait_for /tmp/b1.log ' 4 of 16' 90 && k4=$(knobs_now) && wait_for /tmp/b1.log ' 8 of 16' 90 && k8=$(knobs_now) &&
+     wait_for /tmp/b1.log '16 of 16' 90 && k16=$(knobs_now); then
+    sleep 20
     waited=0
   fi
+  kill $BS; wait $BS 2>/dev/null
   kill -USR1 $W; sleep 1
   stop_workload $W /tmp/wb.out; r=$R
   kill -TERM $D; wait $D; drc=$?
   after=$(knobs_now)
   echo 0 > $hp
   [ -f $ST/kernel-tiering.json ] && st=1 || st=0
-  # promotions per wall second and per scan pass between two marks
-  per_s() { echo "$1" "$2" | awk '{ d = $7 - $1; printf "%d", (d > 0 ? ($8 - $2) * 100 / d : -1) }'; }
-  per_pass() { echo "$1" "$2" | awk '{ d = $12 - $6; printf "%d", (d > 0 ? ($8 - $2) / d : -1) }'; }
-  q4=$(per_pass "$s4" "$s8"); q8=$(per_pass "$s8" "$s16"); q16=$(per_pass "$s16" "$e16")
-  r4=$(per_s "$s4" "$s8"); r8=$(per_s "$s8" "$s16"); r16=$(per_s "$s16" "$e16")
+  b4=$(band_stats /tmp/bs.txt 1); b8=$(band_stats /tmp/bs.txt 2); b16=$(band_stats /tmp/bs.txt 4)
+  bf() { echo "$1" | cut -d' ' -f"$2"; }
   lim() { echo $(($1 * 256)); }   # MB/s -> 4 KiB pages (per second, so per one-second window)
-  d="node0_free_kb=$f0 per_pass_at_n4=$q4/$(lim 1) at_n8=$q8/$(lim 2) at_n16=$q16/$(lim 4) per_s_at_n4=$r4 at_n8=$r8 at_n16=$r16 hot_on_node0=$(kv hot_node0 "$r")/12288 corrupt=$(kv corrupt "$r") daemon_rc=$drc restored=$([ "$before" = "$after" ] && echo 1 || echo 0) state_after=$st timed_out=$waited"
-  echo "TKBENCH nbtband n4=\"$k4\" n8=\"$k8\" n16=\"$k16\" marks=\"$s4 | $s8 | $s16 | $e16\" (centiseconds pgpromote_success pgpromote_candidate numa_hint_faults numa_pte_updates scan_seq)"
+  c4=$(bf "$b4" 6); c8=$(bf "$b8" 6); c16=$(bf "$b16" 6)
+  ok_windows() { [ "$(bf "$1" 4)" -ge 2 ] && [ $(($(bf "$1" 6) * 4)) -ge $(($2 * 3)) ] && [ $(($(bf "$1" 6) * 4)) -le $(($2 * 5)) ]; }
+  d="node0_free_kb=$f0 window_max_at_n4=$c4/$(lim 1) at_n8=$c8/$(lim 2) at_n16=$c16/$(lim 4) windows=$(bf "$b4" 4),$(bf "$b8" 4),$(bf "$b16" 4) window_median=$(bf "$b4" 5),$(bf "$b8" 5),$(bf "$b16" 5) per_s_at_n4=$(bf "$b4" 3) at_n8=$(bf "$b8" 3) at_n16=$(bf "$b16" 3) band_s=$(($(bf "$b4" 1) / 100)),$(($(bf "$b8" 1) / 100)),$(($(bf "$b16" 1) / 100)) hot_on_node0=$(kv hot_node0 "$r")/12288 corrupt=$(kv corrupt "$r") daemon_rc=$drc restored=$([ "$before" = "$after" ] && echo 1 || echo 0) state_after=$st timed_out=$waited"
+  echo "TKBENCH nbtband n4=\"$k4\" n8=\"$k8\" n16=\"$k16\" (bands: centiseconds promoted per_s windows median max) b4=\"$b4\" b8=\"$b8\" b16=\"$b16\""
   if [ "$waited" = 0 ] && has "$k4" numa_balancing_promote_rate_limit_MBps=1 && has "$k4" scan_size_mb=64 &&
      has "$k8" numa_balancing_promote_rate_limit_MBps=2 && has "$k8" scan_size_mb=128 &&
      has "$k16" numa_balancing_promote_rate_limit_MBps=4 && has "$k16" scan_size_mb=256 &&
-     [ "$q4" -gt 0 ] && [ $((q4 * 10)) -le $(($(lim 1) * 16)) ] && [ $((q8 * 10)) -le $(($(lim 2) * 16)) ] &&
-     [ $((q16 * 10)) -le $(($(lim 4) * 16)) ] && [ $((q16 * 2)) -ge $(lim 4) ] &&
-     [ $((q8 * 10)) -ge $((q4 * 12)) ] && [ $((q16 * 10)) -ge $((q8 * 12)) ] && [ "$r8" -gt "$r4" ] && [ "$r16" -gt "$r8" ] &&
+     ok_windows "$b4" "$(lim 1)" && ok_windows "$b8" "$(lim 2)" && ok_windows "$b16" "$(lim 4)" &&
+     [ $((c8 * 10)) -ge $((c4 * 15)) ] && [ $((c16 * 10)) -ge $((c8 * 15)) ] &&
+     [ "$(bf "$b16" 3)" -gt "$(bf "$b8" 3)" ] && [ "$(bf "$b16" 3)" -gt "$(bf "$b4" 3)" ] &&
      [ "$(kv corrupt "$r")" = 0 ] && [ $drc = 0 ] && [ "$before" = "$after" ] && [ $st = 0 ]; then
     pass nbtband "$d"
   else
-    fail nbtband "$d"; show /tmp/b1.log 40
+    fail nbtband "$d"; show /tmp/b1.log 40; echo "TKBENCH nbtband samples=\"$(tr '\n' ';' < /tmp/bs.txt)\""
   fi
 }
 
