@@ -529,7 +529,7 @@ t_nbtalto() {
 #     pgpromote_success and the limit itself every 200 ms, so every interval belongs to the limit
 #     in force at both its ends (band_stats). Checked per band: at least two bursts' first
 #     windows, the most any of them promoted within 0.75-1.25x the limit (the limit binds, and is
-#     never exceeded; measured L-10 to L+7: a window's last dozen promotions often come up to a
+#     never exceeded; measured L-10 to L+10: a window's last dozen promotions often come up to a
 #     second after the rest), rising at least 1.5x from band to band (F doubles the limit): the
 #     kernel's peak pgpromote_success per second follows the band (the issue's words). Averaged
 #     over the band's wall time it is the limit times the windows the passes open per second,
