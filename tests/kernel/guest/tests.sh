@@ -534,7 +534,7 @@ t_nbtalto() {
 #     kernel's peak pgpromote_success per second follows the band (the words). Averaged
 #     over the band's wall time it is the limit times the windows the passes open per second,
 #     which the scanner sets, not Alto: it must be higher at N = 16 than at 8 and at 4 (measured
-#     1.8-3.6x and 2.0-5.6x), and is only reported between 4 and 8 (1.11-1.84x over 19 boots:
+#     1.8-3.6x and 2.0-5.6x), and is only reported between 4 and 8 (1.08-1.84x over 20 boots:
 #     passes came less often in the second band in most boots). The bands last 30, 45 and 20 s:
 #     at N = 16 the kernel promotes the rest of the region within about 30 s.
 #     Why not per scan pass (mm->numa_scan_seq), as this test did until 2026-11-30: under
