@@ -538,10 +538,11 @@ t_nbtalto() {
 #     passes came less often in the second band in most boots). The bands last 30, 45 and 20 s:
 #     at N = 16 the kernel promotes the rest of the region within about 30 s.
 #     Why not per scan pass (mm->numa_scan_seq), as this test did until 2026-11-30: under
-#     emulation a pass takes 1.5-10 s (task_tick_numa paces the scanner by the task's CPU time)
-#     and some passes skip the region (vma_is_accessed), so a band of 3-4 passes counted one
-#     window more or less by where the marks fell: 346 per pass at N = 8 (limit 512) failed a
-#     fresh-clone CI boot and 1 of 4 local boots.
+#     emulation the bursts came 1.5-10 s apart, and numa_scan_seq sometimes advanced without one
+#     (3 passes over 2 bursts in one band: a pass that marked nothing, which vma_is_accessed's
+#     skips would explain; not checked), so a band of 3-4 passes counted one window more or less
+#     by where the marks fell: 346 per pass at N = 8 (limit 512) failed a fresh-clone CI boot
+#     and 1 of 4 local boots.
 band_sampler() { # band_sampler: every 200 ms, uptime (centiseconds), pgpromote_success, the limit (MB/s)
   while :; do
     awk 'FILENAME == "/proc/uptime" { t = $1 * 100 } /^pgpromote_success / { s = $2 }
