@@ -99,6 +99,11 @@ pub struct ProcState {
     /// SetMigration transitions enabled -> disabled and back (migration toggling §4.2-4.3).
     pub migration_stops: u64,
     pub migration_restarts: u64,
+    /// Faults (page, scan mark) that came while every thread touching the page was in another
+    /// fault: the first of those threads out of its fault takes the oldest one it touches
+    /// (`Machine::resume_faults`), as on hardware, where the next access to the marked page
+    /// faults, whichever thread makes it.
+    pub pending: std::collections::VecDeque<(u32, u64)>,
 }
 
 #[derive(Clone, Debug)]
@@ -138,10 +143,8 @@ pub struct ThreadState {
     /// a fault (its hint fault, then the migration it made there and the copy), taking no
     /// other (ns).
     pub busy_until: f64,
-    /// Faults (page, scan mark) that came while the thread was busy in another, when no
-    /// other thread touching the page was free: it takes them in turn when it is out
-    /// (`Machine::resume_faults`), one `RESUME` entry of the fault queue at a time.
-    pub deferred: std::collections::VecDeque<(u32, u64)>,
+    /// A `RESUME` entry of the fault queue waits for this thread: when it is out of its fault
+    /// it takes the next of its process's pending faults (`ProcState::pending`).
     pub resume_queued: bool,
 }
 
@@ -192,7 +195,6 @@ impl ThreadState {
             waiting: false,
             copies: std::collections::VecDeque::new(),
             busy_until: 0.0,
-            deferred: std::collections::VecDeque::new(),
             resume_queued: false,
         }
     }
@@ -833,6 +835,7 @@ impl Machine {
                 tlb_per_thread: false,
                 migration_stops: 0,
                 migration_restarts: 0,
+                pending: std::collections::VecDeque::new(),
             });
             base += off;
         }
@@ -2899,7 +2902,7 @@ impl Machine {
             let mut best = None;
             let mut total = 0.0;
             let on_path = policy.is_some();
-            let mut first_free: Option<(f64, usize)> = None;
+            let mut any_busy = false;
             for &ti in &self.procs[pi].threads {
                 let th = &self.threads[ti];
                 if let (true, Some(d)) = (th.active, th.dist) {
@@ -2909,9 +2912,7 @@ impl Machine {
                     let w = th.x * th.avail * self.dists[d].pmf(page);
                     if w > 0.0 {
                         if on_path && th.busy_until > at as f64 {
-                            if first_free.is_none_or(|(t, _)| th.busy_until < t) {
-                                first_free = Some((th.busy_until, ti));
-                            }
+                            any_busy = true;
                             continue;
                         }
                         total += w;
@@ -2921,11 +2922,11 @@ impl Machine {
                     }
                 }
             }
-            if let (None, Some((_, ti))) = (best, first_free) {
+            if best.is_none() && any_busy {
                 // every thread that touches the page is in a fault: the first one out takes it,
-                // after the faults that already wait for it
+                // after the faults that already wait for one of them
                 self.page_flags[page as usize] |= F_MARKED;
-                self.defer_fault(ti, page, mark, at);
+                self.defer_fault(pi, page, mark, at);
                 continue;
             }
             let Some(ti) = best else {
@@ -2939,12 +2940,22 @@ impl Machine {
         }
     }
 
-    /// A fault for thread `ti`, busy in another, to take when it is out: queued behind the
-    /// ones already waiting for it.
-    fn defer_fault(&mut self, ti: usize, page: u32, mark: u64, at: u64) {
-        self.threads[ti].deferred.push_back((page, mark));
-        if !self.threads[ti].resume_queued {
-            self.queue_resume(ti, at);
+    /// A fault on `page` (of process `pi`) that came at `at` while every thread touching the page
+    /// was in another fault: it waits in the process's queue, and each of those threads is
+    /// called when it is out (a `RESUME` entry each), the first out taking it.
+    fn defer_fault(&mut self, pi: usize, page: u32, mark: u64, at: u64) {
+        self.procs[pi].pending.push_back((page, mark));
+        for k in 0..self.procs[pi].threads.len() {
+            let ti = self.procs[pi].threads[k];
+            let th = &self.threads[ti];
+            if th.resume_queued || th.busy_until <= at as f64 {
+                continue;
+            }
+            if let (true, Some(d)) = (th.active, th.dist) {
+                if th.x * th.avail * self.dists[d].pmf(page) > 0.0 {
+                    self.queue_resume(ti, at);
+                }
+            }
         }
     }
 
@@ -2958,8 +2969,13 @@ impl Machine {
     }
 
     /// Thread `ti` is out of its fault at `at` (unless something it did there keeps it longer):
-    /// it takes the first of the faults that waited for it. A thread that no longer runs hands
-    /// them back to the queue, for the page's other threads.
+    /// it takes the oldest of its process's pending faults on a page it touches, and is called
+    /// again when out of that one while faults wait. It takes one even in a step its earlier
+    /// faults' stalls fill (they are paid in the steps after them, a step late, and the thread
+    /// is running again in real time); requiring it to run in that step first made a thread at
+    /// fine steps run a step between two faults of a storm (docs/validation.md, section 1n).
+    /// A thread that no longer runs hands the pending faults back to the queue, to be given to
+    /// the pages' threads again.
     fn resume_faults<'p>(
         &mut self,
         ti: usize,
@@ -2973,24 +2989,39 @@ impl Machine {
             self.queue_resume(ti, at);
             return;
         }
-        if !th.active || th.dist.is_none() {
-            for (page, mark) in std::mem::take(&mut th.deferred) {
-                self.faults.push(Reverse((at, page, mark, 0f32.to_bits())));
+        let Some(pi) = th.proc_ else { return };
+        let dist = match (th.active, th.dist) {
+            (true, Some(d)) => d,
+            _ => {
+                for (page, mark) in std::mem::take(&mut self.procs[pi].pending) {
+                    self.faults.push(Reverse((at, page, mark, 0f32.to_bits())));
+                }
+                return;
             }
-            return;
-        }
-        while let Some((page, mark)) = self.threads[ti].deferred.pop_front() {
+        };
+        let mut k = 0;
+        let mut taken = None;
+        while k < self.procs[pi].pending.len() {
+            let (page, mark) = self.procs[pi].pending[k];
             if self.page_flags[page as usize] & F_MARKED == 0
                 || self.page_tier[page as usize] == NONE
             {
+                self.procs[pi].pending.remove(k);
                 continue;
             }
+            if self.dists[dist].pmf(page) > 0.0 {
+                self.procs[pi].pending.remove(k);
+                taken = Some((page, mark));
+                break;
+            }
+            k += 1;
+        }
+        if let Some((page, mark)) = taken {
             self.page_flags[page as usize] &= !F_MARKED;
             self.take_fault(ti, page, mark, at, cost, policy);
-            break;
-        }
-        if !self.threads[ti].deferred.is_empty() {
-            self.queue_resume(ti, at);
+            if !self.procs[pi].pending.is_empty() {
+                self.queue_resume(ti, at);
+            }
         }
     }
 

@@ -387,8 +387,13 @@ fn hot_share(hits: f64, fast_pages: f64, buffer_pages: f64) -> f64 {
 /// takes minutes, not the issue's 60 s (the Colloid paper: TPP takes "100s of seconds"): about
 /// 60% of the hot set at 60 s, 90% by 300 s, held after; throughput within 10% of the best static
 /// placement. TPP on the fault path (each fault decided at its instant, the faulting thread busy
-/// while it copies) meets the issue's target: over 90% at 60 s (97% measured), held after
-/// (docs/validation.md, sections 1b and 1l); deciding at the step's end it held 70-80%.
+/// while it copies, a storm's waiting faults taken by whichever thread is out of its last fault
+/// first) promotes on every second fault, so a scanner window's storm of 2 MiB copies stalls
+/// all 8 threads at once, and kswapd, testing pages then, reads hot pages idle and demotes them:
+/// TPP pulls the hot set in but holds 53-62% of it at 60 s and 64-69% by 300 s (seeds 1-6), at
+/// 0.98-1.00 of the best static placement's throughput. The share moves with the step (0.77 at
+/// 60 s and 0.93 by 300 s at 0.0625 ms; docs/validation.md, section 1n). While a storm's whole
+/// backlog went to one thread, 7 of 8 threads kept running through it and TPP held over 90%.
 #[test]
 fn nbt_pulls_the_hot_set_into_the_fast_tier_within_minutes_and_holds_it() {
     let e = load("gups-hotset", &["duration_s=400".into()], Some(5)).unwrap();
@@ -396,7 +401,7 @@ fn nbt_pulls_the_hot_set_into_the_fast_tier_within_minutes_and_holds_it() {
     let best_thr = best.summary.throughput_ops_per_s;
     // (policy, hot set fast at 60 s, over 300-330 s, steady throughput / best static)
     for (policy, need_at_60, need_by_300, need_thr) in
-        [("nbt", 0.0, 0.9, 0.9), ("tpp", 0.9, 0.95, 0.9)]
+        [("nbt", 0.0, 0.9, 0.9), ("tpp", 0.45, 0.6, 0.9)]
     {
         let out = run(&e, policy, &mut |_, _| true).unwrap();
         let s = &out.series;
@@ -907,7 +912,10 @@ impl tierkit_core::Policy for PromoteAll {
 /// storm of 2 MiB promotions (half of a hot object on the slow tier, the fast tier's other
 /// pages freed, 4 threads, 1 ms steps), whether the faults came in time order, and the
 /// promotions.
-fn after_promotion(on_path: bool) -> (f64, bool, usize) {
+/// The faults a storm of 2 MiB promotions brings (4 threads over 512 pages of the slow tier,
+/// a policy that promotes at every fault): (time, thread, promoted), in the order the policy
+/// saw them.
+fn storm_faults(on_path: bool) -> Vec<(u64, u32, bool)> {
     let t = "workload = \"custom\"\nplatform = \"icx-numa\"\nduration_s = 3\nepoch_ms = 1\n\
          fast_tier_gb = 4\nslow_tier_gb = 64\npage_size = \"2MiB\"\n\
          [[process]]\nname = \"p\"\n[[process.object]]\nname = \"pad\"\nsize_mb = 3584\nfree_s = 0.5\n\
@@ -928,16 +936,21 @@ fn after_promotion(on_path: bool) -> (f64, bool, usize) {
         tierkit_core::backend::decide(&mut p, &mut m, &mut actions);
         m.clear_events();
     }
-    let ordered = p.seen.windows(2).all(|w| w[0].0 <= w[1].0);
+    p.seen
+}
+
+fn after_promotion(on_path: bool) -> (f64, bool, usize) {
+    let seen = storm_faults(on_path);
+    let ordered = seen.windows(2).all(|w| w[0].0 <= w[1].0);
     let mut gap = f64::INFINITY;
     let mut last: std::collections::HashMap<u32, (u64, bool)> = Default::default();
-    for &(t, tid, promoted) in &p.seen {
+    for &(t, tid, promoted) in &seen {
         if let Some(&(t0, true)) = last.get(&tid) {
             gap = gap.min(t as f64 - t0 as f64);
         }
         last.insert(tid, (t, promoted));
     }
-    (gap, ordered, p.seen.iter().filter(|s| s.2).count())
+    (gap, ordered, seen.iter().filter(|s| s.2).count())
 }
 
 /// do_numa_page migrates in the faulting thread, which touches nothing else until the copy is
@@ -960,4 +973,29 @@ fn a_thread_busy_promoting_in_its_fault_takes_no_other_fault() {
     let (gap, _, promoted) = after_promotion(false);
     assert!(promoted > 100);
     assert!(gap < busy / 2.0, "at the step's end: {gap} ns");
+}
+
+/// A fault that comes while every thread touching its page is in another waits for the first
+/// of them out, whichever it is: on hardware the next access to the marked page faults,
+/// whoever makes it. So a storm's faults are shared among the threads, each taking about its
+/// share, where before the first fault's thread took every later one too (docs/validation.md,
+/// sections 1m and 1n).
+#[test]
+fn a_storms_waiting_faults_go_to_whichever_thread_is_out_first() {
+    let seen = storm_faults(true);
+    let mut per_thread: std::collections::BTreeMap<u32, usize> = Default::default();
+    for &(_, tid, _) in &seen {
+        *per_thread.entry(tid).or_default() += 1;
+    }
+    let most = per_thread.values().copied().max().unwrap_or(0);
+    assert_eq!(
+        per_thread.len(),
+        4,
+        "every thread takes faults: {per_thread:?}"
+    );
+    assert!(
+        (most as f64) < 0.4 * seen.len() as f64,
+        "one thread took {most} of {} faults: {per_thread:?}",
+        seen.len()
+    );
 }
