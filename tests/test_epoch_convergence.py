@@ -74,9 +74,9 @@ def test_tpp_fault_storms_of_huge_pages_do_not_follow_the_step() -> None:
     1 ms down to 0.0625 ms. It did (0.4%) with each fault decided at its instant and the faulting
     thread busy while it copies (the fault path, section 1l) while a storm's whole backlog went
     to one thread; with the backlog shared it does not (the mark above). It was 2.1% with the
-    copies as flows
-    but the faults decided at the step's end (section 1k), and 3.5% when a copy was a fixed stall
-    charged whole to the next epoch: 1.054 / 1.068 / 1.065 / 1.038 / 1.032 at 1 ms to 0.0625 ms."""
+    copies as flows but the faults decided at the step's end (section 1k), and 3.5% when a copy
+    was a fixed stall charged whole to the next epoch: 1.054 / 1.068 / 1.065 / 1.038 / 1.032 at
+    1 ms to 0.0625 ms."""
     means = {}
     for epoch_ms in (1.0, 0.5, 0.25, 0.125, 0.0625):
         means[epoch_ms] = statistics.mean(

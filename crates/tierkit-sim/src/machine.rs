@@ -2904,21 +2904,18 @@ impl Machine {
             let on_path = policy.is_some();
             let mut any_busy = false;
             for &ti in &self.procs[pi].threads {
-                let th = &self.threads[ti];
-                if let (true, Some(d)) = (th.active, th.dist) {
-                    // A thread stalled for the whole epoch (in a synchronous migration, say)
-                    // makes no access, so it cannot take the fault: the page stays marked
-                    // until its threads run again.
-                    let w = th.x * th.avail * self.dists[d].pmf(page);
-                    if w > 0.0 {
-                        if on_path && th.busy_until > at as f64 {
-                            any_busy = true;
-                            continue;
-                        }
-                        total += w;
-                        if self.rng_fault.f64() * total < w {
-                            best = Some(ti);
-                        }
+                // A thread stalled for the whole epoch (in a synchronous migration, say) makes
+                // no access, so it cannot take the fault: the page stays marked until its
+                // threads run again.
+                let w = self.touch_weight(ti, page);
+                if w > 0.0 {
+                    if on_path && self.threads[ti].busy_until > at as f64 {
+                        any_busy = true;
+                        continue;
+                    }
+                    total += w;
+                    if self.rng_fault.f64() * total < w {
+                        best = Some(ti);
                     }
                 }
             }
@@ -2948,14 +2945,20 @@ impl Machine {
         for k in 0..self.procs[pi].threads.len() {
             let ti = self.procs[pi].threads[k];
             let th = &self.threads[ti];
-            if th.resume_queued || th.busy_until <= at as f64 {
-                continue;
+            if !th.resume_queued && th.busy_until > at as f64 && self.touch_weight(ti, page) > 0.0 {
+                self.queue_resume(ti, at);
             }
-            if let (true, Some(d)) = (th.active, th.dist) {
-                if th.x * th.avail * self.dists[d].pmf(page) > 0.0 {
-                    self.queue_resume(ti, at);
-                }
-            }
+        }
+    }
+
+    /// How much thread `ti` touches `page` this epoch (its misses' rate on the page): 0 for a
+    /// thread that is not active, has no phase, or makes no access this epoch. A fault goes to
+    /// the page's threads by this weight.
+    fn touch_weight(&self, ti: usize, page: u32) -> f64 {
+        let th = &self.threads[ti];
+        match (th.active, th.dist) {
+            (true, Some(d)) => th.x * th.avail * self.dists[d].pmf(page),
+            _ => 0.0,
         }
     }
 

@@ -908,13 +908,9 @@ impl tierkit_core::Policy for PromoteAll {
     }
 }
 
-/// The shortest time between a thread's fault that promoted a page and its next fault, over a
-/// storm of 2 MiB promotions (half of a hot object on the slow tier, the fast tier's other
-/// pages freed, 4 threads, 1 ms steps), whether the faults came in time order, and the
-/// promotions.
-/// The faults a storm of 2 MiB promotions brings (4 threads over 512 pages of the slow tier,
-/// a policy that promotes at every fault): (time, thread, promoted), in the order the policy
-/// saw them.
+/// The faults a storm of 2 MiB promotions brings (half of a hot object on the slow tier, the
+/// fast tier's other pages freed, 4 threads, 1 ms steps, a policy that promotes at every
+/// fault): (time, thread, promoted), in the order the policy saw them.
 fn storm_faults(on_path: bool) -> Vec<(u64, u32, bool)> {
     let t = "workload = \"custom\"\nplatform = \"icx-numa\"\nduration_s = 3\nepoch_ms = 1\n\
          fast_tier_gb = 4\nslow_tier_gb = 64\npage_size = \"2MiB\"\n\
@@ -939,6 +935,10 @@ fn storm_faults(on_path: bool) -> Vec<(u64, u32, bool)> {
     p.seen
 }
 
+/// The shortest time between a thread's fault that promoted a page and its next fault, over a
+/// storm of 2 MiB promotions (half of a hot object on the slow tier, the fast tier's other
+/// pages freed, 4 threads, 1 ms steps), whether the faults came in time order, and the
+/// promotions.
 fn after_promotion(on_path: bool) -> (f64, bool, usize) {
     let seen = storm_faults(on_path);
     let ordered = seen.windows(2).all(|w| w[0].0 <= w[1].0);
