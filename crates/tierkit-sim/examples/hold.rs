@@ -4,22 +4,37 @@ use tierkit_sim::{load, run};
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if args.is_empty() {
+        eprintln!("usage: hold POLICY [KEY=VALUE...] [seed=N]");
+        std::process::exit(2);
+    }
     let policy = args.remove(0);
     let mut seed = 5;
     args.retain(|a| match a.strip_prefix("seed=") {
         Some(s) => {
-            seed = s.parse().unwrap();
+            seed = s.parse().unwrap_or_else(|_| {
+                eprintln!("error: seed={s}: expected a whole number");
+                std::process::exit(2)
+            });
             false
         }
         None => true,
     });
-    let e = load("gups-hotset", &args, Some(seed)).unwrap();
-    let out = run(&e, &policy, &mut |_, _| true).unwrap();
+    let fail = |e: tierkit_sim::SimError| -> ! {
+        eprintln!("error: {e}");
+        std::process::exit(2)
+    };
+    let e = load("gups-hotset", &args, Some(seed)).unwrap_or_else(|e| fail(e));
+    let out = run(&e, &policy, &mut |_, _| true).unwrap_or_else(|e| fail(e));
     let s = &out.series;
-    let t = s.get("t_s").unwrap();
-    let hits = s.get("fast_hit_ratio.gups").unwrap();
-    let fast = s.get("fast_pages.gups").unwrap();
-    let rss = s.get("rss_pages.gups").unwrap();
+    let col = |n: &str| {
+        s.get(n).unwrap_or_else(|| {
+            eprintln!("error: the run's time series has no column {n}");
+            std::process::exit(2)
+        })
+    };
+    let (t, hits) = (col("t_s"), col("fast_hit_ratio.gups"));
+    let (fast, rss) = (col("fast_pages.gups"), col("rss_pages.gups"));
     let mean = |v: &[f64], a: f64, b: f64| {
         let xs: Vec<f64> = t
             .iter()
