@@ -48,8 +48,9 @@ fn main() {
         |a: f64, b: f64| (mean(hits, a, b) - 0.1 * mean(fast, a, b) / mean(rss, a, b)) / 0.9;
     let end = t[t.len() - 1];
     println!(
-        "{policy} seed={seed} at60={:.3} end={:.3} slowdown={:.4} promotions={} demotions={}",
+        "{policy} seed={seed} at60={:.3} by300={:.3} end={:.3} slowdown={:.4} promotions={} demotions={}",
         share(59.0, 60.0),
+        share(300.0, 330.0),
         share(end - 40.0, end),
         out.summary.slowdown_vs_fast_only,
         out.summary.promotions,

@@ -311,6 +311,10 @@ pub struct Dist {
     /// piecewise-linear function of time (ns): see [`Dist::record`] and [`Dist::cum_at`].
     hist_t: Vec<f64>,
     hist_c: Vec<f64>,
+    /// The fault path's correction of the history for its threads' busy spans (`fix_at`):
+    /// breakpoints of a cumulative count, linear in between, constant after the last.
+    fix_t: Vec<f64>,
+    fix_c: Vec<f64>,
 }
 
 /// Two consecutive epochs whose miss rates differ by less than this share extend one segment of
@@ -318,6 +322,11 @@ pub struct Dist {
 const HIST_MERGE_REL: f64 = 0.005;
 /// Breakpoints kept per distribution before the older half is thinned (every other point).
 const HIST_MAX: usize = 1 << 20;
+/// Breakpoints the fault path's correction (`Dist::fix_at`) keeps at most, the older half
+/// thinned when it passes (a storm places two per fault of each thread): the recent storms stay
+/// exact, and an accessed bit cleared further back is tested over an interval long enough for
+/// the thinning not to matter.
+const FIX_MAX: usize = 1 << 12;
 
 impl Dist {
     pub fn new(proc_: usize, mut regions: Vec<Region>, ntiers: usize, read_frac: f64) -> Self {
@@ -344,6 +353,8 @@ impl Dist {
             hi,
             hist_t: Vec::new(),
             hist_c: Vec::new(),
+            fix_t: Vec::new(),
+            fix_c: Vec::new(),
         }
     }
 
@@ -391,8 +402,18 @@ impl Dist {
     }
 
     /// Cumulative misses of this phase at time `t` (ns): 0 before it first ran, linear between
-    /// breakpoints, and past the last recorded epoch extended at the last epoch's rate.
+    /// breakpoints, and past the last recorded epoch extended at the last epoch's rate; on the
+    /// fault path with its threads' busy spans at their instants (`fix_at`).
     pub fn cum_at(&self, t: f64) -> f64 {
+        if self.fix_t.is_empty() {
+            self.hist_at(t)
+        } else {
+            self.hist_at(t) + self.fix_at(t)
+        }
+    }
+
+    /// The recorded history alone (`cum_at` without the fault path's correction).
+    fn hist_at(&self, t: f64) -> f64 {
         let n = self.hist_t.len();
         if n == 0 || t <= self.hist_t[0] {
             return 0.0;
@@ -411,6 +432,81 @@ impl Dist {
         c1 + (c2 - c1) * (t - t1) / (t2 - t1)
     }
 
+    /// The threads' fault-path busy spans placed at their instants (`Machine::place_fault_spans`):
+    /// misses `cum_at` adds to the recorded history at `t`. A thread's time in its hint faults and their copies is
+    /// paid as a stall in the epochs after the faults (its availability, so its operations, fall
+    /// then), but it stops touching pages while in them: the correction adds back the misses the
+    /// paying epochs lost and takes away those of the spans, so the faults' counts and the
+    /// accessed-bit tests see the thread stop where it did. 0 before the first breakpoint,
+    /// constant after the last.
+    pub fn fix_at(&self, t: f64) -> f64 {
+        let n = self.fix_t.len();
+        if n == 0 || t <= self.fix_t[0] {
+            return 0.0;
+        }
+        if t >= self.fix_t[n - 1] {
+            return self.fix_c[n - 1];
+        }
+        let k = self.fix_t.partition_point(|&x| x <= t);
+        let (t1, c1, t2, c2) = (
+            self.fix_t[k - 1],
+            self.fix_c[k - 1],
+            self.fix_t[k],
+            self.fix_c[k],
+        );
+        c1 + (c2 - c1) * (t - t1) / (t2 - t1)
+    }
+
+    /// The correction's value at its last breakpoint (0 when it has none).
+    pub fn fix_last(&self) -> (f64, f64) {
+        match (self.fix_t.last(), self.fix_c.last()) {
+            (Some(&t), Some(&c)) => (t, c),
+            _ => (f64::NEG_INFINITY, 0.0),
+        }
+    }
+
+    /// Append a breakpoint of the correction (times in order), dropping one that extends a
+    /// straight segment; past `FIX_MAX` breakpoints the older half keeps every other one.
+    pub fn fix_push(&mut self, t: f64, c: f64) {
+        let n = self.fix_t.len();
+        if n > 0 && t <= self.fix_t[n - 1] {
+            self.fix_c[n - 1] = c;
+            return;
+        }
+        if n >= 2 {
+            let (t1, c1, t2, c2) = (
+                self.fix_t[n - 2],
+                self.fix_c[n - 2],
+                self.fix_t[n - 1],
+                self.fix_c[n - 1],
+            );
+            let old = (c2 - c1) / (t2 - t1).max(1e-9);
+            let new = (c - c2) / (t - t2);
+            if (new - old).abs() <= 1e-12 * old.abs().max(new.abs()).max(1e-300) {
+                self.fix_t[n - 1] = t;
+                self.fix_c[n - 1] = c;
+                return;
+            }
+        }
+        self.fix_t.push(t);
+        self.fix_c.push(c);
+        if self.fix_t.len() > FIX_MAX {
+            let half = FIX_MAX / 2;
+            let keep = |v: &mut Vec<f64>| {
+                let mut k = 0;
+                for i in 0..v.len() {
+                    if i >= half || i % 2 == 0 {
+                        v[k] = v[i];
+                        k += 1;
+                    }
+                }
+                v.truncate(k);
+            };
+            keep(&mut self.fix_t);
+            keep(&mut self.fix_c);
+        }
+    }
+
     /// Breakpoints held by the cumulative history (for memory reports and tests).
     pub fn hist_len(&self) -> usize {
         self.hist_t.len()
@@ -423,10 +519,17 @@ impl Dist {
         2 * bytes_of::<f64>(n.next_power_of_two().max(4))
     }
 
+    /// Bytes the fault path's correction holds at most: `FIX_MAX` + 1 breakpoints (time and
+    /// count) in vectors that grow by doubling.
+    pub fn fix_bytes_max() -> u64 {
+        2 * bytes_of::<f64>((FIX_MAX as u64 + 1).next_power_of_two())
+    }
+
     /// Bytes the distribution holds now: its regions and its history.
     pub fn bytes(&self) -> u64 {
         self.regions.iter().map(Region::bytes).sum::<u64>()
             + bytes_of::<f64>((self.hist_t.capacity() + self.hist_c.capacity()) as u64)
+            + bytes_of::<f64>((self.fix_t.capacity() + self.fix_c.capacity()) as u64)
     }
 
     #[inline]
@@ -591,6 +694,64 @@ mod tests {
         let t = (n / 4) as f64 + 0.5;
         let exact = 2.0 * (t - 0.5) + 0.5;
         assert!((d.cum_at(t) - exact).abs() <= 3.0);
+    }
+
+    /// A thread's fault span [1200, 1700] in an epoch [1000, 2000] whose stall (paid at the
+    /// next epoch, [2000, 3000], at a thread rate of 0.5) the history already took out there: the
+    /// correction moves those misses to the span, so the count stops rising in the span and runs
+    /// on in the paying epoch, with the same total.
+    #[test]
+    fn the_fault_path_correction_moves_a_stall_to_its_span() {
+        let mut d = one_region();
+        // the thread alone, rate 0.5: epoch 1 full, epoch 2 with 500 ns paid (rate 0.25)
+        d.rate = 0.5;
+        d.record(1000.0, 1000.0, 0.5);
+        d.record(2000.0, 1000.0, 0.5);
+        d.rate = 0.25;
+        d.record(3000.0, 1000.0, 0.25);
+        assert_eq!(d.fix_at(2500.0), 0.0, "no correction yet");
+        // epoch [1000, 2000]: the span takes 0.5 per ns over [1200, 1700]
+        d.fix_push(1000.0, 0.0);
+        d.fix_push(1200.0, 0.0);
+        d.fix_push(1700.0, -250.0);
+        d.fix_push(2000.0, -250.0);
+        // epoch [2000, 3000]: the 500 ns paid come back, 0.25 per ns
+        d.fix_push(3000.0, 0.0);
+        let c = |t: f64| d.cum_at(t);
+        assert!((c(1200.0) - 600.0).abs() < 1e-9);
+        assert!(
+            (c(1700.0) - c(1200.0)).abs() < 1e-9,
+            "no misses in the span"
+        );
+        assert!((c(2000.0) - 750.0).abs() < 1e-9);
+        assert!(
+            (c(2500.0) - 1000.0).abs() < 1e-9,
+            "the full rate while paying"
+        );
+        assert!((c(3000.0) - 1250.0).abs() < 1e-9, "the same total");
+        assert_eq!(d.fix_at(5000.0), 0.0, "constant after the last breakpoint");
+        // the flat stretch [1700, 2000] merged with nothing it is not collinear with
+        assert_eq!(d.fix_t, vec![1000.0, 1200.0, 1700.0, 2000.0, 3000.0]);
+    }
+
+    #[test]
+    fn the_fault_path_correction_stays_bounded_and_exact_where_kept() {
+        let mut d = one_region();
+        let n = FIX_MAX + 10;
+        for k in 0..n {
+            // a zigzag: no two segments merge
+            d.fix_push(k as f64, if k % 2 == 0 { 0.0 } else { -1.0 });
+        }
+        assert!(d.fix_t.len() <= FIX_MAX);
+        // the recent half kept whole
+        for k in n - FIX_MAX / 4..n {
+            let want = if k % 2 == 0 { 0.0 } else { -1.0 };
+            assert_eq!(d.fix_at(k as f64), want, "at {k}");
+        }
+        // older points within the zigzag's range
+        let v = d.fix_at((n / 8) as f64 + 0.5);
+        assert!((-1.0..=0.0).contains(&v));
+        assert!(d.bytes() <= Dist::fix_bytes_max() + 4096);
     }
 
     #[test]

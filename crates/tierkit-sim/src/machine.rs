@@ -146,6 +146,18 @@ pub struct ThreadState {
     /// A `RESUME` entry of the fault queue waits for this thread: when it is out of its fault
     /// it takes the next of its process's pending faults (`ProcState::pending`).
     pub resume_queued: bool,
+    /// On the fault path: the thread's busy spans (hint faults, the migrations made in them and
+    /// their copies) not yet placed in its phase's history (`Machine::place_fault_spans`), in
+    /// order.
+    pub fault_spans: std::collections::VecDeque<(f64, f64)>,
+    /// The time of those spans not yet paid as a stall or a copy, and what the current epoch
+    /// paid of it (ns).
+    pub fault_owed_ns: f64,
+    pub fault_paid_ns: f64,
+    /// The share of this epoch the thread runs at when out of its faults: its availability with
+    /// what it paid for its fault-path spans given back (they are placed at their instants); 0
+    /// when it does not run this epoch.
+    pub level: f64,
 }
 
 /// A synchronous migration's copy, made by the faulting thread itself (migrate_pages called
@@ -196,6 +208,10 @@ impl ThreadState {
             copies: std::collections::VecDeque::new(),
             busy_until: 0.0,
             resume_queued: false,
+            fault_spans: std::collections::VecDeque::new(),
+            fault_owed_ns: 0.0,
+            fault_paid_ns: 0.0,
+            level: 0.0,
         }
     }
 
@@ -248,6 +264,24 @@ pub struct EpochStats {
 pub struct AccessTests {
     pub tests: u64,
     pub at_dt0: u64,
+}
+
+/// On the fault path, within an epoch's fault delivery: each phase's misses at the rate its
+/// threads make them while out of their faults (`Machine::deliver_faults`), so the faults of a
+/// storm come slower as its threads enter faults, as they do on hardware, and not at the rate
+/// the epoch began with.
+#[derive(Clone, Debug, Default)]
+struct LiveRates {
+    on: bool,
+    /// Per phase: the instant its count was brought to, the count (on `Dist::cum_at`'s scale),
+    /// and its rate now (misses per ns).
+    t: Vec<f64>,
+    c: Vec<f64>,
+    r: Vec<f64>,
+    /// Per thread: counted as in a fault (its misses taken out of its phase's rate).
+    busy: Vec<bool>,
+    /// When counted threads come out of their faults: (ns, thread).
+    ends: BinaryHeap<Reverse<(u64, usize)>>,
 }
 
 /// The spans in which kswapd had the processes' one CPU (`kswapd_shares_cpu`): sorted,
@@ -339,6 +373,8 @@ pub struct Machine {
     undeclared_accessed_bits: bool,
     /// With `kswapd_shares_cpu`: the spans kswapd worked in, when no thread ran.
     busy: BusySpans,
+    /// The phases' rates within an epoch's faults, on the fault path.
+    live: LiveRates,
     /// Whether some access region is swept in order (`in_order`): only then does a marked page
     /// look for the pass that reaches it.
     swept: bool,
@@ -636,8 +672,16 @@ impl Machine {
         }
         let events = (Self::allocation_runs(exp, needs) + Self::freeable_pages(exp))
             .saturating_mul(PageEvents::RUN_BYTES);
-        // One distribution per phase of every thread group, each with its history.
+        // One distribution per phase of every thread group, each with its history (and for a
+        // policy that takes hint faults, which may take them on the fault path, the history's
+        // correction for its threads' busy spans).
         let epochs = (exp.duration_s / exp.epoch_ms * 1e3).ceil().max(1.0) as u64;
+        let hist_bytes = Dist::hist_bytes_for(epochs)
+            + if needs.hint_faults {
+                Dist::fix_bytes_max()
+            } else {
+                0
+            };
         let mut dists = 0u64;
         let mut base = 0u64;
         for (pi, p) in exp.processes.iter().enumerate() {
@@ -647,7 +691,7 @@ impl Machine {
                 if let Some(r) = exp.replays.iter().find(|r| r.process == pi && r.group == g) {
                     for w in &r.replay.windows {
                         dists += Region::empirical_bytes(w.pages.len() as u64, w.touches.is_some())
-                            + Dist::hist_bytes_for(epochs);
+                            + hist_bytes;
                     }
                     continue;
                 }
@@ -655,7 +699,7 @@ impl Machine {
                     if canon[g][k] != (g, k) {
                         continue; // shares an earlier phase's distribution
                     }
-                    dists += Dist::hist_bytes_for(epochs);
+                    dists += hist_bytes;
                     for a in &ph.access {
                         let (first, n) = if a.object == "*" {
                             (base, ppages)
@@ -889,6 +933,7 @@ impl Machine {
             modes: TestModes::default(),
             undeclared_accessed_bits: false,
             busy: BusySpans::default(),
+            live: LiveRates::default(),
             swept: false,
             procs,
             threads,
@@ -2039,6 +2084,8 @@ impl Machine {
         let mut flows = std::mem::take(&mut self.scratch.flows);
         flows.clear();
         for ti in 0..self.threads.len() {
+            self.threads[ti].fault_paid_ns = 0.0;
+            self.threads[ti].level = 0.0;
             let th = &self.threads[ti];
             // waiting at a barrier, or its phase's work done (it waits from the next epoch)
             let runs = th.active
@@ -2055,7 +2102,11 @@ impl Machine {
             let stall = th.stall_ns.min(cpu);
             let th = &mut self.threads[ti];
             th.stall_ns -= stall;
+            // the part of the stall its fault-path spans already placed (the spans first)
+            let paid = stall.min(th.fault_owed_ns);
+            th.fault_owed_ns -= paid;
             if runs {
+                th.fault_paid_ns = paid;
                 th.avail = (cpu - stall) / e;
                 idx.push(ti);
                 shares.extend_from_slice(&s);
@@ -2109,7 +2160,16 @@ impl Machine {
             if f.runs {
                 th.avail = ((f.cpu_ns - used) / e).max(0.0);
             }
+            let paid = used.min(th.fault_owed_ns);
+            th.fault_owed_ns -= paid;
+            if f.runs {
+                th.fault_paid_ns += paid;
+            }
             self.stats.migration_cpu_ns += used;
+        }
+        for &ti in &idx {
+            let th = &mut self.threads[ti];
+            th.level = th.avail + th.fault_paid_ns / e;
         }
 
         // Rates, misses, counters.
@@ -2244,6 +2304,9 @@ impl Machine {
         }
 
         let t_end = self.now_ns + e;
+        if self.fault_path {
+            self.place_fault_spans(&idx, self.now_ns, t_end);
+        }
         let mut resumed = false;
         for d in &mut self.dists {
             // A phase whose threads all stalled last epoch runs again: pages marked while it
@@ -2846,10 +2909,19 @@ impl Machine {
     /// them (do_numa_page runs in the faulting thread, which touches nothing else meanwhile).
     fn deliver_faults<'p>(&mut self, end: f64, mut policy: Option<&mut (dyn Policy + 'p)>) {
         let cost = self.exp.platform.costs.hint_fault_us * 1e3;
+        // On the fault path a phase's rate falls while its threads are in faults (`LiveRates`):
+        // its pages' faults are placed one at a time, in order with the others.
+        let live = policy.is_some();
+        if live {
+            self.live_start();
+        }
         // Pages whose phase's cumulative misses reach their fault's count this epoch fault at
         // the instant they do (the phase's rate is steady within the epoch).
         let now = self.now_ns;
         for d in 0..self.count_faults.len() {
+            if live {
+                break;
+            }
             let dd = &self.dists[d];
             if self.count_faults[d].is_empty() || dd.rate <= 0.0 {
                 continue;
@@ -2868,7 +2940,13 @@ impl Machine {
                     .push(Reverse((at.ceil() as u64, page, mark, 0f32.to_bits())));
             }
         }
-        while let Some(&Reverse((at, page, mark, need_bits))) = self.faults.peek() {
+        loop {
+            if live && self.live_next(end) {
+                continue;
+            }
+            let Some(&Reverse((at, page, mark, need_bits))) = self.faults.peek() else {
+                break;
+            };
             if at as f64 >= end {
                 break;
             }
@@ -2935,6 +3013,195 @@ impl Machine {
             };
             self.take_fault(ti, page, mark, at, cost, policy.as_deref_mut());
         }
+        self.live.on = false;
+    }
+
+    /// The epoch's live rates at its start: each phase's rate with what its threads paid here
+    /// for spans placed before given back, less the threads still in a fault.
+    fn live_start(&mut self) {
+        let (now, e) = (self.now_ns, self.epoch_ns);
+        let lv = &mut self.live;
+        lv.on = true;
+        lv.t.clear();
+        lv.t.resize(self.dists.len(), now);
+        lv.c.clear();
+        lv.c.extend(self.dists.iter().map(|d| d.cum_at(now)));
+        lv.r.clear();
+        lv.r.extend(self.dists.iter().map(|d| d.rate));
+        lv.busy.clear();
+        lv.busy.resize(self.threads.len(), false);
+        lv.ends.clear();
+        for (ti, th) in self.threads.iter().enumerate() {
+            let Some(d) = th.dist.filter(|_| th.level > 0.0) else {
+                continue;
+            };
+            lv.r[d] += th.x * th.fault_paid_ns / e;
+            if th.busy_until > now {
+                lv.r[d] -= th.x * th.level;
+                lv.busy[ti] = true;
+                lv.ends.push(Reverse((th.busy_until.ceil() as u64, ti)));
+            }
+        }
+    }
+
+    /// Bring phase `d`'s live count to `t`.
+    fn live_advance(&mut self, d: usize, t: f64) {
+        let lv = &mut self.live;
+        if t > lv.t[d] {
+            lv.c[d] += lv.r[d].max(0.0) * (t - lv.t[d]);
+            lv.t[d] = t;
+        }
+    }
+
+    /// The next live event before `end`, if it comes no later than the fault queue's next: a
+    /// page whose phase's count reaches its fault's (queued as a fault at that instant), or a
+    /// thread out of its fault (its misses back in its phase's rate). False when there is none.
+    fn live_next(&mut self, end: f64) -> bool {
+        let tf = self.faults.peek().map_or(f64::INFINITY, |r| r.0 .0 as f64);
+        let mut best: Option<(f64, usize)> = None;
+        for d in 0..self.count_faults.len() {
+            let r = self.live.r[d];
+            if r <= 0.0 {
+                continue;
+            }
+            if let Some(&Reverse((thr, ..))) = self.count_faults[d].peek() {
+                let t = self.live.t[d] + (f64::from_bits(thr) - self.live.c[d]).max(0.0) / r;
+                if best.is_none_or(|b| t < b.0) {
+                    best = Some((t, d));
+                }
+            }
+        }
+        let te = self
+            .live
+            .ends
+            .peek()
+            .map_or(f64::INFINITY, |r| r.0 .0 as f64);
+        if let Some((t, d)) = best {
+            if t < end && t <= tf && t <= te {
+                let Some(Reverse((_, page, mark, _))) = self.count_faults[d].pop() else {
+                    return false;
+                };
+                let at = t.max(mark as f64);
+                // need 0: the accesses are already counted, the fault comes at `at`
+                self.faults
+                    .push(Reverse((at.ceil() as u64, page, mark, 0f32.to_bits())));
+                return true;
+            }
+        }
+        if te < end && te <= tf {
+            let Some(Reverse((x, ti))) = self.live.ends.pop() else {
+                return false;
+            };
+            let th = &self.threads[ti];
+            if th.busy_until.ceil() as u64 > x {
+                // busy longer: a migration it made in the fault
+                self.live
+                    .ends
+                    .push(Reverse((th.busy_until.ceil() as u64, ti)));
+                return true;
+            }
+            let (until, dr) = (th.busy_until, th.x * th.level);
+            if let Some(d) = th.dist {
+                self.live_advance(d, until);
+                self.live.r[d] += dr;
+            }
+            self.live.busy[ti] = false;
+            return true;
+        }
+        false
+    }
+
+    /// Thread `ti` enters a fault at `at`: its misses leave its phase's live rate until it is out.
+    fn live_enter(&mut self, ti: usize, at: f64) {
+        if !self.live.on || self.live.busy[ti] {
+            return;
+        }
+        let th = &self.threads[ti];
+        let Some(d) = th.dist.filter(|_| th.level > 0.0) else {
+            return;
+        };
+        let (dr, until) = (th.x * th.level, th.busy_until);
+        self.live_advance(d, at);
+        self.live.r[d] -= dr;
+        self.live.busy[ti] = true;
+        self.live.ends.push(Reverse((until.ceil() as u64, ti)));
+    }
+
+    /// Thread `ti` is busy on the fault path for `len` ns from `from` (a hint fault, or a
+    /// migration made in one and its copy): a span of its busy time, joined to the last one it
+    /// continues, to place in its phase's history at its instant.
+    fn busy_span(&mut self, ti: usize, from: f64, len: f64) {
+        let th = &mut self.threads[ti];
+        th.fault_owed_ns += len;
+        match th.fault_spans.back_mut() {
+            Some(last) if from <= last.1 => last.1 = last.1.max(from + len),
+            _ => th.fault_spans.push_back((from, from + len)),
+        }
+    }
+
+    /// Place the threads' fault-path busy spans that fall in the epoch [t0, t1] in each phase's
+    /// correction of its cumulative misses (`Dist::fix_at`, which `Dist::cum_at` adds, so the
+    /// faults' counts and the accessed-bit tests read it; `LiveRates` made the epoch's faults
+    /// arrive at the same rates): a thread's misses come back over the
+    /// epoch for the stall it paid here for earlier spans (its availability fell by that much),
+    /// and stop within the spans themselves. A thread that does not run this epoch makes no
+    /// misses either way. Its spans' time equals the stalls and copies they are paid by, so over
+    /// a run the correction only moves misses in time, by less than the thread's backlog.
+    fn place_fault_spans(&mut self, idx: &[usize], t0: f64, t1: f64) {
+        let e = t1 - t0;
+        let mut ev = std::mem::take(&mut self.scratch.span_events);
+        ev.clear();
+        for ti in 0..self.threads.len() {
+            let th = &mut self.threads[ti];
+            if th.fault_spans.is_empty() && th.fault_paid_ns <= 0.0 {
+                continue;
+            }
+            // idx lists the running threads in order
+            let d = th.dist.filter(|_| idx.binary_search(&ti).is_ok());
+            if let Some(d) = d {
+                if th.fault_paid_ns > 0.0 {
+                    let back = th.x * th.fault_paid_ns / e;
+                    ev.push((t0, d, back));
+                    ev.push((t1, d, -back));
+                }
+            }
+            while let Some(&(a, b)) = th.fault_spans.front() {
+                if a >= t1 {
+                    break;
+                }
+                let (a2, b2) = (a.max(t0), b.min(t1));
+                if let Some(d) = d {
+                    if b2 > a2 {
+                        ev.push((a2, d, -th.x * th.level));
+                        ev.push((b2, d, th.x * th.level));
+                    }
+                }
+                if b > t1 {
+                    break;
+                }
+                th.fault_spans.pop_front();
+            }
+        }
+        ev.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.total_cmp(&b.0)));
+        let mut i = 0;
+        while i < ev.len() {
+            let d = ev[i].1;
+            let dd = &mut self.dists[d];
+            let (last, mut c) = dd.fix_last();
+            if last < t0 {
+                dd.fix_push(t0, c);
+            }
+            let (mut t, mut slope) = (t0, 0.0);
+            while i < ev.len() && ev[i].1 == d {
+                let (te, _, ds) = ev[i];
+                c += slope * (te - t);
+                t = te;
+                dd.fix_push(t, c);
+                slope += ds;
+                i += 1;
+            }
+        }
+        self.scratch.span_events = ev;
     }
 
     /// A fault on `page` (of process `pi`) that came at `at` while every thread touching the page
@@ -2957,7 +3224,9 @@ impl Machine {
     fn touch_weight(&self, ti: usize, page: u32) -> f64 {
         let th = &self.threads[ti];
         match (th.active, th.dist) {
-            (true, Some(d)) => th.x * th.avail * self.dists[d].pmf(page),
+            (true, Some(d)) => {
+                th.x * (th.avail + th.fault_paid_ns / self.epoch_ns) * self.dists[d].pmf(page)
+            }
             _ => 0.0,
         }
     }
@@ -3070,6 +3339,8 @@ impl Machine {
         self.tel.hint_faults.push(fault);
         if let Some(p) = policy {
             self.threads[ti].busy_until = at as f64 + cost;
+            self.busy_span(ti, at as f64, cost);
+            self.live_enter(ti, at as f64);
             self.fault_path_call(p, &fault);
         }
     }
@@ -3395,8 +3666,9 @@ impl Machine {
                                     // busy until the copy is done too (at the last epoch's
                                     // latency; the solve takes its time in the next epoch)
                                     let copy = if r.remap { 0.0 } else { self.copy_ns(r.from) };
-                                    let th = &mut self.threads[ti];
-                                    th.busy_until = th.busy_until.max(now) + cost + copy;
+                                    let from = self.threads[ti].busy_until.max(now);
+                                    self.threads[ti].busy_until = from + cost + copy;
+                                    self.busy_span(ti, from, cost + copy);
                                 }
                             }
                             // do_numa_page: a hint fault whose page the faulting thread moved
@@ -3738,6 +4010,8 @@ struct StepScratch {
     copied: Vec<(f64, f64)>,
     /// The actions of one fault on the fault path.
     fault_actions: Vec<Action>,
+    /// `place_fault_spans`' changes of slope: (time, phase, change, misses per ns).
+    span_events: Vec<(f64, usize, f64)>,
 }
 
 /// A thread that copies pages in its own faults this epoch, and the CPU time it has for its

@@ -388,12 +388,16 @@ fn hot_share(hits: f64, fast_pages: f64, buffer_pages: f64) -> f64 {
 /// 60% of the hot set at 60 s, 90% by 300 s, held after; throughput within 10% of the best static
 /// placement. TPP on the fault path (each fault decided at its instant, the faulting thread busy
 /// while it copies, a storm's waiting faults taken by whichever thread is out of its last fault
-/// first) promotes on every second fault, so a scanner window's storm of 2 MiB copies stalls
-/// all 8 threads at once, and kswapd, testing pages then, reads hot pages idle and demotes them:
-/// TPP pulls the hot set in but holds 53-62% of it at 60 s and 64-69% by 300 s (seeds 1-6), at
-/// 0.98-1.00 of the best static placement's throughput. The share moves with the step (0.77 at
-/// 60 s and 0.93 by 300 s at 0.0625 ms; docs/validation.md, section 1n). While a storm's whole
-/// backlog went to one thread, 7 of 8 threads kept running through it and TPP held over 90%.
+/// first) promotes on every second fault, so a scanner window's storm of 2 MiB copies keeps its
+/// threads in faults, and kswapd, testing pages then, reads some hot pages idle and demotes
+/// them: TPP holds 69-79% of the hot set at 60 s and 86-90% over 300-330 s (seeds 1-6, 1 ms;
+/// 0.72-0.83 at 60 s at 0.0625 ms), at 0.98-1.00 of the best static placement's throughput.
+/// That is with a storm's busy spans placed at their instants (the phases' rates falling while
+/// threads are in faults, the accessed-bit history stopping there, and a thread out of its fault
+/// taking faults in a step its stalls fill; docs/validation.md, section 1p). Before, with every
+/// thread of a storm stalled in the same whole steps, it held 53-62% at 60 s and 64-69% by
+/// 300 s; and while a storm's whole backlog went to one thread, 7 of 8 threads kept running
+/// through it and TPP held over 90%.
 #[test]
 fn nbt_pulls_the_hot_set_into_the_fast_tier_within_minutes_and_holds_it() {
     let e = load("gups-hotset", &["duration_s=400".into()], Some(5)).unwrap();
@@ -401,7 +405,7 @@ fn nbt_pulls_the_hot_set_into_the_fast_tier_within_minutes_and_holds_it() {
     let best_thr = best.summary.throughput_ops_per_s;
     // (policy, hot set fast at 60 s, over 300-330 s, steady throughput / best static)
     for (policy, need_at_60, need_by_300, need_thr) in
-        [("nbt", 0.0, 0.9, 0.9), ("tpp", 0.45, 0.6, 0.9)]
+        [("nbt", 0.0, 0.9, 0.9), ("tpp", 0.6, 0.8, 0.9)]
     {
         let out = run(&e, policy, &mut |_, _| true).unwrap();
         let s = &out.series;
