@@ -463,6 +463,9 @@ pub struct Machine {
     pub cpu_ghz: f64,
     page_bytes: f64,
     pub access_tests: AccessTests,
+    /// Hint faults that came while every thread touching their page was in another fault and
+    /// waited in their process's queue, over the whole run (ground truth, for tests).
+    pub faults_deferred: u64,
     /// Latest accessed-bit test time (ns): an untimed test comes after it.
     test_clock: f64,
 }
@@ -978,6 +981,7 @@ impl Machine {
             cpu_ghz: exp.platform.cpu_ghz,
             page_bytes: exp.page_bytes as f64,
             access_tests: AccessTests::default(),
+            faults_deferred: 0,
             test_clock: 0.0,
             exp: exp.clone(),
         };
@@ -3208,6 +3212,7 @@ impl Machine {
     /// was in another fault: it waits in the process's queue, and each of those threads is
     /// called when it is out (a `RESUME` entry each), the first out taking it.
     fn defer_fault(&mut self, pi: usize, page: u32, mark: u64, at: u64) {
+        self.faults_deferred += 1;
         self.procs[pi].pending.push_back((page, mark));
         for k in 0..self.procs[pi].threads.len() {
             let ti = self.procs[pi].threads[k];
