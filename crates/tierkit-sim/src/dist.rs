@@ -328,6 +328,32 @@ const HIST_MAX: usize = 1 << 20;
 /// the thinning not to matter.
 const FIX_MAX: usize = 1 << 12;
 
+/// A cumulative count's value at `t`, linear between its breakpoints `ts` (in order), `cs`: for
+/// `t` strictly between the first and the last.
+fn between(ts: &[f64], cs: &[f64], t: f64) -> f64 {
+    let k = ts.partition_point(|&x| x <= t);
+    let (t1, c1, t2, c2) = (ts[k - 1], cs[k - 1], ts[k], cs[k]);
+    c1 + (c2 - c1) * (t - t1) / (t2 - t1)
+}
+
+/// Thin a count's breakpoints past their bound: the older half keeps every other one (the kept
+/// ones stay exact, the dropped ones are interpolated), the recent half all.
+fn thin_older_half(ts: &mut Vec<f64>, cs: &mut Vec<f64>) {
+    let half = ts.len().saturating_sub(1) / 2;
+    let keep = |v: &mut Vec<f64>| {
+        let mut k = 0;
+        for i in 0..v.len() {
+            if i >= half || i % 2 == 0 {
+                v[k] = v[i];
+                k += 1;
+            }
+        }
+        v.truncate(k);
+    };
+    keep(ts);
+    keep(cs);
+}
+
 impl Dist {
     pub fn new(proc_: usize, mut regions: Vec<Region>, ntiers: usize, read_frac: f64) -> Self {
         let total: f64 = regions.iter().map(|r| r.w).sum();
@@ -385,19 +411,7 @@ impl Dist {
         self.hist_t.push(t_end);
         self.hist_c.push(c);
         if self.hist_t.len() > HIST_MAX {
-            let half = HIST_MAX / 2;
-            let keep = |v: &mut Vec<f64>| {
-                let mut k = 0;
-                for i in 0..v.len() {
-                    if i >= half || i % 2 == 0 {
-                        v[k] = v[i];
-                        k += 1;
-                    }
-                }
-                v.truncate(k);
-            };
-            keep(&mut self.hist_t);
-            keep(&mut self.hist_c);
+            thin_older_half(&mut self.hist_t, &mut self.hist_c);
         }
     }
 
@@ -422,14 +436,7 @@ impl Dist {
         if t >= tl {
             return cl + self.rate * (t - tl);
         }
-        let k = self.hist_t.partition_point(|&x| x <= t);
-        let (t1, c1, t2, c2) = (
-            self.hist_t[k - 1],
-            self.hist_c[k - 1],
-            self.hist_t[k],
-            self.hist_c[k],
-        );
-        c1 + (c2 - c1) * (t - t1) / (t2 - t1)
+        between(&self.hist_t, &self.hist_c, t)
     }
 
     /// The threads' fault-path busy spans placed at their instants (`Machine::place_fault_spans`):
@@ -447,14 +454,7 @@ impl Dist {
         if t >= self.fix_t[n - 1] {
             return self.fix_c[n - 1];
         }
-        let k = self.fix_t.partition_point(|&x| x <= t);
-        let (t1, c1, t2, c2) = (
-            self.fix_t[k - 1],
-            self.fix_c[k - 1],
-            self.fix_t[k],
-            self.fix_c[k],
-        );
-        c1 + (c2 - c1) * (t - t1) / (t2 - t1)
+        between(&self.fix_t, &self.fix_c, t)
     }
 
     /// The correction's value at its last breakpoint (0 when it has none).
@@ -491,19 +491,7 @@ impl Dist {
         self.fix_t.push(t);
         self.fix_c.push(c);
         if self.fix_t.len() > FIX_MAX {
-            let half = FIX_MAX / 2;
-            let keep = |v: &mut Vec<f64>| {
-                let mut k = 0;
-                for i in 0..v.len() {
-                    if i >= half || i % 2 == 0 {
-                        v[k] = v[i];
-                        k += 1;
-                    }
-                }
-                v.truncate(k);
-            };
-            keep(&mut self.fix_t);
-            keep(&mut self.fix_c);
+            thin_older_half(&mut self.fix_t, &mut self.fix_c);
         }
     }
 
