@@ -336,6 +336,35 @@ fn between(ts: &[f64], cs: &[f64], t: f64) -> f64 {
     c1 + (c2 - c1) * (t - t1) / (t2 - t1)
 }
 
+/// Append breakpoint (t, c) to a count's breakpoints `ts`, `cs`: it moves the last one instead
+/// when the segment it ends has the slope of the one before (`same(old, new)`), and past `max`
+/// breakpoints the older half is thinned.
+fn append(
+    ts: &mut Vec<f64>,
+    cs: &mut Vec<f64>,
+    t: f64,
+    c: f64,
+    max: usize,
+    same: impl Fn(f64, f64) -> bool,
+) {
+    let n = ts.len();
+    if n >= 2 && t > ts[n - 1] {
+        let (t1, c1, t2, c2) = (ts[n - 2], cs[n - 2], ts[n - 1], cs[n - 1]);
+        let old = (c2 - c1) / (t2 - t1).max(1e-9);
+        let new = (c - c2) / (t - t2);
+        if same(old, new) {
+            ts[n - 1] = t;
+            cs[n - 1] = c;
+            return;
+        }
+    }
+    ts.push(t);
+    cs.push(c);
+    if ts.len() > max {
+        thin_older_half(ts, cs);
+    }
+}
+
 /// Thin a count's breakpoints past their bound: the older half keeps every other one (the kept
 /// ones stay exact, the dropped ones are interpolated), the recent half all.
 fn thin_older_half(ts: &mut Vec<f64>, cs: &mut Vec<f64>) {
@@ -396,23 +425,15 @@ impl Dist {
             self.hist_c.extend([0.0, rate * e]);
             return;
         }
-        let (t2, c2) = (self.hist_t[n - 1], self.hist_c[n - 1]);
-        let c = c2 + rate * e;
-        if n >= 2 && t_end > t2 {
-            let (t1, c1) = (self.hist_t[n - 2], self.hist_c[n - 2]);
-            let old = (c2 - c1) / (t2 - t1).max(1e-9);
-            let new = (c - c2) / (t_end - t2);
-            if (new - old).abs() <= HIST_MERGE_REL * old.max(new) {
-                self.hist_t[n - 1] = t_end;
-                self.hist_c[n - 1] = c;
-                return;
-            }
-        }
-        self.hist_t.push(t_end);
-        self.hist_c.push(c);
-        if self.hist_t.len() > HIST_MAX {
-            thin_older_half(&mut self.hist_t, &mut self.hist_c);
-        }
+        let c = self.hist_c[n - 1] + rate * e;
+        append(
+            &mut self.hist_t,
+            &mut self.hist_c,
+            t_end,
+            c,
+            HIST_MAX,
+            |old, new| (new - old).abs() <= HIST_MERGE_REL * old.max(new),
+        );
     }
 
     /// Cumulative misses of this phase at time `t` (ns): 0 before it first ran, linear between
@@ -473,26 +494,14 @@ impl Dist {
             self.fix_c[n - 1] = c;
             return;
         }
-        if n >= 2 {
-            let (t1, c1, t2, c2) = (
-                self.fix_t[n - 2],
-                self.fix_c[n - 2],
-                self.fix_t[n - 1],
-                self.fix_c[n - 1],
-            );
-            let old = (c2 - c1) / (t2 - t1).max(1e-9);
-            let new = (c - c2) / (t - t2);
-            if (new - old).abs() <= 1e-12 * old.abs().max(new.abs()).max(1e-300) {
-                self.fix_t[n - 1] = t;
-                self.fix_c[n - 1] = c;
-                return;
-            }
-        }
-        self.fix_t.push(t);
-        self.fix_c.push(c);
-        if self.fix_t.len() > FIX_MAX {
-            thin_older_half(&mut self.fix_t, &mut self.fix_c);
-        }
+        append(
+            &mut self.fix_t,
+            &mut self.fix_c,
+            t,
+            c,
+            FIX_MAX,
+            |old, new| (new - old).abs() <= 1e-12 * old.abs().max(new.abs()).max(1e-300),
+        );
     }
 
     /// Breakpoints held by the cumulative history (for memory reports and tests).

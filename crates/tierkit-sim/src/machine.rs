@@ -272,7 +272,6 @@ pub struct AccessTests {
 /// the epoch began with.
 #[derive(Clone, Debug, Default)]
 struct LiveRates {
-    on: bool,
     /// Per phase: the instant its count was brought to, the count (on `Dist::cum_at`'s scale),
     /// and its rate now (misses per ns).
     t: Vec<f64>,
@@ -2309,7 +2308,7 @@ impl Machine {
 
         let t_end = self.now_ns + e;
         if self.fault_path {
-            self.place_fault_spans(&idx, self.now_ns, t_end);
+            self.place_fault_spans(self.now_ns, t_end);
         }
         let mut resumed = false;
         for d in &mut self.dists {
@@ -2919,29 +2918,28 @@ impl Machine {
         if live {
             self.live_start();
         }
-        // Pages whose phase's cumulative misses reach their fault's count this epoch fault at
-        // the instant they do (the phase's rate is steady within the epoch).
+        // Off it, pages whose phase's cumulative misses reach their fault's count this epoch
+        // fault at the instant they do (the phase's rate is steady within the epoch).
         let now = self.now_ns;
-        for d in 0..self.count_faults.len() {
-            if live {
-                break;
-            }
-            let dd = &self.dists[d];
-            if self.count_faults[d].is_empty() || dd.rate <= 0.0 {
-                continue;
-            }
-            let (rate, c_now) = (dd.rate, dd.cum_at(now));
-            let c_end = c_now + rate * (end - now);
-            while let Some(&Reverse((thr, page, mark, _))) = self.count_faults[d].peek() {
-                let thr = f64::from_bits(thr);
-                if thr > c_end {
-                    break;
+        if !live {
+            for d in 0..self.count_faults.len() {
+                let dd = &self.dists[d];
+                if self.count_faults[d].is_empty() || dd.rate <= 0.0 {
+                    continue;
                 }
-                self.count_faults[d].pop();
-                let at = (now + (thr - c_now).max(0.0) / rate).max(mark as f64);
-                // need 0: the accesses are already counted, the fault comes at `at`
-                self.faults
-                    .push(Reverse((at.ceil() as u64, page, mark, 0f32.to_bits())));
+                let (rate, c_now) = (dd.rate, dd.cum_at(now));
+                let c_end = c_now + rate * (end - now);
+                while let Some(&Reverse((thr, page, mark, _))) = self.count_faults[d].peek() {
+                    let thr = f64::from_bits(thr);
+                    if thr > c_end {
+                        break;
+                    }
+                    self.count_faults[d].pop();
+                    let at = (now + (thr - c_now).max(0.0) / rate).max(mark as f64);
+                    // need 0: the accesses are already counted, the fault comes at `at`
+                    self.faults
+                        .push(Reverse((at.ceil() as u64, page, mark, 0f32.to_bits())));
+                }
             }
         }
         loop {
@@ -3017,7 +3015,6 @@ impl Machine {
             };
             self.take_fault(ti, page, mark, at, cost, policy.as_deref_mut());
         }
-        self.live.on = false;
     }
 
     /// The epoch's live rates at its start: each phase's rate with what its threads paid here
@@ -3025,7 +3022,6 @@ impl Machine {
     fn live_start(&mut self) {
         let (now, e) = (self.now_ns, self.epoch_ns);
         let lv = &mut self.live;
-        lv.on = true;
         lv.t.clear();
         lv.t.resize(self.dists.len(), now);
         lv.c.clear();
@@ -3115,9 +3111,11 @@ impl Machine {
         false
     }
 
-    /// Thread `ti` enters a fault at `at`: its misses leave its phase's live rate until it is out.
+    /// Thread `ti` enters a fault at `at` (on the fault path, within `deliver_faults`, whose
+    /// `live_start` set the live rates up): its misses leave its phase's live rate until it is
+    /// out.
     fn live_enter(&mut self, ti: usize, at: f64) {
-        if !self.live.on || self.live.busy[ti] {
+        if self.live.busy[ti] {
             return;
         }
         let th = &self.threads[ti];
@@ -3151,7 +3149,7 @@ impl Machine {
     /// and stop within the spans themselves. A thread that does not run this epoch makes no
     /// misses either way. Its spans' time equals the stalls and copies they are paid by, so over
     /// a run the correction only moves misses in time, by less than the thread's backlog.
-    fn place_fault_spans(&mut self, idx: &[usize], t0: f64, t1: f64) {
+    fn place_fault_spans(&mut self, t0: f64, t1: f64) {
         let e = t1 - t0;
         let mut ev = std::mem::take(&mut self.scratch.span_events);
         ev.clear();
@@ -3160,8 +3158,8 @@ impl Machine {
             if th.fault_spans.is_empty() && th.fault_paid_ns <= 0.0 {
                 continue;
             }
-            // idx lists the running threads in order
-            let d = th.dist.filter(|_| idx.binary_search(&ti).is_ok());
+            // a thread that runs this epoch (level 0 otherwise), as `live_start` counts it
+            let d = th.dist.filter(|_| th.level > 0.0);
             if let Some(d) = d {
                 if th.fault_paid_ns > 0.0 {
                     let back = th.x * th.fault_paid_ns / e;
