@@ -21,11 +21,18 @@ fn main() {
     let cols = &out.series.columns;
     let col = |name: &str| cols.iter().find(|c| c.0 == name).map(|c| &c.1);
     let t = col("t_s").expect("t_s column");
+    // SERIES_COLS=prefix,prefix...: more columns (e.g. policy.kswapd for kswapd's counts)
+    let extra: Vec<String> = std::env::var("SERIES_COLS")
+        .map(|v| v.split(',').map(str::to_string).collect())
+        .unwrap_or_default();
     let names: Vec<&String> = cols
         .iter()
         .map(|c| &c.0)
         .filter(|n| {
-            n.as_str() == "throughput_ops_per_s"
+            extra
+                .iter()
+                .any(|x| !x.is_empty() && n.starts_with(x.as_str()))
+                || n.as_str() == "throughput_ops_per_s"
                 || n.starts_with("fast_hit_ratio.")
                 || n.starts_with("fast_pages.")
                 || n.as_str() == "promotions"

@@ -281,6 +281,13 @@ struct LiveRates {
     busy: Vec<bool>,
     /// When counted threads come out of their faults: (ns, thread).
     ends: BinaryHeap<Reverse<(u64, usize)>>,
+    /// Per phase: the live count's breakpoints since the epoch's start, (ns, count), one before
+    /// each change of its rate, so that an accessed-bit test inside the epoch reads the misses
+    /// its threads made while out of their faults (`Machine::cum_running`), as the faults'
+    /// arrival does; the epoch's end places the same spans in the history (`place_fault_spans`).
+    pts: Vec<Vec<(f64, f64)>>,
+    /// Within `deliver_faults` on the fault path: the live counts stand for the epoch so far.
+    on: bool,
 }
 
 /// The spans in which kswapd had the processes' one CPU (`kswapd_shares_cpu`): sorted,
@@ -1076,19 +1083,48 @@ impl Machine {
     /// The touches a page had in (t0, t1] while its threads ran: without kswapd's spans
     /// (`kswapd_shares_cpu`), in which no thread ran.
     fn page_accesses_running(&self, page: u32, t0: f64, t1: f64) -> f64 {
-        if self.busy.spans.is_empty() {
+        if self.busy.spans.is_empty() && !(self.live.on && t1 > self.now_ns) {
             return self.page_accesses_between(page, t0, t1);
         }
         self.page_touches(page, t0, t1, |d, dd, t| self.cum_running(d, dd, t))
     }
 
     /// Phase `d`'s cumulative misses at time `t` while its threads ran: less what kswapd's
-    /// spans took (`kswapd_shares_cpu`; none without it).
+    /// spans took (`kswapd_shares_cpu`; none without it). Inside an epoch's fault delivery on
+    /// the fault path, an instant past the epoch's start reads the live count (`live_cum`).
     fn cum_running(&self, d: usize, dd: &Dist, t: f64) -> f64 {
-        if self.busy.spans.is_empty() {
-            dd.cum_at(t)
+        let c = if self.live.on && t > self.now_ns && d < self.live.t.len() {
+            self.live_cum(d, t)
         } else {
-            dd.cum_at(t) - self.busy.removed_at(d, dd, t)
+            dd.cum_at(t)
+        };
+        if self.busy.spans.is_empty() {
+            c
+        } else {
+            c - self.busy.removed_at(d, dd, t)
+        }
+    }
+
+    /// Phase `d`'s live count at `t` inside the epoch being delivered (after its start): the
+    /// misses its threads made while out of their faults so far, as `LiveRates` counts them
+    /// for the faults' arrival, and past the last change at the rate now. An accessed-bit test
+    /// within the epoch (kswapd runs up to each fault on the fault path) then sees a storm's
+    /// threads stop where they do, not at the epoch's end when `place_fault_spans` puts the
+    /// same spans in the history.
+    fn live_cum(&self, d: usize, t: f64) -> f64 {
+        let lv = &self.live;
+        if t >= lv.t[d] {
+            return lv.c[d] + lv.r[d].max(0.0) * (t - lv.t[d]);
+        }
+        let pts = &lv.pts[d];
+        // the last breakpoint at or before t (the first is the epoch's start, before t)
+        let k = pts.partition_point(|p| p.0 <= t).max(1) - 1;
+        let (t0, c0) = pts[k];
+        let (t1, c1) = pts.get(k + 1).copied().unwrap_or((lv.t[d], lv.c[d]));
+        if t1 > t0 {
+            c0 + (c1 - c0) * (t - t0) / (t1 - t0)
+        } else {
+            c0
         }
     }
 
@@ -3015,6 +3051,7 @@ impl Machine {
             };
             self.take_fault(ti, page, mark, at, cost, policy.as_deref_mut());
         }
+        self.live.on = false;
     }
 
     /// The epoch's live rates at its start: each phase's rate with what its threads paid here
@@ -3031,6 +3068,12 @@ impl Machine {
         lv.busy.clear();
         lv.busy.resize(self.threads.len(), false);
         lv.ends.clear();
+        lv.pts.resize_with(self.dists.len(), Vec::new);
+        for (k, p) in lv.pts.iter_mut().enumerate() {
+            p.clear();
+            p.push((now, lv.c[k]));
+        }
+        lv.on = true;
         for (ti, th) in self.threads.iter().enumerate() {
             let Some(d) = th.dist.filter(|_| th.level > 0.0) else {
                 continue;
@@ -3050,6 +3093,8 @@ impl Machine {
         if t > lv.t[d] {
             lv.c[d] += lv.r[d].max(0.0) * (t - lv.t[d]);
             lv.t[d] = t;
+            // the rate changes here (the callers change it next)
+            lv.pts[d].push((t, lv.c[d]));
         }
     }
 
