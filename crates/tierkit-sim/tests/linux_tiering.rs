@@ -1015,6 +1015,13 @@ fn a_thread_busy_promoting_in_its_fault_takes_no_other_fault() {
     assert!(gap < busy / 2.0, "at the step's end: {gap} ns");
 }
 
+/// The smallest and largest of the values of (step, value) pairs.
+fn min_max(v: &[(f64, f64)]) -> (f64, f64) {
+    v.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &(_, x)| {
+        (a.min(x), b.max(x))
+    })
+}
+
 /// Within a step a phase's pages fault at the rate its threads make misses while out of their
 /// faults (docs/validation.md, section 1p): in a storm of one phase's pages, a fault comes only
 /// while one of its threads runs, so almost none waits for a thread out of its fault (2 of 256
@@ -1040,11 +1047,7 @@ fn a_storms_faults_come_while_its_threads_run() {
         let times: Vec<u64> = seen.iter().filter(|s| s.2).map(|s| s.0).collect();
         last.push((epoch_ms, (times[times.len() * 9 / 10] - seen[0].0) as f64));
     }
-    let (lo, hi) = last
-        .iter()
-        .fold((f64::INFINITY, 0.0f64), |(a, b), &(_, t)| {
-            (a.min(t), b.max(t))
-        });
+    let (lo, hi) = min_max(&last);
     assert!(
         hi / lo < 1.01,
         "the storm's 90th-percentile promotion by step: {last:?}"
@@ -1073,11 +1076,7 @@ fn accessed_bits_tested_inside_a_step_see_the_storms_threads_stop() {
         );
         shares.push((epoch_ms, referenced as f64 / tested as f64));
     }
-    let (lo, hi) = shares
-        .iter()
-        .fold((f64::INFINITY, 0.0f64), |(a, b), &(_, s)| {
-            (a.min(s), b.max(s))
-        });
+    let (lo, hi) = min_max(&shares);
     assert!(
         hi / lo < 1.05,
         "share of probes read referenced by step: {shares:?}"
