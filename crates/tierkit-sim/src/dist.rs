@@ -330,7 +330,7 @@ const FIX_MAX: usize = 1 << 12;
 
 /// A cumulative count's value at `t`, linear between its breakpoints `ts` (in order), `cs`: for
 /// `t` strictly between the first and the last.
-fn between(ts: &[f64], cs: &[f64], t: f64) -> f64 {
+pub(crate) fn between(ts: &[f64], cs: &[f64], t: f64) -> f64 {
     let k = ts.partition_point(|&x| x <= t);
     let (t1, c1, t2, c2) = (ts[k - 1], cs[k - 1], ts[k], cs[k]);
     c1 + (c2 - c1) * (t - t1) / (t2 - t1)

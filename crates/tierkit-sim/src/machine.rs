@@ -12,7 +12,7 @@ use tierkit_core::rng::Rng;
 use tierkit_core::telemetry::*;
 use tierkit_core::{Backend, Mechanism, PageEvents, PageId, Policy, TelemetryNeeds, TierId};
 
-use crate::dist::{Dist, Region};
+use crate::dist::{between, Dist, Region};
 use crate::error::{Result, SimError};
 use crate::numa_scan::{self, ScanState};
 use crate::spec::{AccessSpec, Experiment, Pattern};
@@ -281,11 +281,13 @@ struct LiveRates {
     busy: Vec<bool>,
     /// When counted threads come out of their faults: (ns, thread).
     ends: BinaryHeap<Reverse<(u64, usize)>>,
-    /// Per phase: the live count's breakpoints since the epoch's start, (ns, count), one before
-    /// each change of its rate, so that an accessed-bit test inside the epoch reads the misses
-    /// its threads made while out of their faults (`Machine::cum_running`), as the faults'
-    /// arrival does; the epoch's end places the same spans in the history (`place_fault_spans`).
-    pts: Vec<Vec<(f64, f64)>>,
+    /// Per phase: the live count's breakpoints since the epoch's start, times (ns) and counts,
+    /// one at each change of its rate (the last is `t`, `c`), so that an accessed-bit test inside
+    /// the epoch reads the misses its threads made while out of their faults
+    /// (`Machine::cum_running`), as the faults' arrival does; the epoch's end places the same
+    /// spans in the history (`place_fault_spans`).
+    pts_t: Vec<Vec<f64>>,
+    pts_c: Vec<Vec<f64>>,
     /// Within `deliver_faults` on the fault path: the live counts stand for the epoch so far.
     on: bool,
 }
@@ -1083,7 +1085,7 @@ impl Machine {
     /// The touches a page had in (t0, t1] while its threads ran: without kswapd's spans
     /// (`kswapd_shares_cpu`), in which no thread ran.
     fn page_accesses_running(&self, page: u32, t0: f64, t1: f64) -> f64 {
-        if self.busy.spans.is_empty() && !(self.live.on && t1 > self.now_ns) {
+        if self.busy.spans.is_empty() && !self.live_at(t1) {
             return self.page_accesses_between(page, t0, t1);
         }
         self.page_touches(page, t0, t1, |d, dd, t| self.cum_running(d, dd, t))
@@ -1093,7 +1095,7 @@ impl Machine {
     /// spans took (`kswapd_shares_cpu`; none without it). Inside an epoch's fault delivery on
     /// the fault path, an instant past the epoch's start reads the live count (`live_cum`).
     fn cum_running(&self, d: usize, dd: &Dist, t: f64) -> f64 {
-        let c = if self.live.on && t > self.now_ns && d < self.live.t.len() {
+        let c = if self.live_at(t) && d < self.live.t.len() {
             self.live_cum(d, t)
         } else {
             dd.cum_at(t)
@@ -1116,16 +1118,14 @@ impl Machine {
         if t >= lv.t[d] {
             return lv.c[d] + lv.r[d].max(0.0) * (t - lv.t[d]);
         }
-        let pts = &lv.pts[d];
-        // the last breakpoint at or before t (the first is the epoch's start, before t)
-        let k = pts.partition_point(|p| p.0 <= t).max(1) - 1;
-        let (t0, c0) = pts[k];
-        let (t1, c1) = pts.get(k + 1).copied().unwrap_or((lv.t[d], lv.c[d]));
-        if t1 > t0 {
-            c0 + (c1 - c0) * (t - t0) / (t1 - t0)
-        } else {
-            c0
-        }
+        // strictly between the epoch's start (the first breakpoint, before t) and the last
+        between(&lv.pts_t[d], &lv.pts_c[d], t)
+    }
+
+    /// Whether a count at `t` is read live: inside an epoch's fault delivery on the fault path,
+    /// past the epoch's start ([`Machine::live_cum`]).
+    fn live_at(&self, t: f64) -> bool {
+        self.live.on && t > self.now_ns
     }
 
     /// What an accessed-bit test at `t1` of a page cleared at `t0` weighs: the touches its
@@ -3068,10 +3068,13 @@ impl Machine {
         lv.busy.clear();
         lv.busy.resize(self.threads.len(), false);
         lv.ends.clear();
-        lv.pts.resize_with(self.dists.len(), Vec::new);
-        for (k, p) in lv.pts.iter_mut().enumerate() {
-            p.clear();
-            p.push((now, lv.c[k]));
+        lv.pts_t.resize_with(self.dists.len(), Vec::new);
+        lv.pts_c.resize_with(self.dists.len(), Vec::new);
+        for k in 0..self.dists.len() {
+            lv.pts_t[k].clear();
+            lv.pts_t[k].push(now);
+            lv.pts_c[k].clear();
+            lv.pts_c[k].push(lv.c[k]);
         }
         lv.on = true;
         for (ti, th) in self.threads.iter().enumerate() {
@@ -3094,7 +3097,8 @@ impl Machine {
             lv.c[d] += lv.r[d].max(0.0) * (t - lv.t[d]);
             lv.t[d] = t;
             // the rate changes here (the callers change it next)
-            lv.pts[d].push((t, lv.c[d]));
+            lv.pts_t[d].push(t);
+            lv.pts_c[d].push(lv.c[d]);
         }
     }
 
