@@ -37,7 +37,7 @@ const P: &[ParamDef] = &[
     ParamDef { name: "max_migrate_mb", kind: ParamKind::Float { min: 0.0, max: 1e9 }, default: "0", unit: "MB", doc: "static migration limit M per quantum; 0 = the artifact's (HeMem 100 MB, MEMTIS 5 GB, TPP 100 MB)" },
     ParamDef { name: "bins", kind: ParamKind::Int { min: 1, max: 64 }, default: "5", unit: "", doc: "frequency bins the page-finding procedure walks, hottest first (HeMem version, §4.1)" },
     ParamDef { name: "candidates", kind: ParamKind::Int { min: 1, max: 1 << 24 }, default: "65536", unit: "pages", doc: "how many of the tracker's hottest pages are considered per quantum" },
-    ParamDef { name: "fault_path", kind: ParamKind::Bool, default: "false", unit: "", doc: "hint-fault version: take the base's fault path when the base does (tpp by default), gating each promotion and demoting each default-tier page in its fault at its instant; off by default: it makes gups-hotset's 2 MiB fault storms independent of the step (0.04% from 1 to 0.0625 ms, against 0.4-0.65% at the step's end), but the fault queue of its default-tier faults makes graph-kron's 4 KiB runs depend on it (4.5% between 1 and 0.5 ms over 10 s, docs/validation.md, section 1l)" },
+    ParamDef { name: "fault_path", kind: ParamKind::Bool, default: "false", unit: "", doc: "hint-fault version: take the base's fault path when the base does (tpp by default), gating each promotion and demoting each default-tier page in its fault at its instant; off by default: it makes gups-hotset's 2 MiB fault storms independent of the step (0.16% from 2 to 0.0625 ms, against 0.26% at the step's end), but the fault queue of its default-tier faults makes graph-kron's 4 KiB runs depend on it (4.5% between 1 and 0.5 ms over 10 s, docs/validation.md, section 1l)" },
 ];
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -216,6 +216,8 @@ pub struct Colloid {
     o: [Option<f64>; 2],
     r: [Option<f64>; 2],
     win: Window,
+    /// When the next quantum starts (ns): quanta start at multiples of the quantum from time 0,
+    /// like the artifact's timer, whatever the simulation's step.
     next_quantum: f64,
     budget: Budget,
     in_flight: std::collections::BTreeSet<u64>,
@@ -404,6 +406,22 @@ impl Colloid {
         self.scratch = scratch;
     }
 
+    /// Starts the quantum that `now` (ns) has reached, if it has reached a new one: its mode, Δp
+    /// and migration limit from the latest sampled latencies (Algorithm 1, lines 1-10). Quanta
+    /// start at multiples of the quantum, so where they fall does not depend on the step: with
+    /// one anchored at the first step's end instead, a quantum's budget met a NUMA scanner
+    /// window's fault storm (windows start at round times) at an offset of one step, and a
+    /// storm's promotions split differently between two quanta at each step.
+    fn start_quantum(&mut self, now: f64) -> bool {
+        if now + 1e-6 < self.next_quantum {
+            return false;
+        }
+        self.next_quantum =
+            ((now + 1e-6) / self.quantum_ns).floor() * self.quantum_ns + self.quantum_ns;
+        self.budget = self.plan_quantum(self.quantum_ns).unwrap_or_default();
+        true
+    }
+
     /// The TPP version's promotions (§4.3): the base promoted the pages its own hint-fault test
     /// deems hot (from `start` on in `out`); each goes through only while this quantum's mode is
     /// promotion (L_D < L_A) and its access probability, 1 / (dt * r) from its latest fault,
@@ -511,10 +529,7 @@ impl Policy for Colloid {
             self.gate_promotions(tel, mech, None, start, out);
         }
         self.sample_counters(tel);
-        let now = tel.now_ns as f64;
-        if now + 1e-6 >= self.next_quantum {
-            self.next_quantum = now + self.quantum_ns;
-            self.budget = self.plan_quantum(self.quantum_ns).unwrap_or_default();
+        if self.start_quantum(tel.now_ns as f64) {
             if !self.hints && self.budget.active {
                 let b = self.budget;
                 self.find_from_tracker(tel, mech, b, out);
@@ -546,6 +561,8 @@ impl Policy for Colloid {
         mech: &mut dyn Mechanism,
         out: &mut Vec<Action>,
     ) {
+        // a quantum that starts inside the step starts at its instant, before the faults after it
+        self.start_quantum(f.time_ns as f64);
         let start = out.len();
         self.base.on_fault(f, tel, mech, out);
         self.rewrite(start, out);
@@ -709,6 +726,80 @@ mod tests {
             .any(|a| matches!(a, Action::Migrate { to, .. } if *to == FAST)));
         let stats: std::collections::HashMap<_, _> = p.stats().into_iter().collect();
         assert_eq!(stats["colloid.promotions_refused"], 1.0);
+    }
+
+    /// Quanta start at multiples of the quantum (10 ms), whatever the step: a quantum whose start
+    /// falls inside a step starts at the first fault after it, and stepping by 1 ms or by 3 ms
+    /// plans as many quanta over the same time.
+    #[test]
+    fn quanta_start_at_multiples_of_the_quantum_whatever_the_step() {
+        use crate::tpp::tests::{fault, tel};
+        use tierkit_core::testing::FakeMech;
+        use tierkit_core::TierCounters;
+        // the default tier at 100 ns, the alternate at 200 ns: every quantum is a promotion one
+        let counters = |epoch_ns: u64| {
+            let n = epoch_ns as f64 / 1e3;
+            [100.0, 200.0].map(|lat| TierCounters {
+                tor_inserts: n,
+                tor_occupancy: n * lat,
+                ..TierCounters::default()
+            })
+        };
+        let quanta = |p: &dyn Policy| -> f64 {
+            p.stats()
+                .into_iter()
+                .find(|(k, _)| k == "colloid.quanta")
+                .unwrap()
+                .1
+        };
+        let stepped = |step_us: u64, until_us: u64, fault_at_us: Option<u64>| {
+            let mut p = crate::build("tpp+colloid:fault_path=true").unwrap();
+            assert!(p.fault_path());
+            let mut mech = FakeMech::new(vec![Some(SLOW); 8]);
+            let mut out = Vec::new();
+            p.init(&tel(0, 100_000, 0), &mut mech, &mut out);
+            let mut at = Vec::new();
+            let mut now = 0;
+            while now < until_us {
+                let end = now + step_us;
+                let mut t = tel(0, 100_000, 0);
+                t.now_ns = end * 1000;
+                t.epoch_ns = step_us * 1000;
+                t.cpu_ghz = 1.0;
+                t.tier_counters = counters(t.epoch_ns).to_vec();
+                if let Some(f_us) = fault_at_us.filter(|&f| now < f && f <= end) {
+                    let f = HintFault {
+                        time_ns: f_us * 1000,
+                        ..fault(3, SLOW, 5)
+                    };
+                    let before = quanta(p.as_ref());
+                    p.on_fault(&f, &t, &mut mech, &mut out);
+                    if quanta(p.as_ref()) > before {
+                        at.push(f_us);
+                    }
+                }
+                let before = quanta(p.as_ref());
+                p.step(&t, &mut mech, &mut out);
+                if quanta(p.as_ref()) > before {
+                    at.push(end);
+                }
+                now = end;
+            }
+            (quanta(p.as_ref()), at)
+        };
+        // by 1 ms: one quantum at each multiple of 10 ms once the first sample (at 10 ms) is in
+        let (n1, at1) = stepped(1000, 100_000, None);
+        assert_eq!(at1, (1..=10).map(|k| k * 10_000).collect::<Vec<_>>());
+        // by 3 ms: the step ends at 12, 21, 30, ... ms reach the quanta of 10, 20, 30, ... ms
+        let (n3, at3) = stepped(3000, 99_000, None);
+        assert_eq!(n3, n1 - 1.0, "{at3:?}"); // the run stops at 99 ms, before the quantum of 100
+        assert_eq!(
+            at3,
+            vec![12_000, 21_000, 30_000, 42_000, 51_000, 60_000, 72_000, 81_000, 90_000]
+        );
+        // a fault at 20.5 ms, inside the step from 18 to 21 ms, starts the quantum of 20 ms
+        let (_, atf) = stepped(3000, 99_000, Some(20_500));
+        assert_eq!(atf[..3], [12_000, 20_500, 30_000], "{atf:?}");
     }
 
     #[test]
