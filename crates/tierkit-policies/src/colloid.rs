@@ -529,12 +529,11 @@ impl Policy for Colloid {
             self.gate_promotions(tel, mech, None, start, out);
         }
         self.sample_counters(tel);
-        if self.start_quantum(tel.now_ns as f64) {
-            if !self.hints && self.budget.active {
-                let b = self.budget;
-                self.find_from_tracker(tel, mech, b, out);
-                self.budget.active = false;
-            }
+        // (start_quantum runs first, at every step)
+        if self.start_quantum(tel.now_ns as f64) && !self.hints && self.budget.active {
+            let b = self.budget;
+            self.find_from_tracker(tel, mech, b, out);
+            self.budget.active = false;
         }
         if self.hints && !self.on_path {
             let mut free = tel.tier(SLOW).map_or(0, |t| t.free_pages());
