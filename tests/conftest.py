@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -47,6 +48,22 @@ def tierkit_cmd(
 @pytest.fixture
 def tk() -> Callable[..., subprocess.CompletedProcess[str]]:
     return tierkit_cmd
+
+
+Run = tuple[str | os.PathLike[str], str, list[str], int]
+
+
+def slowdowns(runs: list[Run], key: str = "slowdown_vs_fast_only") -> list[float]:
+    """``summary[key]`` of each (experiment name or file, policy, overrides, seed) run through the
+    API, the runs spread over threads: a run releases the GIL, so they take every core."""
+    import tierkit
+
+    def one(run: Run) -> float:
+        experiment, policy, overrides, seed = run
+        return float(tierkit.run(experiment, policy=policy, overrides=overrides, seed=seed).summary[key])
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return list(pool.map(one, runs))
 
 
 def run_json(*args: str) -> dict[str, Any]:

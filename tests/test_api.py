@@ -40,6 +40,37 @@ def test_progress_callback_sees_simulated_time() -> None:
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)
 
 
+def test_runs_in_threads_equal_runs_one_after_another(tmp_path: Path) -> None:
+    """A run releases the GIL; runs in threads (each progress callback too) give the same
+    summaries bit for bit, also when they all compute and store one reference run in a fresh
+    cache together (each writer has its own temporary file)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    seen: list[int] = []
+
+    def one(seed: int) -> dict[str, object]:
+        summary = tierkit.run(
+            EXPERIMENT,
+            "tpp",
+            {"duration_s": 2},
+            seed=seed,
+            cache=tmp_path / "cache",
+            progress=lambda d, t: seen.append(seed),
+        ).summary
+        for key in ("wall_seconds", "reference_cached"):
+            summary.pop(key, None)
+        return summary
+
+    seeds = [1, 2, 3, 4, 1, 2]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        threaded = list(pool.map(one, seeds))
+    assert set(seen) == set(seeds)
+    serial = [one(s) for s in seeds]
+    assert threaded == serial
+    assert threaded[0] == threaded[4]
+    assert [p.name for p in (tmp_path / "cache").rglob("*.tmp")] == []
+
+
 @pytest.mark.parametrize(
     ("kwargs", "fragment"),
     [

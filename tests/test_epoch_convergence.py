@@ -12,7 +12,7 @@ import statistics
 
 import pytest
 
-import tierkit
+from tests.conftest import slowdowns
 
 GUPS_2M = ("gups-hotset", ("duration_s=30",))
 KRON = (
@@ -39,13 +39,17 @@ CASES = (
 )
 
 
-def _mean_throughput(workload: str, overrides: tuple[str, ...], policy: str, epoch_ms: float) -> float:
-    return statistics.mean(
-        tierkit.run(
-            workload, policy=policy, overrides=[*overrides, f"epoch_ms={epoch_ms}"], seed=seed
-        ).summary["throughput_ops_per_s"]
+def _mean_throughputs(
+    workload: str, overrides: tuple[str, ...], policy: str, steps_ms: tuple[float, ...]
+) -> list[float]:
+    """The mean throughput of seeds 1 and 2 at each step (the runs in threads)."""
+    runs = [
+        (workload, policy, [*overrides, f"epoch_ms={epoch_ms}"], seed)
+        for epoch_ms in steps_ms
         for seed in (1, 2)
-    )
+    ]
+    values = slowdowns(runs, key="throughput_ops_per_s")
+    return [statistics.mean(values[2 * i : 2 * i + 2]) for i in range(len(steps_ms))]
 
 
 @pytest.mark.parametrize(
@@ -54,8 +58,7 @@ def _mean_throughput(workload: str, overrides: tuple[str, ...], policy: str, epo
 def test_halving_the_epoch_keeps_the_throughput(
     workload: str, overrides: tuple[str, ...], policy: str
 ) -> None:
-    coarse = _mean_throughput(workload, overrides, policy, 1.0)
-    fine = _mean_throughput(workload, overrides, policy, 0.5)
+    coarse, fine = _mean_throughputs(workload, overrides, policy, (1.0, 0.5))
     assert fine == pytest.approx(coarse, rel=0.03), (
         f"{workload} {policy}: {coarse:.4g} at 1 ms, {fine:.4g} at 0.5 ms"
     )
@@ -72,14 +75,15 @@ def test_tpp_fault_storms_of_huge_pages_do_not_follow_the_step() -> None:
     same whole steps it was 1.073 / 1.100 / 1.078 / 1.061 / 1.053 (section 1n); with the whole
     backlog on one thread 0.4%; with the faults decided at the step's end 2.1% (section 1k), and
     3.5% when a copy was a fixed stall charged whole to the next epoch."""
-    means = {}
-    for epoch_ms in (1.0, 0.5, 0.25, 0.125, 0.0625):
-        means[epoch_ms] = statistics.mean(
-            tierkit.run(
-                "gups-hotset", policy="tpp", overrides=["duration_s=60", f"epoch_ms={epoch_ms}"], seed=seed
-            ).summary["slowdown_vs_fast_only"]
+    steps = (1.0, 0.5, 0.25, 0.125, 0.0625)
+    values = slowdowns(
+        [
+            ("gups-hotset", "tpp", ["duration_s=60", f"epoch_ms={e}"], seed)
+            for e in steps
             for seed in range(1, 7)
-        )
+        ]
+    )
+    means = {e: statistics.mean(values[6 * i : 6 * i + 6]) for i, e in enumerate(steps)}
     lo, hi = min(means.values()), max(means.values())
     assert hi / lo < 1.005, f"TPP's slowdown by step (ms): {means}"
 
@@ -95,18 +99,15 @@ def test_tpp_colloid_on_its_base_fault_path() -> None:
     0.0625 ms (1.5%; docs/validation.md, section 1r). At the step's end (the default) it moves
     0.26% (1.1066 -> 1.1095; 0.65% before). The default stays at the step's end because the
     fault queue makes graph-kron's 4 KiB runs depend on the step (section 1l)."""
-    means = {
-        epoch_ms: statistics.mean(
-            tierkit.run(
-                "gups-hotset",
-                policy="tpp+colloid:fault_path=true",
-                overrides=["duration_s=30", f"epoch_ms={epoch_ms}"],
-                seed=seed,
-            ).summary["slowdown_vs_fast_only"]
+    steps = (1.0, 0.25, 0.0625)
+    values = slowdowns(
+        [
+            ("gups-hotset", "tpp+colloid:fault_path=true", ["duration_s=30", f"epoch_ms={e}"], seed)
+            for e in steps
             for seed in range(1, 7)
-        )
-        for epoch_ms in (1.0, 0.25, 0.0625)
-    }
+        ]
+    )
+    means = {e: statistics.mean(values[6 * i : 6 * i + 6]) for i, e in enumerate(steps)}
     lo, hi = min(means.values()), max(means.values())
     assert hi / lo < 1.003, f"tpp+colloid's slowdown by step (ms): {means}"
 
@@ -125,11 +126,8 @@ def test_tpp_on_the_uu_pair_does_not_follow_the_step() -> None:
         "platform=spr-cmmd",
         "offset_s=5",
     ]
-    slowdown = {
-        epoch_ms: tierkit.run(
-            "mig-friendliness", policy="tpp", overrides=[*overrides, f"epoch_ms={epoch_ms}"], seed=1
-        ).summary["slowdown_vs_fast_only"]
-        for epoch_ms in (1.0, 0.25)
-    }
+    steps = (1.0, 0.25)
+    values = slowdowns([("mig-friendliness", "tpp", [*overrides, f"epoch_ms={e}"], 1) for e in steps])
+    slowdown = dict(zip(steps, values, strict=True))
     lo, hi = min(slowdown.values()), max(slowdown.values())
     assert hi / lo < 1.03, f"TPP's slowdown on the UU pair by step (ms): {slowdown}"

@@ -270,6 +270,10 @@ def run(
     compute it once per experiment). ``cache``: ``None`` uses :func:`cache_dir` (off under
     ``$TIERKIT_NO_CACHE``), ``False`` keeps nothing, ``True`` forces the default directory, a path
     uses that directory. A cached reference gives exactly the numbers a fresh one would.
+
+    The simulation runs without the GIL: runs in several threads (``concurrent.futures``'s
+    ``ThreadPoolExecutor``, Dask's threaded scheduler) use several cores, and give the same
+    results bit for bit as one after another.
     """
     core = _core_module()
     text = _check_experiment(experiment)

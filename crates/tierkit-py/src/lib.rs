@@ -79,24 +79,32 @@ fn run(
         .or_else(|| exp.policy.clone())
         .unwrap_or_else(|| "notier".into());
     let mut py_err: Option<PyErr> = None;
-    let mut cb = |done: f64, total: f64| -> bool {
-        if let Err(e) = py.check_signals() {
-            py_err = Some(e);
-            return false;
-        }
-        if let Some(p) = &progress {
-            if let Err(e) = p.call1((done, total)) {
-                py_err = Some(e);
-                return false;
-            }
-        }
-        true
-    };
+    let progress: Option<Py<PyAny>> = progress.map(Bound::unbind);
     let opts = tierkit_sim::RunOptions {
         max_memory,
         reference_cache: cache_dir,
     };
-    let out = tierkit_sim::run_with(&exp, &spec, &opts, &mut cb);
+    // The simulation runs without the GIL, so that runs in several Python threads (a thread
+    // pool, Dask's threaded scheduler) use several cores; the GIL is taken again only for the
+    // ~200 progress calls of a run (signals, the progress callback).
+    let out = py.detach(|| {
+        let mut cb = |done: f64, total: f64| -> bool {
+            Python::attach(|py| {
+                if let Err(e) = py.check_signals() {
+                    py_err = Some(e);
+                    return false;
+                }
+                if let Some(p) = &progress {
+                    if let Err(e) = p.bind(py).call1((done, total)) {
+                        py_err = Some(e);
+                        return false;
+                    }
+                }
+                true
+            })
+        };
+        tierkit_sim::run_with(&exp, &spec, &opts, &mut cb)
+    });
     if let Some(e) = py_err {
         return Err(e);
     }

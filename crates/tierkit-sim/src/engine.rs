@@ -655,15 +655,19 @@ impl Pass {
         Pass::from_json(&serde_json::from_str(&text).ok()?)
     }
 
-    /// Write the pass atomically (a temporary file renamed over the name).
+    /// Write the pass atomically (a temporary file renamed over the name). The temporary file
+    /// is the writer's own, by process and by a counter, so that runs in several threads of one
+    /// process (the Python bindings release the GIL) never write one file together.
     fn store(&self, path: &std::path::Path) -> std::io::Result<()> {
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let dir = path.parent().unwrap_or(std::path::Path::new("."));
         std::fs::create_dir_all(dir)?;
         let tmp = dir.join(format!(
-            ".{}.{}.tmp",
+            ".{}.{}.{}.tmp",
             path.file_name()
                 .map_or("ref".into(), |n| n.to_string_lossy()),
-            std::process::id()
+            std::process::id(),
+            WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
         std::fs::write(&tmp, self.to_json().to_string())?;
         std::fs::rename(&tmp, path).inspect_err(|_| {
