@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
+import os
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -479,6 +482,16 @@ def test_validate_kernel_sets_nbt_parameters_and_refuses_unknown_ones(
     assert not (tmp_path / "bad").exists()
 
 
+def _press(job: tuple[str, str, tuple[str, ...]]) -> dict[str, Any]:
+    """One press comparison (in a worker process): the recording's name in
+    tierkit.validate_press, the output directory and nbt's parameters."""
+    import tierkit.validate_press as vp
+
+    which, out, params = job
+    path = getattr(vp, which)
+    return vp.validate_press(Path(out), load_recording(path), path, nbt_params=list(params))
+
+
 def test_six_long_multi_gen_boots_agree_over_the_run(tmp_path: Path) -> None:
     """The six 400 s multi-gen boots of the press scenario (docs/validation.md, sections 1e and
     1f). Over each whole run the model promotes and demotes within 25% of each kernel (0.92,
@@ -488,8 +501,6 @@ def test_six_long_multi_gen_boots_agree_over_the_run(tmp_path: Path) -> None:
     keeps fewer (section 1f). The DMA zone is what brings them in: with a node of one zone
     (`dma_zone=false`, whose watermark check ends a multi-gen shrink early) the model promotes
     about 0.7x the pages of boots 1, 5 and 6."""
-    import tierkit.validate_press as vp
-
     boots = (
         "PRESS_RECORDING_400S",
         "PRESS_RECORDING_400S_TRACED",
@@ -498,9 +509,15 @@ def test_six_long_multi_gen_boots_agree_over_the_run(tmp_path: Path) -> None:
         "PRESS_RECORDING_400S_5",
         "PRESS_RECORDING_400S_6",
     )
-    for which in boots:
-        path = getattr(vp, which)
-        c = vp.validate_press(tmp_path / which, load_recording(path), path)
+    one_zone = ("PRESS_RECORDING_400S", "PRESS_RECORDING_400S_5", "PRESS_RECORDING_400S_6")
+    # the nine comparisons in processes of their own (each writes its figures with matplotlib,
+    # which is not thread-safe), as many at once as there are cores
+    jobs = [(w, str(tmp_path / w), ()) for w in boots]
+    jobs += [(w, str(tmp_path / f"{w}-one-zone"), ("dma_zone=false",)) for w in one_zone]
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=spawn) as pool:
+        results = list(pool.map(_press, jobs))
+    for which, c in zip(boots, results[: len(boots)], strict=True):
         assert c["sim_lru"] == "multi-gen"
         assert c["within_tolerance"], which
         rows = {r["metric"]: r for r in c["rows"]}
@@ -512,11 +529,7 @@ def test_six_long_multi_gen_boots_agree_over_the_run(tmp_path: Path) -> None:
             steal = sim["demotions"] / kernel["pgsteal_kswapd"]
             assert abs(steal - 1) < (0.2 if zones else 0.25), (which, steal)
             assert 0.5 < sim["kswapd_scanned"] / kernel["pgscan_kswapd"] < 1, which
-    for which in ("PRESS_RECORDING_400S", "PRESS_RECORDING_400S_5", "PRESS_RECORDING_400S_6"):
-        path = getattr(vp, which)
-        c = vp.validate_press(
-            tmp_path / f"{which}-one-zone", load_recording(path), path, nbt_params=["dma_zone=false"]
-        )
+    for which, c in zip(one_zone, results[len(boots) :], strict=True):
         rows = {r["metric"]: r for r in c["rows"]}
         assert rows["promotions"]["ratio"] < 0.8, which
 
