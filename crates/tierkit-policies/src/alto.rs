@@ -330,7 +330,11 @@ impl Policy for Alto {
         }
         let now = tel.now_ns as f64;
         if now + 1e-6 >= self.next {
-            self.next = now + self.interval_ns;
+            // the next interval ends a whole number of intervals after the first began, whatever
+            // the step (`now + interval` drifted by each step's overshoot of a boundary)
+            while self.next <= now + 1e-6 {
+                self.next += self.interval_ns;
+            }
             if self.end_interval() && self.how == Regulate::Scan16 {
                 if let Some(a) = self.scaled_scan() {
                     out.push(a);
@@ -563,6 +567,40 @@ mod tests {
         let s = read(&mut a);
         assert_eq!(s["alto.promotions_allowed"], 30.0);
         assert_eq!(s["alto.promotions_vetoed"], 70.0);
+    }
+
+    /// Intervals end a whole number of intervals after the first began: stepping by 3 ms, the
+    /// 100 ms intervals close at the first step ends past 100, 200, ... ms (102, 201, 300, ...,
+    /// the tenth at 1002 ms); with `now + interval` they drifted by each overshoot (102, 204,
+    /// 306, ..., the tenth at 1020 ms).
+    #[test]
+    fn intervals_do_not_drift_with_a_step_that_does_not_divide_them() {
+        let (mut mech, mut a) = tpp_alto_100ms();
+        let mut out = Vec::new();
+        a.init(&tel(0, 70.0), &mut mech, &mut out);
+        let intervals = |a: &Box<dyn Policy>| {
+            a.stats()
+                .into_iter()
+                .find(|(k, _)| k == "alto.intervals")
+                .unwrap()
+                .1
+        };
+        let mut closed_at = Vec::new();
+        for ms in (3..=999).step_by(3) {
+            let before = intervals(&a);
+            let mut t = tel(ms, 70.0);
+            t.epoch_ns = 3_000_000;
+            a.step(&t, &mut mech, &mut out);
+            if intervals(&a) > before {
+                closed_at.push(ms);
+            }
+        }
+        assert_eq!(closed_at, vec![102, 201, 300, 402, 501, 600, 702, 801, 900]);
+        out.clear();
+        let mut t = tel(1002, 70.0);
+        t.epoch_ns = 3_000_000;
+        a.step(&t, &mut mech, &mut out);
+        assert_eq!(intervals(&a), 10.0);
     }
 
     #[test]

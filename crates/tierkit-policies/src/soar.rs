@@ -457,8 +457,12 @@ impl Policy for SoarProfiler {
                 e.3 + c.cycles,
             );
         }
-        if tel.now_ns as f64 + 1e-6 >= self.next {
-            self.next = tel.now_ns as f64 + self.interval_ns;
+        let now = tel.now_ns as f64;
+        if now + 1e-6 >= self.next {
+            // whole intervals from the first, whatever the step (see Alto's step)
+            while self.next <= now + 1e-6 {
+                self.next += self.interval_ns;
+            }
             self.close_interval();
         }
     }
