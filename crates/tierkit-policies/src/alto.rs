@@ -578,7 +578,7 @@ mod tests {
         let (mut mech, mut a) = tpp_alto_100ms();
         let mut out = Vec::new();
         a.init(&tel(0, 70.0), &mut mech, &mut out);
-        let intervals = |a: &Box<dyn Policy>| {
+        let intervals = |a: &dyn Policy| {
             a.stats()
                 .into_iter()
                 .find(|(k, _)| k == "alto.intervals")
@@ -587,11 +587,11 @@ mod tests {
         };
         let mut closed_at = Vec::new();
         for ms in (3..=999).step_by(3) {
-            let before = intervals(&a);
+            let before = intervals(a.as_ref());
             let mut t = tel(ms, 70.0);
             t.epoch_ns = 3_000_000;
             a.step(&t, &mut mech, &mut out);
-            if intervals(&a) > before {
+            if intervals(a.as_ref()) > before {
                 closed_at.push(ms);
             }
         }
@@ -600,7 +600,7 @@ mod tests {
         let mut t = tel(1002, 70.0);
         t.epoch_ns = 3_000_000;
         a.step(&t, &mut mech, &mut out);
-        assert_eq!(intervals(&a), 10.0);
+        assert_eq!(intervals(a.as_ref()), 10.0);
     }
 
     #[test]
