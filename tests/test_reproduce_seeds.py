@@ -122,3 +122,55 @@ def test_seeds_text_names_ranges_and_lists() -> None:
     assert common.seeds_text([1, 2, 3]) == "1-3"
     assert common.seeds_text([1, 7]) == "1, 7"
     assert common.seeds_text([2, 3]) == "2, 3"
+
+
+def test_all_with_reuse_takes_finished_runs_and_reruns_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`reproduce all --reuse`: a paper whose directory holds a finished run of the same mode and
+    seeds (claims.json and run.json) is not run again; one without is; one run in another mode is
+    refused before anything runs, naming its run.json."""
+    import importlib
+
+    rp = importlib.import_module("tierkit.reproduce")
+    ran: list[str] = []
+
+    def fake(name: str) -> types.SimpleNamespace:
+        def run(ctx: Context) -> None:
+            ran.append(name)
+            ctx.section("the run", name)
+            ctx.claim(f"{name} holds", "yes", "yes", True, paper_value=2.0, ours_value=2.0, tolerance=0.25)
+
+        return types.SimpleNamespace(TITLE=f"Reproduction: {name}", DESCRIPTION="fake", run=run)
+
+    monkeypatch.setattr(rp, "REPRODUCTIONS", {"a": "a", "b": "b"})
+    monkeypatch.setattr(rp, "_module", fake)
+    out = tmp_path / "all"
+    first = rp.reproduce_all(out=out, quick=True, workers=1)
+    assert ran == ["a", "b"]
+    record = json.loads((out / "a" / "run.json").read_text())
+    assert (record["paper"], record["quick"], record["seeds"]) == ("a", True, [1])
+    again = rp.reproduce_all(out=out, quick=True, workers=1, reuse=True)
+    assert ran == ["a", "b"], "nothing ran again"
+    assert {k: [c.to_json() for c in v] for k, v in again.items()} == {
+        k: [c.to_json() for c in v] for k, v in first.items()
+    }
+    (out / "b" / "claims.json").unlink()
+    rp.reproduce_all(out=out, quick=True, workers=1, reuse=True)
+    assert ran == ["a", "b", "b"]
+    # a full run's directory does not stand for a quick one
+    with pytest.raises(rp.ReuseError, match=r"run\.json"):
+        rp.reproduce_all(out=out, quick=False, workers=1, reuse=True)
+    assert ran == ["a", "b", "b"]
+
+
+def test_reuse_is_for_all_only(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tierkit", "reproduce", "pact", "--reuse", "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "--reuse needs `reproduce all`" in proc.stderr
+    assert proc.stderr.count("\n") == 1

@@ -13,7 +13,10 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from tierkit.reproduce import Claim
 
 PROG = "tierkit"
 EXIT_OK = 0
@@ -616,7 +619,9 @@ def build_parser() -> Parser:
             DIR/report.html and DIR/claims.json (default DIR: reproduce-all); with --update-doc
             FILE it also writes the report into FILE between its marker lines (how
             docs/validation.md is regenerated: `tierkit reproduce all --out DIR --update-doc
-            docs/validation.md`).
+            docs/validation.md`). Each reproduction's directory also gets run.json (the commit,
+            version, date, mode and seeds of the run), and `all --reuse` takes the papers whose
+            directories hold a finished run of the same mode and seeds from there.
 
             With --seeds every run is repeated under each seed (a run's seed j becomes S + j - 1;
             the default is seed 1 alone). Each seed's own report goes to DIR/seed-S (the first
@@ -662,6 +667,15 @@ def build_parser() -> Parser:
         help=(
             "judge the claims over these seeds: a count N (1..N), a range A-B or a list A,B,C "
             "(default: seed 1). Takes as many times as long"
+        ),
+    )
+    repro.add_argument(
+        "--reuse",
+        action="store_true",
+        help=(
+            "with `all`: take each paper whose DIR/PAPER holds a finished run of the same mode and "
+            "seeds (its claims.json and run.json) from there instead of running it again, so that "
+            "an interrupted `all` goes on where it stopped"
         ),
     )
     repro.add_argument(
@@ -1362,9 +1376,25 @@ def cmd_soar(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _reproduce_all(args: argparse.Namespace, out: Path) -> dict[str, list[Claim]]:
+    from tierkit.progress import stderr_is_terminal
+    from tierkit.reproduce import reproduce_all
+
+    return reproduce_all(
+        out=out,
+        quick=args.quick,
+        workers=args.workers,
+        progress=stderr_is_terminal(),
+        max_memory=args.max_memory,
+        update_doc=args.update_doc,
+        seeds=args.seeds,
+        reuse=args.reuse,
+    )
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from tierkit.progress import stderr_is_terminal
-    from tierkit.reproduce import check, reproduce, reproduce_all
+    from tierkit.reproduce import ReuseError, check, reproduce
 
     check(args.paper)
     out = args.out or Path(f"reproduce-{args.paper}")
@@ -1373,16 +1403,13 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         raise CliError(f"--workers must be at least 1, got {args.workers}")
     if args.update_doc is not None and args.paper != "all":
         raise CliError("--update-doc needs `reproduce all`: the report it writes covers every paper")
+    if args.reuse and args.paper != "all":
+        raise CliError("--reuse needs `reproduce all`: a single paper is run, or not run at all")
     if args.paper == "all":
-        by_paper = reproduce_all(
-            out=out,
-            quick=args.quick,
-            workers=args.workers,
-            progress=stderr_is_terminal(),
-            max_memory=args.max_memory,
-            update_doc=args.update_doc,
-            seeds=args.seeds,
-        )
+        try:
+            by_paper = _reproduce_all(args, out)
+        except ReuseError as err:
+            raise CliError(str(err)) from None
     else:
         by_paper = {
             args.paper: reproduce(

@@ -23,6 +23,7 @@ __all__ = [
     "REPRODUCTIONS",
     "Claim",
     "Context",
+    "ReuseError",
     "check",
     "check_doc",
     "check_seeds",
@@ -110,7 +111,60 @@ def reproduce(
             ctx.finish(title=str(mod.TITLE), intro=str(mod.DESCRIPTION))
         first.claims = merge_seeds([ctx.claims for ctx in passes], seeds)
     first.finish(title=str(mod.TITLE), intro=str(mod.DESCRIPTION), seeds=seeds)
+    _write_run_record(root, paper, quick, seeds)
     return first.claims
+
+
+#: what a reproduction's ``run.json`` records of the run that made its ``claims.json``
+RUN_RECORD = "run.json"
+
+
+def _write_run_record(root: Path, paper: str, quick: bool, seeds: Sequence[int]) -> None:
+    import datetime
+    import json
+
+    import tierkit
+
+    record = {
+        "paper": paper,
+        "commit": _commit(),
+        "tierkit_version": tierkit.__version__,
+        "date": datetime.date.today().isoformat(),
+        "quick": quick,
+        "seeds": list(seeds),
+    }
+    (root / RUN_RECORD).write_text(json.dumps(record, indent=1) + "\n")
+
+
+class ReuseError(ValueError):
+    """A reproduction's directory cannot stand for its run under ``reuse``."""
+
+
+def _reused(root: Path, paper: str, quick: bool, seeds: Sequence[int]) -> tuple[list[Claim], str] | None:
+    """The claims a finished run left in ``root`` (``claims.json`` beside its ``run.json``) and
+    the commit it ran at, when that run was of this paper, mode and seeds; None when ``root`` has
+    no finished run. A run of another mode or seeds, or files that do not read, are errors."""
+    import dataclasses
+    import json
+
+    claims_file, record_file = root / "claims.json", root / RUN_RECORD
+    if not claims_file.exists() or not record_file.exists():
+        return None
+    try:
+        record = json.loads(record_file.read_text())
+        raw = json.loads(claims_file.read_text())
+        names = {f.name for f in dataclasses.fields(Claim)}
+        claims = [Claim(**{k: v for k, v in c.items() if k in names}) for c in raw]
+    except (OSError, ValueError, TypeError, AttributeError) as err:
+        raise ReuseError(f"{root}: cannot reuse the run there: {err}") from None
+    want = {"paper": paper, "quick": quick, "seeds": list(seeds)}
+    got = {k: record.get(k) for k in want}
+    if got != want:
+        raise ReuseError(
+            f"{record_file}: the run there was {got}, not {want}: run it again (without --reuse) "
+            "or choose another directory"
+        )
+    return claims, str(record.get("commit") or "unknown")
 
 
 def check_seeds(seeds: Sequence[int]) -> list[int]:
@@ -205,12 +259,16 @@ def reproduce_all(
     max_memory: int | str | None = None,
     update_doc: str | Path | None = None,
     seeds: Sequence[int] = (1,),
+    reuse: bool = False,
 ) -> dict[str, list[Claim]]:
     """Run every reproduction into ``out/PAPER`` and write one validation report over all of them:
     ``out/report.md``, ``out/report.html`` and ``out/claims.json`` (every claim, with its
     ``reproduction``). With ``update_doc``, the report also replaces what is between the markers
-    :data:`DOC_BEGIN` and :data:`DOC_END` of that file (docs/validation.md). Returns the claims by
-    reproduction."""
+    :data:`DOC_BEGIN` and :data:`DOC_END` of that file (docs/validation.md). With ``reuse``, a
+    reproduction whose ``out/PAPER`` holds a finished run of the same mode and seeds (its
+    ``claims.json`` and ``run.json``) is taken from there instead of run again, so that an
+    interrupted ``all`` goes on where it stopped; the report names each part's commit when they
+    differ. Returns the claims by reproduction."""
     import datetime
     import html
     import json
@@ -223,7 +281,14 @@ def reproduce_all(
     root = Path(out or "reproduce-all")
     root.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[Claim]] = {}
+    commits: dict[str, str] = {}
+    # every reused directory is checked before anything runs
+    reused = {name: _reused(root / name, name, quick, seeds) if reuse else None for name in REPRODUCTIONS}
     for name in REPRODUCTIONS:
+        found = reused[name]
+        if found is not None:
+            results[name], commits[name] = found
+            continue
         results[name] = reproduce(
             name,
             root / name,
@@ -233,7 +298,12 @@ def reproduce_all(
             max_memory=max_memory,
             seeds=seeds,
         )
+        commits[name] = _commit()
     commit = _commit()
+    if len(set(commits.values())) > 1:
+        commit = ", ".join(f"{n} {c}" for n, c in commits.items())
+    elif commits:
+        commit = next(iter(commits.values()))
     held = sum(c.holds for cs in results.values() for c in cs)
     total = sum(len(cs) for cs in results.values())
     with_number = [c for cs in results.values() for c in cs if c.ratio is not None]
@@ -241,7 +311,7 @@ def reproduce_all(
     head = [
         "# Validation report: the papers' claims, reproduced",
         "",
-        f"tierkit {tierkit.__version__}{f' (commit {commit})' if commit else ''}, "
+        f"tierkit {tierkit.__version__}{f' (commit {commit})' if commit and commit != 'unknown' else ''}, "
         f"{datetime.date.today().isoformat()}, {'quick (CI-sized) runs' if quick else 'full runs'}"
         + (
             f", seeds {seeds_text(seeds)}: a claim holds when it holds with most of them, and ours "
