@@ -40,11 +40,11 @@ test-shim:
 # fuzz targets (docs/fuzzing.md): experiment TOML, policy specs, the lackey, perf script and DAMON
 # importers and the binary trace reader, each from its committed seed corpus, one after another;
 # built with cargo and cargo-fuzz's flags on stable Rust (no cargo-fuzz needed). FUZZ_SECONDS is the time per
-# target: `make fuzz` (part of make test) 20 by default, `make fuzz-long` 600.
+# target: `make fuzz` (part of make test) 15 by default, `make fuzz-long` 600.
 fuzz:
-	fuzz/run.sh -t $(or $(FUZZ_SECONDS),20)
+	fuzz/run.sh -t $(or $(FUZZ_SECONDS),15)
 fuzz-long:
-	fuzz/run.sh -t $(or $(FUZZ_SECONDS),600)
+	FUZZ_CGU=$(or $(FUZZ_CGU),1) fuzz/run.sh -t $(or $(FUZZ_SECONDS),600)
 
 # tierkitd on real kernels in QEMU (installs qemu, busybox and the Debian kernels itself):
 # the full suite on 6.12 (DAMON), then the soft-dirty fallback on 6.1 (no DAMON)
