@@ -13,10 +13,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
-
-if TYPE_CHECKING:
-    from tierkit.reproduce import Claim
+from typing import Any, NoReturn
 
 PROG = "tierkit"
 EXIT_OK = 0
@@ -1376,25 +1373,9 @@ def cmd_soar(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _reproduce_all(args: argparse.Namespace, out: Path) -> dict[str, list[Claim]]:
-    from tierkit.progress import stderr_is_terminal
-    from tierkit.reproduce import reproduce_all
-
-    return reproduce_all(
-        out=out,
-        quick=args.quick,
-        workers=args.workers,
-        progress=stderr_is_terminal(),
-        max_memory=args.max_memory,
-        update_doc=args.update_doc,
-        seeds=args.seeds,
-        reuse=args.reuse,
-    )
-
-
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from tierkit.progress import stderr_is_terminal
-    from tierkit.reproduce import ReuseError, check, reproduce
+    from tierkit.reproduce import ReuseError, check, reproduce, reproduce_all
 
     check(args.paper)
     out = args.out or Path(f"reproduce-{args.paper}")
@@ -1405,23 +1386,21 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         raise CliError("--update-doc needs `reproduce all`: the report it writes covers every paper")
     if args.reuse and args.paper != "all":
         raise CliError("--reuse needs `reproduce all`: a single paper is run, or not run at all")
+    common: dict[str, Any] = {
+        "out": out,
+        "quick": args.quick,
+        "workers": args.workers,
+        "progress": stderr_is_terminal(),
+        "max_memory": args.max_memory,
+        "seeds": args.seeds,
+    }
     if args.paper == "all":
         try:
-            by_paper = _reproduce_all(args, out)
+            by_paper = reproduce_all(**common, update_doc=args.update_doc, reuse=args.reuse)
         except ReuseError as err:
             raise CliError(str(err)) from None
     else:
-        by_paper = {
-            args.paper: reproduce(
-                args.paper,
-                out=out,
-                quick=args.quick,
-                workers=args.workers,
-                progress=stderr_is_terminal(),
-                max_memory=args.max_memory,
-                seeds=args.seeds,
-            )
-        }
+        by_paper = {args.paper: reproduce(args.paper, **common)}
     failed = 0
     for name, claims in by_paper.items():
         held = sum(c.holds for c in claims)
