@@ -164,7 +164,7 @@ def _reused(root: Path, paper: str, quick: bool, seeds: Sequence[int]) -> tuple[
             f"{record_file}: the run there was {got}, not {want}: run it again (without --reuse) "
             "or choose another directory"
         )
-    return claims, str(record.get("commit") or "unknown")
+    return claims, str(record.get("commit") or "")
 
 
 def check_seeds(seeds: Sequence[int]) -> list[int]:
@@ -281,6 +281,7 @@ def reproduce_all(
     root = Path(out or "reproduce-all")
     root.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[Claim]] = {}
+    here = _commit()
     commits: dict[str, str] = {}
     # every reused directory is checked before anything runs
     reused = {name: _reused(root / name, name, quick, seeds) if reuse else None for name in REPRODUCTIONS}
@@ -298,12 +299,14 @@ def reproduce_all(
             max_memory=max_memory,
             seeds=seeds,
         )
-        commits[name] = _commit()
-    commit = _commit()
-    if len(set(commits.values())) > 1:
-        commit = ", ".join(f"{n} {c}" for n, c in commits.items())
-    elif commits:
-        commit = next(iter(commits.values()))
+        commits[name] = here
+    # one commit, or each part's where reused runs came from others ("" outside a checkout)
+    distinct = set(commits.values())
+    commit = (
+        distinct.pop()
+        if len(distinct) == 1
+        else ", ".join(f"{n} {c or 'unknown'}" for n, c in commits.items())
+    )
     held = sum(c.holds for cs in results.values() for c in cs)
     total = sum(len(cs) for cs in results.values())
     with_number = [c for cs in results.values() for c in cs if c.ratio is not None]
@@ -311,7 +314,7 @@ def reproduce_all(
     head = [
         "# Validation report: the papers' claims, reproduced",
         "",
-        f"tierkit {tierkit.__version__}{f' (commit {commit})' if commit and commit != 'unknown' else ''}, "
+        f"tierkit {tierkit.__version__}{f' (commit {commit})' if commit else ''}, "
         f"{datetime.date.today().isoformat()}, {'quick (CI-sized) runs' if quick else 'full runs'}"
         + (
             f", seeds {seeds_text(seeds)}: a claim holds when it holds with most of them, and ours "
