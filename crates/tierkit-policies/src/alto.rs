@@ -330,11 +330,7 @@ impl Policy for Alto {
         }
         let now = tel.now_ns as f64;
         if now + 1e-6 >= self.next {
-            // the next interval ends a whole number of intervals after the first began, whatever
-            // the step (`now + interval` drifted by each step's overshoot of a boundary)
-            while self.next <= now + 1e-6 {
-                self.next += self.interval_ns;
-            }
+            self.next = crate::common::next_boundary(self.next, now, self.interval_ns);
             if self.end_interval() && self.how == Regulate::Scan16 {
                 if let Some(a) = self.scaled_scan() {
                     out.push(a);

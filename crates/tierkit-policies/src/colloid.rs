@@ -416,8 +416,7 @@ impl Colloid {
         if now + 1e-6 < self.next_quantum {
             return false;
         }
-        self.next_quantum =
-            ((now + 1e-6) / self.quantum_ns).floor() * self.quantum_ns + self.quantum_ns;
+        self.next_quantum = crate::common::next_boundary(self.next_quantum, now, self.quantum_ns);
         self.budget = self.plan_quantum(self.quantum_ns).unwrap_or_default();
         true
     }

@@ -459,10 +459,7 @@ impl Policy for SoarProfiler {
         }
         let now = tel.now_ns as f64;
         if now + 1e-6 >= self.next {
-            // whole intervals from the first, whatever the step (see Alto's step)
-            while self.next <= now + 1e-6 {
-                self.next += self.interval_ns;
-            }
+            self.next = crate::common::next_boundary(self.next, now, self.interval_ns);
             self.close_interval();
         }
     }
