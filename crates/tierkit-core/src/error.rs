@@ -39,6 +39,11 @@ pub enum Error {
         crate::memory::fmt_bytes(*bytes)
     )]
     OutOfMemory { what: String, bytes: u64 },
+    /// A per-page table indexes pages in fewer bits than the page space needs.
+    #[error(
+        "{what} index pages in 32 bits: this run has {pages} pages, at most {max} fit; use larger pages or a smaller footprint"
+    )]
+    TooManyPages { what: String, pages: u64, max: u64 },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -239,6 +239,13 @@ impl PageLists {
 
     /// Allocate the links of `pages` pages up front, fallibly.
     pub fn reserve(&mut self, pages: u64, what: &str) -> tierkit_core::Result<()> {
+        if pages > NIL as u64 {
+            return Err(tierkit_core::Error::TooManyPages {
+                what: what.into(),
+                pages,
+                max: NIL as u64,
+            });
+        }
         memory::reserve_exact(&mut self.link, pages, what)
     }
 }
@@ -250,6 +257,18 @@ mod tests {
 
     fn pages(l: &PageLists, list: usize) -> Vec<u64> {
         l.iter(list).map(|p| p.0).collect()
+    }
+
+    #[test]
+    fn a_page_space_past_32_bit_ids_is_refused_not_a_panic() {
+        let mut l = PageLists::new(2);
+        let e = l.reserve(1 << 32, "the test's lists").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("the test's lists index pages in 32 bits"),
+            "{e}"
+        );
+        assert!(l.reserve(1000, "the test's lists").is_ok());
     }
 
     #[test]

@@ -296,28 +296,94 @@ pub fn fthr_update(prev: Option<f64>, hits_fast: f64, hits_slow: f64, alpha: f64
     })
 }
 
-/// A queue entry: level (Table 1 stars, raised by feedback), heat x 4 when queued, page.
-type QEntry = (u32, u32, std::cmp::Reverse<u64>);
+/// A queue entry: level (Table 1 stars, raised by feedback), heat x 4 when queued, page, packed
+/// in one `u64` that orders as the tuple (level, heat x 4, Reverse(page)) does: the level in
+/// the top 3 bits, heat x 4 in the next 29 (saturating: entries above 2^29 - 1 tie on it and
+/// fall back to page order), and u32::MAX - page in the low 32 (pages are below 2^32,
+/// [`Vulcan::reserve`] refuses a larger page space). 8 bytes an entry, not 16.
+type QEntry = u64;
 
-#[derive(Clone, Copy, Debug, Default)]
-struct PageRec {
-    heat: f32,
-    loads: u32,
-    stores: u32,
-    tid: u32,
-    pid: u32,
-    shared: bool,
-    /// The queue level the page is queued at (0: not queued).
-    qlevel: u32,
-    inflight: bool,
+const KEY_MAX: u32 = (1 << 29) - 1;
+
+fn qentry(level: u32, key: u32, page: u64) -> QEntry {
+    debug_assert!(level < 8 && page <= u32::MAX as u64);
+    ((level as u64) << 61) | ((key.min(KEY_MAX) as u64) << 32) | (u32::MAX as u64 - page)
 }
 
+/// The level and page of a queue entry.
+fn qentry_parts(e: QEntry) -> (u32, u64) {
+    ((e >> 61) as u32, u32::MAX as u64 - (e & u32::MAX as u64))
+}
+
+/// Vulcan's per-page record: 17 bytes (one per page of the page space), packed.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, packed)]
+struct PageRec {
+    heat: f32,
+    /// The thread and process of the page's first sample.
+    tid: u32,
+    pid: u32,
+    /// Sampled loads and stores. Only their ratio is read (Table 1's write-intensive test) and
+    /// whether any was sampled. They are exact up to 65,535 samples of a page; when either would
+    /// pass `u16::MAX` both halve, so a page sampled that often has its older samples weigh
+    /// half in the ratio.
+    loads: u16,
+    stores: u16,
+    /// The queue level the page is queued at (0: not queued, bits 0-2), shared (bit 3), in
+    /// flight (bit 4).
+    bits: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<PageRec>() == 17);
+
+const QLEVEL: u8 = 0b111;
+const SHARED: u8 = 1 << 3;
+const INFLIGHT: u8 = 1 << 4;
+
 impl PageRec {
+    fn qlevel(&self) -> u32 {
+        (self.bits & QLEVEL) as u32
+    }
+    fn set_qlevel(&mut self, l: u32) {
+        debug_assert!(l <= QLEVEL as u32);
+        self.bits = (self.bits & !QLEVEL) | l as u8;
+    }
+    fn shared(&self) -> bool {
+        self.bits & SHARED != 0
+    }
+    fn inflight(&self) -> bool {
+        self.bits & INFLIGHT != 0
+    }
+    fn set_inflight(&mut self, on: bool) {
+        if on {
+            self.bits |= INFLIGHT;
+        } else {
+            self.bits &= !INFLIGHT;
+        }
+    }
+    fn sampled(&self) -> bool {
+        self.loads as u32 + self.stores as u32 > 0
+    }
+    /// Count a sampled load or store.
+    fn count(&mut self, store: bool) {
+        let (l, s) = (self.loads, self.stores);
+        if l == u16::MAX || s == u16::MAX {
+            self.loads = l / 2;
+            self.stores = s / 2;
+        }
+        if store {
+            self.stores += 1;
+        } else {
+            self.loads += 1;
+        }
+    }
+    fn write_ratio(&self) -> f64 {
+        let (l, s) = (self.loads as f64, self.stores as f64);
+        s / (l + s).max(1.0)
+    }
     /// Table 1 priority (4 best) of the page's queue before feedback.
     fn base_level(&self, write_frac: f64) -> u32 {
-        let n = (self.loads + self.stores).max(1) as f64;
-        let write = self.stores as f64 / n > write_frac;
-        match (self.shared, write) {
+        match (self.shared(), self.write_intensive(write_frac)) {
             (false, false) => 4,
             (true, false) => 3,
             (false, true) => 2,
@@ -325,7 +391,7 @@ impl PageRec {
         }
     }
     fn write_intensive(&self, write_frac: f64) -> bool {
-        self.stores as f64 / (self.loads + self.stores).max(1) as f64 > write_frac
+        self.write_ratio() > write_frac
     }
 }
 
@@ -496,9 +562,17 @@ impl Vulcan {
         max: usize,
     ) -> Vec<(f32, u64)> {
         let mut colds = Vec::new();
+        let by = |a: &(f32, u64), b: &(f32, u64)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+        // The `max` coldest by a total order (heat, then page), so the set is the same however
+        // the pages are cut: at most 2 x max entries are held, cut to the max coldest when full,
+        // rather than one entry per fast-tier page of the tenant.
         let keep = |pg: u64, colds: &mut Vec<(f32, u64)>| {
             let r = self.pages.get(PageId(pg));
-            if !r.inflight && self.res.tier(PageId(pg)) == Some(FAST) {
+            if !r.inflight() && self.res.tier(PageId(pg)) == Some(FAST) {
+                if colds.len() >= 2 * max.max(1) {
+                    colds.select_nth_unstable_by(max, by);
+                    colds.truncate(max);
+                }
                 colds.push((r.heat, pg));
             }
         };
@@ -514,7 +588,6 @@ impl Vulcan {
                 keep(pg.0, &mut colds);
             }
         }
-        let by = |a: &(f32, u64), b: &(f32, u64)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
         if colds.len() > max {
             colds.select_nth_unstable_by(max, by);
             colds.truncate(max);
@@ -545,7 +618,7 @@ impl Vulcan {
             }
             let (_, pg) = self.colds[i].pop()?;
             let r = self.pages.get(PageId(pg));
-            if !r.inflight && self.res.tier(PageId(pg)) == Some(FAST) {
+            if !r.inflight() && self.res.tier(PageId(pg)) == Some(FAST) {
                 return Some((r.heat, pg));
             }
         }
@@ -586,13 +659,13 @@ impl Vulcan {
                 let Some(&top) = self.queues[i].peek() else {
                     break;
                 };
-                let (lvl, _, std::cmp::Reverse(pg)) = top;
+                let (lvl, pg) = qentry_parts(top);
                 let r = *self.pages.get(PageId(pg));
                 let slow = matches!(self.res.tier(PageId(pg)), Some(t) if t != FAST);
-                if r.qlevel != lvl || r.inflight || !slow || (r.heat as f64) < thr {
+                if r.qlevel() != lvl || r.inflight() || !slow || (r.heat as f64) < thr {
                     self.queues[i].pop();
-                    if r.qlevel == lvl {
-                        self.pages.get_mut(PageId(pg)).qlevel = 0;
+                    if r.qlevel() == lvl {
+                        self.pages.get_mut(PageId(pg)).set_qlevel(0);
                     }
                     continue;
                 }
@@ -626,8 +699,8 @@ impl Vulcan {
                     keep_shadow: self.shadow,
                 });
                 let rec = self.pages.get_mut(PageId(pg));
-                rec.inflight = true;
-                rec.qlevel = 0;
+                rec.set_inflight(true);
+                rec.set_qlevel(0);
                 self.tenants[i].inflight_up += 1;
                 self.stats.promotions[lvl as usize] += 1;
                 fast_now += 1;
@@ -644,7 +717,7 @@ impl Vulcan {
             mode: MigrateMode::Async,
             keep_shadow: false,
         });
-        self.pages.get_mut(PageId(pg)).inflight = true;
+        self.pages.get_mut(PageId(pg)).set_inflight(true);
         self.stats.demotions += 1;
     }
 }
@@ -662,8 +735,8 @@ impl Policy for Vulcan {
         }
     }
 
-    /// Per page: its tier (1 B) and its record ([`PageRec`], 28 B); the promotion queues at
-    /// one 16 B entry a page (twice, for the heaps' growth; a page is queued again only when
+    /// Per page: its tier (1 B) and its record ([`PageRec`], 17 B); the promotion queues at
+    /// one 8 B entry a page (twice, for the heaps' growth; a page is queued again only when
     /// its level rises); the demotion candidates at one 16 B entry per fast-tier page (twice).
     fn memory_bytes(&self, space: &PageSpace) -> u64 {
         Residency::bytes_for(space.pages)
@@ -673,6 +746,13 @@ impl Policy for Vulcan {
     }
 
     fn reserve(&mut self, space: &PageSpace) -> tierkit_core::Result<()> {
+        if space.pages > u32::MAX as u64 + 1 {
+            return Err(tierkit_core::Error::TooManyPages {
+                what: "Vulcan's promotion queues".into(),
+                pages: space.pages,
+                max: u32::MAX as u64 + 1,
+            });
+        }
         self.res.reserve(space.pages)?;
         self.pages.reserve(space.pages, "Vulcan's page records")
     }
@@ -717,8 +797,8 @@ impl Policy for Vulcan {
         }
         for m in &tel.migrations {
             let r = self.pages.get_mut(m.page);
-            if r.inflight {
-                r.inflight = false;
+            if r.inflight() {
+                r.set_inflight(false);
                 if m.to == FAST {
                     let pid = r.pid;
                     let i = self.slot(pid);
@@ -740,27 +820,23 @@ impl Policy for Vulcan {
                 st.slow += 1.0;
             }
             let r = self.pages.get_mut(s.page);
-            if r.loads + r.stores == 0 {
+            if !r.sampled() {
                 r.tid = s.tid;
                 r.pid = s.pid;
             }
             r.heat += 1.0;
-            if s.is_store {
-                r.stores += 1;
-            } else {
-                r.loads += 1;
+            r.count(s.is_store);
+            if { r.tid } != s.tid {
+                r.bits |= SHARED;
             }
-            if r.tid != s.tid {
-                r.shared = true;
-            }
-            if s.tier != FAST && !r.inflight && r.heat as f64 >= thr {
+            if s.tier != FAST && !r.inflight() && r.heat as f64 >= thr {
                 // Table 1 level, raised one per doubling of heat (multi-level feedback)
                 let rise = (r.heat as f64 / thr).log2().floor().max(0.0) as u32;
                 let lvl = (r.base_level(self.write_frac) + rise).min(4);
-                if lvl > r.qlevel {
-                    r.qlevel = lvl;
+                if lvl > r.qlevel() {
+                    r.set_qlevel(lvl);
                     let key = (r.heat * 4.0) as u32;
-                    self.queues[i].push((lvl, key, std::cmp::Reverse(s.page.0)));
+                    self.queues[i].push(qentry(lvl, key, s.page.0));
                 }
             }
         }
@@ -859,6 +935,18 @@ mod tests {
     /// epoch. A hotness ranking would leave the fast tier to the BE tenant; Vulcan's partition
     /// gives each its equal share (50 pages), the LC tenant first, finding the BE tenant's
     /// demotion victims through the backend's page list since no object names them.
+    #[test]
+    fn a_page_space_past_32_bit_ids_is_refused() {
+        let mut v = Vulcan::new(&crate::testbed::params("vulcan", P, &[]));
+        let space = PageSpace::new(1 << 33, vec![1 << 20, 1 << 33]);
+        let e = v.reserve(&space).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("Vulcan's promotion queues index pages in 32 bits"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn on_a_real_host_the_lc_tenant_gets_its_share_without_objects_or_small_pids() {
         use crate::testbed::Machine;
@@ -1045,6 +1133,52 @@ mod tests {
         use proptest::prelude::*;
 
         proptest! {
+            /// A packed queue entry orders as the tuple (level, heat x 4, Reverse(page)) it
+            /// replaced, and gives its level and page back.
+            #[test]
+            fn packed_queue_entries_order_as_the_tuples(
+                a in (1u32..5, 0u32..KEY_MAX, 0u64..=u32::MAX as u64),
+                b in (1u32..5, 0u32..KEY_MAX, 0u64..=u32::MAX as u64),
+                near in any::<bool>(),
+            ) {
+                // half the cases share the level and key, so the page decides
+                let b = if near { (a.0, a.1, b.2) } else { b };
+                let tuple = |t: (u32, u32, u64)| (t.0, t.1, std::cmp::Reverse(t.2));
+                prop_assert_eq!(
+                    qentry(a.0, a.1, a.2).cmp(&qentry(b.0, b.1, b.2)),
+                    tuple(a).cmp(&tuple(b))
+                );
+                prop_assert_eq!(qentry_parts(qentry(a.0, a.1, a.2)), (a.0, a.2));
+            }
+
+            /// Narrow load and store counts give the write-intensive test of exact counts
+            /// below 2^16 samples; beyond, a steady mix keeps its ratio to within one
+            /// pattern's share of the halved counts (the samples since the last halving weigh
+            /// twice the older ones).
+            #[test]
+            fn narrow_counts_keep_the_write_ratio(
+                stores in proptest::collection::vec(any::<bool>(), 1..400),
+                repeat in 1u32..400,
+                write_frac in 0.0f64..1.0,
+            ) {
+                let mut r = PageRec::default();
+                let (mut l, mut s) = (0u64, 0u64);
+                for _ in 0..repeat {
+                    for &st in &stores {
+                        r.count(st);
+                        if st { s += 1 } else { l += 1 }
+                    }
+                }
+                let exact = s as f64 / (l + s) as f64;
+                prop_assert!(r.sampled());
+                if l + s < u16::MAX as u64 {
+                    prop_assert_eq!(r.write_ratio(), exact);
+                    prop_assert_eq!(r.write_intensive(write_frac), exact > write_frac);
+                } else {
+                    let tol = (stores.len() + 2) as f64 / 32767.0;
+                    prop_assert!((r.write_ratio() - exact).abs() <= tol, "{} vs {}", r.write_ratio(), exact);
+                }
+            }
             /// Fast-tier units are conserved: no tenant ends above its demand unless it kept its
             /// own unlent share, the total never exceeds n x GFMC, and credits sum is unchanged.
             #[test]
