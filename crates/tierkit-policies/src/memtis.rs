@@ -164,6 +164,14 @@ const QUOTA_SLACK_PERMIL: f64 = 5.0;
 
 const TO_FAST: u8 = 1;
 const TO_SLOW: u8 = 2;
+/// In flight (either way).
+const INFLIGHT: u8 = TO_FAST | TO_SLOW;
+/// Allocated since the last cooling: that cooling skips the page (`pginfo_t.cooling_clock`
+/// set at allocation, compared with the clock the cooling ends). Every cooling clears it.
+const BORN: u8 = 4;
+/// Allocated and not freed since: without it the page's clock reads 0 (`UNTRACKED`, or freed),
+/// so only the first cooling skips it.
+const ALLOCATED: u8 = 8;
 
 /// The histogram bin of a count (`get_idx`): floor(log2(count + 1)), at most 15.
 #[inline]
@@ -207,14 +215,15 @@ fn list(tier: TierId, b: usize) -> usize {
     }
 }
 
-/// MEMTIS's per-page record (`pginfo_t`: total_accesses, cooling_clock). 10 bytes, not 12:
-/// packed to 2-byte alignment (one per page of the page space).
+/// MEMTIS's per-page record (`pginfo_t`: total_accesses, cooling_clock). 6 bytes, packed to
+/// 2-byte alignment (one per page of the page space). The cooling clock is only ever compared
+/// with the clock a cooling ends, and every cooling visits every allocated page, so two flags
+/// (`BORN`, `ALLOCATED`) stand for it exactly.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, packed(2))]
 struct PageState {
     count: u32,
-    /// The cooling clock when the page was allocated: it skips the cooling that ends that clock.
-    born: u32,
+    /// `TO_FAST`, `TO_SLOW` (in flight), `BORN`, `ALLOCATED`.
     flags: u8,
     /// The list the page is on (a copy of what `PageLists` knows, kept here so that a sample
     /// that leaves the page in its bin touches one record).
@@ -224,7 +233,6 @@ struct PageState {
 const NO_LIST: u8 = u8::MAX;
 const UNTRACKED: PageState = PageState {
     count: 0,
-    born: 0,
     flags: 0,
     list: NO_LIST,
 };
@@ -435,7 +443,7 @@ impl Memtis {
     fn sync(&mut self, p: PageId) {
         let tier = self.residency.tier(p);
         let st = self.pages.get_mut(p);
-        if st.flags != 0 {
+        if st.flags & INFLIGHT != 0 {
             return; // in flight: stays on `MIGRATING` until it settles
         }
         let want = tier.map_or(NO_LIST, |t| list(t, bin(st.count)) as u8);
@@ -459,10 +467,10 @@ impl Memtis {
         if st.flags & TO_SLOW != 0 {
             self.inflight_to_slow -= 1;
         }
-        if st.flags != 0 {
+        if st.flags & INFLIGHT != 0 {
             self.pending_hist[bin(st.count)] -= 1;
         }
-        st.flags = 0;
+        st.flags &= !INFLIGHT;
     }
 
     fn observe_events(&mut self, tel: &Telemetry) {
@@ -473,14 +481,16 @@ impl Memtis {
             self.settle(e.page);
             let st = self.pages.get_mut(e.page);
             self.count_total = self.count_total - st.count as u64 + initial as u64;
-            (st.count, st.born) = (initial, self.cooling_clock);
+            st.count = initial;
+            st.flags |= BORN | ALLOCATED;
             self.sync(e.page);
         }
         for e in &tel.freed {
             self.settle(e.page);
             let st = self.pages.get_mut(e.page);
             self.count_total -= st.count as u64;
-            (st.count, st.born) = (0, 0);
+            st.count = 0;
+            st.flags &= !(BORN | ALLOCATED);
             self.sync(e.page);
         }
         for m in &tel.migrations {
@@ -510,7 +520,7 @@ impl Memtis {
             let old = st.count;
             st.count = st.count.saturating_add(weight);
             self.count_total += (st.count - old) as u64;
-            if st.flags != 0 {
+            if st.flags & INFLIGHT != 0 {
                 self.pending_hist[bin(old)] -= 1;
                 self.pending_hist[bin(st.count)] += 1;
             } else {
@@ -548,14 +558,22 @@ impl Memtis {
                 continue;
             };
             let st = self.pages.get_mut(p);
-            if st.born == c || st.count == 0 {
+            // born at the clock this cooling ends: allocated since the last cooling, or never
+            // allocated (clock 0) and this is the first cooling
+            let born = if st.flags & ALLOCATED != 0 {
+                st.flags & BORN != 0
+            } else {
+                c == 0
+            };
+            st.flags &= !BORN;
+            if born || st.count == 0 {
                 total += st.count as u64;
                 continue;
             }
             let old = st.count;
             st.count >>= 1;
             total += st.count as u64;
-            if st.flags != 0 {
+            if st.flags & INFLIGHT != 0 {
                 self.pending_hist[bin(old)] -= 1;
                 self.pending_hist[bin(st.count)] += 1;
                 continue;
@@ -745,7 +763,7 @@ impl Policy for Memtis {
         }
     }
 
-    /// Per page: its tier (1 B), its count and flags ([`PageState`], 10 B) and its list links
+    /// Per page: its tier (1 B), its count and flags ([`PageState`], 6 B) and its list links
     /// (9 B).
     fn memory_bytes(&self, space: &PageSpace) -> u64 {
         Residency::bytes_for(space.pages)
@@ -1047,6 +1065,44 @@ mod tests {
         assert_eq!((pol.hot, pol.warm, pol.hot_bin()), (9, 8, 9));
         // the histogram is the bin lists: 10 + 1 pages, all counted
         assert_eq!((0..BINS).map(|b| pol.hist(b)).sum::<u64>(), 11);
+    }
+
+    #[test]
+    fn a_page_skips_only_the_cooling_after_its_allocation() {
+        let mut m = Machine::new(&[10, 1000]);
+        m.alloc(0, SLOW, 0);
+        let mut pol = memtis(&[("cooling_samples", "10"), ("adaptation_samples", "1000")]);
+        m.run_for(&mut pol, repeat(0..1, 10), 1);
+        assert_eq!(pol.coolings, 1);
+        // page 5 is born after the first cooling: the second skips it, the third halves it
+        m.alloc(5, SLOW, 0);
+        m.run_for(&mut pol, vec![], 1);
+        let born = { pol.pages.get(PageId(5)).count };
+        m.run_for(&mut pol, repeat(0..1, 10), 1);
+        assert_eq!(
+            (pol.coolings, { pol.pages.get(PageId(5)).count }),
+            (2, born)
+        );
+        m.run_for(&mut pol, repeat(0..1, 10), 1);
+        assert_eq!(
+            (pol.coolings, { pol.pages.get(PageId(5)).count }),
+            (3, born / 2)
+        );
+        // freed and allocated again: skips the next cooling again
+        m.free(5);
+        m.run_for(&mut pol, vec![], 1);
+        m.alloc(5, SLOW, 0);
+        m.run_for(&mut pol, vec![], 1);
+        m.run_for(&mut pol, repeat(0..1, 10), 1);
+        assert_eq!(
+            (pol.coolings, { pol.pages.get(PageId(5)).count }),
+            (4, born)
+        );
+        m.run_for(&mut pol, repeat(0..1, 10), 1);
+        assert_eq!(
+            (pol.coolings, { pol.pages.get(PageId(5)).count }),
+            (5, born / 2)
+        );
     }
 
     #[test]
