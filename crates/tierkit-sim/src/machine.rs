@@ -518,41 +518,47 @@ impl MachineMemory {
     }
 }
 
-/// The thread that last hint-faulted on each page, as tid + 1 (0: none): 2 bytes a page when
-/// every process has fewer than 65,535 threads, 4 otherwise. Only equality is ever asked of it,
-/// so both widths give the same answers.
+/// The thread that last hint-faulted on each page, as tid + 1 (0: none): 1 byte a page when
+/// every process has fewer than 255 threads, 2 when fewer than 65,535, 4 otherwise. Only
+/// equality is ever asked of it, so every width gives the same answers.
 #[derive(Clone, Debug)]
 enum FaultOwners {
+    Tiny(Vec<u8>),
     Narrow(Vec<u16>),
     Wide(Vec<u32>),
 }
 
 impl FaultOwners {
-    /// Whether some process of `exp` has too many threads for the narrow form.
-    fn wide_for(exp: &Experiment) -> bool {
-        exp.processes
+    /// Bytes a page the owners of `exp` need: the most threads of one process, plus one for
+    /// "none", must fit.
+    fn width_for(exp: &Experiment) -> u64 {
+        let most = exp
+            .processes
             .iter()
-            .any(|p| p.threads.iter().map(|t| t.count as u64).sum::<u64>() >= u16::MAX as u64)
-    }
-
-    fn bytes_per_page(wide: bool) -> u64 {
-        if wide {
-            std::mem::size_of::<u32>() as u64
+            .map(|p| p.threads.iter().map(|t| t.count as u64).sum::<u64>())
+            .max()
+            .unwrap_or(0);
+        if most < u8::MAX as u64 {
+            1
+        } else if most < u16::MAX as u64 {
+            2
         } else {
-            std::mem::size_of::<u16>() as u64
+            4
         }
     }
 
-    fn new(pages: u64, wide: bool) -> Result<Self> {
-        Ok(if wide {
-            FaultOwners::Wide(memory::filled(pages, 0, "the hint-fault table")?)
-        } else {
-            FaultOwners::Narrow(memory::filled(pages, 0, "the hint-fault table")?)
+    fn new(pages: u64, width: u64) -> Result<Self> {
+        const WHAT: &str = "the hint-fault table";
+        Ok(match width {
+            1 => FaultOwners::Tiny(memory::filled(pages, 0, WHAT)?),
+            2 => FaultOwners::Narrow(memory::filled(pages, 0, WHAT)?),
+            _ => FaultOwners::Wide(memory::filled(pages, 0, WHAT)?),
         })
     }
 
     fn len(&self) -> usize {
         match self {
+            FaultOwners::Tiny(v) => v.len(),
             FaultOwners::Narrow(v) => v.len(),
             FaultOwners::Wide(v) => v.len(),
         }
@@ -560,6 +566,7 @@ impl FaultOwners {
 
     fn resize(&mut self, n: usize) {
         match self {
+            FaultOwners::Tiny(v) => v.resize(n, 0),
             FaultOwners::Narrow(v) => v.resize(n, 0),
             FaultOwners::Wide(v) => v.resize(n, 0),
         }
@@ -569,6 +576,10 @@ impl FaultOwners {
     #[inline]
     fn replace(&mut self, i: usize, owner: u32) -> u32 {
         match self {
+            FaultOwners::Tiny(v) => {
+                debug_assert!(owner <= u8::MAX as u32);
+                std::mem::replace(&mut v[i], owner as u8) as u32
+            }
             FaultOwners::Narrow(v) => {
                 debug_assert!(owner <= u16::MAX as u32);
                 std::mem::replace(&mut v[i], owner as u16) as u32
@@ -579,6 +590,7 @@ impl FaultOwners {
 
     fn capacity_bytes(&self) -> u64 {
         match self {
+            FaultOwners::Tiny(v) => v.capacity() as u64,
             FaultOwners::Narrow(v) => (v.capacity() * 2) as u64,
             FaultOwners::Wide(v) => (v.capacity() * 4) as u64,
         }
@@ -679,7 +691,7 @@ impl Machine {
             per_page += std::mem::size_of::<u8>() as u64;
         }
         if needs.hint_faults {
-            per_page += FaultOwners::bytes_per_page(FaultOwners::wide_for(exp));
+            per_page += FaultOwners::width_for(exp);
         }
         let events = (Self::allocation_runs(exp, needs) + Self::freeable_pages(exp))
             .saturating_mul(PageEvents::RUN_BYTES);
@@ -936,7 +948,7 @@ impl Machine {
             },
             last_fault_tid: FaultOwners::new(
                 if needs.hint_faults { total } else { 0 },
-                FaultOwners::wide_for(exp),
+                FaultOwners::width_for(exp),
             )?,
             shadow: FxHashMap::default(),
             shadow_list: Vec::new(),
@@ -4260,8 +4272,9 @@ mod tests {
     /// The last accessed-bit clear of every page (8 B a page) is kept only for a policy that
     /// says it tests accessed bits; one that tests them without saying so fails the run with an
     /// error naming the need, at its next step, never a panic or a silent answer.
-    /// The last faulting thread takes 2 bytes a page unless a process has 65,535 threads or
-    /// more, and both forms answer alike; the estimate follows the form.
+    /// The last faulting thread takes 1 byte a page unless a process has 255 threads or more,
+    /// 2 unless it has 65,535 or more, and every form answers alike; the estimate follows the
+    /// form.
     #[test]
     fn fault_owners_are_narrow_unless_a_process_has_too_many_threads() {
         let sets = vec![
@@ -4269,30 +4282,39 @@ mod tests {
             "hot_set_gb=0.05".to_string(),
         ];
         let mut exp = crate::load("gups-hotset", &sets, Some(3)).unwrap();
-        assert!(!FaultOwners::wide_for(&exp));
+        assert_eq!(FaultOwners::width_for(&exp), 1);
         let hint = TelemetryNeeds {
             hint_faults: true,
             ..TelemetryNeeds::default()
         };
         let est = |e: &Experiment| Machine::memory_bytes(e, &hint).page_table;
-        let narrow = est(&exp);
+        let tiny = est(&exp);
         let m = Machine::with_needs(&exp, false, &hint).unwrap();
-        assert!(matches!(m.last_fault_tid, FaultOwners::Narrow(_)));
+        assert!(matches!(m.last_fault_tid, FaultOwners::Tiny(_)));
         assert_eq!(m.last_fault_tid.len() as u64, exp.footprint_pages());
-        exp.processes[0].threads[0].count = u16::MAX as u32 - 1;
-        assert!(!FaultOwners::wide_for(&exp));
-        exp.processes[0].threads[0].count = u16::MAX as u32;
-        assert!(FaultOwners::wide_for(&exp));
-        assert_eq!(est(&exp), narrow + 2 * exp.footprint_pages());
-        let (mut a, mut b) = (
-            FaultOwners::new(8, false).unwrap(),
-            FaultOwners::new(8, true).unwrap(),
-        );
-        for (i, owner) in [(3, 7), (3, 7), (3, 65534), (0, 1), (3, 0), (0, 1)] {
-            assert_eq!(a.replace(i, owner), b.replace(i, owner));
+        let pages = exp.footprint_pages();
+        for (count, width) in [
+            (u8::MAX as u32 - 1, 1),
+            (u8::MAX as u32, 2),
+            (u16::MAX as u32 - 1, 2),
+            (u16::MAX as u32, 4),
+        ] {
+            exp.processes[0].threads[0].count = count;
+            assert_eq!(FaultOwners::width_for(&exp), width, "{count} threads");
+            assert_eq!(est(&exp), tiny + (width - 1) * pages, "{count} threads");
         }
+        let mut forms = [1, 2, 4].map(|w| FaultOwners::new(8, w).unwrap());
+        for (i, owner) in [(3, 7), (3, 7), (3, 254), (0, 1), (3, 0), (0, 1)] {
+            let got = forms.each_mut().map(|f| f.replace(i, owner));
+            assert!(got.iter().all(|&g| g == got[0]), "{got:?}");
+        }
+        let mut b = FaultOwners::new(8, 2).unwrap();
+        for (i, owner) in [(3, 7), (3, 65534), (3, 65534), (3, 0)] {
+            assert_eq!(b.replace(i, owner), forms[2].replace(i, owner));
+        }
+        let a = &mut forms[0];
         a.resize(12);
-        assert_eq!((a.len(), a.capacity_bytes() >= 24), (12, true));
+        assert_eq!((a.len(), a.capacity_bytes() >= 12), (12, true));
     }
 
     /// A shootdown sends no IPI to a thread waiting at its phase's barrier (its CPU idles in
