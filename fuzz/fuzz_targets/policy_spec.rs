@@ -23,7 +23,9 @@ fuzz_target!(|data: &[u8]| {
         Error::BadStack { name, .. } => name.clone(),
         Error::UnknownObject { object, .. } => object.clone(),
         // Building a spec reserves no page tables (that comes with a page space).
-        Error::OutOfMemory { .. } => panic!("building `{spec}` ran out of memory: {m}"),
+        Error::OutOfMemory { .. } | Error::TooManyPages { .. } => {
+            panic!("building `{spec}` reserved page tables: {m}")
+        }
     };
     if spec.trim().is_empty() {
         assert!(m.contains("empty spec"), "a blank spec: {m}");
