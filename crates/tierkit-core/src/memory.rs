@@ -72,6 +72,19 @@ fn to_usize(n: u64, bytes: u64, what: &str) -> Result<usize> {
     })
 }
 
+/// Refuse a page space of more than `max` pages for a table that indexes pages in 32 bits
+/// ([`Error::TooManyPages`] naming `what`), before anything is allocated.
+pub fn check_page_ids(pages: u64, max: u64, what: &str) -> Result<()> {
+    if pages > max {
+        return Err(Error::TooManyPages {
+            what: what.into(),
+            pages,
+            max,
+        });
+    }
+    Ok(())
+}
+
 /// Grow `v`'s capacity to exactly `n` values (if it is smaller), fallibly: a failed allocation
 /// is [`Error::OutOfMemory`] naming `what`, not an abort.
 pub fn reserve_exact<T>(v: &mut Vec<T>, n: u64, what: &str) -> Result<()> {

@@ -178,8 +178,6 @@ impl PageSlots {
     }
 }
 
-/// The spec string of a policy built from `params`: its name and, after a colon, the parameters
-/// that differ from their defaults, in declaration order (`hemem:sample_period=5003`).
 /// The first boundary after `now` (ns, within 1e-6) of a timer whose boundaries are `next` plus
 /// whole `period`s: a timer that a step overshoots keeps its boundaries, whatever the step (one
 /// restarted at `now + period` drifted by each overshoot).
@@ -190,6 +188,8 @@ pub(crate) fn next_boundary(next: f64, now: f64, period: f64) -> f64 {
     next + (((now + 1e-6 - next) / period).floor() + 1.0) * period
 }
 
+/// The spec string of a policy built from `params`: its name and, after a colon, the parameters
+/// that differ from their defaults, in declaration order (`hemem:sample_period=5003`).
 pub fn spec_name(name: &str, defs: &[ParamDef], params: &Params) -> String {
     let defaults = Params::resolve(name, defs, &[]).expect("declared defaults are valid");
     let value = |p: &Params, k: &str| p.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone());

@@ -1072,37 +1072,25 @@ mod tests {
         let mut m = Machine::new(&[10, 1000]);
         m.alloc(0, SLOW, 0);
         let mut pol = memtis(&[("cooling_samples", "10"), ("adaptation_samples", "1000")]);
-        m.run_for(&mut pol, repeat(0..1, 10), 1);
-        assert_eq!(pol.coolings, 1);
+        // ten samples of page 0 make one cooling: the coolings so far and page 5's count
+        let cool = |m: &mut Machine, pol: &mut Memtis| {
+            m.run_for(pol, repeat(0..1, 10), 1);
+            (pol.coolings, { pol.pages.get(PageId(5)).count })
+        };
+        assert_eq!(cool(&mut m, &mut pol).0, 1);
         // page 5 is born after the first cooling: the second skips it, the third halves it
         m.alloc(5, SLOW, 0);
         m.run_for(&mut pol, vec![], 1);
         let born = { pol.pages.get(PageId(5)).count };
-        m.run_for(&mut pol, repeat(0..1, 10), 1);
-        assert_eq!(
-            (pol.coolings, { pol.pages.get(PageId(5)).count }),
-            (2, born)
-        );
-        m.run_for(&mut pol, repeat(0..1, 10), 1);
-        assert_eq!(
-            (pol.coolings, { pol.pages.get(PageId(5)).count }),
-            (3, born / 2)
-        );
+        assert_eq!(cool(&mut m, &mut pol), (2, born));
+        assert_eq!(cool(&mut m, &mut pol), (3, born / 2));
         // freed and allocated again: skips the next cooling again
         m.free(5);
         m.run_for(&mut pol, vec![], 1);
         m.alloc(5, SLOW, 0);
         m.run_for(&mut pol, vec![], 1);
-        m.run_for(&mut pol, repeat(0..1, 10), 1);
-        assert_eq!(
-            (pol.coolings, { pol.pages.get(PageId(5)).count }),
-            (4, born)
-        );
-        m.run_for(&mut pol, repeat(0..1, 10), 1);
-        assert_eq!(
-            (pol.coolings, { pol.pages.get(PageId(5)).count }),
-            (5, born / 2)
-        );
+        assert_eq!(cool(&mut m, &mut pol), (4, born));
+        assert_eq!(cool(&mut m, &mut pol), (5, born / 2));
     }
 
     #[test]

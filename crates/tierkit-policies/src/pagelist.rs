@@ -239,13 +239,8 @@ impl PageLists {
 
     /// Allocate the links of `pages` pages up front, fallibly.
     pub fn reserve(&mut self, pages: u64, what: &str) -> tierkit_core::Result<()> {
-        if pages > NIL as u64 {
-            return Err(tierkit_core::Error::TooManyPages {
-                what: what.into(),
-                pages,
-                max: NIL as u64,
-            });
-        }
+        // ids below NIL: NIL marks the end of a list
+        memory::check_page_ids(pages, NIL as u64, what)?;
         memory::reserve_exact(&mut self.link, pages, what)
     }
 }

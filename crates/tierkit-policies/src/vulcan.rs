@@ -566,12 +566,17 @@ impl Vulcan {
         // The `max` coldest by a total order (heat, then page), so the set is the same however
         // the pages are cut: at most 2 x max entries are held, cut to the max coldest when full,
         // rather than one entry per fast-tier page of the tenant.
+        let cut = |colds: &mut Vec<(f32, u64)>| {
+            if colds.len() > max {
+                colds.select_nth_unstable_by(max, by);
+                colds.truncate(max);
+            }
+        };
         let keep = |pg: u64, colds: &mut Vec<(f32, u64)>| {
             let r = self.pages.get(PageId(pg));
             if !r.inflight() && self.res.tier(PageId(pg)) == Some(FAST) {
                 if colds.len() >= 2 * max.max(1) {
-                    colds.select_nth_unstable_by(max, by);
-                    colds.truncate(max);
+                    cut(colds);
                 }
                 colds.push((r.heat, pg));
             }
@@ -588,10 +593,7 @@ impl Vulcan {
                 keep(pg.0, &mut colds);
             }
         }
-        if colds.len() > max {
-            colds.select_nth_unstable_by(max, by);
-            colds.truncate(max);
-        }
+        cut(&mut colds);
         colds.sort_unstable_by(by);
         colds
     }
@@ -746,13 +748,12 @@ impl Policy for Vulcan {
     }
 
     fn reserve(&mut self, space: &PageSpace) -> tierkit_core::Result<()> {
-        if space.pages > u32::MAX as u64 + 1 {
-            return Err(tierkit_core::Error::TooManyPages {
-                what: "Vulcan's promotion queues".into(),
-                pages: space.pages,
-                max: u32::MAX as u64 + 1,
-            });
-        }
+        // a queue entry holds its page in 32 bits
+        tierkit_core::memory::check_page_ids(
+            space.pages,
+            u32::MAX as u64 + 1,
+            "Vulcan's promotion queues",
+        )?;
         self.res.reserve(space.pages)?;
         self.pages.reserve(space.pages, "Vulcan's page records")
     }
@@ -930,11 +931,6 @@ mod tests {
         }
     }
 
-    /// Vulcan on a real host (tierkitd): pids 4242 (LC, 60 pages, all on the slow tier) and 77
-    /// (BE, 140 pages, 100 of them filling the fast tier), both sampled on every page every
-    /// epoch. A hotness ranking would leave the fast tier to the BE tenant; Vulcan's partition
-    /// gives each its equal share (50 pages), the LC tenant first, finding the BE tenant's
-    /// demotion victims through the backend's page list since no object names them.
     #[test]
     fn a_page_space_past_32_bit_ids_is_refused() {
         let mut v = Vulcan::new(&crate::testbed::params("vulcan", P, &[]));
@@ -947,6 +943,11 @@ mod tests {
         );
     }
 
+    /// Vulcan on a real host (tierkitd): pids 4242 (LC, 60 pages, all on the slow tier) and 77
+    /// (BE, 140 pages, 100 of them filling the fast tier), both sampled on every page every
+    /// epoch. A hotness ranking would leave the fast tier to the BE tenant; Vulcan's partition
+    /// gives each its equal share (50 pages), the LC tenant first, finding the BE tenant's
+    /// demotion victims through the backend's page list since no object names them.
     #[test]
     fn on_a_real_host_the_lc_tenant_gets_its_share_without_objects_or_small_pids() {
         use crate::testbed::Machine;
