@@ -68,7 +68,7 @@ use tierkit_core::{
     FAST, SLOW,
 };
 
-use crate::common::{spec_name, Dense, Residency};
+use crate::common::{spec_name, Dense};
 use crate::pagelist::PageLists;
 
 const PARAMS: &[ParamDef] = &[
@@ -172,6 +172,11 @@ const BORN: u8 = 4;
 /// Allocated and not freed since: without it the page's clock reads 0 (`UNTRACKED`, or freed),
 /// so only the first cooling skips it.
 const ALLOCATED: u8 = 8;
+/// Resident in the fast tier, or in a slower one (neither: not resident). The tier follows the
+/// epoch's allocations, completed migrations and frees, in that order.
+const IN_FAST: u8 = 16;
+const IN_SLOW: u8 = 32;
+const RESIDENT: u8 = IN_FAST | IN_SLOW;
 
 /// The histogram bin of a count (`get_idx`): floor(log2(count + 1)), at most 15.
 #[inline]
@@ -215,27 +220,43 @@ fn list(tier: TierId, b: usize) -> usize {
     }
 }
 
-/// MEMTIS's per-page record (`pginfo_t`: total_accesses, cooling_clock). 6 bytes, packed to
-/// 2-byte alignment (one per page of the page space). The cooling clock is only ever compared
-/// with the clock a cooling ends, and every cooling visits every allocated page, so two flags
-/// (`BORN`, `ALLOCATED`) stand for it exactly.
+/// MEMTIS's per-page record (`pginfo_t`: total_accesses, cooling_clock), with the page's tier as
+/// MEMTIS learns it from telemetry. 5 bytes, packed (one per page of the page space). The cooling
+/// clock is only ever compared with the clock a cooling ends, and every cooling visits every
+/// allocated page, so two flags (`BORN`, `ALLOCATED`) stand for it exactly. The bin list a page
+/// is on is the one `PageLists` keeps.
 #[derive(Clone, Copy, Debug)]
-#[repr(C, packed(2))]
+#[repr(C, packed)]
 struct PageState {
     count: u32,
-    /// `TO_FAST`, `TO_SLOW` (in flight), `BORN`, `ALLOCATED`.
+    /// `TO_FAST`, `TO_SLOW` (in flight), `BORN`, `ALLOCATED`, `IN_FAST`, `IN_SLOW`.
     flags: u8,
-    /// The list the page is on (a copy of what `PageLists` knows, kept here so that a sample
-    /// that leaves the page in its bin touches one record).
-    list: u8,
 }
 
-const NO_LIST: u8 = u8::MAX;
-const UNTRACKED: PageState = PageState {
-    count: 0,
-    flags: 0,
-    list: NO_LIST,
-};
+impl PageState {
+    /// The tier the page is in: the fast tier, or a slower one (MEMTIS bins every tier other
+    /// than the fast one as its slow tier), or none (never allocated, or freed).
+    #[inline]
+    fn tier(&self) -> Option<TierId> {
+        match self.flags & RESIDENT {
+            IN_FAST => Some(FAST),
+            0 => None,
+            _ => Some(SLOW),
+        }
+    }
+
+    #[inline]
+    fn set_tier(&mut self, t: Option<TierId>) {
+        self.flags = (self.flags & !RESIDENT)
+            | match t {
+                None => 0,
+                Some(FAST) => IN_FAST,
+                Some(_) => IN_SLOW,
+            };
+    }
+}
+
+const UNTRACKED: PageState = PageState { count: 0, flags: 0 };
 
 pub struct Memtis {
     spec: String,
@@ -251,7 +272,6 @@ pub struct Memtis {
     sample_cost_ns: f64,
     ladder: Vec<u64>,
 
-    residency: Residency,
     pages: Dense<PageState>,
     lists: PageLists,
     /// `active_threshold`, `warm_threshold`: histogram bins.
@@ -318,7 +338,6 @@ impl Memtis {
             cpu_window_ns: p.u64("cpu_window_ms") * 1_000_000,
             sample_cost_ns: p.float("sample_cost_ns"),
             ladder: period_ladder(),
-            residency: Residency::default(),
             pages: Dense::new(UNTRACKED),
             lists: PageLists::new(2 * BINS + 1),
             pending_hist: [0; BINS],
@@ -441,19 +460,35 @@ impl Memtis {
 
     /// Put a page on the list of its tier and bin (or on none if it is not resident).
     fn sync(&mut self, p: PageId) {
-        let tier = self.residency.tier(p);
-        let st = self.pages.get_mut(p);
+        let st = *self.pages.get_mut(p);
         if st.flags & INFLIGHT != 0 {
             return; // in flight: stays on `MIGRATING` until it settles
         }
-        let want = tier.map_or(NO_LIST, |t| list(t, bin(st.count)) as u8);
-        if st.list != want {
-            st.list = want;
-            if want == NO_LIST {
-                self.lists.remove(p);
-            } else {
-                self.lists.push_back(want as usize, p);
+        let want = st.tier().map(|t| list(t, bin(st.count)));
+        if self.lists.list_of(p) != want {
+            match want {
+                None => {
+                    self.lists.remove(p);
+                }
+                Some(l) => self.lists.push_back(l, p),
             }
+        }
+    }
+
+    /// Each page's tier after this epoch's allocations, completed migrations and frees, in that
+    /// order (a page migrated and then freed within one epoch ends up gone); a migration result
+    /// for a page that is not resident (freed while its copy was in flight) changes nothing.
+    fn observe_residency(&mut self, tel: &Telemetry) {
+        for e in &tel.allocated {
+            self.pages.get_mut(e.page).set_tier(Some(e.tier));
+        }
+        for m in &tel.migrations {
+            if m.outcome == MigrationOutcome::Done && self.pages.get(m.page).tier().is_some() {
+                self.pages.get_mut(m.page).set_tier(Some(m.to));
+            }
+        }
+        for e in &tel.freed {
+            self.pages.get_mut(e.page).set_tier(None);
         }
     }
 
@@ -474,7 +509,7 @@ impl Memtis {
     }
 
     fn observe_events(&mut self, tel: &Telemetry) {
-        self.residency.observe(tel);
+        self.observe_residency(tel);
         // new pages start just above the hot threshold (`set_page_coolstatus`)
         let initial = 1u32 << (self.hot + 1);
         for e in &tel.allocated {
@@ -512,7 +547,7 @@ impl Memtis {
         for s in &tel.samples {
             self.samples += 1;
             self.window_samples += 1;
-            let Some(t) = self.residency.tier(s.page) else {
+            let Some(t) = self.pages.get(s.page).tier() else {
                 self.samples_untracked += 1;
                 continue;
             };
@@ -524,10 +559,9 @@ impl Memtis {
                 self.pending_hist[bin(old)] -= 1;
                 self.pending_hist[bin(st.count)] += 1;
             } else {
-                let want = list(t, bin(st.count)) as u8;
-                if st.list != want {
-                    st.list = want;
-                    self.lists.push_back(want as usize, s.page);
+                let want = list(t, bin(st.count));
+                if self.lists.list_of(s.page) != Some(want) {
+                    self.lists.push_back(want, s.page);
                 }
             }
             self.nr_sampled += 1;
@@ -552,12 +586,12 @@ impl Memtis {
         self.cooling_clock = c.wrapping_add(1);
         self.coolings += 1;
         let mut total = 0;
-        for i in 0..self.residency.page_space() {
+        for i in 0..self.pages.len() as u64 {
             let p = PageId(i);
-            let Some(t) = self.residency.tier(p) else {
+            let st = self.pages.get_mut(p);
+            let Some(t) = st.tier() else {
                 continue;
             };
-            let st = self.pages.get_mut(p);
             // born at the clock this cooling ends: allocated since the last cooling, or never
             // allocated (clock 0) and this is the first cooling
             let born = if st.flags & ALLOCATED != 0 {
@@ -578,10 +612,9 @@ impl Memtis {
                 self.pending_hist[bin(st.count)] += 1;
                 continue;
             }
-            let want = list(t, bin(st.count)) as u8;
-            if st.list != want {
-                st.list = want;
-                self.lists.push_back(want as usize, p);
+            let want = list(t, bin(st.count));
+            if self.lists.list_of(p) != Some(want) {
+                self.lists.push_back(want, p);
             }
         }
         self.count_total = total;
@@ -659,7 +692,6 @@ impl Memtis {
         });
         let st = self.pages.get_mut(p);
         // off the bin lists while in flight (counted in the histogram through `pending_hist`)
-        st.list = MIGRATING as u8;
         self.pending_hist[bin(st.count)] += 1;
         self.lists.push_back(MIGRATING, p);
         let st = self.pages.get_mut(p);
@@ -763,22 +795,18 @@ impl Policy for Memtis {
         }
     }
 
-    /// Per page: its tier (1 B), its count and flags ([`PageState`], 6 B) and its list links
-    /// (9 B).
+    /// Per page: its count, flags and tier ([`PageState`], 5 B) and its list links (9 B).
     fn memory_bytes(&self, space: &PageSpace) -> u64 {
-        Residency::bytes_for(space.pages)
-            + Dense::<PageState>::bytes_for(space.pages)
-            + PageLists::bytes_for(space.pages, 2 * BINS + 1)
+        Dense::<PageState>::bytes_for(space.pages) + PageLists::bytes_for(space.pages, 2 * BINS + 1)
     }
 
     fn reserve(&mut self, space: &PageSpace) -> tierkit_core::Result<()> {
-        self.residency.reserve(space.pages)?;
         self.pages.reserve(space.pages, "MEMTIS's page table")?;
         self.lists.reserve(space.pages, "MEMTIS's bin lists")
     }
 
     fn allocated_bytes(&self) -> u64 {
-        self.residency.bytes() + (self.pages.bytes() + self.lists.bytes()) as u64
+        (self.pages.bytes() + self.lists.bytes()) as u64
     }
 
     fn init(&mut self, tel: &Telemetry, _mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
@@ -868,7 +896,7 @@ impl Policy for Memtis {
 /// (coldest first for victims).
 impl AccessTracker for Memtis {
     fn access_probability(&self, page: PageId) -> f64 {
-        if self.count_total == 0 || self.residency.tier(page).is_none() {
+        if self.count_total == 0 || self.pages.get(page).tier().is_none() {
             return 0.0;
         }
         self.pages.get(page).count as f64 / self.count_total as f64
@@ -1241,6 +1269,53 @@ mod tests {
                 prop_assert_eq!(pol.count_total, sum);
                 prop_assert_eq!(pol.pending_hist.iter().sum::<u64>(), pol.lists.len(MIGRATING));
                 prop_assert_eq!(pol.lists.len(MIGRATING), pol.inflight_to_fast + pol.inflight_to_slow);
+            }
+        }
+
+        /// The tier kept in a page's flags follows the epoch's allocations, completed migrations
+        /// and frees exactly as the policies' shared residency view does (every tier other than
+        /// the fast one reads as the slow one).
+        #[test]
+        fn the_tier_in_the_flags_is_the_residency_view(
+            epochs in proptest::collection::vec(
+                (
+                    proptest::collection::vec((0u64..24, 0u8..3), 0..8),
+                    proptest::collection::vec((0u64..24, 0u8..3, any::<bool>()), 0..8),
+                    proptest::collection::vec(0u64..24, 0..6),
+                ),
+                1..12,
+            ),
+        ) {
+            use crate::common::Residency;
+            use tierkit_core::telemetry::{MigrationResult, PageEvent};
+            let mut pol = memtis(&[]);
+            let mut r = Residency::default();
+            for (alloc, migr, freed) in epochs {
+                let mut tel = Telemetry {
+                    allocated: alloc
+                        .iter()
+                        .map(|&(p, t)| PageEvent { page: PageId(p), pid: 0, tier: t })
+                        .collect(),
+                    ..Telemetry::default()
+                };
+                for &(p, t, done) in &migr {
+                    tel.migrations.push(MigrationResult {
+                        page: PageId(p),
+                        from: 0,
+                        to: t,
+                        outcome: if done { MigrationOutcome::Done } else { MigrationOutcome::NoSpace },
+                        remap: false,
+                    });
+                }
+                for &p in &freed {
+                    tel.freed.push(PageEvent { page: PageId(p), pid: 0, tier: 0 });
+                }
+                r.observe(&tel);
+                pol.observe_residency(&tel);
+                for p in 0..24 {
+                    let want = r.tier(PageId(p)).map(|t| if t == FAST { FAST } else { SLOW });
+                    prop_assert_eq!(pol.pages.get(PageId(p)).tier(), want, "page {}", p);
+                }
             }
         }
     }
