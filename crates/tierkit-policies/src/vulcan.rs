@@ -29,9 +29,9 @@
 //! Heat is the page's sample count, halved every `cooling_quanta` quanta (cooling, as in MEMTIS
 //! which Vulcan's sampling follows).
 
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
-use tierkit_core::memory::bytes_of;
+use tierkit_core::memory::{bytes_of, hash_map_bytes, hash_map_capacity_bytes};
 use tierkit_core::params::{ParamDef, ParamKind, Params};
 use tierkit_core::policy::Builder;
 use tierkit_core::rng::Rng;
@@ -315,14 +315,15 @@ fn qentry_parts(e: QEntry) -> (u32, u64) {
     ((e >> 61) as u32, u32::MAX as u64 - (e & u32::MAX as u64))
 }
 
-/// Vulcan's per-page record: 17 bytes (one per page of the page space), packed.
+/// Vulcan's per-page record: 13 bytes (one per page of the page space), packed. Whose tenant a
+/// promotion in flight counts against is kept beside it (`Vulcan::promoting`), for the few
+/// pages in flight.
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C, packed)]
 struct PageRec {
     heat: f32,
-    /// The thread and process of the page's first sample.
+    /// The thread of the page's first sample.
     tid: u32,
-    pid: u32,
     /// Sampled loads and stores. Only their ratio is read (Table 1's write-intensive test) and
     /// whether any was sampled. They are exact up to 65,535 samples of a page; when either would
     /// pass `u16::MAX` both halve, so a page sampled that often has its older samples weigh
@@ -334,7 +335,7 @@ struct PageRec {
     bits: u8,
 }
 
-const _: () = assert!(std::mem::size_of::<PageRec>() == 17);
+const _: () = assert!(std::mem::size_of::<PageRec>() == 13);
 
 const QLEVEL: u8 = 0b111;
 const SHARED: u8 = 1 << 3;
@@ -431,6 +432,9 @@ pub struct Vulcan {
     /// Per tenant: cached demotion victims (coldest last) and whether they were refreshed in
     /// this migration round.
     colds: Vec<Vec<(f32, u64)>>,
+    /// The promotions in flight: page -> the slot of the tenant whose fast-tier share
+    /// (`TenantState::inflight_up`) it counts against until its result arrives or it is freed.
+    promoting: HashMap<u32, u32>,
     cold_fresh: Vec<bool>,
     tenants: Vec<TenantState>,
     /// Each tenant's pid at its slot in the per-tenant tables, in the order tenants were first
@@ -477,6 +481,7 @@ impl Vulcan {
             queues: Vec::new(),
             cooling_quanta: p.u64("cooling_quanta"),
             colds: Vec::new(),
+            promoting: HashMap::new(),
             cold_fresh: Vec::new(),
             tenants: Vec::new(),
             slots: Vec::new(),
@@ -704,6 +709,7 @@ impl Vulcan {
                 rec.set_inflight(true);
                 rec.set_qlevel(0);
                 self.tenants[i].inflight_up += 1;
+                self.promoting.insert(pg as u32, i as u32);
                 self.stats.promotions[lvl as usize] += 1;
                 fast_now += 1;
                 fast_free = fast_free.saturating_sub(1);
@@ -737,14 +743,16 @@ impl Policy for Vulcan {
         }
     }
 
-    /// Per page: its tier (1 B) and its record ([`PageRec`], 17 B); the promotion queues at
+    /// Per page: its tier (1 B) and its record ([`PageRec`], 13 B); the promotion queues at
     /// one 8 B entry a page (twice, for the heaps' growth; a page is queued again only when
-    /// its level rises); the demotion candidates at one 16 B entry per fast-tier page (twice).
+    /// its level rises); the demotion candidates at one 16 B entry per fast-tier page (twice);
+    /// the promotions in flight, at most one per fast-tier page (they count against it).
     fn memory_bytes(&self, space: &PageSpace) -> u64 {
         Residency::bytes_for(space.pages)
             + Dense::<PageRec>::bytes_for(space.pages)
             + 2 * bytes_of::<QEntry>(space.pages)
             + 2 * bytes_of::<(f32, u64)>(space.fast_pages())
+            + hash_map_bytes::<u32, u32>(space.fast_pages())
     }
 
     fn reserve(&mut self, space: &PageSpace) -> tierkit_core::Result<()> {
@@ -761,6 +769,7 @@ impl Policy for Vulcan {
     fn allocated_bytes(&self) -> u64 {
         self.res.bytes()
             + self.pages.bytes() as u64
+            + hash_map_capacity_bytes::<u32, u32>(self.promoting.capacity() as u64)
             + self
                 .queues
                 .iter()
@@ -801,15 +810,16 @@ impl Policy for Vulcan {
             if r.inflight() {
                 r.set_inflight(false);
                 if m.to == FAST {
-                    let pid = r.pid;
-                    let i = self.slot(pid);
-                    let st = &mut self.tenants[i];
-                    st.inflight_up = st.inflight_up.saturating_sub(1);
+                    if let Some(i) = self.promoting.remove(&(m.page.0 as u32)) {
+                        let st = &mut self.tenants[i as usize];
+                        st.inflight_up = st.inflight_up.saturating_sub(1);
+                    }
                 }
             }
         }
         for e in &tel.freed {
             self.pages.set(e.page, PageRec::default());
+            self.promoting.remove(&(e.page.0 as u32));
         }
         let thr = self.hot_threshold.max(1e-9);
         for s in &tel.samples {
@@ -823,7 +833,6 @@ impl Policy for Vulcan {
             let r = self.pages.get_mut(s.page);
             if !r.sampled() {
                 r.tid = s.tid;
-                r.pid = s.pid;
             }
             r.heat += 1.0;
             r.count(s.is_store);
