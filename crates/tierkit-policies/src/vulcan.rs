@@ -819,7 +819,11 @@ impl Policy for Vulcan {
         }
         for e in &tel.freed {
             self.pages.set(e.page, PageRec::default());
-            self.promoting.remove(&(e.page.0 as u32));
+            // a promotion in flight ends with the page: its tenant has the room back
+            if let Some(i) = self.promoting.remove(&(e.page.0 as u32)) {
+                let st = &mut self.tenants[i as usize];
+                st.inflight_up = st.inflight_up.saturating_sub(1);
+            }
         }
         let thr = self.hot_threshold.max(1e-9);
         for s in &tel.samples {
@@ -1029,6 +1033,82 @@ mod tests {
         assert!(fast(be) <= 55, "BE {} pages fast", fast(be));
         assert!(s.contains_key("p4242.alloc_pages") && s.contains_key("p77.alloc_pages"));
         assert!(s["demotions_issued"] >= 40.0, "{s:?}");
+    }
+
+    /// A page freed while its promotion is in flight no longer counts against its tenant's
+    /// share of the fast tier: its result (if one comes) arrives after the free, when the page's
+    /// record no longer says it is in flight.
+    #[test]
+    fn a_promotion_freed_in_flight_gives_its_tenant_the_room_back() {
+        use crate::testbed::Machine;
+        use tierkit_core::telemetry::ProcInfo;
+        let pid = 7u32;
+        let mut m = Machine::new(&[100, 1000]);
+        for p in 0..20 {
+            m.alloc(p, SLOW, pid);
+        }
+        let mut pol = Vulcan::new(&crate::testbed::params(
+            "vulcan",
+            P,
+            &[
+                ("quantum_ms", "10"),
+                ("migrate_ms", "10"),
+                ("sample_period", "1"),
+                ("unit_mb", "0.004"),
+            ],
+        ));
+        let proc_info = |m: &Machine| ProcInfo {
+            pid,
+            name: "p".into(),
+            class: QosClass::BestEffort,
+            alive: true,
+            threads: 1,
+            rss_pages: vec![m.used(FAST), m.used(SLOW)],
+            demote_promoted: 0,
+            promotions: 0,
+            demotions: 0,
+            migration_enabled: true,
+        };
+        m.init(&mut pol);
+        let mut out = Vec::new();
+        for _ in 0..50 {
+            if !pol.promoting.is_empty() {
+                break;
+            }
+            let samples = (0..20u64)
+                .map(|p| tierkit_core::telemetry::Sample {
+                    pid,
+                    tid: 1,
+                    ..crate::testbed::read(p)
+                })
+                .collect();
+            let mut tel = m.telemetry(samples);
+            tel.processes = vec![proc_info(&m)];
+            out.clear();
+            pol.step(&tel, &mut m.mech(), &mut out);
+            m.apply(&out);
+        }
+        let flying: Vec<u32> = pol.promoting.keys().copied().collect();
+        assert!(!flying.is_empty(), "Vulcan promoted nothing");
+        let i = pol.slot(pid);
+        assert_eq!(pol.tenants[i].inflight_up, flying.len() as u64);
+        // the pages are freed, and the epoch's telemetry carries the frees before the results
+        for &p in &flying {
+            m.free(p as u64);
+        }
+        let mut tel = m.telemetry(Vec::new());
+        let results = std::mem::take(&mut tel.migrations);
+        tel.processes = vec![proc_info(&m)];
+        out.clear();
+        pol.step(&tel, &mut m.mech(), &mut out);
+        assert_eq!(pol.tenants[i].inflight_up, 0);
+        assert!(pol.promoting.is_empty());
+        let mut tel = m.telemetry(Vec::new());
+        tel.migrations = results;
+        tel.processes = vec![proc_info(&m)];
+        out.clear();
+        pol.step(&tel, &mut m.mech(), &mut out);
+        assert_eq!(pol.tenants[i].inflight_up, 0);
     }
 
     fn t(lc: bool, demand: u64) -> Tenant {
