@@ -1,6 +1,8 @@
 //! Per-phase access distributions over pages: weighted regions (uniform, Zipf over a seeded
 //! permutation, or a seeded random subset), O(1) sampling and O(regions) point probabilities.
 
+use std::cell::Cell;
+
 use tierkit_core::memory::{self, bytes_of};
 use tierkit_core::rng::{AliasTable, Rng, Zipf};
 
@@ -315,6 +317,9 @@ pub struct Dist {
     /// breakpoints of a cumulative count, linear in between, constant after the last.
     fix_t: Vec<f64>,
     fix_c: Vec<f64>,
+    /// The segments of `hist_t` and `fix_t` the last reads fell in ([`between_hinted`]).
+    hist_hint: Cell<u32>,
+    fix_hint: Cell<u32>,
 }
 
 /// Two consecutive epochs whose miss rates differ by less than this share extend one segment of
@@ -331,7 +336,29 @@ const FIX_MAX: usize = 1 << 12;
 /// A cumulative count's value at `t`, linear between its breakpoints `ts` (in order), `cs`: for
 /// `t` strictly between the first and the last.
 pub(crate) fn between(ts: &[f64], cs: &[f64], t: f64) -> f64 {
-    let k = ts.partition_point(|&x| x <= t);
+    interpolate(ts, cs, t, ts.partition_point(|&x| x <= t))
+}
+
+/// [`between`] starting from the segment the last read of these breakpoints fell in (`hint`,
+/// updated): the reads between an epoch's end and the history's end are mostly of a few
+/// instants (the scanner's marks and the accessed bits' clears, many pages each), so most fall
+/// in the segment of the read before. The segment is checked, so the index is the bisection's
+/// whatever the hint.
+#[inline]
+pub(crate) fn between_hinted(ts: &[f64], cs: &[f64], t: f64, hint: &Cell<u32>) -> f64 {
+    let h = hint.get() as usize;
+    let k = if h >= 1 && h < ts.len() && ts[h - 1] <= t && t < ts[h] {
+        h
+    } else {
+        let k = ts.partition_point(|&x| x <= t);
+        hint.set(k as u32);
+        k
+    };
+    interpolate(ts, cs, t, k)
+}
+
+#[inline]
+fn interpolate(ts: &[f64], cs: &[f64], t: f64, k: usize) -> f64 {
     let (t1, c1, t2, c2) = (ts[k - 1], cs[k - 1], ts[k], cs[k]);
     c1 + (c2 - c1) * (t - t1) / (t2 - t1)
 }
@@ -409,6 +436,8 @@ impl Dist {
             hist_t: Vec::new(),
             hist_c: Vec::new(),
             fix_t: Vec::new(),
+            hist_hint: Cell::new(0),
+            fix_hint: Cell::new(0),
             fix_c: Vec::new(),
         }
     }
@@ -457,7 +486,7 @@ impl Dist {
         if t >= tl {
             return cl + self.rate * (t - tl);
         }
-        between(&self.hist_t, &self.hist_c, t)
+        between_hinted(&self.hist_t, &self.hist_c, t, &self.hist_hint)
     }
 
     /// The threads' fault-path busy spans placed at their instants (`Machine::place_fault_spans`):
@@ -475,7 +504,7 @@ impl Dist {
         if t >= self.fix_t[n - 1] {
             return self.fix_c[n - 1];
         }
-        between(&self.fix_t, &self.fix_c, t)
+        between_hinted(&self.fix_t, &self.fix_c, t, &self.fix_hint)
     }
 
     /// The correction's value at its last breakpoint (0 when it has none).
@@ -651,6 +680,37 @@ impl Dist {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// A read from the last read's segment gives what the bisection gives, whatever the
+        /// hint held (ties and repeated breakpoints included), and leaves the hint at a segment
+        /// that holds the instant.
+        #[test]
+        fn a_hinted_read_is_the_bisection(
+            steps in proptest::collection::vec(0u8..4, 2..300),
+            reads in proptest::collection::vec(0.0f64..1.0, 1..40),
+            start in 0u32..400,
+        ) {
+            let mut ts = Vec::new();
+            let mut x = 0.0;
+            for s in steps {
+                x += s as f64;
+                ts.push(x);
+            }
+            let cs: Vec<f64> = ts.iter().map(|t| t * 3.0 + 1.0).collect();
+            let (first, last) = (ts[0], *ts.last().unwrap());
+            proptest::prop_assume!(last > first);
+            let hint = Cell::new(start);
+            // every breakpoint strictly between the first and the last, and the reads
+            let at = reads.iter().map(|a| first + (last - first) * a);
+            for t in ts.iter().copied().chain(at).filter(|&t| t > first && t < last) {
+                let want = between(&ts, &cs, t);
+                proptest::prop_assert_eq!(between_hinted(&ts, &cs, t, &hint).to_bits(), want.to_bits());
+                let h = hint.get() as usize;
+                proptest::prop_assert!(ts[h - 1] <= t && t < ts[h]);
+            }
+        }
+    }
 
     fn one_region() -> Dist {
         Dist::new(0, vec![Region::range(0, 100, 1.0)], 2, 1.0)
