@@ -13,6 +13,7 @@ pub mod engine;
 pub mod error;
 pub mod machine;
 pub mod memory;
+mod minqueue;
 pub mod numa_scan;
 pub mod pact_eval;
 pub mod platform;

@@ -14,6 +14,7 @@ use tierkit_core::{Backend, Mechanism, PageEvents, PageId, Policy, TelemetryNeed
 
 use crate::dist::{between, Dist, Region};
 use crate::error::{Result, SimError};
+use crate::minqueue::MinQueue;
 use crate::numa_scan::{self, ScanState};
 use crate::spec::{AccessSpec, Experiment, Pattern};
 
@@ -30,8 +31,9 @@ const F_PINNED: u8 = 4;
 const F_YOUNG: u8 = 8;
 /// Marked pages waiting for their fault, earliest first: (key: the check time in ns, or a
 /// phase's cumulative misses as f64 bits, page, mark time in ns, f32 bits of the accesses the
-/// fault waits for).
-type FaultHeap = BinaryHeap<Reverse<(u64, u32, u64, u32)>>;
+/// fault waits for). Millions at a time, a few hundred pushed and popped an epoch: a
+/// [`MinQueue`], which sifts only its nearest entries.
+type FaultQueue = MinQueue<(u64, u32, u64, u32)>;
 const LINE: f64 = 64.0;
 /// Async migrations waiting beyond this are refused (a policy flooding the queue).
 const MAX_QUEUE: usize = 1 << 20;
@@ -423,14 +425,14 @@ pub struct Machine {
     /// bits). A marked page faults at the access that brings its accesses since the mark to an
     /// Exp(1) draw, counted on the phases' cumulative misses, so stalls and idle spells delay
     /// the fault by exactly as long as they stop the accesses, whatever the epoch length.
-    faults: FaultHeap,
+    faults: FaultQueue,
     /// Marked pages that only one running phase accesses, per phase (index of `dists`): (the
     /// phase's cumulative misses at which the page faults as f64 bits, page, mark time, f32
     /// bits of the accesses the fault waits for). A page with probability p in the phase faults
     /// when the phase's misses since the mark reach need / p, so the fault time follows from
     /// the phase's cumulative misses alone: exact whatever the threads' stalls, and checked
     /// once (`deliver_faults`). Entries move when the phases that cover their page change.
-    count_faults: Vec<FaultHeap>,
+    count_faults: Vec<FaultQueue>,
     /// Phases that gained their first thread, and phases that lost their last, since the last
     /// epoch: the pages they cover are placed again (`replace_marked`).
     dists_started: Vec<usize>,
@@ -975,7 +977,7 @@ impl Machine {
             wall_fault_policy_s: 0.0,
             fault_calls: 0,
             mig_debt_ns: 0.0,
-            faults: BinaryHeap::new(),
+            faults: MinQueue::new(),
             count_faults: Vec::new(),
             dists_started: Vec::new(),
             dists_stopped: Vec::new(),
@@ -2672,15 +2674,14 @@ impl Machine {
                 let thr = self.dists[d].cum_at(from) + (need as f64 - seen).max(0.0) / pmf;
                 if self.count_faults.len() < self.dists.len() {
                     self.count_faults
-                        .resize_with(self.dists.len(), BinaryHeap::new);
+                        .resize_with(self.dists.len(), MinQueue::new);
                 }
-                self.count_faults[d].push(Reverse((thr.to_bits(), page, mark, need.to_bits())));
+                self.count_faults[d].push((thr.to_bits(), page, mark, need.to_bits()));
             }
             _ => match self.next_fault_at(page, from, seen, need) {
-                Some(at) => {
-                    self.faults
-                        .push(Reverse((at.ceil() as u64, page, mark, need.to_bits())))
-                }
+                Some(at) => self
+                    .faults
+                    .push((at.ceil() as u64, page, mark, need.to_bits())),
                 None => self.idle_marked.push((page, mark, need)),
             },
         }
@@ -2726,10 +2727,11 @@ impl Machine {
         let started = std::mem::take(&mut self.dists_started);
         let stopped = std::mem::take(&mut self.dists_stopped);
         let mut moved: Vec<(u32, u64, f32)> = Vec::new();
-        let mut drain = |heap: &mut FaultHeap| {
+        let mut drain = |queue: &mut FaultQueue| {
             moved.extend(
-                heap.drain()
-                    .map(|Reverse((_, page, mark, need))| (page, mark, f32::from_bits(need))),
+                queue
+                    .drain()
+                    .map(|(_, page, mark, need)| (page, mark, f32::from_bits(need))),
             );
         };
         for &d in &stopped {
@@ -2982,7 +2984,7 @@ impl Machine {
                 }
                 let (rate, c_now) = (dd.rate, dd.cum_at(now));
                 let c_end = c_now + rate * (end - now);
-                while let Some(&Reverse((thr, page, mark, _))) = self.count_faults[d].peek() {
+                while let Some(&(thr, page, mark, _)) = self.count_faults[d].peek() {
                     let thr = f64::from_bits(thr);
                     if thr > c_end {
                         break;
@@ -2991,7 +2993,7 @@ impl Machine {
                     let at = (now + (thr - c_now).max(0.0) / rate).max(mark as f64);
                     // need 0: the accesses are already counted, the fault comes at `at`
                     self.faults
-                        .push(Reverse((at.ceil() as u64, page, mark, 0f32.to_bits())));
+                        .push((at.ceil() as u64, page, mark, 0f32.to_bits()));
                 }
             }
         }
@@ -2999,7 +3001,7 @@ impl Machine {
             if live && self.live_next(end) {
                 continue;
             }
-            let Some(&Reverse((at, page, mark, need_bits))) = self.faults.peek() else {
+            let Some(&(at, page, mark, need_bits)) = self.faults.peek() else {
                 break;
             };
             if at as f64 >= end {
@@ -3023,10 +3025,9 @@ impl Machine {
             let seen = self.page_accesses_between(page, mark as f64, at as f64);
             if seen < need as f64 * (1.0 - 1e-6) {
                 match self.next_fault_at(page, at as f64, seen, need) {
-                    Some(next) => {
-                        self.faults
-                            .push(Reverse((next.ceil() as u64, page, mark, need_bits)))
-                    }
+                    Some(next) => self
+                        .faults
+                        .push((next.ceil() as u64, page, mark, need_bits)),
                     None => self.idle_marked.push((page, mark, need)),
                 }
                 continue;
@@ -3123,14 +3124,14 @@ impl Machine {
     /// page whose phase's count reaches its fault's (queued as a fault at that instant), or a
     /// thread out of its fault (its misses back in its phase's rate). False when there is none.
     fn live_next(&mut self, end: f64) -> bool {
-        let tf = self.faults.peek().map_or(f64::INFINITY, |r| r.0 .0 as f64);
+        let tf = self.faults.peek().map_or(f64::INFINITY, |r| r.0 as f64);
         let mut best: Option<(f64, usize)> = None;
         for d in 0..self.count_faults.len() {
             let r = self.live.r[d];
             if r <= 0.0 {
                 continue;
             }
-            if let Some(&Reverse((thr, ..))) = self.count_faults[d].peek() {
+            if let Some(&(thr, ..)) = self.count_faults[d].peek() {
                 let t = self.live.t[d] + (f64::from_bits(thr) - self.live.c[d]).max(0.0) / r;
                 if best.is_none_or(|b| t < b.0) {
                     best = Some((t, d));
@@ -3144,13 +3145,13 @@ impl Machine {
             .map_or(f64::INFINITY, |r| r.0 .0 as f64);
         if let Some((t, d)) = best {
             if t < end && t <= tf && t <= te {
-                let Some(Reverse((_, page, mark, _))) = self.count_faults[d].pop() else {
+                let Some((_, page, mark, _)) = self.count_faults[d].pop() else {
                     return false;
                 };
                 let at = t.max(mark as f64);
                 // need 0: the accesses are already counted, the fault comes at `at`
                 self.faults
-                    .push(Reverse((at.ceil() as u64, page, mark, 0f32.to_bits())));
+                    .push((at.ceil() as u64, page, mark, 0f32.to_bits()));
                 return true;
             }
         }
@@ -3306,7 +3307,7 @@ impl Machine {
         let th = &mut self.threads[ti];
         th.resume_queued = true;
         let next = (th.busy_until.ceil() as u64).max(at + 1);
-        self.faults.push(Reverse((next, ti as u32, 0, RESUME)));
+        self.faults.push((next, ti as u32, 0, RESUME));
     }
 
     /// Thread `ti` is out of its fault at `at` (unless something it did there keeps it longer):
@@ -3335,7 +3336,7 @@ impl Machine {
             (true, Some(d)) => d,
             _ => {
                 for (page, mark) in std::mem::take(&mut self.procs[pi].pending) {
-                    self.faults.push(Reverse((at, page, mark, 0f32.to_bits())));
+                    self.faults.push((at, page, mark, 0f32.to_bits()));
                 }
                 return;
             }
