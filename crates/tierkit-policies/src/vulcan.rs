@@ -956,6 +956,21 @@ mod tests {
         );
     }
 
+    /// Vulcan at 10 ms quanta and migration rounds, sampling every access, with a 4 KiB unit:
+    /// decisions within a few test epochs.
+    fn quick_vulcan() -> Vulcan {
+        Vulcan::new(&crate::testbed::params(
+            "vulcan",
+            P,
+            &[
+                ("quantum_ms", "10"),
+                ("migrate_ms", "10"),
+                ("sample_period", "1"),
+                ("unit_mb", "0.004"),
+            ],
+        ))
+    }
+
     /// Vulcan on a real host (tierkitd): pids 4242 (LC, 60 pages, all on the slow tier) and 77
     /// (BE, 140 pages, 100 of them filling the fast tier), both sampled on every page every
     /// epoch. A hotness ranking would leave the fast tier to the BE tenant; Vulcan's partition
@@ -976,16 +991,7 @@ mod tests {
         for p in 160..200 {
             m.alloc(p, SLOW, be);
         }
-        let mut pol = Vulcan::new(&crate::testbed::params(
-            "vulcan",
-            P,
-            &[
-                ("quantum_ms", "10"),
-                ("migrate_ms", "10"),
-                ("sample_period", "1"),
-                ("unit_mb", "0.004"),
-            ],
-        ));
+        let mut pol = quick_vulcan();
         let procs = |m: &Machine| {
             [(lc, QosClass::LatencyCritical), (be, QosClass::BestEffort)]
                 .iter()
@@ -1047,16 +1053,7 @@ mod tests {
         for p in 0..20 {
             m.alloc(p, SLOW, pid);
         }
-        let mut pol = Vulcan::new(&crate::testbed::params(
-            "vulcan",
-            P,
-            &[
-                ("quantum_ms", "10"),
-                ("migrate_ms", "10"),
-                ("sample_period", "1"),
-                ("unit_mb", "0.004"),
-            ],
-        ));
+        let mut pol = quick_vulcan();
         let proc_info = |m: &Machine| ProcInfo {
             pid,
             name: "p".into(),
