@@ -3037,11 +3037,12 @@ impl Machine {
             let mut total = 0.0;
             let on_path = policy.is_some();
             let mut any_busy = false;
+            let mut memo = None;
             for &ti in &self.procs[pi].threads {
                 // A thread stalled for the whole epoch (in a synchronous migration, say) makes
                 // no access, so it cannot take the fault: the page stays marked until its
                 // threads run again.
-                let w = self.touch_weight(ti, page);
+                let w = self.touch_weight_memo(ti, page, &mut memo);
                 if w > 0.0 {
                     if on_path && self.threads[ti].busy_until > at as f64 {
                         any_busy = true;
@@ -3292,10 +3293,25 @@ impl Machine {
     /// thread that is not active, has no phase, or makes no access this epoch. A fault goes to
     /// the page's threads by this weight.
     fn touch_weight(&self, ti: usize, page: u32) -> f64 {
+        self.touch_weight_memo(ti, page, &mut None)
+    }
+
+    /// [`Machine::touch_weight`] for one page over several threads: `memo` keeps the last
+    /// phase's probability of the page (the threads of a process mostly share their phases).
+    #[inline]
+    fn touch_weight_memo(&self, ti: usize, page: u32, memo: &mut Option<(usize, f64)>) -> f64 {
         let th = &self.threads[ti];
         match (th.active, th.dist) {
             (true, Some(d)) => {
-                th.x * (th.avail + th.fault_paid_ns / self.epoch_ns) * self.dists[d].pmf(page)
+                let pmf = match *memo {
+                    Some((md, p)) if md == d => p,
+                    _ => {
+                        let p = self.dists[d].pmf(page);
+                        *memo = Some((d, p));
+                        p
+                    }
+                };
+                th.x * (th.avail + th.fault_paid_ns / self.epoch_ns) * pmf
             }
             _ => 0.0,
         }
