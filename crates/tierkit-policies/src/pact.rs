@@ -292,6 +292,8 @@ pub struct WindowTrace {
     /// Pages (all tiers) in the priority bin, and the slow-tier ones among them.
     pub in_top_bin: u64,
     pub candidates: u64,
+    /// Pages tracked (binned) in the window.
+    pub tracked: u64,
     pub promotions: u64,
     pub demotions: u64,
 }
@@ -328,6 +330,8 @@ pub struct Pact {
     /// The width of the last binning, and the priority bin's share of pages in it.
     width: f64,
     top_share: f64,
+    /// The sum of `top_share` over the windows (for its mean in the stats).
+    top_share_sum: f64,
     window_end_ns: u64,
     win_misses: f64,
     win_occ: f64,
@@ -409,6 +413,7 @@ impl Pact {
             reservoir: Reservoir::new(reservoir, p.u64("seed")),
             width: p.float("initial_width"),
             top_share: 0.0,
+            top_share_sum: 0.0,
             window_end_ns: 0,
             win_misses: 0.0,
             win_occ: 0.0,
@@ -962,6 +967,7 @@ impl Pact {
         } else {
             in_top as f64 / self.entries.len() as f64
         };
+        self.top_share_sum += self.top_share;
         let (pro0, dem0) = (self.n_promoted, self.n_demoted);
         let mut promoted = 0u64;
         if self.max_promotions > 0 {
@@ -990,6 +996,7 @@ impl Pact {
             top_bin: top,
             in_top_bin: in_top,
             candidates: n_cands,
+            tracked: self.entries.len() as u64,
             promotions: self.n_promoted - pro0,
             demotions: self.n_demoted - dem0,
         });
@@ -1146,6 +1153,12 @@ impl Policy for Pact {
             ("promotions_failed", self.promotions_failed as f64),
             ("demotions_failed", self.demotions_failed as f64),
             ("bin_width", self.width),
+            // §4.5: "the highest-priority bin is kept small, typically holding only the top
+            // 1-5% of pages"
+            (
+                "priority_bin_share_mean",
+                self.top_share_sum / self.windows.max(1) as f64,
+            ),
             ("k_slow_cycles", self.k_slow),
             ("stall_cycles_total", self.stall_total),
         ]

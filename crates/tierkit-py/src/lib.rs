@@ -418,6 +418,14 @@ fn pact_eval<'py>(
         ev.trace.iter().map(|w| w.candidates).collect::<Vec<_>>(),
     )?;
     tr.set_item(
+        "in_top_bin",
+        ev.trace.iter().map(|w| w.in_top_bin).collect::<Vec<_>>(),
+    )?;
+    tr.set_item(
+        "tracked",
+        ev.trace.iter().map(|w| w.tracked).collect::<Vec<_>>(),
+    )?;
+    tr.set_item(
         "promotions",
         ev.trace.iter().map(|w| w.promotions).collect::<Vec<_>>(),
     )?;
