@@ -52,6 +52,12 @@ pub struct NumaScan {
     /// Share of each window's `scan_size_mb` budget a layer lets through (Alto regulating NBT's
     /// scanning); 1 in Linux. The virtpages budget is unchanged.
     pub budget_share: f64,
+    /// task_numa_fault accounts the hint faults it may (a top-tier page's, a promoted one's), so
+    /// that update_task_scan_period adapts the period (upstream Linux). False models Colloid's
+    /// artifact kernel (host-architecture/colloid, linux-6.3 kernel/sched/fair.c), whose
+    /// task_numa_fault returns before any accounting unless NUMA_BALANCING_NORMAL is set: with
+    /// numa_balancing=2 or 6 the period stays at task_scan_start.
+    pub fault_stats: bool,
 }
 
 impl Default for NumaScan {
@@ -63,6 +69,7 @@ impl Default for NumaScan {
             scan_delay_ms: 1000.0,
             tiers: ScanTiers::SlowOnly,
             budget_share: 1.0,
+            fault_stats: true,
         }
     }
 }

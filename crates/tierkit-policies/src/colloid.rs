@@ -38,6 +38,7 @@ const P: &[ParamDef] = &[
     ParamDef { name: "bins", kind: ParamKind::Int { min: 1, max: 64 }, default: "5", unit: "", doc: "frequency bins the page-finding procedure walks, hottest first (HeMem version, §4.1)" },
     ParamDef { name: "candidates", kind: ParamKind::Int { min: 1, max: 1 << 24 }, default: "65536", unit: "pages", doc: "how many of the tracker's hottest pages are considered per quantum" },
     ParamDef { name: "fault_path", kind: ParamKind::Bool, default: "false", unit: "", doc: "hint-fault version: take the base's fault path when the base does (tpp by default), gating each promotion and demoting each default-tier page in its fault at its instant; off by default: it makes gups-hotset's 2 MiB fault storms independent of the step (0.16% from 2 to 0.0625 ms, against 0.26% at the step's end), but the fault queue of its default-tier faults makes graph-kron's 4 KiB runs depend on it (4.5% between 1 and 0.5 ms over 10 s, docs/validation.md, section 1l)" },
+    ParamDef { name: "scan_stats", kind: ParamKind::Bool, default: "false", unit: "", doc: "hint-fault version: let task_numa_fault account the faults so that the scanner's period adapts (upstream Linux: a process that keeps promoting is scanned further and further apart); off by default, as in Colloid's artifact kernel (linux-6.3 kernel/sched/fair.c, run with numa_balancing=6), whose task_numa_fault returns before any accounting unless NUMA_BALANCING_NORMAL is set, so the period stays at task_scan_start" },
 ];
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -87,6 +88,7 @@ fn build(mut base: Box<dyn Policy>, p: &Params) -> tierkit_core::Result<Box<dyn 
         hints,
         take_path: p.bool("fault_path"),
         on_path: false,
+        scan_stats: p.bool("scan_stats"),
         delta: p.float("delta"),
         epsilon: p.float("epsilon"),
         ewma: p.float("ewma"),
@@ -202,6 +204,9 @@ pub struct Colloid {
     /// fault handed over at its instant, `Policy::on_fault`).
     take_path: bool,
     on_path: bool,
+    /// `scan_stats`: let the scanner's period adapt to the faults (upstream), not the
+    /// artifact's fixed period.
+    scan_stats: bool,
     delta: f64,
     epsilon: f64,
     ewma: f64,
@@ -602,7 +607,7 @@ impl Policy for Colloid {
 }
 
 impl Colloid {
-    /// In the fault-path version, hint faults must also fire on default-tier pages.
+    /// In the hint-fault version, hint faults must also fire on default-tier pages.
     fn rewrite(&self, start: usize, out: &mut [Action]) {
         if !self.hints {
             return;
@@ -610,8 +615,13 @@ impl Colloid {
         for a in &mut out[start..] {
             match a {
                 Action::SetHintScan { tiers, .. } => *tiers = ScanTiers::All,
-                // numa_balancing=3: NUMA_BALANCING_NORMAL marks top-tier pages too.
-                Action::SetNumaScan { scan, .. } => scan.tiers = ScanTiers::All,
+                // The artifact's numa_balancing=6: NUMA_BALANCING_COLLOID marks top-tier pages
+                // too (its mm/mprotect.c change_pte_range), and without NUMA_BALANCING_NORMAL
+                // its task_numa_fault accounts nothing (`scan_stats`).
+                Action::SetNumaScan { scan, .. } => {
+                    scan.tiers = ScanTiers::All;
+                    scan.fault_stats = self.scan_stats;
+                }
                 _ => {}
             }
         }

@@ -76,6 +76,7 @@ pub fn numa_scan(p: &Params) -> NumaScan {
         scan_delay_ms: p.float("scan_delay_ms"),
         tiers: ScanTiers::SlowOnly,
         budget_share: 1.0,
+        fault_stats: true,
     }
 }
 

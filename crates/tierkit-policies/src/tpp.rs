@@ -289,6 +289,7 @@ pub(crate) mod tests {
                     scan_delay_ms: 1000.0,
                     tiers: ScanTiers::SlowOnly,
                     budget_share: 1.0,
+                    fault_stats: true,
                 }
             }]
         );

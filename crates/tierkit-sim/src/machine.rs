@@ -3497,7 +3497,10 @@ impl Machine {
             local: !promoted,
             failed: false,
         };
-        p.numa.account_fault(s, rss, f, now);
+        // Colloid's kernel keeps the page's cpupid but accounts nothing (`fault_stats`)
+        if s.fault_stats {
+            p.numa.account_fault(s, rss, f, now);
+        }
     }
 
     // ---------------------------------------------------------------- actions

@@ -461,7 +461,8 @@ fn nbt_pulls_the_hot_set_into_the_fast_tier_within_minutes_and_holds_it() {
 /// for a process that only promotes are private (the slow page's cpupid held its scan time, so
 /// last_cpupid is -1) and not local (TNF_FAULT_LOCAL: the page was not on the CPU's node), so
 /// local + shared is 0 at each placement and the period doubles, up to task_scan_max. Without
-/// promotions (a policy that never moves a page) the period stays where it started.
+/// promotions (a policy that never moves a page) the period stays where it started, and so it
+/// does under Colloid's kernel, which counts no fault.
 #[test]
 fn promotions_double_the_scan_period() {
     let e = load("gups-hotset", &["duration_s=40".into()], Some(5)).unwrap();
@@ -487,6 +488,12 @@ fn promotions_double_the_scan_period() {
     // the promotion rate limit at its smallest: no page moves, no fault is counted
     let still = periods("nbt:promote_rate_limit_mbps=1");
     assert!(still.len() <= 2, "{still:?}");
+    // Colloid's artifact kernel accounts no fault with numa_balancing=6, so its period stays
+    // at task_scan_start while it promotes; with `scan_stats` it adapts as upstream's does
+    let fixed = periods("nbt+colloid");
+    assert_eq!(fixed.len(), 1, "{fixed:?}");
+    let adapting = periods("nbt+colloid:scan_stats=true");
+    assert!(adapting.len() >= 2, "{adapting:?}");
 }
 
 /// Nomad on the same workload: every update is a read-modify-write, so a hot 2 MiB page is
