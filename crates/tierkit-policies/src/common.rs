@@ -207,6 +207,36 @@ pub fn spec_name(name: &str, defs: &[ParamDef], params: &Params) -> String {
 
 const NONE: u8 = u8::MAX;
 
+/// Where a policy keeps each page's tier ([`Residency`]'s table, or bits of the policy's own
+/// per-page record), so that [`apply_residency_events`] can keep it.
+pub trait TierView {
+    fn tier(&self, p: PageId) -> Option<TierId>;
+    fn set(&mut self, p: PageId, t: Option<TierId>);
+    /// A run of `count` pages from `first` became resident in tier `t`.
+    fn set_run(&mut self, first: PageId, count: u64, t: TierId) {
+        for p in first.0..first.0 + count {
+            self.set(PageId(p), Some(t));
+        }
+    }
+}
+
+/// Apply an epoch's allocations, completed migrations and frees to `v`, in that order (a page
+/// migrated and then freed within one epoch ends up gone). A migration result for a page that
+/// is not resident (freed while its copy was in flight) changes nothing.
+pub fn apply_residency_events(v: &mut impl TierView, tel: &Telemetry) {
+    for (first, count, _, tier) in tel.allocated.runs_iter() {
+        v.set_run(first, count, tier);
+    }
+    for m in &tel.migrations {
+        if m.outcome == MigrationOutcome::Done && v.tier(m.page).is_some() {
+            v.set(m.page, Some(m.to));
+        }
+    }
+    for e in &tel.freed {
+        v.set(e.page, None);
+    }
+}
+
 /// Which tier each page is in, as the policy learns it from telemetry.
 #[derive(Clone, Debug)]
 pub struct Residency {
@@ -224,36 +254,13 @@ impl Default for Residency {
 }
 
 impl Residency {
-    /// Apply this epoch's allocations, completed migrations and frees, in that order (a page
-    /// migrated and then freed within one epoch ends up gone). A migration result for a page that
-    /// is not resident (freed while its copy was in flight) changes nothing. Call once per epoch
-    /// before deciding.
+    /// Apply this epoch's events ([`apply_residency_events`]). Call once per epoch before
+    /// deciding.
     pub fn observe(&mut self, tel: &Telemetry) {
-        for (first, count, _, tier) in tel.allocated.runs_iter() {
-            if count > 0 && first.0 >= self.tier.len() as u64 {
-                // A first touch: no page of the run had a tier.
-                if tier as usize >= self.counts.len() {
-                    self.counts.resize(tier as usize + 1, 0);
-                }
-                self.counts[tier as usize] += count;
-                self.tier.set_run(first, count, tier);
-            } else {
-                for p in first.0..first.0 + count {
-                    self.set(PageId(p), Some(tier));
-                }
-            }
-        }
-        for m in &tel.migrations {
-            if m.outcome == MigrationOutcome::Done && self.tier(m.page).is_some() {
-                self.set(m.page, Some(m.to));
-            }
-        }
-        for e in &tel.freed {
-            self.set(e.page, None);
-        }
+        apply_residency_events(self, tel);
     }
 
-    fn set(&mut self, p: PageId, t: Option<TierId>) {
+    fn set_one(&mut self, p: PageId, t: Option<TierId>) {
         let old = *self.tier.get(p);
         if old != NONE {
             self.counts[old as usize] -= 1;
@@ -299,6 +306,29 @@ impl Residency {
     /// Bytes held now (the table's capacity).
     pub fn bytes(&self) -> u64 {
         self.tier.bytes() as u64
+    }
+}
+
+impl TierView for Residency {
+    fn tier(&self, p: PageId) -> Option<TierId> {
+        Residency::tier(self, p)
+    }
+    fn set(&mut self, p: PageId, t: Option<TierId>) {
+        self.set_one(p, t);
+    }
+    fn set_run(&mut self, first: PageId, count: u64, t: TierId) {
+        if count > 0 && first.0 >= self.tier.len() as u64 {
+            // A first touch: no page of the run had a tier.
+            if t as usize >= self.counts.len() {
+                self.counts.resize(t as usize + 1, 0);
+            }
+            self.counts[t as usize] += count;
+            self.tier.set_run(first, count, t);
+        } else {
+            for p in first.0..first.0 + count {
+                self.set_one(PageId(p), Some(t));
+            }
+        }
     }
 }
 

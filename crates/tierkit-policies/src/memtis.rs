@@ -68,7 +68,7 @@ use tierkit_core::{
     FAST, SLOW,
 };
 
-use crate::common::{spec_name, Dense};
+use crate::common::{apply_residency_events, spec_name, Dense, TierView};
 use crate::pagelist::PageLists;
 
 const PARAMS: &[ParamDef] = &[
@@ -257,6 +257,16 @@ impl PageState {
 }
 
 const UNTRACKED: PageState = PageState { count: 0, flags: 0 };
+
+/// The tiers in the records' flags.
+impl TierView for Dense<PageState> {
+    fn tier(&self, p: PageId) -> Option<TierId> {
+        self.get(p).tier()
+    }
+    fn set(&mut self, p: PageId, t: Option<TierId>) {
+        self.get_mut(p).set_tier(t);
+    }
+}
 
 pub struct Memtis {
     spec: String,
@@ -475,21 +485,9 @@ impl Memtis {
         }
     }
 
-    /// Each page's tier after this epoch's allocations, completed migrations and frees, in that
-    /// order (a page migrated and then freed within one epoch ends up gone); a migration result
-    /// for a page that is not resident (freed while its copy was in flight) changes nothing.
+    /// Each page's tier after this epoch's events, as the shared residency view keeps it.
     fn observe_residency(&mut self, tel: &Telemetry) {
-        for e in &tel.allocated {
-            self.pages.get_mut(e.page).set_tier(Some(e.tier));
-        }
-        for m in &tel.migrations {
-            if m.outcome == MigrationOutcome::Done && self.pages.get(m.page).tier().is_some() {
-                self.pages.get_mut(m.page).set_tier(Some(m.to));
-            }
-        }
-        for e in &tel.freed {
-            self.pages.get_mut(e.page).set_tier(None);
-        }
+        apply_residency_events(&mut self.pages, tel);
     }
 
     /// Forget a page's in-flight migration (its result arrived, or the page went away); the

@@ -718,6 +718,15 @@ impl Vulcan {
         }
     }
 
+    /// Page `p`'s promotion, if one is in flight, no longer counts against its tenant's share
+    /// (its result came, or the page was freed).
+    fn promotion_ended(&mut self, p: PageId) {
+        if let Some(i) = self.promoting.remove(&(p.0 as u32)) {
+            let st = &mut self.tenants[i as usize];
+            st.inflight_up = st.inflight_up.saturating_sub(1);
+        }
+    }
+
     fn demote(&mut self, pg: u64, out: &mut Vec<Action>) {
         out.push(Action::Migrate {
             page: PageId(pg),
@@ -810,20 +819,14 @@ impl Policy for Vulcan {
             if r.inflight() {
                 r.set_inflight(false);
                 if m.to == FAST {
-                    if let Some(i) = self.promoting.remove(&(m.page.0 as u32)) {
-                        let st = &mut self.tenants[i as usize];
-                        st.inflight_up = st.inflight_up.saturating_sub(1);
-                    }
+                    self.promotion_ended(m.page);
                 }
             }
         }
         for e in &tel.freed {
             self.pages.set(e.page, PageRec::default());
             // a promotion in flight ends with the page: its tenant has the room back
-            if let Some(i) = self.promoting.remove(&(e.page.0 as u32)) {
-                let st = &mut self.tenants[i as usize];
-                st.inflight_up = st.inflight_up.saturating_sub(1);
-            }
+            self.promotion_ended(e.page);
         }
         let thr = self.hot_threshold.max(1e-9);
         for s in &tel.samples {
