@@ -1472,10 +1472,12 @@ impl Backend for Linux {
                 Action::SetMigration { pid, enabled } => {
                     if let Some(p) = self.procs.get_mut(&pid) {
                         if p.migration_enabled != enabled {
-                            // the policy's decision (migration toggling's stop and restart)
+                            // the policy's decision (migration toggling's stop and restart),
+                            // with the count it decides on (Algorithm 1 reads its slope)
                             info!(
-                                "migration {} for target pid {pid} by the policy",
-                                if enabled { "restarted" } else { "stopped" }
+                                "migration {} for target pid {pid} by the policy (demote_promoted {})",
+                                if enabled { "restarted" } else { "stopped" },
+                                p.demote_promoted
                             );
                         }
                         p.migration_enabled = enabled;
