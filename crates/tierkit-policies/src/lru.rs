@@ -76,7 +76,7 @@ pub fn numa_scan(p: &Params) -> NumaScan {
         scan_delay_ms: p.float("scan_delay_ms"),
         tiers: ScanTiers::SlowOnly,
         budget_share: 1.0,
-        fault_stats: true,
+        fault_stats: p.bool("scan_stats"),
     }
 }
 
@@ -122,6 +122,15 @@ pub const P_SCAN_DELAY: ParamDef = ParamDef {
     default: "1000",
     unit: "ms",
     doc: "the scanner starts this long after a process starts (numa_balancing_scan_delay_ms)",
+};
+/// Whether task_numa_fault accounts the hint faults (so update_task_scan_period adapts the
+/// period), as upstream Linux does; Colloid's artifact kernel does not.
+pub const P_SCAN_STATS: ParamDef = ParamDef {
+    name: "scan_stats",
+    kind: ParamKind::Bool,
+    default: "true",
+    unit: "",
+    doc: "let task_numa_fault account the hint faults so that the scanner's period adapts (update_task_scan_period: a process that keeps promoting is scanned further and further apart), as upstream Linux does; false is the kernel of Colloid's artifact (linux-6.3 kernel/sched/fair.c), on which the Colloid paper ran its TPP baseline with numa_balancing=2: its task_numa_fault returns before any accounting unless NUMA_BALANCING_NORMAL is set, so the period stays at task_scan_start. Under the colloid layer the layer's own scan_stats decides",
 };
 /// numa_balancing_scan_size_mb.
 pub const P_SCAN_SIZE: ParamDef = ParamDef {

@@ -41,15 +41,16 @@ use crate::lru::{
     hint_scan, numa_scan, Completion, Tiering, P_DEMOTE_SCALE, P_DMA_ZONE, P_FAULT_PATH,
     P_KSWAPD_SCAN, P_LRU_GEN, P_LRU_GEN_MM_SWITCH, P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH,
     P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN,
-    P_SCAN_SIZE, P_WSF,
+    P_SCAN_SIZE, P_SCAN_STATS, P_WSF,
 };
 
 const PARAMS: &[tierkit_core::ParamDef] = &[
     P_SCAN_PERIOD,
     P_SCAN_SIZE,
-    P_SCAN_PERIOD_MIN,
+    P_SCAN_PERIOD_MIN, P_SCAN_STATS,
     P_SCAN_PERIOD_MAX,
     P_SCAN_DELAY,
+    P_SCAN_STATS,
     tierkit_core::ParamDef {
         name: "queue_len",
         kind: ParamKind::Int {

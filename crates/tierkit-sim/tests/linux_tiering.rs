@@ -462,7 +462,8 @@ fn nbt_pulls_the_hot_set_into_the_fast_tier_within_minutes_and_holds_it() {
 /// last_cpupid is -1) and not local (TNF_FAULT_LOCAL: the page was not on the CPU's node), so
 /// local + shared is 0 at each placement and the period doubles, up to task_scan_max. Without
 /// promotions (a policy that never moves a page) the period stays where it started, and so it
-/// does under Colloid's kernel, which counts no fault.
+/// does under Colloid's kernel, which counts no fault (the colloid layer's default, and the
+/// bases' `scan_stats=false`).
 #[test]
 fn promotions_double_the_scan_period() {
     let e = load("gups-hotset", &["duration_s=40".into()], Some(5)).unwrap();
@@ -494,6 +495,12 @@ fn promotions_double_the_scan_period() {
     assert_eq!(fixed.len(), 1, "{fixed:?}");
     let adapting = periods("nbt+colloid:scan_stats=true");
     assert!(adapting.len() >= 2, "{adapting:?}");
+    // the same kernel run with numa_balancing=2 (the Colloid paper's TPP baseline): the base's
+    // own `scan_stats=false`
+    for pol in ["tpp:scan_stats=false", "nbt:scan_stats=false"] {
+        let fixed = periods(pol);
+        assert_eq!(fixed.len(), 1, "{pol}: {fixed:?}");
+    }
 }
 
 /// Nomad on the same workload: every update is a read-modify-write, so a hot 2 MiB page is
