@@ -166,6 +166,11 @@ pub fn wanted(spec: &str) -> Result<Vec<Want>> {
                     "kswapd_scan_per_ms is a bound of the simulator's kswapd, not a kernel knob; drop it".into(),
                 ))
             }
+            "scan_stats" => {
+                return Err(unsupported(
+                    "scan_stats is how the kernel's own task_numa_fault accounts hint faults (upstream: it does; Colloid's patched kernel: it does not), not a knob; drop it".into(),
+                ))
+            }
             k => k,
         };
         given.insert(k, v.as_str());
@@ -1184,6 +1189,8 @@ mod tests {
         // every parameter of the simulator's nbt has a knob, or a reason
         let e = wanted("nbt:kswapd_scan_per_ms=64").unwrap_err().to_string();
         assert!(e.contains("not a kernel knob"), "{e}");
+        let e = wanted("nbt:scan_stats=false").unwrap_err().to_string();
+        assert!(e.contains("not a knob"), "{e}");
         let e = wanted("nbt:scan_delay_ms=2.5").unwrap_err().to_string();
         assert!(e.contains("whole number"), "{e}");
         // +alto and +colloid regulate the kernel's tiering (crate::layers); other layers do not
