@@ -61,6 +61,10 @@ pub const COMMON_KEYS: &[(&str, &str)] = &[
         "tier",
         "[[tier]] tables replacing the platform's tier curves",
     ),
+    (
+        "costs",
+        "a [costs] table replacing some of the platform's mechanism costs (hint_fault_us, migrate_fixed_us, copy_gbps, shootdown_*_us, sample_ns, migration_threads)",
+    ),
     ("process", "[[process]] tables (workload = \"custom\")"),
     (
         "antagonist",
@@ -562,6 +566,19 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
             ));
         }
     }
+    match r.raw("costs") {
+        None => {}
+        Some(Value::Table(t)) => read_costs(&ctx, t, &mut plat.costs)?,
+        Some(other) => {
+            return Err(ctx.err(
+                "costs",
+                format!(
+                    "expected a table ([costs], or --set costs.KEY=VALUE), got {}",
+                    type_name(other)
+                ),
+            ))
+        }
+    }
     let mut exp = Experiment {
         source: file.to_string(),
         workload: workload.to_string(),
@@ -671,6 +688,52 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
     }
     validate(&ctx, &exp)?;
     Ok(exp)
+}
+
+/// `[costs]`: each key given replaces the platform preset's value (platform::Costs).
+fn read_costs(ctx: &Ctx, t: &Table, c: &mut platform::Costs) -> Result<()> {
+    let mut r = Reader::new(ctx, "costs".to_string(), t);
+    let f = |r: &mut Reader, k: &str, min: f64, max: f64, v: &mut f64| -> Result<()> {
+        if let Some(x) = r.f64_opt(k, min, max)? {
+            *v = x;
+        }
+        Ok(())
+    };
+    f(
+        &mut r,
+        "migrate_fixed_us",
+        0.0,
+        1e6,
+        &mut c.migrate_fixed_us,
+    )?;
+    f(&mut r, "copy_gbps", 0.001, 1e5, &mut c.copy_gbps)?;
+    f(
+        &mut r,
+        "shootdown_base_us",
+        0.0,
+        1e6,
+        &mut c.shootdown_base_us,
+    )?;
+    f(
+        &mut r,
+        "shootdown_per_target_us",
+        0.0,
+        1e6,
+        &mut c.shootdown_per_target_us,
+    )?;
+    f(
+        &mut r,
+        "shootdown_ipi_us",
+        0.0,
+        1e6,
+        &mut c.shootdown_ipi_us,
+    )?;
+    f(&mut r, "hint_fault_us", 0.0, 1e6, &mut c.hint_fault_us)?;
+    f(&mut r, "sample_ns", 0.0, 1e9, &mut c.sample_ns)?;
+    if let Some(n) = r.u64_opt("migration_threads", 1, 1024)? {
+        c.migration_threads = n as u32;
+    }
+    r.finish(&[])
 }
 
 fn read_tier(ctx: &Ctx, i: usize, t: &Table) -> Result<TierModel> {
@@ -1656,6 +1719,35 @@ mod tests {
         assert!(m.contains("tier.1.points") && m.contains("ascend"), "{m}");
         let m = err_of(&base.replace("l0_ns = 80\n", ""), &[]);
         assert!(m.contains("tier.0.l0_ns") && m.contains("missing"), "{m}");
+    }
+
+    #[test]
+    fn costs_table_replaces_the_given_costs_only() {
+        let preset = platform::preset("skx-cxl-emu").unwrap().costs;
+        let text = "workload = \"gups-hotset\"\nplatform = \"skx-cxl-emu\"\n[costs]\nhint_fault_us = 1.5\nmigration_threads = 2\n";
+        let e = load_str("exp.toml", text, &[], None).unwrap();
+        assert_eq!(e.platform.costs.hint_fault_us, 1.5);
+        assert_eq!(e.platform.costs.migration_threads, 2);
+        assert_eq!(e.platform.costs.copy_gbps, preset.copy_gbps);
+        // --set with a dotted key, integers taken as numbers
+        let sets = vec!["costs.copy_gbps=3".to_string()];
+        let e = load_str("exp.toml", "workload = \"gups-hotset\"\n", &sets, None).unwrap();
+        assert_eq!(e.platform.costs.copy_gbps, 3.0);
+        let m = err_of("workload = \"gups-hotset\"\n", &["costs.hint_fault=2"]);
+        assert!(
+            m.contains("costs.hint_fault") && m.contains("hint_fault_us"),
+            "{m}"
+        );
+        let m = err_of(
+            "workload = \"gups-hotset\"\n",
+            &["costs.migration_threads=0"],
+        );
+        assert!(
+            m.contains("costs.migration_threads") && m.contains("[1, 1024]"),
+            "{m}"
+        );
+        let m = err_of("workload = \"gups-hotset\"\ncosts = 3\n", &[]);
+        assert!(m.contains("`costs`") && m.contains("table"), "{m}");
     }
 
     // Issue 19: nonsense that was accepted silently (or crashed later) is a one-line error
