@@ -294,6 +294,27 @@ def test_sweep_expands_the_grid_with_policy_parameters() -> None:
         sweeps.expand(small_sweep(params={"tpp": {"x": [1]}}))
 
 
+def test_sweep_nested_tables_are_dotted_overrides(tmp_path: Path) -> None:
+    # TOML's `costs.hint_fault_us = [...]` in [grid] is a table `costs`: the same axis as the
+    # quoted key, and the same point ids
+    f = tmp_path / "s.toml"
+    f.write_text(
+        'experiments = ["gups-hotset"]\npolicies = ["tpp"]\n[set]\ncosts.copy_gbps = 4\n'
+        "[grid]\ncosts.hint_fault_us = [1.0, 4.5]\n"
+    )
+    nested = sweeps.load_sweep(f)
+    quoted = sweeps.expand(
+        {
+            "experiments": ["gups-hotset"],
+            "policies": ["tpp"],
+            "set": {"costs.copy_gbps": 4},
+            "grid": {"costs.hint_fault_us": [1.0, 4.5]},
+        }
+    )
+    assert [p.id for p in nested] == [p.id for p in quoted]
+    assert nested[0].overrides == (("costs.copy_gbps", "4"), ("costs.hint_fault_us", "1.0"))
+
+
 def test_local_sweep_records_a_failure_and_resumes(tmp_path: Path) -> None:
     spec = small_sweep(policies=["notier", "hemem", "nosuchpolicy"], seeds=1)
     res = tierkit.sweep(spec, out=tmp_path, workers=2)

@@ -113,6 +113,18 @@ def _axis(where: str, key: str, values: object) -> list[str]:
         raise _error(f"{where}: `{key}`: {err}") from None
 
 
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested tables as dotted keys: TOML's `costs.hint_fault_us = 1.5` (a table `costs`) is the
+    override `costs.hint_fault_us=1.5`, as `--set` writes it."""
+    out: dict[str, Any] = {}
+    for k, v in table.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 def _grid(axes: Mapping[str, list[str]]) -> list[list[tuple[str, str]]]:
     combos: list[list[tuple[str, str]]] = [[]]
     for key in sorted(axes):
@@ -151,6 +163,7 @@ def expand(spec: Mapping[str, Any], where: str = "sweep", base_dir: Path | None 
     for name, table in (("set", common), ("grid", grid), ("params", params)):
         if not isinstance(table, dict):
             raise _error(f"{where}: `{name}` must be a table")
+    common, grid = _flatten(common), _flatten(grid)
     fixed = [(k, _value_text(v)) for k, v in sorted(common.items())]
     axes = {k: _axis(f"{where}: [grid]", k, v) for k, v in grid.items()}
     for pol, table in params.items():
