@@ -3,12 +3,13 @@
 # stock Debian kernel in QEMU with a fast node and a slow memory tier, run the scenarios of
 # guest/tests.sh inside, and check their results.
 #
-# Usage: tests/kernel/run.sh [-k 612|61] [-t "test ..."] [-n RUNS] [-o OUTDIR] [-T TIMEOUT_S]
+# Usage: tests/kernel/run.sh [-k 612|61] [-t "test ..."] [-n RUNS] [-o OUTDIR] [-T TIMEOUT_S] [-L]
 #   -k  kernel: 612 (default; bookworm-backports 6.12: DAMON) or 61 (bookworm 6.1: no DAMON)
 #   -t  tests (default: all for 612, "softdirty cli nbt" for 61)
 #   -n  boot and run that many times (reliability runs); every run must pass
 #   -o  output directory (guest logs, and summary.txt: one "TEST PASSES RUNS" line per test)
 #   -T  timeout of one boot in seconds (default 900)
+#   -L  print the kernel's default test list and exit (soak.sh uses it)
 # Exit status: 0 when every test of every run passed. The last lines give per-test pass counts.
 #
 # The guest (facts measured by the recipe in shared/qemu and re-checked here):
@@ -19,14 +20,15 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-KERNEL=612 TESTS="" RUNS=1 OUT="$REPO/target/kernel-tests" TIMEOUT=900
-while getopts "k:t:n:o:T:h" o; do
+KERNEL=612 TESTS="" RUNS=1 OUT="$REPO/target/kernel-tests" TIMEOUT=900 LIST=0
+while getopts "k:t:n:o:T:Lh" o; do
   case $o in
-    k) KERNEL=$OPTARG ;; t) TESTS=$OPTARG ;; n) RUNS=$OPTARG ;; o) OUT=$OPTARG ;; T) TIMEOUT=$OPTARG ;;
-    *) sed -n '2,20p' "$0"; exit 2 ;;
+    k) KERNEL=$OPTARG ;; t) TESTS=$OPTARG ;; n) RUNS=$OPTARG ;; o) OUT=$OPTARG ;; T) TIMEOUT=$OPTARG ;; L) LIST=1 ;;
+    *) sed -n '2,21p' "$0"; exit 2 ;;
   esac
 done
 [ -n "$TESTS" ] || { [ "$KERNEL" = 61 ] && TESTS="softdirty cli nbt" || TESTS="cli damon targeted limit kill fork dryrun softdirty shim nb2 nbt nbtalto nbtcolloid nbtband toggle vulcan bench"; }
+[ $LIST = 0 ] || { echo "$TESTS"; exit 0; }
 log() { printf '[kernel-tests %s] %s\n' "$(date +%T)" "$*" >&2; }
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 

@@ -25,7 +25,8 @@ while getopts "k:n:s:t:alo:h" o; do
   esac
 done
 SUITE_RUNS=${SUITE_RUNS:-$RUNS}
-[ -n "$TESTS" ] || { [ "$KERNEL" = 61 ] && TESTS="softdirty cli" || TESTS="cli damon limit kill fork dryrun softdirty shim nb2 bench"; }
+# the default list is run.sh's own (it had drifted when it was a copy here)
+[ -n "$TESTS" ] || TESTS=$("$HERE/run.sh" -k "$KERNEL" -L)
 log() { printf '[kernel-soak %s] %s\n' "$(date +%T)" "$*" >&2; }
 rm -rf "$OUT"; mkdir -p "$OUT"
 
