@@ -1121,3 +1121,50 @@ fn a_storms_waiting_faults_go_to_whichever_thread_is_out_first() {
         seen.len()
     );
 }
+
+/// The `[costs]` table reaches the machine: a hint fault's price (`costs.hint_fault_us`) is what
+/// each fault costs its thread. On the quick graph-kron with `tpp+colloid` (the artifact's fixed
+/// scan period marks both tiers, so the fault count is set by the scanner, not by the price),
+/// the faults stay within 15% from free to 4.5 us while throughput falls as the price rises.
+#[test]
+fn hint_fault_price_is_charged_per_fault() {
+    let runs: Vec<(f64, f64, f64)> = [0.0, 1.0, 4.5]
+        .iter()
+        .map(|&us| {
+            let e = load(
+                "graph-kron",
+                &[
+                    "vertices_gb=0.25".into(),
+                    "edges_gb=0.25".into(),
+                    "frontier_gb=0.05".into(),
+                    "duration_s=3".into(),
+                    "fast_ratio=8:1".into(),
+                    format!("costs.hint_fault_us={us}"),
+                ],
+                Some(1),
+            )
+            .unwrap();
+            assert_eq!(e.platform.costs.hint_fault_us, us);
+            let out = run(&e, "tpp+colloid", &mut |_, _| true).unwrap();
+            (
+                us,
+                out.summary.hint_faults as f64,
+                out.summary.throughput_ops_per_s,
+            )
+        })
+        .collect();
+    let (_, f0, t0) = runs[0];
+    let (_, f1, t1) = runs[1];
+    let (_, f45, t45) = runs[2];
+    assert!(f0 > 1e5, "few faults: {runs:?}");
+    for f in [f1, f45] {
+        assert!(
+            (f / f0 - 1.0).abs() < 0.15,
+            "fault counts move with the price: {runs:?}"
+        );
+    }
+    assert!(
+        t0 > t1 && t1 > t45,
+        "throughput does not fall with the price: {runs:?}"
+    );
+}
