@@ -216,6 +216,12 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), REGISTRY.len());
         for p in REGISTRY {
+            // a parameter listed twice shows twice in `tierkit describe` (nomad's scan_stats did)
+            let mut params: Vec<_> = p.params.iter().map(|d| d.name).collect();
+            params.sort();
+            let n = params.len();
+            params.dedup();
+            assert_eq!(params.len(), n, "{}: a parameter is listed twice", p.name);
             if matches!(p.build, Builder::Base(_)) {
                 build(p.name).unwrap_or_else(|e| panic!("{}: {e}", p.name));
             }

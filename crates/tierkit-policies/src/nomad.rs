@@ -47,7 +47,7 @@ use crate::lru::{
 const PARAMS: &[tierkit_core::ParamDef] = &[
     P_SCAN_PERIOD,
     P_SCAN_SIZE,
-    P_SCAN_PERIOD_MIN, P_SCAN_STATS,
+    P_SCAN_PERIOD_MIN,
     P_SCAN_PERIOD_MAX,
     P_SCAN_DELAY,
     P_SCAN_STATS,
