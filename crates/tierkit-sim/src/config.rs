@@ -693,43 +693,24 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
 /// `[costs]`: each key given replaces the platform preset's value (platform::Costs).
 fn read_costs(ctx: &Ctx, t: &Table, c: &mut platform::Costs) -> Result<()> {
     let mut r = Reader::new(ctx, "costs".to_string(), t);
-    let f = |r: &mut Reader, k: &str, min: f64, max: f64, v: &mut f64| -> Result<()> {
+    for (k, min, max, v) in [
+        ("migrate_fixed_us", 0.0, 1e6, &mut c.migrate_fixed_us),
+        ("copy_gbps", 0.001, 1e5, &mut c.copy_gbps),
+        ("shootdown_base_us", 0.0, 1e6, &mut c.shootdown_base_us),
+        (
+            "shootdown_per_target_us",
+            0.0,
+            1e6,
+            &mut c.shootdown_per_target_us,
+        ),
+        ("shootdown_ipi_us", 0.0, 1e6, &mut c.shootdown_ipi_us),
+        ("hint_fault_us", 0.0, 1e6, &mut c.hint_fault_us),
+        ("sample_ns", 0.0, 1e9, &mut c.sample_ns),
+    ] {
         if let Some(x) = r.f64_opt(k, min, max)? {
             *v = x;
         }
-        Ok(())
-    };
-    f(
-        &mut r,
-        "migrate_fixed_us",
-        0.0,
-        1e6,
-        &mut c.migrate_fixed_us,
-    )?;
-    f(&mut r, "copy_gbps", 0.001, 1e5, &mut c.copy_gbps)?;
-    f(
-        &mut r,
-        "shootdown_base_us",
-        0.0,
-        1e6,
-        &mut c.shootdown_base_us,
-    )?;
-    f(
-        &mut r,
-        "shootdown_per_target_us",
-        0.0,
-        1e6,
-        &mut c.shootdown_per_target_us,
-    )?;
-    f(
-        &mut r,
-        "shootdown_ipi_us",
-        0.0,
-        1e6,
-        &mut c.shootdown_ipi_us,
-    )?;
-    f(&mut r, "hint_fault_us", 0.0, 1e6, &mut c.hint_fault_us)?;
-    f(&mut r, "sample_ns", 0.0, 1e9, &mut c.sample_ns)?;
+    }
     if let Some(n) = r.u64_opt("migration_threads", 1, 1024)? {
         c.migration_threads = n as u32;
     }
