@@ -369,6 +369,11 @@ fn soar_place<'py>(
 
 /// PACT's evaluation run: the `pact` policy on an experiment with per-page ground truth (true
 /// slow-tier stall) next to its PAC and sample counts, and its per-window trace.
+/// One field of every record, as a column for a Python dict.
+fn column<T, U>(rows: &[T], f: impl Fn(&T) -> U) -> Vec<U> {
+    rows.iter().map(f).collect()
+}
+
 #[pyfunction]
 #[pyo3(signature = (experiment, policy="pact", overrides=Vec::new(), seed=None, truth_ms=20.0))]
 fn pact_eval<'py>(
@@ -383,52 +388,19 @@ fn pact_eval<'py>(
     let ev = tierkit_sim::pact_eval::run(&exp, policy, truth_ms).map_err(err)?;
     let d = PyDict::new(py);
     d.set_item("policy", ev.spec)?;
-    d.set_item(
-        "page",
-        ev.pages.iter().map(|p| p.page.0).collect::<Vec<_>>(),
-    )?;
-    d.set_item("pac", ev.pages.iter().map(|p| p.pac).collect::<Vec<_>>())?;
-    d.set_item(
-        "samples",
-        ev.pages.iter().map(|p| p.samples).collect::<Vec<_>>(),
-    )?;
-    d.set_item(
-        "true_stall_ns",
-        ev.pages.iter().map(|p| p.true_stall_ns).collect::<Vec<_>>(),
-    )?;
+    d.set_item("page", column(&ev.pages, |p| p.page.0))?;
+    d.set_item("pac", column(&ev.pages, |p| p.pac))?;
+    d.set_item("samples", column(&ev.pages, |p| p.samples))?;
+    d.set_item("true_stall_ns", column(&ev.pages, |p| p.true_stall_ns))?;
     let tr = PyDict::new(py);
-    tr.set_item(
-        "t_s",
-        ev.trace
-            .iter()
-            .map(|w| w.t_ns as f64 * 1e-9)
-            .collect::<Vec<_>>(),
-    )?;
-    tr.set_item(
-        "width",
-        ev.trace.iter().map(|w| w.width).collect::<Vec<_>>(),
-    )?;
-    tr.set_item("mlp", ev.trace.iter().map(|w| w.mlp).collect::<Vec<_>>())?;
-    tr.set_item(
-        "stall_cycles",
-        ev.trace.iter().map(|w| w.stall_cycles).collect::<Vec<_>>(),
-    )?;
-    tr.set_item(
-        "candidates",
-        ev.trace.iter().map(|w| w.candidates).collect::<Vec<_>>(),
-    )?;
-    tr.set_item(
-        "in_top_bin",
-        ev.trace.iter().map(|w| w.in_top_bin).collect::<Vec<_>>(),
-    )?;
-    tr.set_item(
-        "tracked",
-        ev.trace.iter().map(|w| w.tracked).collect::<Vec<_>>(),
-    )?;
-    tr.set_item(
-        "promotions",
-        ev.trace.iter().map(|w| w.promotions).collect::<Vec<_>>(),
-    )?;
+    tr.set_item("t_s", column(&ev.trace, |w| w.t_ns as f64 * 1e-9))?;
+    tr.set_item("width", column(&ev.trace, |w| w.width))?;
+    tr.set_item("mlp", column(&ev.trace, |w| w.mlp))?;
+    tr.set_item("stall_cycles", column(&ev.trace, |w| w.stall_cycles))?;
+    tr.set_item("candidates", column(&ev.trace, |w| w.candidates))?;
+    tr.set_item("in_top_bin", column(&ev.trace, |w| w.in_top_bin))?;
+    tr.set_item("tracked", column(&ev.trace, |w| w.tracked))?;
+    tr.set_item("promotions", column(&ev.trace, |w| w.promotions))?;
     d.set_item("trace", tr)?;
     let st = PyDict::new(py);
     for (k, v) in ev.stats {
@@ -540,14 +512,8 @@ fn trace_info<'py>(
             m.set_item("p50", st.p50)?;
             m.set_item("p90", st.p90)?;
             m.set_item("max", st.max)?;
-            m.set_item(
-                "per_window",
-                r.windows.iter().map(|w| w.mlp).collect::<Vec<_>>(),
-            )?;
-            m.set_item(
-                "window_misses",
-                r.windows.iter().map(|w| w.misses).collect::<Vec<_>>(),
-            )?;
+            m.set_item("per_window", column(&r.windows, |w| w.mlp))?;
+            m.set_item("window_misses", column(&r.windows, |w| w.misses))?;
             m.set_item("misses", r.misses)?;
             m.set_item("run_windows", run_windows)?;
             m.set_item("platform", exp.platform.name.clone())?;
