@@ -76,6 +76,16 @@ CASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
         ("memtis+toggle", "tpp+toggle"),
     ),
     ("graph-objects", ("scale=0.0625", "duration_s=10"), ("soar", "tpp+alto", "nbt+alto", "nomad+alto")),
+    # promotions limited by the room kswapd makes (4 KiB, a small fast tier): at the step's end
+    # NBT's failed promotions follow the step (docs/validation.md, section 1t)
+    (
+        "seq-pc",
+        ("buffer_gb=0.25", "fast_runtime_s=2", "platform=skx-cxl-emu"),
+        ("nbt", "nbt:fault_path=true", "tpp", "nomad"),
+    ),
+    ("toggle-phases", ("rss_gb=0.5", "phase_s=20", "threads=1"), ("tpp+toggle", "memtis+toggle")),
+    ("masim-colocate", ("size_gb=0.5", "duration_s=10"), ("pact", "pact:score=latency", "tpp")),
+    ("trace:examples/traces/sqlite-lookup.tkt", (), ("hemem", "tpp", "pact", "nbt")),
 ]
 
 EPOCHS = (1.0, 0.5, 0.25)

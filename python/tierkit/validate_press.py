@@ -40,6 +40,7 @@ from tierkit.validate import (
     TOLERANCE,
     Row,
     ValidationError,
+    guest_wake_delay,
     nbt_spec,
     rows_json,
     rows_table,
@@ -466,6 +467,7 @@ def sim_experiment(
         # the guest's DMA zone settled above its bar in migrate_balanced_pgdat: promotions went
         # on below DMA32's high watermark (docs/validation.md, section 1h)
         extra.append("dma_zone_above_bar=true")
+    extra += guest_wake_delay(rec["meta"], policy_params)
     spec = nbt_spec(rec["meta"], policy_params, *extra)
     share = cpu_share(rec)
     compute_ns, cold_weight = thread_fit(rec, fast_latency_ns)

@@ -178,20 +178,21 @@ pub const P_MAX_RECLAIM_RETRIES: ParamDef = ParamDef {
     unit: "runs",
     doc: "kswapd gives the fast node up after this many balance_pgdat runs in a row that reclaim nothing, and ignores wakeups from then on (pgdat->kswapd_failures; Linux: MAX_RECLAIM_RETRIES = 16, revived only by a successful direct reclaim, which is not modelled); 0: never gives up, the default, because the scaled reproductions' per-page rates are 16-64x the papers' and every fast-tier page would read referenced (docs/validation.md, section 1d)",
 };
+/// How long a kswapd that a promotion woke waits for a CPU.
+pub const P_KSWAPD_WAKE_DELAY: ParamDef = ParamDef {
+    name: "kswapd_wake_delay_us",
+    kind: ParamKind::Float { min: 0.0, max: 1e7 },
+    default: "0",
+    unit: "us",
+    doc: "how long kswapd, woken by a promotion that found the fast node short of free pages (wakeup_kswapd), waits for a CPU before it reclaims: 0 where it has an idle CPU of its own; on a CPU the faulting threads keep busy the scheduler runs it only when the running thread's slice ends (EEVDF's RUN_TO_PARITY, checked at the tick), up to a tick later. `tierkit validate kernel` sets it for the one-vCPU guest's recordings (docs/validation.md, section 1t); not a kernel knob",
+};
 /// Whether hint faults are decided one at a time at their instants (the fault path).
 pub const P_FAULT_PATH: ParamDef = ParamDef {
     name: "fault_path",
     kind: ParamKind::Bool,
     default: "true",
     unit: "",
-    doc: "decide each hint fault at its instant inside the epoch, as do_numa_page does in the faulting thread, with kswapd run up to it: a promotion is made there and the thread is busy for the fault, the migration's fixed cost and its copy, taking no other fault meanwhile (on the simulated machine, Policy::on_fault); false: every fault of an epoch at its end, each thread taking faults while its earlier ones' migrations wait for the next epoch (the model before 2026-11-30, and what tierkitd does). Fault storms of 2 MiB pages depend on it at coarse epochs (docs/validation.md, section 1l)",
-};
-/// [`P_FAULT_PATH`] off by default (NBT: against the kernel's press recordings it did not
-/// agree better, docs/validation.md, section 1l).
-pub const P_FAULT_PATH_OFF: ParamDef = ParamDef {
-    default: "false",
-    doc: "decide each hint fault at its instant inside the epoch, as do_numa_page does in the faulting thread, with kswapd run up to it: a promotion is made there and the thread is busy for the fault, the migration's fixed cost and its copy, taking no other fault meanwhile (on the simulated machine, Policy::on_fault); false, the default here: every fault of an epoch at its end. Against the kernel's press recordings (tierkit validate kernel --scenario press, 4 seeds) true put 79 compared figures outside 25% where false puts 74, so NBT keeps false (docs/validation.md, section 1l); its promotions, spread by the rate limit and the hot threshold, depend little on the epoch either way",
-    ..P_FAULT_PATH
+    doc: "decide each hint fault at its instant inside the epoch, as do_numa_page does in the faulting thread, with kswapd run up to it: a promotion is made there and the thread is busy for the fault, the migration's fixed cost and its copy, taking no other fault meanwhile, and the demotions kswapd asks for start then on idle migration threads (on the simulated machine, Policy::on_fault); false: every fault of an epoch at its end, each thread taking faults while its earlier ones' migrations wait for the next epoch (the model before 2026-11-30, and what tierkitd does): fault storms of 2 MiB pages depend on the epoch then, and so does how soon kswapd's demotions make room for promotions (docs/validation.md, sections 1l and 1t)",
 };
 /// Which LRU kswapd ages and evicts: the classic active/inactive lists or the multi-gen LRU.
 pub const P_LRU_GEN: ParamDef = ParamDef {
@@ -2178,6 +2179,8 @@ pub struct Tiering {
     wm_key: (u64, u64, u64),
     watermark_scale_factor: u64,
     kswapd_scan_per_ms: u64,
+    /// How long a kswapd woken by a promotion waits for a CPU before it runs (ns).
+    pub wake_delay_ns: u64,
     last_ns: Option<u64>,
     /// The fast node has the DMA zone (`dma_zone`).
     pub dma_zone: bool,
@@ -2207,6 +2210,7 @@ impl Tiering {
             wm_key: (0, 0, 0),
             watermark_scale_factor,
             kswapd_scan_per_ms,
+            wake_delay_ns: 0,
             last_ns: None,
             dma_zone: true,
             dma_above_bar: false,
@@ -2225,6 +2229,7 @@ impl Tiering {
         t.dma_zone = p.bool("dma_zone");
         t.kswapd.mm_tables = p.bool("lru_gen_mm_tables");
         t.kswapd.mm_switch_ns = (p.float("lru_gen_mm_switch_ms") * 1e6).round() as u64;
+        t.wake_delay_ns = (p.float("kswapd_wake_delay_us") * 1e3).round() as u64;
         t
     }
 
@@ -2325,7 +2330,7 @@ impl Tiering {
     /// (`pgdat_balanced`), counted as kswapd counts it ([`Tiering::kswapd_free`]).
     pub fn wakeup_kswapd(&mut self, tel: &Telemetry, balanced_at: u64, t_ns: u64) {
         if !self.kswapd.awake && self.kswapd_free(tel) < balanced_at {
-            self.kswapd.wake_at(t_ns);
+            self.kswapd.wake_at(t_ns + self.wake_delay_ns);
         }
     }
 

@@ -30,8 +30,8 @@ use tierkit_core::{
 
 use crate::common::spec_name;
 use crate::lru::{
-    hint_scan, numa_scan, Tiering, P_DMA_ZONE, P_FAULT_PATH_OFF, P_KSWAPD_SCAN, P_LRU_GEN,
-    P_LRU_GEN_MM_SWITCH, P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES,
+    hint_scan, numa_scan, Tiering, P_DMA_ZONE, P_FAULT_PATH, P_KSWAPD_SCAN, P_KSWAPD_WAKE_DELAY,
+    P_LRU_GEN, P_LRU_GEN_MM_SWITCH, P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES,
     P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_SCAN_STATS,
     P_WSF,
 };
@@ -62,11 +62,12 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     },
     P_WSF,
     P_KSWAPD_SCAN,
+    P_KSWAPD_WAKE_DELAY,
     P_LRU_STATS_FLUSH,
     P_MAX_RECLAIM_RETRIES, P_LRU_GEN, P_DMA_ZONE,
     P_LRU_GEN_MM_TABLES,
     P_LRU_GEN_MM_SWITCH,
-    P_FAULT_PATH_OFF,
+    P_FAULT_PATH,
     tierkit_core::ParamDef {
         name: "dma_zone_above_bar",
         kind: ParamKind::Bool,

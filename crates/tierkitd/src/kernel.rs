@@ -166,6 +166,11 @@ pub fn wanted(spec: &str) -> Result<Vec<Want>> {
                     "kswapd_scan_per_ms is a bound of the simulator's kswapd, not a kernel knob; drop it".into(),
                 ))
             }
+            "kswapd_wake_delay_us" => {
+                return Err(unsupported(
+                    "kswapd_wake_delay_us is the simulator's model of when kswapd gets a CPU; on a real host the scheduler decides; drop it".into(),
+                ))
+            }
             "scan_stats" => {
                 return Err(unsupported(
                     "scan_stats is how the kernel's own task_numa_fault accounts hint faults (upstream: it does; Colloid's patched kernel: it does not), not a knob; drop it".into(),
@@ -1191,6 +1196,10 @@ mod tests {
         assert!(e.contains("not a kernel knob"), "{e}");
         let e = wanted("nbt:scan_stats=false").unwrap_err().to_string();
         assert!(e.contains("not a knob"), "{e}");
+        let e = wanted("nbt:kswapd_wake_delay_us=5000")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("the scheduler decides"), "{e}");
         let e = wanted("nbt:scan_delay_ms=2.5").unwrap_err().to_string();
         assert!(e.contains("whole number"), "{e}");
         // +alto and +colloid regulate the kernel's tiering (crate::layers); other layers do not
