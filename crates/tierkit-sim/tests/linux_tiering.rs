@@ -32,6 +32,25 @@ fn numa(m: &mut Machine, scan: NumaScan) {
     m.apply(&mut vec![Action::SetNumaScan { pid: None, scan }]);
 }
 
+/// A test policy's `init`: Linux's NUMA-balancing scanner with its defaults, for every process.
+fn default_numa_scan(out: &mut Vec<Action>) {
+    out.push(Action::SetNumaScan {
+        pid: None,
+        scan: NumaScan::default(),
+    });
+}
+
+/// Step `m` with policy `p` handed the faults on its fault path, as the engine does, until
+/// `t_s` seconds.
+fn step_on_path(m: &mut Machine, p: &mut dyn tierkit_core::Policy, t_s: f64) {
+    let mut actions = Vec::new();
+    while m.now_ns < t_s * 1e9 - 1.0 {
+        m.step_with(Some(&mut *p)).unwrap();
+        tierkit_core::backend::decide(p, m, &mut actions);
+        m.clear_events();
+    }
+}
+
 #[test]
 fn scanner_starts_after_the_delay_and_covers_the_rss_once_per_scan_period_min() {
     // 1 GiB, almost all on the slow tier: 4 windows of 256 MB, one every 250 ms
@@ -904,10 +923,7 @@ impl tierkit_core::Policy for PromoteAll {
         self.on_path
     }
     fn init(&mut self, _: &tierkit_core::Telemetry, _: &mut dyn Mechanism, out: &mut Vec<Action>) {
-        out.push(Action::SetNumaScan {
-            pid: None,
-            scan: NumaScan::default(),
-        });
+        default_numa_scan(out);
     }
     fn on_fault(
         &mut self,
@@ -981,11 +997,7 @@ fn storm_probe(on_path: bool, epoch_ms: f64, probe: Vec<PageId>) -> (Seen, u64, 
     let mut actions = Vec::new();
     m.fault_path = tierkit_core::Policy::fault_path(&mut p);
     tierkit_core::backend::init(&mut p, &mut m, &mut actions);
-    while m.now_ns < 3e9 - 1.0 {
-        m.step_with(Some(&mut p)).unwrap();
-        tierkit_core::backend::decide(&mut p, &mut m, &mut actions);
-        m.clear_events();
-    }
+    step_on_path(&mut m, &mut p, 3.0);
     (p.seen, m.faults_deferred, p.probed)
 }
 
@@ -1192,10 +1204,7 @@ impl tierkit_core::Policy for DemoteAtFaults {
         true
     }
     fn init(&mut self, _: &tierkit_core::Telemetry, _: &mut dyn Mechanism, out: &mut Vec<Action>) {
-        out.push(Action::SetNumaScan {
-            pid: None,
-            scan: NumaScan::default(),
-        });
+        default_numa_scan(out);
     }
     fn on_fault(
         &mut self,
@@ -1247,15 +1256,9 @@ fn a_demotion_asked_for_in_a_fault_starts_at_its_instant() {
         m.fault_path = tierkit_core::Policy::fault_path(&mut p);
         tierkit_core::backend::init(&mut p, &mut m, &mut actions);
         // first touch fills the fast tier with the object's first 64K pages
-        m.step_with(Some(&mut p)).unwrap();
-        tierkit_core::backend::decide(&mut p, &mut m, &mut actions);
-        m.clear_events();
+        step_on_path(&mut m, &mut p, epoch_ms * 1e-3);
         p.victims = (0..20_000).map(PageId).collect();
-        while m.now_ns < 4e9 - 1.0 {
-            m.step_with(Some(&mut p)).unwrap();
-            tierkit_core::backend::decide(&mut p, &mut m, &mut actions);
-            m.clear_events();
-        }
+        step_on_path(&mut m, &mut p, 4.0);
         let e = (epoch_ms * 1e6) as u64;
         // within each epoch with several faults, the used pages fall fault by fault
         let mut falls = 0;
