@@ -228,7 +228,8 @@ def _alto(ctx: Context) -> None:
         len(cut) >= 2,
         note="the paper's 100x needs a base that promotes far more than it must; ours promote as fast as "
         "kswapd frees fast-tier pages, and a candidate Alto vetoes faults again and passes later. NBT "
-        "is cut least because its promotions are bounded by the room kswapd frees, not by its candidates: "
+        "is cut least (or not at all) because its promotions are bounded by the room kswapd frees, "
+        "not by its candidates: "
         "many of them fail for want of a free fast-tier page (promote_fail_nomem, as Linux's "
         "migrate_balanced_pgdat refuses and wakes kswapd) and its promotions equal its demotions, so "
         "the candidates Alto's marking of N of 16 pages removes are mostly ones that would have failed "
