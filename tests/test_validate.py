@@ -497,10 +497,11 @@ def test_six_long_multi_gen_boots_agree_over_the_run(tmp_path: Path) -> None:
     1f). Over each whole run the model promotes and demotes within 25% of each kernel (0.92,
     1.22, 1.05, 1.06, 0.90, 0.85 since eviction tests its batch one page after another) and
     every compared figure is within tolerance; its kswapd reclaims within 25% of the kernel's
-    pages (the two boots with node 0's zones within 20%) and isolates 0.62-1.02x as many (0.62-0.93x
-    before kswapd's demotions started inside the step on the fault path, section 1t). The DMA zone is what brings them in: with a node of one zone
-    (`dma_zone=false`, whose watermark check ends a multi-gen shrink early) the model promotes
-    about 0.7x the pages of boots 1, 5 and 6."""
+    pages (the two boots with node 0's zones within 20%) and isolates 0.62-1.02x as many
+    (0.62-0.93x before kswapd's demotions started inside the step on the fault path, section
+    1t). The DMA zone is what brings them in: with a node of one zone (`dma_zone=false`, whose
+    watermark check ends a multi-gen shrink early) the model promotes about 0.7x the pages of
+    boots 1, 5 and 6."""
     boots = (
         "PRESS_RECORDING_400S",
         "PRESS_RECORDING_400S_TRACED",
