@@ -695,7 +695,9 @@ def build_parser() -> Parser:
             It runs the same process in the simulator with the kernel's knobs and writes report.md,
             timeline.png, hint_faults.png, kernel.csv, sim.csv, experiment.toml and comparison.json:
             hint faults per second and the time to promote 50% and 90% of the hot region, each with
-            the ratio to the kernel's and whether it is within 25%.
+            the ratio to the kernel's and whether it is within 25%. For a guest with one vCPU the
+            simulated kswapd, woken by a promotion, waits half the guest's tick for the CPU
+            (nbt:kswapd_wake_delay_us; docs/validation.md, section 1t).
 
             --scenario press compares the recording of the fast node nearly full instead (tests/kernel
             scenario nbtpress: cold region first on node 0, hot on node 1, node 0 filled with mlocked
