@@ -427,9 +427,10 @@ pub struct Machine {
     /// queue took the whole epoch): a migration asked for on the fault path starts then, or at
     /// its fault's instant if later, inside the epoch ([`Machine::run_queue_until`]).
     mig_idle_from: f64,
-    /// Migrations started inside the epoch, after its traffic was solved: their copies' bytes
-    /// in this epoch go to the next one's (as the faulting threads' own copies do).
-    mig_mid_epoch: bool,
+    /// This epoch's migration traffic has been solved and counted: copies spread from now on
+    /// (migrations started inside the epoch, on the fault path) put their bytes in this epoch
+    /// into the next one's, as the faulting threads' own copies do.
+    mig_traffic_settled: bool,
     /// Hint faults to come: (check time, page, mark time, accesses the fault waits for as f32
     /// bits). A marked page faults at the access that brings its accesses since the mark to an
     /// Exp(1) draw, counted on the phases' cumulative misses, so stalls and idle spells delay
@@ -987,7 +988,7 @@ impl Machine {
             fault_calls: 0,
             mig_debt_ns: 0.0,
             mig_idle_from: f64::INFINITY,
-            mig_mid_epoch: false,
+            mig_traffic_settled: false,
             faults: MinQueue::new(),
             count_faults: Vec::new(),
             dists_started: Vec::new(),
@@ -2136,6 +2137,7 @@ impl Machine {
             self.mig_traffic.push_back(spent);
         }
         self.mig_traffic_from = self.now_ns;
+        self.mig_traffic_settled = false;
         self.run_queue();
 
         // Threads that run this epoch, their time available after stalls, their tier shares
@@ -2347,6 +2349,7 @@ impl Machine {
             tc[t].bytes_read += r * e + copied[t].0;
             tc[t].bytes_written += w * e + copied[t].1;
         }
+        self.mig_traffic_settled = true;
         if self.counter_noise > 0.0 {
             let sd = self.counter_noise;
             for c in &mut tc {
@@ -3535,7 +3538,7 @@ impl Machine {
         let from_ns = self.mig_traffic_from;
         let mut k = ((t0 - from_ns) / e).floor().max(0.0) as usize;
         // started after this epoch's traffic was solved: its bytes here count in the next
-        let late = usize::from(self.mig_mid_epoch);
+        let late = usize::from(self.mig_traffic_settled);
         loop {
             let (a, b) = (from_ns + k as f64 * e, from_ns + (k + 1) as f64 * e);
             let share = if t1 > t0 {
@@ -3755,10 +3758,8 @@ impl Machine {
                 break;
             }
             let p = self.queue.pop_front().expect("front was Some");
-            self.mig_mid_epoch = true;
             let (r, cost) =
                 self.do_migrate(p.page, p.to, p.transactional, p.keep_shadow, None, start);
-            self.mig_mid_epoch = false;
             self.mig_idle_from = start + cost.max(1.0) / threads;
             self.tel.migrations.push(r);
         }
