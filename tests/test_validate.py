@@ -1235,3 +1235,29 @@ def test_the_pages_eviction_tested_are_parsed_and_placed_in_the_regions() -> Non
     assert s["quiet_lead_cold_share"] > 0.8
     assert s["quiet_lead_young_share"] > 0.9
     assert s["quiet_lead_in_order_share"] > 0.5
+
+
+def test_the_guests_kswapd_waits_half_a_tick_on_one_vcpu() -> None:
+    """`kswapd_wake_delay_us` from a recording's meta (docs/validation.md, section 1t): half a
+    tick with one vCPU, none with a second vCPU or without `hz`; a malformed value is an error
+    naming it, not a silent default."""
+    from tierkit.validate import ValidationError, guest_wake_delay
+
+    params = {"kswapd_wake_delay_us"}
+    assert guest_wake_delay({"hz": "100"}, params) == ["kswapd_wake_delay_us=5000"]
+    assert guest_wake_delay({"hz": "250", "cpus": "1"}, params) == ["kswapd_wake_delay_us=2000"]
+    assert guest_wake_delay({"hz": "100", "cpus": "2"}, params) == []
+    assert guest_wake_delay({}, params) == []
+    assert guest_wake_delay({"hz": "100"}, set()) == []
+    for meta in ({"hz": "fast"}, {"hz": "100", "cpus": "one"}, {"hz": "0"}):
+        with pytest.raises(ValidationError, match="recording meta"):
+            guest_wake_delay(meta, params)
+    # the shipped one-vCPU recording gets it in its spec, the two-vCPU one does not
+    from tierkit import validate_press as vp
+
+    one = load_recording(vp.PRESS_RECORDING)
+    _, spec = vp.sim_experiment(one, {"kswapd_wake_delay_us", "lru_gen"})
+    assert "kswapd_wake_delay_us=5000" in spec
+    two = load_recording(vp.PRESS_RECORDING_TRACED_2CPU[0])
+    _, spec = vp.sim_experiment(two, {"kswapd_wake_delay_us", "lru_gen"})
+    assert "kswapd_wake_delay_us" not in spec

@@ -561,15 +561,20 @@ def guest_wake_delay(meta: Mapping[str, Any], policy_params: set[str]) -> list[s
     until its slice ends, which the scheduler sees at a tick (EEVDF's RUN_TO_PARITY, no hrtick);
     on average half a tick later (5 ms at the guest's HZ=100). With a second vCPU (``cpus``)
     kswapd runs on the idle one at once. docs/validation.md, section 1t."""
-    if "kswapd_wake_delay_us" not in policy_params:
+    if "kswapd_wake_delay_us" not in policy_params or "hz" not in meta:
         return []
     try:
         cpus = int(meta.get("cpus", 1))
         hz = float(meta["hz"])
-    except (KeyError, TypeError, ValueError):
+    except (TypeError, ValueError) as e:
+        raise ValidationError(
+            f"recording meta: cpus={meta.get('cpus')!r}, hz={meta['hz']!r}: expected a whole number "
+            f"of CPUs and a tick rate in Hz ({e})"
+        ) from e
+    if cpus != 1:
         return []
-    if cpus != 1 or hz <= 0:
-        return []
+    if hz <= 0:
+        raise ValidationError(f"recording meta: hz={meta['hz']!r}: expected a tick rate above 0 Hz")
     return [f"kswapd_wake_delay_us={0.5e6 / hz:g}"]
 
 
