@@ -14,7 +14,9 @@
 //! promotion is refused. The artifact's TPP fork does the same in should_numa_migrate_memory:
 //! the kernel's promotion test, then no promotion while colloid_local_lat_gt_remote. Hint faults
 //! are enabled on the default tier so that hot pages can be demoted when the default tier is the
-//! slower one (Colloid's own decision, p <= Δp).
+//! slower one (Colloid's own decision, p <= Δp). On the simulated machine it decides each fault
+//! at its instant on its base's fault path, as the artifact's handler does (`fault_path`, on by
+//! default; off, the step's faults are decided at its end).
 //!
 //! Per-tier latency comes from CHA/TOR counters by Little's law, L = O / R, with an EWMA on
 //! occupancy and rate (§3.1); p = R_D / (R_D + R_A). Algorithm 1 chooses the mode, Algorithm 2
@@ -37,7 +39,7 @@ const P: &[ParamDef] = &[
     ParamDef { name: "max_migrate_mb", kind: ParamKind::Float { min: 0.0, max: 1e9 }, default: "0", unit: "MB", doc: "static migration limit M per quantum; 0 = the artifact's (HeMem 100 MB, MEMTIS 5 GB, TPP 100 MB)" },
     ParamDef { name: "bins", kind: ParamKind::Int { min: 1, max: 64 }, default: "5", unit: "", doc: "frequency bins the page-finding procedure walks, hottest first (HeMem version, §4.1)" },
     ParamDef { name: "candidates", kind: ParamKind::Int { min: 1, max: 1 << 24 }, default: "65536", unit: "pages", doc: "how many of the tracker's hottest pages are considered per quantum" },
-    ParamDef { name: "fault_path", kind: ParamKind::Bool, default: "false", unit: "", doc: "hint-fault version: take the base's fault path when the base does (tpp, nbt and nomad by default), gating each promotion and demoting each default-tier page in its fault at its instant; off by default: it makes gups-hotset's 2 MiB fault storms independent of the step (0.16% from 2 to 0.0625 ms, against 0.26% at the step's end), but the fault queue of its default-tier faults makes graph-kron's 4 KiB runs depend on it (4.5% between 1 and 0.5 ms over 10 s, docs/validation.md, section 1l)" },
+    ParamDef { name: "fault_path", kind: ParamKind::Bool, default: "true", unit: "", doc: "hint-fault version: take the base's fault path when the base does (tpp, nbt and nomad by default), gating each promotion and demoting each default-tier page in its fault at its instant, as the artifact's fault handler does (§4.3); false: decide the epoch's faults at its end, where the room kswapd frees reaches the decisions one step late and promotions follow the step (seq-pc, tpp+colloid: 24.6K at 1 ms, 31.0K at 0.25 ms; docs/validation.md, section 1u)" },
     ParamDef { name: "scan_stats", kind: ParamKind::Bool, default: "false", unit: "", doc: "hint-fault version: let task_numa_fault account the faults so that the scanner's period adapts (upstream Linux: a process that keeps promoting is scanned further and further apart); off by default, as in Colloid's artifact kernel (linux-6.3 kernel/sched/fair.c, run with numa_balancing=6), whose task_numa_fault returns before any accounting unless NUMA_BALANCING_NORMAL is set, so the period stays at task_scan_start" },
 ];
 
@@ -550,8 +552,8 @@ impl Policy for Colloid {
     /// With `fault_path`, the hint-fault version takes its base's fault path when the base
     /// does: each fault is decided at its instant, the base's promotion gated and a default-tier
     /// page demoted with the quantum's mode and what is left of its Δp and limit then, as in the
-    /// artifact's fault handler. Otherwise (the default) neither it nor its base takes faults one
-    /// at a time. The tracker version has no fault path.
+    /// artifact's fault handler (the default). With `fault_path=false` neither it nor its base
+    /// takes faults one at a time. The tracker version has no fault path.
     fn fault_path(&mut self) -> bool {
         self.on_path = self.hints && self.take_path && self.base.fault_path();
         self.on_path
@@ -695,12 +697,14 @@ mod tests {
     }
 
     #[test]
-    fn takes_the_base_fault_path_only_when_asked() {
+    fn takes_the_base_fault_path_unless_told_not_to() {
         let path = |spec: &str| crate::build(spec).unwrap().fault_path();
-        assert!(!path("tpp+colloid"));
-        assert!(path("tpp+colloid:fault_path=true"));
-        assert!(!path("tpp:fault_path=false+colloid:fault_path=true"));
-        assert!(!path("hemem+colloid:fault_path=true"));
+        assert!(path("tpp+colloid"));
+        assert!(path("nbt+colloid"));
+        assert!(!path("tpp+colloid:fault_path=false"));
+        assert!(!path("tpp:fault_path=false+colloid"));
+        assert!(!path("nbt:fault_path=false+colloid"));
+        assert!(!path("hemem+colloid"));
     }
 
     /// On the fault path a promotion TPP makes in a fault is gated there: before any quantum has
