@@ -15,6 +15,15 @@ fn splitmix(x: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A fixed bijective scramble of a 64-bit key (SplitMix64's finalizer): an order among keys that
+/// is unrelated to their numeric order, for breaking ties without favouring low ids (page ids
+/// follow the order of the processes in an experiment file).
+#[inline]
+pub fn scramble(x: u64) -> u64 {
+    let mut z = x;
+    splitmix(&mut z)
+}
+
 impl Rng {
     pub fn new(seed: u64) -> Self {
         let mut x = seed;
@@ -311,6 +320,29 @@ impl Zipf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The scramble gives distinct keys in an order unrelated to the ids': of consecutive ids,
+    /// about half keep their order (a tie-break by it favours neither the low ids nor the high).
+    #[test]
+    fn scramble_is_distinct_and_unrelated_to_the_ids_order() {
+        let keys: Vec<u64> = (0..20_000u64).map(scramble).collect();
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), keys.len());
+        let rising = keys.windows(2).filter(|w| w[0] < w[1]).count();
+        assert!(
+            (9_500..10_500).contains(&rising),
+            "{rising} of 19999 pairs rise"
+        );
+        // the first and the second half of the ids share the low keys about evenly
+        let median = sorted[sorted.len() / 2];
+        let low_in_first_half = keys[..10_000].iter().filter(|&&k| k < median).count();
+        assert!(
+            (4_800..5_200).contains(&low_in_first_half),
+            "{low_in_first_half}"
+        );
+    }
 
     #[test]
     fn same_seed_same_stream() {

@@ -40,6 +40,7 @@
 use tierkit_core::action::{MigrateMode, SampleFilter};
 use tierkit_core::params::{ParamDef, ParamKind, Params};
 use tierkit_core::policy::{AccessTracker, Builder};
+use tierkit_core::rng::scramble;
 use tierkit_core::telemetry::MigrationOutcome;
 use tierkit_core::{
     Action, Mechanism, PageId, PageSpace, Policy, PolicyInfo, Telemetry, TelemetryNeeds, TierId,
@@ -690,7 +691,13 @@ impl<C: Count> AccessTracker for HeMem<C> {
                 out.push((p, pr));
             }
         }
-        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        // Ties (equal counts are the rule) go in a scrambled page order, not by page id: ids
+        // follow the order of the processes in the experiment file, and the first one's pages
+        // would win every tie (docs/validation.md, section 1u).
+        out.sort_by(|a, b| {
+            b.1.total_cmp(&a.1)
+                .then(scramble(a.0 .0).cmp(&scramble(b.0 .0)))
+        });
     }
 
     fn coldest(&self, tier: TierId, max: usize, out: &mut Vec<PageId>) {
