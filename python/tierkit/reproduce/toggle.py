@@ -217,6 +217,10 @@ def _single(ctx: Context, df: pd.DataFrame, compress: float) -> None:
         "others 1.32-2.54x slower, ours at most 1.17x",
         f"tpp+toggle {1 / tab.loc['silo', 'tpp+toggle']:.2f}x slower, worst other {1 / worst_other:.2f}x",
         tab.loc["silo", "tpp+toggle"] >= worst_other and tab.loc["silo", "tpp+toggle"] > 1 / 1.17,
+        "the loss is what migration costs before the layer stops it, so it shrinks as the run grows: "
+        "the paper times silo to completion (its length not given), ours runs a fixed time. At the "
+        "full size, seed 1, tpp+toggle is 1.20x slower than notier over 90 s and 1.03x over 180 s, "
+        "one stop and the same 936K promotions in both (docs/validation.md, section 4)",
         paper_value=1.17,
         ours_value=float(1 / tab.loc["silo", "tpp+toggle"]),
         tolerance=0.25,
