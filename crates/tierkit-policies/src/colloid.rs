@@ -40,6 +40,8 @@ const P: &[ParamDef] = &[
     ParamDef { name: "bins", kind: ParamKind::Int { min: 1, max: 64 }, default: "5", unit: "", doc: "frequency bins the page-finding procedure walks, hottest first (HeMem version, §4.1)" },
     ParamDef { name: "candidates", kind: ParamKind::Int { min: 1, max: 1 << 24 }, default: "65536", unit: "pages", doc: "how many of the tracker's hottest pages are considered per quantum" },
     ParamDef { name: "fault_path", kind: ParamKind::Bool, default: "true", unit: "", doc: "hint-fault version: take the base's fault path when the base does (tpp, nbt and nomad by default), gating each promotion and demoting each default-tier page in its fault at its instant, as the artifact's fault handler does (§4.3); false: decide the epoch's faults at its end, where the room kswapd frees reaches the decisions one step late and promotions follow the step (seq-pc, tpp+colloid: 24.6K at 1 ms, 31.0K at 0.25 ms; docs/validation.md, section 1u)" },
+    ParamDef { name: "gate", kind: ParamKind::Choice(&["paper", "artifact"]), default: "paper", unit: "", doc: "hint-fault version: how a fault's migration is decided. paper: §4.3, a promotion only while L_D < L_A and a default-tier page demoted only while L_D > L_A, each when its access probability 1/(dt r) fits in what is left of Δp and of the migration limit; artifact: the artifact's TPP kernel (host-architecture/colloid, linux-6.3), a switch with no Δp and no limit: the base's promotion refused while L_D > L_A (should_numa_migrate_memory) and, while L_D > L_A, a default-tier page whose time to fault is below `hot_threshold_ms` demoted in its fault (numa_migrate_memory_away_target)" },
+    ParamDef { name: "hot_threshold_ms", kind: ParamKind::Float { min: 0.0, max: 1e7 }, default: "1000", unit: "ms", doc: "gate=artifact: a default-tier page that faults sooner than this after its mark is hot and is demoted while the default tier is the slower (sysctl numa_balancing_hot_threshold_ms, whose default the artifact's numa_balancing=6 reads)" },
     ParamDef { name: "scan_stats", kind: ParamKind::Bool, default: "false", unit: "", doc: "hint-fault version: let task_numa_fault account the faults so that the scanner's period adapts (upstream Linux: a process that keeps promoting is scanned further and further apart); off by default, as in Colloid's artifact kernel (linux-6.3 kernel/sched/fair.c, run with numa_balancing=6), whose task_numa_fault returns before any accounting unless NUMA_BALANCING_NORMAL is set, so the period stays at task_scan_start" },
 ];
 
@@ -73,6 +75,14 @@ fn build(mut base: Box<dyn Policy>, p: &Params) -> tierkit_core::Result<Box<dyn 
             why: format!("`{base_name}` cannot hand its placement decisions to a layer"),
         });
     }
+    if !hints && p.str("gate") == "artifact" {
+        return Err(Error::BadStack {
+            name: "colloid".into(),
+            why: format!(
+                "gate=artifact is the TPP kernel's hint-fault switch; `{base_name}` finds pages with its tracker (its artifacts gate by Δp)"
+            ),
+        });
+    }
     let root = base_name.split(['+', ':']).next().unwrap_or("").to_string();
     let quantum_ms = match p.float("quantum_ms") {
         q if q > 0.0 => q,
@@ -91,6 +101,9 @@ fn build(mut base: Box<dyn Policy>, p: &Params) -> tierkit_core::Result<Box<dyn 
         take_path: p.bool("fault_path"),
         on_path: false,
         scan_stats: p.bool("scan_stats"),
+        artifact_gate: p.str("gate") == "artifact",
+        hot_threshold_ns: p.float("hot_threshold_ms") * 1e6,
+        local_slower: None,
         delta: p.float("delta"),
         epsilon: p.float("epsilon"),
         ewma: p.float("ewma"),
@@ -209,6 +222,12 @@ pub struct Colloid {
     /// `scan_stats`: let the scanner's period adapt to the faults (upstream), not the
     /// artifact's fixed period.
     scan_stats: bool,
+    /// `gate=artifact`: the artifact kernel's switch instead of §4.3's Δp gating.
+    artifact_gate: bool,
+    hot_threshold_ns: f64,
+    /// The latest comparison of the tiers' loaded latencies, L_D > L_A (the artifact's
+    /// colloid_local_lat_gt_remote), whatever the δ band; None before the first.
+    local_slower: Option<bool>,
     delta: f64,
     epsilon: f64,
     ewma: f64,
@@ -290,6 +309,7 @@ impl Colloid {
         self.stats.last_l_d = l_d;
         self.stats.last_l_a = l_a;
         self.stats.last_p = p;
+        self.local_slower = Some(l_d > l_a);
         let promote = l_d < l_a;
         let shift = self.w.compute_shift(p, l_d, l_a, self.delta, self.epsilon);
         self.stats.resets += shift.reset as u64;
@@ -452,6 +472,18 @@ impl Colloid {
             if to != FAST || mech.tier_of(page) != Some(SLOW) {
                 continue;
             }
+            if self.artifact_gate {
+                // should_numa_migrate_memory: the kernel's own test passed (the base's
+                // promotion), then `if (... && READ_ONCE(colloid_local_lat_gt_remote)) return
+                // false;` and nothing else; before the first comparison the flag is 0
+                if self.local_slower == Some(true) {
+                    self.stats.promotions_refused += 1;
+                    *a = Action::Refuse { page, to };
+                } else {
+                    self.stats.promotions += 1;
+                }
+                continue;
+            }
             let open = self.budget.active && self.budget.promote && rate > 0.0;
             let pr = fault
                 .filter(|f| f.page == page)
@@ -479,6 +511,27 @@ impl Colloid {
         page_bytes: f64,
         out: &mut Vec<Action>,
     ) {
+        if self.artifact_gate {
+            // numa_migrate_memory_away_target: a default-tier page faulting while the local
+            // latency is the higher, hot by its hint-fault latency (no NUMA_BALANCING_NORMAL,
+            // so the access time in its flags), goes to next_demotion_node; do_numa_page
+            // migrates it there in the fault (migrate_misplaced_page), when the node has room
+            if f.tier != FAST
+                || self.local_slower != Some(true)
+                || (f.time_to_fault_ns as f64) >= self.hot_threshold_ns
+                || *free == 0
+                || self.in_flight.contains(&f.page.0)
+            {
+                return;
+            }
+            let mode = MigrateMode::Sync {
+                pid: f.pid,
+                tid: f.tid,
+            };
+            self.issue(f.page, SLOW, mode, out);
+            *free -= 1;
+            return;
+        }
         if !self.budget.active || self.budget.promote {
             return;
         }
@@ -814,8 +867,120 @@ mod tests {
         assert_eq!(atf[..3], [12_000, 20_500, 30_000], "{atf:?}");
     }
 
+    /// `gate=artifact` is the artifact kernel's switch, not §4.3's Δp: TPP's promotion goes
+    /// through before any latency is known and while the default tier is the faster, whatever
+    /// Δp; it is refused while the default tier is the slower, and then a default-tier page
+    /// that faults within `hot_threshold_ms` of its mark is demoted in its fault (a colder one
+    /// is not).
+    #[test]
+    fn the_artifact_gate_is_a_switch_on_the_latencies() {
+        use crate::tpp::tests::{fault, tel};
+        use tierkit_core::testing::FakeMech;
+        use tierkit_core::TierCounters;
+        let mut p = crate::build("tpp+colloid:gate=artifact").unwrap();
+        assert!(p.fault_path());
+        let tiers = (0..8)
+            .map(|i| Some(if i < 4 { SLOW } else { FAST }))
+            .collect();
+        let mut mech = FakeMech::new(tiers);
+        let mut out = Vec::new();
+        p.init(&tel(0, 100_000, 0), &mut mech, &mut out);
+        out.clear();
+        let twice =
+            |p: &mut Box<dyn Policy>, mech: &mut FakeMech, out: &mut Vec<Action>, f: HintFault| {
+                let mut t = tel(0, 100_000, 0);
+                if f.time_ns < 2_000_000 {
+                    // the first telemetry reports the pages' allocation, as the machine's does
+                    t.allocated = (0..8u64)
+                        .map(|pg| tierkit_core::telemetry::PageEvent {
+                            page: tierkit_core::PageId(pg),
+                            pid: 3,
+                            tier: if pg < 4 { SLOW } else { FAST },
+                        })
+                        .collect();
+                }
+                for i in 0..2 {
+                    let f = HintFault {
+                        time_ns: f.time_ns + 1_000 * i,
+                        ..f
+                    };
+                    t.hint_faults.push(f);
+                    t.now_ns = f.time_ns;
+                    p.on_fault(&f, &t, mech, out);
+                }
+            };
+        let migrations = |out: &[Action], pg: u64| -> Vec<(u8, MigrateMode)> {
+            out.iter()
+                .filter_map(|a| match a {
+                    Action::Migrate { page, to, mode, .. } if page.0 == pg => Some((*to, *mode)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let refused = |out: &[Action], pg: u64| {
+            out.iter()
+                .any(|a| matches!(a, Action::Refuse { page, .. } if page.0 == pg))
+        };
+        // no latency known yet: the kernel's flag is 0 and TPP's promotion goes through (the
+        // paper's gate refuses it: `on_the_fault_path_each_promotion_is_gated_in_its_fault`)
+        let f3 = HintFault {
+            time_ns: 1_000_000,
+            ..fault(3, SLOW, 5)
+        };
+        twice(&mut p, &mut mech, &mut out, f3);
+        assert_eq!(migrations(&out, 3).len(), 1, "{out:?}");
+        assert!(!refused(&out, 3));
+        // 20 ms with the default tier at 300 ns and the alternate at 100 ns
+        for ms in 2..=22u64 {
+            let mut t = tel(ms, 100_000, 0);
+            t.cpu_ghz = 1.0;
+            t.tier_counters = [300.0, 100.0]
+                .map(|lat| TierCounters {
+                    tor_inserts: 1000.0,
+                    tor_occupancy: 1000.0 * lat,
+                    ..TierCounters::default()
+                })
+                .to_vec();
+            p.step(&t, &mut mech, &mut out);
+        }
+        out.clear();
+        let at = 22_500_000;
+        twice(
+            &mut p,
+            &mut mech,
+            &mut out,
+            HintFault {
+                time_ns: at,
+                ..fault(2, SLOW, 5)
+            },
+        );
+        assert!(refused(&out, 2), "{out:?}");
+        assert!(migrations(&out, 2).is_empty());
+        let mut t = tel(0, 100_000, 0);
+        t.now_ns = at + 10_000;
+        t.tiers[1].used_pages = 4;
+        for (pg, ttf_ms) in [(5, 5), (6, 2000)] {
+            let f = HintFault {
+                time_ns: at + 10_000,
+                ..fault(pg, FAST, ttf_ms)
+            };
+            t.hint_faults.push(f);
+            p.on_fault(&f, &t, &mut mech, &mut out);
+        }
+        assert_eq!(
+            migrations(&out, 5),
+            vec![(SLOW, MigrateMode::Sync { pid: 3, tid: 7 })],
+            "{out:?}"
+        );
+        assert!(migrations(&out, 6).is_empty(), "{out:?}");
+        let stats: std::collections::HashMap<_, _> = p.stats().into_iter().collect();
+        assert!(stats["colloid.last_l_d_ns"] > stats["colloid.last_l_a_ns"]);
+    }
+
     #[test]
     fn refuses_bases_it_cannot_use() {
+        assert!(crate::build("hemem+colloid:gate=artifact").is_err());
+        assert!(crate::build("nbt+colloid:gate=artifact").is_ok());
         assert!(crate::build("notier+colloid").is_err());
         assert!(crate::build("colloid").is_err());
     }

@@ -155,7 +155,13 @@ pub fn parse(spec: &str) -> Result<Option<LayerSpec>> {
         }));
     }
     let p = Params::resolve("colloid", tierkit_policies::colloid::INFO.params, &l.args)?;
-    for k in ["bins", "candidates", "quantum_ms"] {
+    for k in [
+        "bins",
+        "candidates",
+        "quantum_ms",
+        "gate",
+        "hot_threshold_ms",
+    ] {
         if given(k) {
             return refuse(format!(
                 "colloid: {k} has no meaning over the kernel's tiering (tierkitd decides every interval, interval-ms, from the kernel's own promotions and the targets' samples)"
@@ -753,6 +759,7 @@ mod tests {
             ("nbt+alto:auto=true", "auto=true"),
             ("nbt+alto:aol_low=90,aol_high=50", "must be above"),
             ("nbt+colloid:quantum_ms=10", "quantum_ms has no meaning"),
+            ("nbt+colloid:gate=artifact", "gate has no meaning"),
             ("nbt+colloid+alto", "not supported (+colloid, +alto)"),
             ("nbt+toggle", "not supported (+toggle)"),
         ] {
