@@ -95,21 +95,30 @@ POLICIES = (
 )
 
 
+def write_order(path: Path, order: str, head: str = HEAD) -> Path:
+    """The two tenants' file in `order`: "ab" (the large one first) or "ba"."""
+    path.write_text(head + (BIG + SMALL if order == "ab" else SMALL + BIG))
+    return path
+
+
+def per_tenant(path: Path, policy: str) -> dict[str, float]:
+    """Each tenant's throughput in one run of the file."""
+    import tierkit
+
+    s = tierkit.run(str(path), policy=policy).summary
+    return {p["name"]: float(p["throughput_ops_per_s"]) for p in s["processes"]}
+
+
 @pytest.fixture(scope="module")
 def throughputs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], dict[str, float]]:
     """Per (order, policy): each tenant's throughput, the runs in threads."""
-    import tierkit
-
     d: Path = tmp_path_factory.mktemp("order")
-    files = {"ab": d / "ab.toml", "ba": d / "ba.toml"}
-    files["ab"].write_text(HEAD + BIG + SMALL)
-    files["ba"].write_text(HEAD + SMALL + BIG)
+    files = {order: write_order(d / f"{order}.toml", order) for order in ("ab", "ba")}
     runs = [(order, pol) for order in files for pol in POLICIES]
 
     def one(run: tuple[str, str]) -> dict[str, float]:
         order, pol = run
-        s = tierkit.run(str(files[order]), policy=pol).summary
-        return {p["name"]: float(p["throughput_ops_per_s"]) for p in s["processes"]}
+        return per_tenant(files[order], pol)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         return dict(zip(runs, pool.map(one, runs), strict=True))
@@ -138,19 +147,14 @@ def test_hemem_colloid_favours_neither_order_over_seeds(tmp_path: Path) -> None:
     The mean over seeds 1-8 must stay within 0.5% (docs/validation.md, section 1u)."""
     import statistics
 
-    import tierkit
-
-    def per_tenant(seed: int, order: str) -> dict[str, float]:
+    def one(run: tuple[int, str]) -> dict[str, float]:
+        seed, order = run
         head = HEAD.replace("seed = 3", f"seed = {seed}")
-        body = BIG + SMALL if order == "ab" else SMALL + BIG
-        f = tmp_path / f"{order}-{seed}.toml"
-        f.write_text(head + body)
-        s = tierkit.run(str(f), policy="hemem+colloid").summary
-        return {p["name"]: float(p["throughput_ops_per_s"]) for p in s["processes"]}
+        return per_tenant(write_order(tmp_path / f"{order}-{seed}.toml", order, head), "hemem+colloid")
 
     runs = [(seed, order) for seed in range(1, 9) for order in ("ab", "ba")]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        got = dict(zip(runs, pool.map(lambda r: per_tenant(*r), runs), strict=True))
+        got = dict(zip(runs, pool.map(one, runs), strict=True))
     for name in ("a", "b"):
         shifts = [got[(seed, "ba")][name] / got[(seed, "ab")][name] - 1 for seed in range(1, 9)]
         assert abs(statistics.mean(shifts)) < 0.005, (name, shifts)

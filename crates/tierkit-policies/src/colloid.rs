@@ -75,7 +75,8 @@ fn build(mut base: Box<dyn Policy>, p: &Params) -> tierkit_core::Result<Box<dyn 
             why: format!("`{base_name}` cannot hand its placement decisions to a layer"),
         });
     }
-    if !hints && p.str("gate") == "artifact" {
+    let artifact_gate = p.str("gate") == "artifact";
+    if !hints && artifact_gate {
         return Err(Error::BadStack {
             name: "colloid".into(),
             why: format!(
@@ -101,9 +102,8 @@ fn build(mut base: Box<dyn Policy>, p: &Params) -> tierkit_core::Result<Box<dyn 
         take_path: p.bool("fault_path"),
         on_path: false,
         scan_stats: p.bool("scan_stats"),
-        artifact_gate: p.str("gate") == "artifact",
+        artifact_gate,
         hot_threshold_ns: p.float("hot_threshold_ms") * 1e6,
-        local_slower: None,
         delta: p.float("delta"),
         epsilon: p.float("epsilon"),
         ewma: p.float("ewma"),
@@ -225,9 +225,6 @@ pub struct Colloid {
     /// `gate=artifact`: the artifact kernel's switch instead of §4.3's Δp gating.
     artifact_gate: bool,
     hot_threshold_ns: f64,
-    /// The latest comparison of the tiers' loaded latencies, L_D > L_A (the artifact's
-    /// colloid_local_lat_gt_remote), whatever the δ band; None before the first.
-    local_slower: Option<bool>,
     delta: f64,
     epsilon: f64,
     ewma: f64,
@@ -309,7 +306,6 @@ impl Colloid {
         self.stats.last_l_d = l_d;
         self.stats.last_l_a = l_a;
         self.stats.last_p = p;
-        self.local_slower = Some(l_d > l_a);
         let promote = l_d < l_a;
         let shift = self.w.compute_shift(p, l_d, l_a, self.delta, self.epsilon);
         self.stats.resets += shift.reset as u64;
@@ -327,6 +323,13 @@ impl Colloid {
             bytes: dynamic.min(self.max_bytes),
             active: true,
         })
+    }
+
+    /// The latest quantum's comparison of the tiers' loaded latencies, L_D > L_A, whatever the
+    /// δ band (the artifact's colloid_local_lat_gt_remote); false before the first quantum, as
+    /// the kernel's flag starts at 0.
+    fn local_slower(&self) -> bool {
+        self.stats.quanta > 0 && self.stats.last_l_d > self.stats.last_l_a
     }
 
     fn issue(&mut self, page: PageId, to: u8, mode: MigrateMode, out: &mut Vec<Action>) {
@@ -476,7 +479,7 @@ impl Colloid {
                 // should_numa_migrate_memory: the kernel's own test passed (the base's
                 // promotion), then `if (... && READ_ONCE(colloid_local_lat_gt_remote)) return
                 // false;` and nothing else; before the first comparison the flag is 0
-                if self.local_slower == Some(true) {
+                if self.local_slower() {
                     self.stats.promotions_refused += 1;
                     *a = Action::Refuse { page, to };
                 } else {
@@ -517,7 +520,7 @@ impl Colloid {
             // so the access time in its flags), goes to next_demotion_node; do_numa_page
             // migrates it there in the fault (migrate_misplaced_page), when the node has room
             if f.tier != FAST
-                || self.local_slower != Some(true)
+                || !self.local_slower()
                 || (f.time_to_fault_ns as f64) >= self.hot_threshold_ns
                 || *free == 0
                 || self.in_flight.contains(&f.page.0)

@@ -294,29 +294,27 @@ fn halving_the_epoch_leaves_the_scanner_unchanged() {
     }
 }
 
+/// `x` and `y` (one figure at two steps) within `tol` of the larger.
+fn assert_close(what: &str, x: f64, y: f64, tol: f64) {
+    assert!(
+        (x - y).abs() <= tol * x.abs().max(y.abs()),
+        "{what}: {x} vs {y} (tolerance {tol})"
+    );
+}
+
 #[test]
 fn halving_the_epoch_leaves_nbt_results_unchanged() {
     let a = gups("nbt", "1");
     let b = gups("nbt", "0.5");
-    let close = |x: f64, y: f64, tol: f64| (x - y).abs() <= tol * x.abs().max(y.abs());
-    assert!(
-        close(a.throughput_ops_per_s, b.throughput_ops_per_s, 0.03),
-        "throughput {} vs {}",
-        a.throughput_ops_per_s,
-        b.throughput_ops_per_s
+    let (x, y) = (a.throughput_ops_per_s, b.throughput_ops_per_s);
+    assert_close("throughput", x, y, 0.03);
+    assert_close(
+        "hint faults",
+        a.hint_faults as f64,
+        b.hint_faults as f64,
+        0.05,
     );
-    assert!(
-        close(a.hint_faults as f64, b.hint_faults as f64, 0.05),
-        "hint faults {} vs {}",
-        a.hint_faults,
-        b.hint_faults
-    );
-    assert!(
-        close(a.promotions as f64, b.promotions as f64, 0.10),
-        "promotions {} vs {}",
-        a.promotions,
-        b.promotions
-    );
+    assert_close("promotions", a.promotions as f64, b.promotions as f64, 0.10);
 }
 
 /// A page the scanner marks while nobody accesses it stays PROT_NONE and faults at its first
@@ -1301,21 +1299,12 @@ fn halving_the_epoch_leaves_nbt_on_the_fault_path_unchanged_where_room_limits_it
         let e = load("seq-pc", &sets, Some(1)).unwrap();
         run(&e, policy, &mut |_, _| true).unwrap().summary
     };
-    let close = |x: f64, y: f64, tol: f64| (x - y).abs() <= tol * x.abs().max(y.abs());
     for policy in ["nbt:fault_path=true", "tpp+colloid", "nbt+colloid"] {
         let (a, b) = (run_at(policy, "1"), run_at(policy, "0.25"));
         assert!(a.promotions > 1000, "{policy}: {} promotions", a.promotions);
-        assert!(
-            close(a.promotions as f64, b.promotions as f64, 0.03),
-            "{policy}: promotions {} at 1 ms vs {} at 0.25 ms",
-            a.promotions,
-            b.promotions
-        );
-        assert!(
-            close(a.throughput_ops_per_s, b.throughput_ops_per_s, 0.01),
-            "{policy}: throughput {} vs {}",
-            a.throughput_ops_per_s,
-            b.throughput_ops_per_s
-        );
+        let what = format!("{policy}: promotions at 1 ms vs 0.25 ms");
+        assert_close(&what, a.promotions as f64, b.promotions as f64, 0.03);
+        let (x, y) = (a.throughput_ops_per_s, b.throughput_ops_per_s);
+        assert_close(&format!("{policy}: throughput"), x, y, 0.01);
     }
 }
