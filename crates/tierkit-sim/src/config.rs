@@ -181,7 +181,7 @@ impl<'a, 'c> Reader<'a, 'c> {
         if !(x.is_finite() && x >= min && x <= max) {
             return Err(self.ctx.err(
                 &self.key(k),
-                format!("expected a number in [{min}, {max}], got {x}"),
+                format!("expected a number in [{min}, {max}], got {x:?}"),
             ));
         }
         Ok(Some(x))
