@@ -70,8 +70,14 @@ pub struct Sample {
     pub is_store: bool,
     pub pid: Pid,
     pub tid: Tid,
-    /// Load latency in ns as the sampling hardware reports it (0 when unknown).
+    /// Load latency in ns as the sampling hardware reports it (0 when unknown): from the
+    /// load's dispatch to its data, the whole of it also where other misses overlap it.
     pub latency_ns: f32,
+    /// Exposed latency in ns (0 when unknown): the part of the load's latency that held up
+    /// retirement, which other misses in flight did not hide (Sapphire Rapids' timed PEBS
+    /// records it per load; PACT §4.3.7). A miss among m overlapping ones exposes about 1/m
+    /// of its latency, a dependent one all of it.
+    pub exposed_ns: f32,
     /// Time of the sample, ns since start.
     pub time_ns: u64,
 }

@@ -98,6 +98,7 @@ fn bench(pages: u64, spec: &[(&str, &str)], full_pass: bool, windows: u64) -> (f
                 pid: 0,
                 tid: 0,
                 latency_ns: 190.0,
+                exposed_ns: 190.0,
                 time_ns: tel.now_ns,
             })
             .collect();

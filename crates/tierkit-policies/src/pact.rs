@@ -51,8 +51,12 @@
 //!   page, sampled and tracked at that size, and the option changes nothing.
 //! - **Scores** (§5.6, §4.3.7): `score=frequency` adds the window's sample count instead of the
 //!   attributed stall (same machinery, initial width in samples); `score=latency` weights each
-//!   sample by its reported load latency, S_p = S * A_p l_p / sum_i A_i l_i (the paper's
-//!   proposal for colocated tenants).
+//!   sample by its reported latency, S_p = S * A_p l_p / sum_i A_i l_i (the paper's proposal for
+//!   colocated tenants). l_p is the sample's *exposed* latency by default, the per-load latency
+//!   reporting §4.3.7 names ("exposed latency", Sapphire Rapids' timed PEBS): the part of the
+//!   load's latency that held up retirement, about all of it for a dependent miss and 1/m of it
+//!   for one of m overlapping misses. `latency=load` takes the load latency instead (dispatch to
+//!   data, which overlapping misses do not shorten), also where a sample has no exposed latency.
 //!
 //! Interpretations where the paper leaves room, and why:
 //! - Freedman-Diaconis is undefined when the IQR is 0 (most sampled pages tie with one sample of
@@ -193,6 +197,13 @@ const PARAMS: &[ParamDef] = &[
         doc: "pac: attributed stalls; frequency: sample counts (§5.6); latency: latency-weighted attribution (§4.3.7).",
     },
     ParamDef {
+        name: "latency",
+        kind: ParamKind::Choice(&["exposed", "load"]),
+        default: "exposed",
+        unit: "",
+        doc: "With score=latency, the latency l_p a sample reports: exposed (the part that held up retirement, timed PEBS, §4.3.7; the load latency where it is unknown) or load (the load's whole latency).",
+    },
+    ParamDef {
         name: "huge_pages",
         kind: ParamKind::Bool,
         default: "false",
@@ -313,6 +324,8 @@ pub struct Pact {
     max_promotions: u64,
     m: u64,
     score: Score,
+    /// `score=latency` weighs by the exposed latency where samples report it.
+    exposed: bool,
     huge_pages: bool,
     mlp_max: f64,
     k_param: f64,
@@ -400,6 +413,7 @@ impl Pact {
                 "latency" => Score::Latency,
                 _ => Score::Pac,
             },
+            exposed: p.str("latency") == "exposed",
             huge_pages: p.bool("huge_pages"),
             mlp_max: p.float("mlp_max"),
             k_param: p.float("k_slow_cycles"),
@@ -618,6 +632,7 @@ impl Pact {
                 }
             };
             let w = match self.score {
+                Score::Latency if self.exposed && s.exposed_ns > 0.0 => s.exposed_ns,
                 Score::Latency if s.latency_ns > 0.0 => s.latency_ns,
                 _ => 1.0,
             };
@@ -1358,6 +1373,43 @@ mod tests {
         let pac = |p: u64| pol.entries[pol.slot(PageId(p)).unwrap()].pac;
         assert!((pac(1) / pac(2) - 3.0).abs() < 1e-9);
         assert!((pac(1) + pac(2) - 400_000.0).abs() < 1e-6);
+    }
+
+    /// §4.3.7's weighting by what each load exposed: two pages whose loads take the same time,
+    /// one a dependent miss (all of it exposed), the other one of eight overlapping ones.
+    #[test]
+    fn latency_score_weights_by_the_exposed_latency_where_samples_report_it() {
+        let sample = |p: u64, exposed: f32| Sample {
+            exposed_ns: exposed,
+            ..slow_sample(p, 400.0)
+        };
+        for (opt, expect) in [("", 8.0), (",latency=load", 1.0)] {
+            let mut m = machine(0, 10, 10);
+            let mut pol = pact(&format!("window_ms=1,max_promotions=0,score=latency{opt}"));
+            init(&mut m, &mut pol);
+            epoch(
+                &mut m,
+                &mut pol,
+                vec![sample(1, 400.0), sample(2, 50.0)],
+                1000.0,
+                1.0,
+            );
+            let pac = |p: u64| pol.entries[pol.slot(PageId(p)).unwrap()].pac;
+            assert!((pac(1) / pac(2) - expect).abs() < 1e-9, "{opt}");
+        }
+        // where the exposed latency is unknown (0), the load latency stands in
+        let mut m = machine(0, 10, 10);
+        let mut pol = pact("window_ms=1,max_promotions=0,score=latency");
+        init(&mut m, &mut pol);
+        epoch(
+            &mut m,
+            &mut pol,
+            vec![sample(1, 0.0), slow_sample(2, 100.0)],
+            1000.0,
+            1.0,
+        );
+        let pac = |p: u64| pol.entries[pol.slot(PageId(p)).unwrap()].pac;
+        assert!((pac(1) / pac(2) - 4.0).abs() < 1e-9);
     }
 
     #[test]

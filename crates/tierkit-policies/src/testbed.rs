@@ -39,6 +39,7 @@ pub fn read(p: u64) -> Sample {
         pid: 0,
         tid: 0,
         latency_ns: 0.0,
+        exposed_ns: 0.0,
         time_ns: 0,
     }
 }

@@ -2568,6 +2568,9 @@ impl Machine {
                         pid: sp.pid,
                         tid: sp.tid,
                         latency_ns: lat as f32,
+                        // the stall the thread's other misses in flight did not hide: the
+                        // model's own stall per miss, l / m
+                        exposed_ns: (lat / th_m) as f32,
                         time_ns: time as u64,
                     });
                     n_total += 1;
@@ -4347,6 +4350,7 @@ mod tests {
                     pid: 0,
                     tid,
                     latency_ns: 0.0,
+                    exposed_ns: 0.0,
                     time_ns: t,
                 })
                 .collect();
@@ -4533,6 +4537,41 @@ mod tests {
             }
             assert!(n > 100, "{name}: {n} samples");
         }
+    }
+
+    /// A sampled load's exposed latency is the part of its latency the thread's other misses in
+    /// flight did not hide: all of it for the random tenant's dependent misses (MLP 1), an eighth
+    /// for the streaming tenant's (MLP 8), while both report the same loaded latency of the slow
+    /// tier (PACT §4.3.7's timed-PEBS latency, which `pact:score=latency` weighs by).
+    #[test]
+    fn a_sample_exposes_its_latency_over_its_threads_mlp() {
+        let sets: Vec<String> = ["size_gb=0.05", "fast_ratio=1:4"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let exp = crate::load("masim-colocate", &sets, Some(5)).unwrap();
+        let mut m = Machine::new(&exp, false).unwrap();
+        m.sampling = Some((97, SampleFilter::AllMisses));
+        // (load latency, exposed latency, samples) per process
+        let mut sum = [(0.0f64, 0.0f64, 0u32); 2];
+        for _ in 0..50 {
+            m.step().unwrap();
+            for s in &m.tel.samples {
+                let e = &mut sum[s.pid as usize];
+                e.0 += f64::from(s.latency_ns);
+                e.1 += f64::from(s.exposed_ns);
+                e.2 += 1;
+            }
+        }
+        let mean = |e: (f64, f64, u32)| (e.0 / f64::from(e.2), e.1 / f64::from(e.2));
+        let (seq, rand) = (mean(sum[0]), mean(sum[1]));
+        assert!(sum[0].2 > 100 && sum[1].2 > 100, "{sum:?}");
+        assert_eq!(exp.processes[0].name, "seq");
+        assert!((rand.1 / rand.0 - 1.0).abs() < 1e-6, "rand {rand:?}");
+        assert!((seq.1 / seq.0 - 1.0 / 8.0).abs() < 1e-6, "seq {seq:?}");
+        // both read the same tiers: their load latencies differ only by the mix of tiers and by
+        // the stream's prefetched lines, which report less
+        assert!(rand.1 > 4.0 * seq.1, "exposed: rand {rand:?} seq {seq:?}");
     }
 
     /// Allocating runs of pages together leaves the machine exactly as allocating them one by

@@ -164,7 +164,9 @@ fn pact_gives_the_low_mlp_lookups_the_fast_tier_in_either_order() {
 
 #[test]
 fn latency_weighted_pact_gives_the_low_mlp_lookups_the_fast_tier_in_either_order() {
+    // by the exposed latency (the default) and by the load latency
     check("pact:score=latency");
+    check("pact:score=latency,latency=load");
 }
 
 /// Trace processes that start together first-touch their pages at the same time: listing order

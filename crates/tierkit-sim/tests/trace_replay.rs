@@ -268,8 +268,10 @@ fn pact_ranks_the_chased_pages_first_when_the_programs_take_turns() {
 /// colocated patterns): PAC follows the sample counts. It still ranks the chased pages first,
 /// as the ground truth does, because the streamed loads the prefetcher covered are not events
 /// of the sampled counter. Latency-weighted attribution (`score=latency`, S_p = S * A_p l_p /
-/// sum A_i l_i, §4.3.7's proposal) ranks them alike: every sampled load reports the slow tier's
-/// whole latency.
+/// sum A_i l_i, §4.3.7's proposal) by the exposed latency that timed PEBS reports (the default)
+/// widens the chase's lead by about the programs' MLP ratio: a chased miss exposes all of its
+/// latency, a streamed one about 1/m of it. By the load latency (`latency=load`) it ranks them
+/// as plain PAC does: every sampled load reports about the slow tier's whole latency.
 #[test]
 fn colocated_programs_rank_the_chased_pages_first_from_the_samples() {
     let e = experiment("duration_s = 1.0\nfast_tier_gb = 0\nwindow_epochs = 0\n");
@@ -282,14 +284,22 @@ fn colocated_programs_rank_the_chased_pages_first_from_the_samples() {
         "plain PAC follows the sample counts: PAC ratio {pac_ratio}, sample ratio {sample_ratio}"
     );
     assert!(pac_ratio > 1.5, "the chased pages first: {a_pc} vs {a_st}");
-    let ((_, l_pc, _), (_, l_st, _)) = pact_means(&e, "pact:score=latency,max_promotions=0");
+    let ((_, l_pc, _), (_, l_st, _)) =
+        pact_means(&e, "pact:score=latency,latency=load,max_promotions=0");
     assert!(
         l_pc / l_st > 1.5 && (l_pc / l_st / pac_ratio - 1.0).abs() < 0.3,
-        "latency weighting ranks them alike: {l_pc} vs {l_st} (plain {a_pc} vs {a_st})"
+        "load-latency weighting ranks them alike: {l_pc} vs {l_st} (plain {a_pc} vs {a_st})"
+    );
+    let mlp_ratio = mean_mlp(&e.replays[1].replay) / mean_mlp(&e.replays[0].replay);
+    let ((_, x_pc, _), (_, x_st, _)) = pact_means(&e, "pact:score=latency,max_promotions=0");
+    let widened = x_pc / x_st / pac_ratio;
+    assert!(
+        mlp_ratio > 5.0 && (widened / mlp_ratio - 1.0).abs() < 0.3,
+        "exposed-latency weighting widens the lead {widened:.2}x, the MLP ratio {mlp_ratio:.2}: {x_pc} vs {x_st} (plain {a_pc} vs {a_st})"
     );
 }
 
-/// With promotions on, PACT (plain and latency-weighted) moves the chase into the fast tier and
+/// With promotions on, PACT (plain and latency-weighted either way) moves the chase into the fast tier and
 /// leaves the stream in the slow tier: the chase serves most of its misses from the fast tier.
 #[test]
 fn pact_moves_the_chased_pages_into_the_fast_tier() {
@@ -303,7 +313,11 @@ fn pact_moves_the_chased_pages_into_the_fast_tier() {
             s.processes[1].fast_tier_hit_ratio,
         )
     };
-    for spec in ["pact", "pact:score=latency"] {
+    for spec in [
+        "pact",
+        "pact:score=latency",
+        "pact:score=latency,latency=load",
+    ] {
         let (chase, stream) = hit(spec);
         eprintln!("{spec}: fast-tier hit ratio chase {chase:.3} stream {stream:.3}");
         assert!(

@@ -909,6 +909,7 @@ mod tests {
             pid: 1,
             tid: 1,
             latency_ns: 0.0,
+            exposed_ns: 0.0,
             time_ns: 0,
         };
         let mut h = HotPages::new(1.0);

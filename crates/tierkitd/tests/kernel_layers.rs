@@ -277,6 +277,7 @@ fn colloid_stops_the_kernels_promotion_and_demotes_hot_pages() {
             pid,
             tid: pid,
             latency_ns: 0.0,
+            exposed_ns: 0.0,
             time_ns: 0,
         })
         .collect();

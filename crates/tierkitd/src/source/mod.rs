@@ -176,6 +176,7 @@ impl Credit {
                 pid,
                 tid: pid,
                 latency_ns: 0.0,
+                exposed_ns: 0.0,
                 time_ns: now_ns,
             });
         }

@@ -570,6 +570,9 @@ impl Source for Pebs {
                 pid: s.pid,
                 tid: s.tid,
                 latency_ns: (s.weight as f64 / ctx.cpu_ghz.max(0.1)) as f32,
+                // WEIGHT is the load latency only; the retire latency of timed PEBS
+                // (PERF_SAMPLE_WEIGHT_STRUCT) is not read
+                exposed_ns: 0.0,
                 time_ns: ctx.now_ns,
             });
             st.samples += 1;
