@@ -1383,33 +1383,22 @@ mod tests {
             exposed_ns: exposed,
             ..slow_sample(p, 400.0)
         };
-        for (opt, expect) in [("", 8.0), (",latency=load", 1.0)] {
+        // PAC of page 1 over page 2's after one window of these two samples
+        let ratio = |opt: &str, a: Sample, b: Sample| {
             let mut m = machine(0, 10, 10);
             let mut pol = pact(&format!("window_ms=1,max_promotions=0,score=latency{opt}"));
             init(&mut m, &mut pol);
-            epoch(
-                &mut m,
-                &mut pol,
-                vec![sample(1, 400.0), sample(2, 50.0)],
-                1000.0,
-                1.0,
-            );
+            epoch(&mut m, &mut pol, vec![a, b], 1000.0, 1.0);
             let pac = |p: u64| pol.entries[pol.slot(PageId(p)).unwrap()].pac;
-            assert!((pac(1) / pac(2) - expect).abs() < 1e-9, "{opt}");
+            pac(1) / pac(2)
+        };
+        for (opt, expect) in [("", 8.0), (",latency=load", 1.0)] {
+            let r = ratio(opt, sample(1, 400.0), sample(2, 50.0));
+            assert!((r - expect).abs() < 1e-9, "{opt}: {r}");
         }
         // where the exposed latency is unknown (0), the load latency stands in
-        let mut m = machine(0, 10, 10);
-        let mut pol = pact("window_ms=1,max_promotions=0,score=latency");
-        init(&mut m, &mut pol);
-        epoch(
-            &mut m,
-            &mut pol,
-            vec![sample(1, 0.0), slow_sample(2, 100.0)],
-            1000.0,
-            1.0,
-        );
-        let pac = |p: u64| pol.entries[pol.slot(PageId(p)).unwrap()].pac;
-        assert!((pac(1) / pac(2) - 4.0).abs() < 1e-9);
+        let r = ratio("", sample(1, 0.0), slow_sample(2, 100.0));
+        assert!((r - 4.0).abs() < 1e-9, "{r}");
     }
 
     #[test]
