@@ -202,8 +202,7 @@ def _single(ctx: Context, df: pd.DataFrame, compress: float) -> None:
         "access pattern is not described; ours streams over a stable 30% of its data starting "
         "at a tenth of it, which first touch already puts in the fast tier when FT runs alone, so "
         "migration has nothing to gain and costs its hint faults. In the pairs below FT starts "
-        "second, its stable region lands in the slow tier, and migration pays far more than the "
-        "paper's pairs gained."
+        "second and its stable region lands in the slow tier, where migration can bring it in."
     )
     ctx.text(
         "The paper's stack is TPP-mod plus toggling. liblinear streams over its whole data (10% of "
