@@ -71,6 +71,13 @@
 //!   counters "bin collapse, where too many pages crowd into high-priority bins", so the test here
 //!   is the share of binned (tracked) pages in the priority bin, N_c / N_page > T_scale, taken from
 //!   the previous window's binning.
+//! - Algorithm 3 does not say where bin 0 starts. Here it starts at PAC 0 (bin = floor(PAC / W),
+//!   the last bin holding everything above). Where most pages are sampled once their PACs
+//!   cluster far from 0 (masim-colocate: 15.6K-19K cycles, W about 500): every page falls in the
+//!   last bin, the scaling rule doubles W, and the next window halves it again, so the priority
+//!   bin alternates between all pages and a few. `bins_from=min` starts bin 0 at the reservoir's
+//!   smallest PAC instead (a histogram over the sampled values' range), which spreads such a
+//!   cluster (docs/validation.md, section 4, has both measured).
 //! - The priority bin is the top non-empty bin over every tracked page (promoted pages keep their
 //!   PAC: only slow-tier loads are sampled). So promotion stops once the most critical pages are
 //!   in the fast tier and resumes when slow-tier pages reach their bin (Fig. 8a's bursts). A page
@@ -174,6 +181,13 @@ const PARAMS: &[ParamDef] = &[
         default: "0.7",
         unit: "",
         doc: "Scaling threshold T_scale on the priority bin's share of pages (Algorithm 3 line 10).",
+    },
+    ParamDef {
+        name: "bins_from",
+        kind: ParamKind::Choice(&["zero", "min"]),
+        default: "zero",
+        unit: "",
+        doc: "Where bin 0 starts: at PAC 0 (zero), or at the reservoir's smallest value (min, a histogram over the sampled PACs' range; Algorithm 3 leaves it open).",
     },
     ParamDef {
         name: "max_promotions",
@@ -342,6 +356,9 @@ pub struct Pact {
     reservoir: Reservoir,
     /// The width of the last binning, and the priority bin's share of pages in it.
     width: f64,
+    /// Where bin 0 starts this cycle (`bins_from`): 0, or the reservoir's smallest PAC.
+    origin: f64,
+    bins_from_min: bool,
     top_share: f64,
     /// The sum of `top_share` over the windows (for its mean in the stats).
     top_share_sum: f64,
@@ -426,6 +443,8 @@ impl Pact {
             by_pac: PacIndex::new(),
             reservoir: Reservoir::new(reservoir, p.u64("seed")),
             width: p.float("initial_width"),
+            origin: 0.0,
+            bins_from_min: p.str("bins_from") == "min",
             top_share: 0.0,
             top_share_sum: 0.0,
             window_end_ns: 0,
@@ -903,7 +922,10 @@ impl Pact {
         }
         let mut slots = Vec::new();
         let pac = |s: u32| self.entries[s as usize].pac;
-        let Some(sel) = self.by_pac.select(w, self.bins, keep, pac, &mut slots) else {
+        let Some(sel) = self
+            .by_pac
+            .select_from(w, self.origin, self.bins, keep, pac, &mut slots)
+        else {
             // a NaN PAC (from NaN counters) bins at 0 but sorts above everything: the pass
             return self.select_by_scan(w, keep);
         };
@@ -919,11 +941,11 @@ impl Pact {
     fn select_by_scan(&self, w: f64, keep: usize) -> (Selection, Vec<(f64, PageId)>) {
         let bins = self.bins;
         let max_pac = self.entries.iter().map(|e| e.pac).fold(0.0, f64::max);
-        let top = bin_of(max_pac, w, bins);
+        let top = bin_of(max_pac - self.origin, w, bins);
         let mut in_top = 0u64;
         let mut cands: Vec<(f64, PageId)> = Vec::new();
         for (s, e) in self.entries.iter().enumerate() {
-            if bin_of(e.pac, w, bins) != top {
+            if bin_of(e.pac - self.origin, w, bins) != top {
                 continue;
             }
             in_top += 1;
@@ -951,6 +973,11 @@ impl Pact {
     ) {
         let w = self.bin_width();
         self.width = w;
+        self.origin = if self.bins_from_min {
+            self.reservoir.range().map_or(0.0, |(lo, _)| lo)
+        } else {
+            0.0
+        };
         let keep = (self.max_promotions as usize).max(1);
         let (sel, cands) = self.select(w, keep);
         #[cfg(test)]
@@ -1540,6 +1567,39 @@ mod tests {
         assert!(stat > 2 * adaptive, "static {stat} vs adaptive {adaptive}");
         assert!(stat > 2 * scaled, "static {stat} vs scaled {scaled}");
         assert!(scaled > 0 && adaptive > 0);
+    }
+
+    /// PACs clustered far from zero, as where most pages are sampled once (masim-colocate): each
+    /// window samples 100 new pages once, with a stall that varies a little from window to
+    /// window. Counted from PAC 0, the Freedman-Diaconis bins put every page in the last bin
+    /// (then the scaling rule doubles the width, and halves it again the next window); counted
+    /// from the reservoir's smallest value (`bins_from=min`) they spread the cluster.
+    #[test]
+    fn bins_from_the_reservoirs_minimum_spread_a_cluster_far_from_zero() {
+        let shares = |from: &str| {
+            let mut m = machine(0, 3000, 10);
+            let mut pol = pact(&format!("window_ms=1,max_promotions=0,bins_from={from}"));
+            init(&mut m, &mut pol);
+            let mut out = Vec::new();
+            for k in 0..30u64 {
+                let s = (100 * k..100 * (k + 1))
+                    .map(|p| slow_sample(p, 100.0))
+                    .collect();
+                let misses = 30_000.0 * (1.0 + 0.1 * (k as f64).sin());
+                epoch(&mut m, &mut pol, s, misses, 2.0);
+                out.push(pol.top_share);
+            }
+            out.split_off(5)
+        };
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let (zero, min) = (shares("zero"), shares("min"));
+        // from 0: every other window has every page in the priority bin
+        let collapsed = |v: &[f64]| v.iter().filter(|&&x| x == 1.0).count();
+        assert!(collapsed(&zero) >= 10, "zero: {zero:?}");
+        assert!(
+            collapsed(&min) == 0 && min.iter().all(|&x| x < 0.5) && mean(&min) < 0.3,
+            "min: {min:?}"
+        );
     }
 
     #[test]

@@ -269,11 +269,25 @@ impl PacIndex {
         pac: impl Fn(u32) -> f64,
         out: &mut Vec<u32>,
     ) -> Option<Selection> {
+        self.select_from(w, 0.0, bins, keep, pac, out)
+    }
+
+    /// [`PacIndex::select`] with the bins counted from `origin` (bin_of(PAC - origin)) instead
+    /// of from PAC 0; every value below `origin` falls in the first bin.
+    pub fn select_from(
+        &self,
+        w: f64,
+        origin: f64,
+        bins: usize,
+        keep: usize,
+        pac: impl Fn(u32) -> f64,
+        out: &mut Vec<u32>,
+    ) -> Option<Selection> {
         out.clear();
         if self.nan > 0 {
             return None;
         }
-        let bin = |v: f64| bin_of(v, w, bins);
+        let bin = |v: f64| bin_of(v - origin, w, bins);
         let mut sel = Selection {
             top: bin(0.0),
             ..Selection::default()
@@ -416,15 +430,16 @@ mod tests {
     fn by_scan(
         vals: &[(f64, bool)],
         w: f64,
+        origin: f64,
         bins: usize,
         keep: usize,
     ) -> (usize, u64, u64, Vec<u32>) {
         let max = vals.iter().map(|v| v.0).fold(0.0, f64::max);
-        let top = bin_of(max, w, bins);
+        let top = bin_of(max - origin, w, bins);
         let mut in_top = 0;
         let mut c: Vec<u32> = Vec::new();
         for (i, &(v, cand)) in vals.iter().enumerate() {
-            if bin_of(v, w, bins) == top {
+            if bin_of(v - origin, w, bins) == top {
                 in_top += 1;
                 if cand {
                     c.push(i as u32);
@@ -493,8 +508,18 @@ mod tests {
             keep: usize,
             out: &mut Vec<u32>,
         ) -> Option<Selection> {
+            self.select_from(w, 0.0, bins, keep, out)
+        }
+        fn select_from(
+            &self,
+            w: f64,
+            origin: f64,
+            bins: usize,
+            keep: usize,
+            out: &mut Vec<u32>,
+        ) -> Option<Selection> {
             self.ix
-                .select(w, bins, keep, |s| self.vals[s as usize].0, out)
+                .select_from(w, origin, bins, keep, |s| self.vals[s as usize].0, out)
         }
     }
 
@@ -507,6 +532,7 @@ mod tests {
             w in prop_oneof![4 => 1e-3f64..1e5, 1 => prop::sample::select(vec![1000.0, 0.0, -1.0, f64::INFINITY, 1e-300, 5e-324])],
             bins in 2usize..40,
             keep in 1usize..50,
+            origin in prop_oneof![3 => Just(0.0), 2 => 0.0f64..1e6, 1 => value()],
         ) {
             let mut t = Table::default();
             for &(v, c) in &init {
@@ -526,9 +552,9 @@ mod tests {
             }
             t.check();
             let mut out = Vec::new();
-            let sel = t.select(w, bins, keep, &mut out).unwrap();
+            let sel = t.select_from(w, origin, bins, keep, &mut out).unwrap();
             let vals = &t.vals;
-            let (top, in_top, n, want) = by_scan(vals, w, bins, keep);
+            let (top, in_top, n, want) = by_scan(vals, w, origin, bins, keep);
             prop_assert_eq!((sel.top, sel.in_top, sel.candidates), (top, in_top, n));
             prop_assert!(out.len() >= want.len());
             let mut got = out.clone();
