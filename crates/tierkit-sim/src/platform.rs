@@ -36,8 +36,10 @@ pub struct Costs {
 
 impl Default for Costs {
     fn default() -> Self {
-        // Papers: 9-28 us per 4 KiB migration (Vulcan Fig. 2-3, Colloid §4); ~4-5 us per hint
-        // fault (design.md); shootdowns grow with the CPUs sharing the mapping (Vulcan Fig. 3).
+        // Papers: 9-28 us per 4 KiB migration (Vulcan Fig. 2-3, Colloid §4); 4-5 us per hint
+        // fault (the migration-toggling paper §3.2 measured TPP's fault handling without a
+        // migration at 4-5 us, 13-28 us with one; design.md); shootdowns grow with the CPUs
+        // sharing the mapping (Vulcan Fig. 3).
         Costs {
             migrate_fixed_us: 8.0,
             copy_gbps: 5.0,
