@@ -356,8 +356,7 @@ pub struct Pact {
     reservoir: Reservoir,
     /// The width of the last binning, and the priority bin's share of pages in it.
     width: f64,
-    /// Where bin 0 starts this cycle (`bins_from`): 0, or the reservoir's smallest PAC.
-    origin: f64,
+    /// `bins_from=min`: bin 0 starts at the reservoir's smallest PAC ([`Pact::bin_origin`]).
     bins_from_min: bool,
     top_share: f64,
     /// The sum of `top_share` over the windows (for its mean in the stats).
@@ -443,7 +442,6 @@ impl Pact {
             by_pac: PacIndex::new(),
             reservoir: Reservoir::new(reservoir, p.u64("seed")),
             width: p.float("initial_width"),
-            origin: 0.0,
             bins_from_min: p.str("bins_from") == "min",
             top_share: 0.0,
             top_share_sum: 0.0,
@@ -924,7 +922,7 @@ impl Pact {
         let pac = |s: u32| self.entries[s as usize].pac;
         let Some(sel) = self
             .by_pac
-            .select_from(w, self.origin, self.bins, keep, pac, &mut slots)
+            .select(w, self.bin_origin(), self.bins, keep, pac, &mut slots)
         else {
             // a NaN PAC (from NaN counters) bins at 0 but sorts above everything: the pass
             return self.select_by_scan(w, keep);
@@ -936,16 +934,25 @@ impl Pact {
         (sel, top_candidates(cands, keep))
     }
 
+    /// Where bin 0 starts (`bins_from`): PAC 0, or the reservoir's smallest value.
+    fn bin_origin(&self) -> f64 {
+        if self.bins_from_min {
+            self.reservoir.range().map_or(0.0, |(lo, _)| lo)
+        } else {
+            0.0
+        }
+    }
+
     /// [`Pact::select`] by two passes over every tracked page: the maximum PAC, then the top
     /// bin's pages (the reference the buckets must agree with, and the NaN fallback).
     fn select_by_scan(&self, w: f64, keep: usize) -> (Selection, Vec<(f64, PageId)>) {
-        let bins = self.bins;
+        let (bins, origin) = (self.bins, self.bin_origin());
         let max_pac = self.entries.iter().map(|e| e.pac).fold(0.0, f64::max);
-        let top = bin_of(max_pac - self.origin, w, bins);
+        let top = bin_of(max_pac - origin, w, bins);
         let mut in_top = 0u64;
         let mut cands: Vec<(f64, PageId)> = Vec::new();
         for (s, e) in self.entries.iter().enumerate() {
-            if bin_of(e.pac - self.origin, w, bins) != top {
+            if bin_of(e.pac - origin, w, bins) != top {
                 continue;
             }
             in_top += 1;
@@ -973,11 +980,6 @@ impl Pact {
     ) {
         let w = self.bin_width();
         self.width = w;
-        self.origin = if self.bins_from_min {
-            self.reservoir.range().map_or(0.0, |(lo, _)| lo)
-        } else {
-            0.0
-        };
         let keep = (self.max_promotions as usize).max(1);
         let (sel, cands) = self.select(w, keep);
         #[cfg(test)]

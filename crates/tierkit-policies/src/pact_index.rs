@@ -256,25 +256,13 @@ impl PacIndex {
         })
     }
 
-    /// Bin the tracked pages with width `w` into `bins` bins: the top non-empty bin, its pages
-    /// and candidates (counted), and into `out` (cleared first) at least the `keep` highest
-    /// candidates of the top bin, or all of them if fewer, in no particular order (every
-    /// candidate not in `out` ranks below every one in it). `pac(slot)` is the slot's PAC.
-    /// None when a tracked PAC is NaN (NaN sorts above everything but bins at 0).
+    /// Bin the tracked pages with width `w` into `bins` bins counted from `origin` (bin_of(PAC -
+    /// origin); every value below `origin` falls in the first bin): the top non-empty bin, its
+    /// pages and candidates (counted), and into `out` (cleared first) at least the `keep`
+    /// highest candidates of the top bin, or all of them if fewer, in no particular order
+    /// (every candidate not in `out` ranks below every one in it). `pac(slot)` is the slot's
+    /// PAC. None when a tracked PAC is NaN (NaN sorts above everything but bins at 0).
     pub fn select(
-        &self,
-        w: f64,
-        bins: usize,
-        keep: usize,
-        pac: impl Fn(u32) -> f64,
-        out: &mut Vec<u32>,
-    ) -> Option<Selection> {
-        self.select_from(w, 0.0, bins, keep, pac, out)
-    }
-
-    /// [`PacIndex::select`] with the bins counted from `origin` (bin_of(PAC - origin)) instead
-    /// of from PAC 0; every value below `origin` falls in the first bin.
-    pub fn select_from(
         &self,
         w: f64,
         origin: f64,
@@ -504,22 +492,13 @@ mod tests {
         fn select(
             &self,
             w: f64,
-            bins: usize,
-            keep: usize,
-            out: &mut Vec<u32>,
-        ) -> Option<Selection> {
-            self.select_from(w, 0.0, bins, keep, out)
-        }
-        fn select_from(
-            &self,
-            w: f64,
             origin: f64,
             bins: usize,
             keep: usize,
             out: &mut Vec<u32>,
         ) -> Option<Selection> {
             self.ix
-                .select_from(w, origin, bins, keep, |s| self.vals[s as usize].0, out)
+                .select(w, origin, bins, keep, |s| self.vals[s as usize].0, out)
         }
     }
 
@@ -552,7 +531,7 @@ mod tests {
             }
             t.check();
             let mut out = Vec::new();
-            let sel = t.select_from(w, origin, bins, keep, &mut out).unwrap();
+            let sel = t.select(w, origin, bins, keep, &mut out).unwrap();
             let vals = &t.vals;
             let (top, in_top, n, want) = by_scan(vals, w, origin, bins, keep);
             prop_assert_eq!((sel.top, sel.in_top, sel.candidates), (top, in_top, n));
@@ -571,11 +550,11 @@ mod tests {
         t.push(1.0, true);
         t.push(f64::NAN, true);
         let mut out = Vec::new();
-        assert_eq!(t.select(1.0, 20, 10, &mut out), None);
+        assert_eq!(t.select(1.0, 0.0, 20, 10, &mut out), None);
         t.set(1, 2.0, false);
         assert_eq!(t.ix.nan_count(), 0);
         t.check();
-        let sel = t.select(1.0, 20, 10, &mut out).unwrap();
+        let sel = t.select(1.0, 0.0, 20, 10, &mut out).unwrap();
         assert_eq!((sel.top, sel.in_top, sel.candidates), (2, 1, 0));
         assert!(out.is_empty());
     }
@@ -589,7 +568,7 @@ mod tests {
             t.push(10f64.powf(i as f64 / 100_000.0 * 6.0), i >= 99_990);
         }
         let mut out = Vec::new();
-        let sel = t.select(1e6 / 19.5, 20, 4096, &mut out).unwrap();
+        let sel = t.select(1e6 / 19.5, 0.0, 20, 4096, &mut out).unwrap();
         assert_eq!(sel.top, 19);
         assert_eq!(sel.candidates, 10);
         assert!(sel.visited < 3000, "{sel:?}");

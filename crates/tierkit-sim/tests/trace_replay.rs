@@ -299,8 +299,9 @@ fn colocated_programs_rank_the_chased_pages_first_from_the_samples() {
     );
 }
 
-/// With promotions on, PACT (plain and latency-weighted either way) moves the chase into the fast tier and
-/// leaves the stream in the slow tier: the chase serves most of its misses from the fast tier.
+/// With promotions on, PACT (plain, and latency-weighted either way) moves the chase into the
+/// fast tier and leaves the stream in the slow tier: the chase serves most of its misses from
+/// the fast tier.
 #[test]
 fn pact_moves_the_chased_pages_into_the_fast_tier() {
     let e = experiment("duration_s = 1.0\nfast_ratio = \"1:4\"\n");
