@@ -2620,7 +2620,7 @@ impl Machine {
                         let page = base + cursor;
                         cursor = (cursor + 1) % len;
                         let mark = self.now_ns + self.rng_fault.f64() * e;
-                        self.mark(page, tiers, mark);
+                        self.mark(page, tiers, mark, false);
                     }
                     self.procs[pi].scan_cursor = cursor;
                 }
@@ -2634,9 +2634,16 @@ impl Machine {
     /// change_pte_range for one page under prot_numa: a present page not already PROT_NONE
     /// (pte_protnone), and in tiering-only mode not on the top tier, gets marked at `at` and
     /// faults at its first access after it. Returns whether the PTE was updated.
-    fn mark(&mut self, page: u32, tiers: ScanTiers, at: f64) -> bool {
+    ///
+    /// `cpu_node_skip`: the page table belongs to a single-threaded process (mm_users == 1), so
+    /// change_pte_range's `target_node` is the scanning CPU's node, and a page already on it is
+    /// left alone ("Don't mess with PTEs if page is already on the node a single-threaded
+    /// process is running on", mm/mprotect.c). The simulated CPUs are all on the top tier's
+    /// node, so that is tier 0; it matters only where the top tier is scanned at all (Colloid's
+    /// COLLOID bit, `ScanTiers::All`).
+    fn mark(&mut self, page: u32, tiers: ScanTiers, at: f64, cpu_node_skip: bool) -> bool {
         let t = self.page_tier[page as usize];
-        if t == NONE || (tiers == ScanTiers::SlowOnly && t == 0) {
+        if t == NONE || (t == 0 && (tiers == ScanTiers::SlowOnly || cpu_node_skip)) {
             return false;
         }
         let f = &mut self.page_flags[page as usize];
@@ -2851,6 +2858,9 @@ impl Machine {
             return; // task_numa_work: `if (!pages) return;`
         }
         let (pid, nr_threads) = self.numa_current(pi, now);
+        // change_pte_range's target_node, for a single-threaded process's PTEs: a huge page goes
+        // through change_huge_pmd, which has no such check (mm/huge_memory.c)
+        let cpu_node_skip = nr_threads == 1 && page_bytes < huge;
         let nobj = self.procs[pi].objects.len();
         if self.procs[pi].numa.vmas.len() < nobj {
             self.procs[pi].numa.vmas.resize(nobj, Default::default());
@@ -2930,7 +2940,7 @@ impl Machine {
                     let end = end_b.div_ceil(page_bytes).clamp(start + 1, ve);
                     let mut updated = 0u64;
                     for k in start..end {
-                        updated += self.mark((base + k) as u32, s.tiers, now) as u64;
+                        updated += self.mark((base + k) as u32, s.tiers, now, cpu_node_skip) as u64;
                     }
                     let bytes = ((end - start) * page_bytes) as i64;
                     virtpages -= bytes;

@@ -136,6 +136,45 @@ fn top_tier_pages_cost_only_the_virtpages_budget_in_tiering_mode() {
 }
 
 #[test]
+fn a_single_threaded_process_keeps_its_pages_on_the_cpus_node_unmarked() {
+    // change_pte_range (mm/mprotect.c): for a private VMA of a process with one user
+    // (mm_users == 1) target_node is the scanning CPU's node, and a PTE already on it is
+    // skipped, also where the top tier is scanned (numa_balancing NORMAL, Colloid's COLLOID
+    // bit). change_huge_pmd has no such check: a huge page is marked whatever the threads.
+    // 64 MiB, first touched into a fast tier of `fast_mb`, scanned on every tier.
+    let marked_in_first_window = |threads: u32, fast_mb: u32, page: &str| {
+        let t = format!(
+            "workload = \"custom\"\nplatform = \"icx-numa\"\nduration_s = 10\n\
+             fast_tier_gb = {}\nslow_tier_gb = 64\npage_size = \"{page}\"\n\
+             [[process]]\nname = \"p\"\n[[process.object]]\nname = \"o\"\nsize_mb = 64\n\
+             [[process.thread]]\ncount = {threads}\n[[process.thread.phase]]\nmlp = 4\n\
+             read_frac = 1.0\n[[process.thread.phase.access]]\nobject = \"o\"\nweight = 1.0\n\
+             pattern = \"zipf\"\n",
+            fast_mb as f64 / 1024.0
+        );
+        let exp = load_str("single_thread.toml", &t, &[], None).unwrap();
+        let mut m = Machine::new(&exp, false).unwrap();
+        numa(
+            &mut m,
+            NumaScan {
+                tiers: ScanTiers::All,
+                ..NumaScan::default()
+            },
+        );
+        step_to(&mut m, 1.001);
+        m.marked_pages() + m.stats.hint_faults
+    };
+    // all 16384 pages on the fast tier: two threads get them marked, one thread none
+    assert_eq!(marked_in_first_window(2, 1024, "4KiB"), 16384);
+    assert_eq!(marked_in_first_window(1, 1024, "4KiB"), 0);
+    // a quarter on the fast tier: the single thread's slow-tier pages are still marked
+    assert_eq!(marked_in_first_window(1, 16, "4KiB"), 16384 - 4096);
+    // huge pages: 32 of them, marked with one thread as with two
+    assert_eq!(marked_in_first_window(1, 1024, "2MiB"), 32);
+    assert_eq!(marked_in_first_window(2, 1024, "2MiB"), 32);
+}
+
+#[test]
 fn a_window_ends_at_the_end_of_the_address_space() {
     // 64 MiB, under one window's budgets: each window walks the process once and stops
     // (task_numa_work's VMA loop runs out and `out:` resets the offset); it does not wrap and
@@ -675,15 +714,17 @@ fn a_vma_the_thread_never_faults_in_costs_a_forced_window_per_pass() {
     // reaches the end, and force-scans it alone in a retry, stopping there: a pass of [idle VMA,
     // faulting VMA] takes two windows, the second of which finds the pass complete. (The guest
     // measured three windows a pass for its process's data, heap, vDSO and stack:
-    // docs/validation.md section 1c.) numa_balancing=3 so that the read object, all on the fast
-    // tier, faults every pass; scan_period_max 2 s keeps its pids within the reset periods.
+    // docs/validation.md section 1c.) Both objects are on the slow tier and no policy promotes the
+    // read one, so it faults every pass (a single-threaded process's top-tier pages are never marked,
+    // even with numa_balancing=3: change_pte_range's target_node); scan_period_max 2 s keeps its
+    // pids within the reset periods.
     let scan = NumaScan {
-        tiers: ScanTiers::All,
         scan_period_max_ms: 2000.0,
         ..NumaScan::default()
     };
-    let two = "[[process.object]]\nname = \"idle\"\nsize_mb = 4\n\
-               [[process.object]]\nname = \"o\"\nsize_mb = 16\nseparate_vma = true\n";
+    let two = "[[process.object]]\nname = \"idle\"\nsize_mb = 4\ntier = \"slow\"\n\
+               [[process.object]]\nname = \"o\"\nsize_mb = 16\nseparate_vma = true\n\
+               tier = \"slow\"\n";
     let mut m = Machine::new(&vma_experiment(two, "o", ""), false).unwrap();
     numa(&mut m, scan);
     let (per_pass, forced) = windows_per_pass(&mut m, 10.0, 50.0);
@@ -691,8 +732,8 @@ fn a_vma_the_thread_never_faults_in_costs_a_forced_window_per_pass() {
     assert!(forced >= 10, "{forced}");
     // The same pages as one VMA (the default: adjacent anonymous mappings merge), whose faults
     // keep it accessed: one window a pass.
-    let one = "[[process.object]]\nname = \"idle\"\nsize_mb = 4\n\
-               [[process.object]]\nname = \"o\"\nsize_mb = 16\n";
+    let one = "[[process.object]]\nname = \"idle\"\nsize_mb = 4\ntier = \"slow\"\n\
+               [[process.object]]\nname = \"o\"\nsize_mb = 16\ntier = \"slow\"\n";
     let mut m = Machine::new(&vma_experiment(one, "o", ""), false).unwrap();
     numa(&mut m, scan);
     let (per_pass, forced) = windows_per_pass(&mut m, 10.0, 50.0);
