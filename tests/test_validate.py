@@ -1261,3 +1261,65 @@ def test_the_guests_kswapd_waits_half_a_tick_on_one_vcpu() -> None:
     two = load_recording(vp.PRESS_RECORDING_TRACED_2CPU[0])
     _, spec = vp.sim_experiment(two, {"kswapd_wake_delay_us", "lru_gen"})
     assert "kswapd_wake_delay_us" not in spec
+
+
+def test_the_thp_recording_shows_one_hint_fault_and_one_promotion_per_huge_page() -> None:
+    from tierkit.validate import THP_RECORDING, shipped_recordings
+
+    rec = load_recording(THP_RECORDING)
+    assert rec["scenario"] == "thp"
+    assert rec["meta"]["page_size"] == "2097152"
+    assert shipped_recordings("thp") == [THP_RECORDING]
+    # the kernel gave both regions huge pages (64 + 256 MiB)
+    assert rec["anon_huge_kb"] >= (rec["hot_pages"] + rec["cold_pages"]) * 4
+    k = kernel_timeline(rec)
+    m = metrics(k, rec["hot_pages"])
+    huge = rec["hot_pages"] // 512
+    # change_huge_pmd marks a huge page as one: one hint fault and one THP migration each, and
+    # pgpromote_success counts its 512 base pages
+    assert m["hint_faults"] == huge
+    assert rec["vmstat"][-1]["thp_migration_success"] - rec["vmstat"][0]["thp_migration_success"] == huge
+    assert m["promotions"] == rec["hot_pages"]
+    assert m["hot_fast_at_end"] == 1.0
+    # the workload's share of the one vCPU, which paces the scanner (task_tick_numa)
+    assert all("wl_ticks" in v for v in rec["vmstat"][1:])
+
+
+def test_validate_kernel_thp_runs_the_program_on_2mib_pages(
+    tk: Callable[..., object], tmp_path: Path
+) -> None:
+    out = tmp_path / "vk"
+    proc = tk("validate", "kernel", "--scenario", "thp", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr  # type: ignore[attr-defined]
+    comparison = json.loads(proc.stdout)  # type: ignore[attr-defined]
+    text = (out / "experiment.toml").read_text()
+    assert 'page_size = "2MiB"' in text
+    assert "cpu_share = 0.76" in text
+    rows = {r["metric"]: r for r in comparison["rows"]}
+    # one hint fault and one promotion (512 base pages) per huge page, as in the kernel
+    assert rows["hint_faults"]["sim"] == rows["hint_faults"]["kernel"] == 32
+    assert rows["promotions"]["sim"] == rows["promotions"]["kernel"] == 16384
+    assert rows["hint_faults_per_s"]["within_tolerance"]
+    # A known disagreement (docs/validation.md, section 1w), pinned so that this test fails the
+    # day it is fixed: the kernel's first window comes 2 x scan_delay_ms after exec (the first
+    # task_numa_work of a new mm only sets mm->numa_next_scan a scan_delay ahead), the model's
+    # after one: the hot region reaches the fast tier at 1.7 s against the kernel's 3.6 s.
+    assert 0.4 < rows["t50_s"]["ratio"] < 0.6, rows["t50_s"]
+    assert not comparison["within_tolerance"]
+    assert "transparent huge pages" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--scenario", "thp", "--record", "--record-size", "3,256,20"], "even MiB, got 3"),
+        (["--scenario", "thp", "--recording", str(DEFAULT_RECORDING)], "give --scenario as it was recorded"),
+    ],
+)
+def test_the_thp_scenario_refuses_odd_sizes_and_other_scenarios_recordings(
+    tk: Callable[..., object], tmp_path: Path, args: list[str], message: str
+) -> None:
+    proc = tk("validate", "kernel", *args, "--out", str(tmp_path / "o"))
+    assert proc.returncode != 0  # type: ignore[attr-defined]
+    assert message in proc.stderr  # type: ignore[attr-defined]
+    assert "Traceback" not in proc.stderr  # type: ignore[attr-defined]

@@ -699,6 +699,11 @@ def build_parser() -> Parser:
             simulated kswapd, woken by a promotion, waits half the guest's tick for the CPU
             (nbt:kswapd_wake_delay_us; docs/validation.md, section 1t).
 
+            --scenario thp compares the same program on transparent huge pages (tkthp=1 on the guest's
+            command line: both regions 2 MiB aligned with MADV_HUGEPAGE), simulated with 2 MiB pages:
+            one hint fault and one promotion per huge page (change_huge_pmd, do_huge_pmd_numa_page);
+            its page counts are 4 KiB pages, 512 to a huge page.
+
             --scenario press compares the recording of the fast node nearly full instead (tests/kernel
             scenario nbtpress: cold region first on node 0, hot on node 1, node 0 filled with mlocked
             pages, cold pages touched at a set rate): promotions and demotions per second in the
@@ -759,14 +764,16 @@ def build_parser() -> Parser:
     )
     val.add_argument(
         "--scenario",
-        choices=["empty", "press"],
+        choices=["empty", "press", "thp"],
         default="empty",
-        help="empty: node 0 nearly empty (the original recording; default); press: node 0 nearly full",
+        help="empty: node 0 nearly empty (the original recording; default); press: node 0 nearly full;"
+        " thp: the empty scenario's program on transparent huge pages (simulated with 2 MiB pages)",
     )
     val.add_argument(
         "--record-size",
         metavar="HOT,COLD,SECONDS[,FREE,RATE]",
-        help="the recorded workload: hot and cold MiB and seconds (default 32,480,20); with --scenario"
+        help="the recorded workload: hot and cold MiB and seconds (default 32,480,20; thp: 64,256,20,"
+        " even MiB); with --scenario"
         " press also the MiB left free above node 0's high watermark and the cold touches per second"
         " (default 32,64,400,16,8192, about 16 minutes; the shipped recording is 32,64,100,16,8192"
         " with --trace-reclaim)",
@@ -1461,7 +1468,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     try:
         if args.record:
             press = args.scenario == "press"
-            size = args.record_size or ("32,64,400,16,8192" if press else "32,480,20")
+            size = args.record_size or (
+                "32,64,400,16,8192" if press else "64,256,20" if args.scenario == "thp" else "32,480,20"
+            )
             parts = size.split(",")
             if len(parts) != (5 if press else 3) or not all(p.strip().isdigit() for p in parts):
                 want = "HOT,COLD,SECONDS,FREE,RATE (five" if press else "HOT,COLD,SECONDS (three"

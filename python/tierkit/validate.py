@@ -14,7 +14,10 @@ region, counted from the process's start.
 A recording ships with the package (``data/kernel_nbt_612.json``), so the comparison runs
 anywhere; ``--record`` makes a new one on a machine that boots the guest (``tests/kernel``).
 ``--scenario press`` compares the ``nbtpress`` recording instead (the fast node nearly full):
-:mod:`tierkit.validate_press`.
+:mod:`tierkit.validate_press`. ``--scenario thp`` compares a recording of the same program on
+transparent huge pages (``tkthp=1``: both regions 2 MiB aligned and ``MADV_HUGEPAGE``), which
+the simulator runs with 2 MiB pages: the scanner's huge-PMD path (change_huge_pmd, one hint
+fault and one promotion per huge page).
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ import pandas as pd
 
 #: the recording shipped with the package
 DEFAULT_RECORDING = Path(__file__).parent / "data" / "kernel_nbt_612.json"
+#: the shipped recording of the same program on transparent huge pages (``--scenario thp``)
+THP_RECORDING = Path(__file__).parent / "data" / "kernel_nbt_thp_612.json"
 #: relative tolerance of the comparison (issue: within 25% of the kernel's)
 TOLERANCE = 0.25
 PAGE = 4096
@@ -47,6 +52,8 @@ VM_KEYS = (
     "pgdemote_kswapd",
     "pgdemote_direct",
 )
+#: the huge pages' own /proc/vmstat counters, kept where the guest printed them (``--scenario thp``)
+THP_VM_KEYS = ("numa_huge_pte_updates", "thp_migration_success", "thp_migration_fail", "thp_migration_split")
 #: the guest kernel's knobs (debugfs names) -> the nbt policy's parameters of the same meaning
 KNOBS = {
     "scan_delay_ms": "scan_delay_ms",
@@ -151,7 +158,7 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
                 # nbtpress: node 0's free memory, the workload's CPU time (ticks) and its NUMA
                 # scan passes (mm->numa_scan_seq) too, and reclaim's own counters (kswapd's
                 # scans, reclaims and runs, LRU activations and deactivations)
-                for extra in ("node0_free_kb", "wl_ticks", "scan_seq", *RECLAIM_KEYS):
+                for extra in ("node0_free_kb", "wl_ticks", "scan_seq", *RECLAIM_KEYS, *THP_VM_KEYS):
                     if extra in kv:
                         sample[extra] = float(kv[extra])
                 vm.append(sample)
@@ -231,6 +238,10 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
         "vmstat": vm,
         "hot_node0": hot,
     }
+    if meta.get("scenario") == "thp":
+        # the program's memory the kernel gave huge pages when the sweeps began (KiB)
+        rec["scenario"] = "thp"
+        rec["anon_huge_kb"] = int(start.get("anon_huge_kb", "-1"))
     if meta.get("scenario") == "press":
         if not fill:
             raise ValidationError(f"{source}: an nbtpress guest log without its WORKLOAD_FILL line")
@@ -435,6 +446,8 @@ def load_recording(path: Path) -> dict[str, Any]:
 #: lo, hi); ``empty`` is the original recording (node 0 nearly empty), ``press`` node 0 nearly full
 SCENARIOS: dict[str, tuple[str, str, tuple[tuple[str, int, int, int], ...]]] = {
     "empty": ("nbtrec", "tkrec", (("hot", 32, 1, 256), ("cold", 480, 0, 768), ("seconds", 20, 2, 600))),
+    # the same program on transparent huge pages (tkthp=1; sizes in whole 2 MiB pages)
+    "thp": ("nbtrec", "tkrec", (("hot", 64, 2, 256), ("cold", 256, 0, 768), ("seconds", 20, 2, 600))),
     "press": (
         "nbtpress",
         "tkpress",
@@ -480,8 +493,14 @@ def record(
     for (name, _, lo, hi), v in zip(sizes, values, strict=True):
         if not lo <= v <= hi:
             raise ValidationError(f"--record-{name}: expected {lo}..{hi}, got {v}")
+        if scenario == "thp" and name in ("hot", "cold") and v % 2:
+            raise ValidationError(
+                f"--record-{name}: the thp scenario takes whole 2 MiB pages: an even MiB, got {v}"
+            )
     with tempfile.TemporaryDirectory(prefix="tierkit-rec-") as tmp:
         append = f"{arg}={','.join(str(v) for v in values)}"
+        if scenario == "thp":
+            append += " tkthp=1"
         if lru_gen is not None:
             append += f" tklrugen={7 if lru_gen else 0}"
         if trace_reclaim:
@@ -615,10 +634,30 @@ pattern = "uniform"
 """
 
 
+def page_bytes(rec: Mapping[str, Any]) -> int:
+    """The recorded program's page size in bytes: 4096, or 2 MiB on transparent huge pages."""
+    raw = rec["meta"].get("page_size", PAGE)
+    try:
+        size = int(raw)
+    except (TypeError, ValueError):
+        size = -1
+    if size not in (PAGE, 2 << 20):
+        raise ValidationError(f"recording meta: page_size={raw!r}: expected 4096 or 2097152 (bytes)")
+    return size
+
+
 def sim_experiment(rec: Mapping[str, Any], policy_params: set[str], seed: int = 1) -> tuple[str, str]:
     """The recorded run as a simulator experiment (TOML) and the ``nbt`` policy spec with the
-    guest kernel's knobs (only those the policy has)."""
+    guest kernel's knobs (only those the policy has). A recording on transparent huge pages runs
+    with 2 MiB pages."""
+    from tierkit.validate_press import cpu_share
+
     meta = rec["meta"]
+    page = "2MiB" if page_bytes(rec) != PAGE else "4KiB"
+    # the share of the guest's one vCPU the workload had (its CPU ticks, where the recording has
+    # them): Linux paces the scanner by the task's CPU time (docs/validation.md, section 1w)
+    has_ticks = any("wl_ticks" in v for v in rec["vmstat"])
+    share = f"cpu_share = {cpu_share(dict(rec)):.3f}\n" if has_ticks else ""
     setup_s, end_s = run_span(rec)
     hot_mb = rec["hot_pages"] * PAGE / 2**20
     cold_mb = rec["cold_pages"] * PAGE / 2**20
@@ -647,13 +686,13 @@ platform = "icx-numa"
 duration_s = {end_s:.3f}
 fast_tier_gb = {fast_gb:.4f}
 slow_tier_gb = 1
-page_size = "4KiB"
+page_size = "{page}"
 report_interval_ms = 100
 seed = {seed}
 
 [[process]]
 name = "workload"
-[[process.object]]
+{share}[[process.object]]
 name = "stack"
 size_mb = 0.0625
 tier = "fast"
@@ -675,16 +714,19 @@ pattern = "uniform"
     return text, spec
 
 
-def sim_timeline(ts: pd.DataFrame) -> pd.DataFrame:
-    """The simulated run in the kernel timeline's columns (cumulative counts)."""
+def sim_timeline(ts: pd.DataFrame, base_pages: int = 1) -> pd.DataFrame:
+    """The simulated run in the kernel timeline's columns (cumulative counts). ``base_pages``: 4 KiB
+    pages to one simulated page (512 on 2 MiB pages): promotions, demotions and the hot region's
+    pages count 4 KiB pages, as the kernel's pgpromote_success and move_pages do; hint faults
+    count faults (one per huge page in both)."""
     return pd.DataFrame(
         {
             "t_s": ts["t_s"],
             "hint_faults": ts["hint_faults"].cumsum() if "hint_faults" in ts else math.nan,
-            "promotions": ts["promotions"].cumsum(),
-            "demotions": ts["demotions"].cumsum(),
+            "promotions": ts["promotions"].cumsum() * base_pages,
+            "demotions": ts["demotions"].cumsum() * base_pages,
             # the process's fast pages less those it started with (its stack-like object)
-            "hot_fast_pages": ts["fast_pages.workload"] - ts["fast_pages.workload"].iloc[0],
+            "hot_fast_pages": (ts["fast_pages.workload"] - ts["fast_pages.workload"].iloc[0]) * base_pages,
         }
     )
 
@@ -812,8 +854,13 @@ def validate_kernel(
         raise ValidationError(
             "--sweep-in-order and --kswapd-shares-cpu model the press scenario's guest (--scenario press)"
         )
-    path = recording or DEFAULT_RECORDING
+    path = recording or (THP_RECORDING if scenario == "thp" else DEFAULT_RECORDING)
     rec = rec or load_recording(path)
+    if (rec.get("scenario") == "thp") != (scenario == "thp"):
+        raise ValidationError(
+            f"{path}: a recording of the {rec.get('scenario', 'empty')} scenario, compared as {scenario}:"
+            " give --scenario as it was recorded"
+        )
     params = {p["name"] for p in tierkit.describe_policy("nbt")}
     text, spec = sim_experiment(rec, params, seed)
     spec = with_params(spec, nbt_params, params)
@@ -822,7 +869,7 @@ def validate_kernel(
     exp_path.write_text(text)
     result = tierkit.run(exp_path, policy=spec, seed=seed, progress=progress)
     k = kernel_timeline(rec)
-    s = sim_timeline(result.timeseries)
+    s = sim_timeline(result.timeseries, page_bytes(rec) // PAGE)
     k.to_csv(out / "kernel.csv", index=False)
     s.to_csv(out / "sim.csv", index=False)
     hot = int(rec["hot_pages"])
@@ -850,13 +897,22 @@ def validate_kernel(
         "within_tolerance": all(r.within for r in rows if r.metric in COMPARED),
     }
     (out / "comparison.json").write_text(json.dumps(comparison, indent=1, default=str) + "\n")
+    thp = ""
+    if page_bytes(rec) != PAGE:
+        huge = rec.get("anon_huge_kb", -1)
+        thp = (
+            f" On transparent huge pages (MADV_HUGEPAGE; {huge / 1024:.0f} MiB of the program on huge"
+            " pages when its sweeps began), simulated with 2 MiB pages; page counts are 4 KiB pages,"
+            " 512 to a huge page, and a huge page takes one hint fault."
+        )
     lines = [
         "# tierkit validate kernel: `nbt` against Linux's NUMA-balancing tiering",
         "",
         f"Recording: `{path.name}` (kernel {meta.get('kernel')}, QEMU guest of tests/kernel: node 0 fast, "
         f"node 1 a slow memory tier; {hot} hot pages swept about {rec['sweeps_per_s']:.0f} times a second, "
         f"{rec['cold_pages']} cold pages touched once, both first placed on node 1; setup "
-        f"{float(rec['sweep_start_s']) - float(rec['process_start_s']):.2f} s from exec to the first sweep).",
+        f"{float(rec['sweep_start_s']) - float(rec['process_start_s']):.2f} s from exec to the first sweep)."
+        + thp,
         f"Kernel knobs: {', '.join(f'{k}={meta.get(k)}' for k in KNOBS)}.",
         f"Simulated: `tierkit run experiment.toml --policy {spec}` (this directory).",
         "",
@@ -900,6 +956,8 @@ def shipped_recordings(scenario: str) -> list[Path]:
             vp.PRESS_RECORDING_TRACED_LOOKAROUND,
             vp.PRESS_RECORDING_CLASSIC_LRU,
         ]
+    if scenario == "thp":
+        return [THP_RECORDING]
     return [DEFAULT_RECORDING]
 
 

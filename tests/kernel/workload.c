@@ -16,6 +16,10 @@
  *         tiering system that promoted them demotes them again), after another the whole region
  *         (the count of accessed pages doubles); each change prints WORKLOAD_PHASE n=.. mono=..
  * WORKLOAD_NICE=N in the environment lowers its priority (busybox has no `nice` applet).
+ * WORKLOAD_THP=1 puts both regions on transparent huge pages (2 MiB aligned, MADV_HUGEPAGE; the
+ *         sizes must be multiples of 2 MiB); WORKLOAD_START then says thp=1 and how much of the
+ *         process's memory the kernel gave huge pages (anon_huge_kb, from smaps_rollup). The
+ *         reports still count 4 KiB pages (move_pages on each), 512 to a huge page.
  * WORKLOAD_FORK=1 forks a child after placing the pages: it sleeps holding copy-on-write shares
  * of every page until the workload ends (pages mapped by two processes cannot be moved by
  * move_pages without MPOL_MF_MOVE_ALL: -EACCES), then exits with it.
@@ -61,11 +65,26 @@ static void on_usr2(int s) { (void)s; next_phase++; }
 
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
 
+#define HUGE (2UL << 20)
+
+/* WORKLOAD_THP=1: the regions on transparent huge pages (2 MiB aligned, MADV_HUGEPAGE) */
+static int thp;
+
 static char *region(size_t len, int node)
 {
-    char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    size_t span = thp ? len + HUGE : len;
+    char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) { perror("mmap"); exit(2); }
-    madvise(p, len, MADV_NOHUGEPAGE); /* 4 KiB pages: what tierkitd manages */
+    if (thp) {
+        /* keep the 2 MiB aligned part: a huge page needs an aligned PMD's worth of the VMA */
+        char *a = (char *)(((uintptr_t)p + HUGE - 1) & ~(HUGE - 1));
+        if (a > p) munmap(p, a - p);
+        if (a + len < p + span) munmap(a + len, p + span - (a + len));
+        p = a;
+        if (madvise(p, len, MADV_HUGEPAGE) != 0) { perror("madvise hugepage"); exit(2); }
+    } else {
+        madvise(p, len, MADV_NOHUGEPAGE); /* 4 KiB pages: what tierkitd manages */
+    }
     unsigned long mask = 1UL << node;
     if (syscall(SYS_mbind, p, len, MPOL_BIND, &mask, 64, 0) != 0) { perror("mbind"); exit(2); }
     for (size_t i = 0; i < len; i += PAGE) *(uint64_t *)(p + i) = 0x5a5a000000000000ull ^ (uintptr_t)(p + i);
@@ -104,6 +123,19 @@ static long node0_free_kb(void)
     return kb;
 }
 
+/* the process's anonymous memory on transparent huge pages (AnonHugePages of smaps_rollup), KiB */
+static long anon_huge_kb(void)
+{
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    char line[256];
+    long kb = -1;
+    if (!f) return -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "AnonHugePages:", 14)) { sscanf(line + 14, "%ld", &kb); break; }
+    fclose(f);
+    return kb;
+}
+
 /* WORKLOAD_NODE0_FREE_MIB: fill node 0 with mlocked pages until that much stays free */
 static void fill_node0(long free_mib)
 {
@@ -138,6 +170,8 @@ int main(int argc, char **argv)
     double secs = atof(argv[3]);
     int hn = argc > 4 ? atoi(argv[4]) : 1, cn = argc > 5 ? atoi(argv[5]) : 1;
     if (getenv("WORKLOAD_NICE") && nice(atoi(getenv("WORKLOAD_NICE"))) == -1) perror("nice");
+    thp = getenv("WORKLOAD_THP") != NULL;
+    if (thp && ((hot | cold) & (HUGE - 1))) { fprintf(stderr, "WORKLOAD_THP: sizes must be multiples of 2 MiB\n"); return 2; }
     signal(SIGTERM, on_stop); signal(SIGINT, on_stop); signal(SIGUSR1, on_usr1); signal(SIGUSR2, on_usr2);
     if (getenv("WORKLOAD_CPU")) {
         /* pinned, with its ticker (forked below, which inherits the mask), to one CPU: on a
@@ -159,7 +193,7 @@ int main(int argc, char **argv)
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     pid_t child = 0;
     if (getenv("WORKLOAD_FORK") && (child = fork()) == 0) { for (;;) pause(); }
-    printf("WORKLOAD_START child=%d pid=%d hot_pages=%zu cold_pages=%zu hot_node=%d cold_node=%d hot_addr=0x%lx cold_addr=0x%lx mono=%.3f\n", (int)child, getpid(), hot / PAGE, cold / PAGE, hn, cn, (unsigned long)h, (unsigned long)c, now());
+    printf("WORKLOAD_START child=%d pid=%d hot_pages=%zu cold_pages=%zu hot_node=%d cold_node=%d hot_addr=0x%lx cold_addr=0x%lx thp=%d anon_huge_kb=%ld mono=%.3f\n", (int)child, getpid(), hot / PAGE, cold / PAGE, hn, cn, (unsigned long)h, (unsigned long)c, thp, anon_huge_kb(), now());
     fflush(stdout);
     double t0 = now();
     unsigned long sweeps = 0;

@@ -751,20 +751,31 @@ t_bench() {
 #     kernel --record` boots the guest with tktests=nbtrec): the kernel's own tiering
 #     (numa_balancing=2, demotion enabled) on a hot region that first touch put on the slow node,
 #     with /proc/vmstat and the hot region's placement every 100 ms. Sizes and duration come from
-#     the kernel command line (tkrec=HOT_MIB,COLD_MIB,SECONDS; default 32,480,20).
+#     the kernel command line (tkrec=HOT_MIB,COLD_MIB,SECONDS; default 32,480,20); tkthp=1 puts the
+#     regions on transparent huge pages (`--scenario thp`).
 t_nbtrec() {
   [ -e /proc/sys/kernel/numa_balancing ] || { fail nbtrec "no numa_balancing"; return; }
   set -- $(sed -n 's/.*tkrec=\([0-9]*\),\([0-9]*\),\([0-9]*\).*/\1 \2 \3/p' /proc/cmdline) 32 480 20
   rh=$1 rc=$2 rs=$3
   mount -t debugfs none /sys/kernel/debug 2>/dev/null
   nbd=/sys/kernel/debug/sched/numa_balancing
-  meta="kernel=$(uname -r) hot_mib=$rh cold_mib=$rc seconds=$rs page_size=4096 hz=100"
+  # tkthp=1 on the kernel command line: both regions on transparent huge pages (WORKLOAD_THP;
+  # `tierkit validate kernel --scenario thp`), THP switched to madvise if the kernel booted with
+  # it off
+  thp=$(sed -n 's/.*tkthp=\([0-9]*\).*/\1/p' /proc/cmdline) ps=4096
+  tpe=/sys/kernel/mm/transparent_hugepage/enabled
+  if [ "${thp:-0}" = 1 ]; then
+    ps=2097152; export WORKLOAD_THP=1
+    grep -q '\[never\]' $tpe 2>/dev/null && echo madvise > $tpe
+  fi
+  meta="kernel=$(uname -r) hot_mib=$rh cold_mib=$rc seconds=$rs page_size=$ps hz=100"
+  [ "${thp:-0}" = 1 ] && meta="$meta scenario=thp thp_enabled=$(sed 's/.*\[\(.*\)\].*/\1/' $tpe) thp_defrag=$(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/defrag)"
   for k in scan_delay_ms scan_period_min_ms scan_period_max_ms scan_size_mb hot_threshold_ms; do meta="$meta $k=$(cat $nbd/$k 2>/dev/null || echo na)"; done
   meta="$meta promote_rate_limit_MBps=$(cat /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps 2>/dev/null || echo na)"
   meta="$meta node0_free_kb=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo)"
   echo 1 > /sys/kernel/mm/numa/demotion_enabled 2>/dev/null
   echo 2 > /proc/sys/kernel/numa_balancing
-  vm() { awk '/^(numa_hint_faults|numa_pte_updates|pgpromote_candidate|pgpromote_success|pgdemote_kswapd|pgdemote_direct) /{printf " %s=%s", $1, $2}' /proc/vmstat; }
+  vm() { awk '/^(numa_hint_faults|numa_pte_updates|numa_huge_pte_updates|pgpromote_candidate|pgpromote_success|pgdemote_kswapd|pgdemote_direct|thp_migration_success|thp_migration_fail|thp_migration_split) /{printf " %s=%s", $1, $2}' /proc/vmstat; }
   echo "TKREC_META $meta"
   WORKLOAD_REPORT_HOT=1 /bin/workload "$rh" "$rc" 0 1 1 > /tmp/wr.out &
   W=$!
@@ -777,7 +788,9 @@ t_nbtrec() {
     if grep -q WORKLOAD_START /tmp/wr.out; then kill -USR1 $W; i=$((i + 1)); else j=$((j + 1)); fi
     [ $j -gt 600 ] && { kill $W; echo 0 > /proc/sys/kernel/numa_balancing; fail nbtrec "workload did not start"; return; }
     sleep 0.1
-    echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm)"
+    # the workload's CPU ticks and scan passes too: Linux paces the scanner by the task's CPU
+    # time (task_tick_numa), and the one vCPU is shared with this loop
+    echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm) wl_ticks=$(cputicks $W) scan_seq=$(scanseq $W)"
   done
   stop_workload $W /tmp/wr.out
   echo 0 > /proc/sys/kernel/numa_balancing
