@@ -111,30 +111,23 @@ static void count(char *p, size_t len, long *n0, long *n1, long *other)
     free(pages); free(st);
 }
 
-static long node0_free_kb(void)
+/* the KiB of the first line of `path` that holds `key` ("MemFree:", "AnonHugePages:"), -1 without */
+static long meminfo_kb(const char *path, const char *key)
 {
-    FILE *f = fopen("/sys/devices/system/node/node0/meminfo", "r");
-    char line[256];
+    FILE *f = fopen(path, "r");
+    char line[256], *at;
     long kb = -1;
     if (!f) return -1;
     while (fgets(line, sizeof line, f))
-        if (strstr(line, "MemFree:")) { sscanf(strstr(line, "MemFree:") + 8, "%ld", &kb); break; }
+        if ((at = strstr(line, key))) { sscanf(at + strlen(key), "%ld", &kb); break; }
     fclose(f);
     return kb;
 }
 
+static long node0_free_kb(void) { return meminfo_kb("/sys/devices/system/node/node0/meminfo", "MemFree:"); }
+
 /* the process's anonymous memory on transparent huge pages (AnonHugePages of smaps_rollup), KiB */
-static long anon_huge_kb(void)
-{
-    FILE *f = fopen("/proc/self/smaps_rollup", "r");
-    char line[256];
-    long kb = -1;
-    if (!f) return -1;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "AnonHugePages:", 14)) { sscanf(line + 14, "%ld", &kb); break; }
-    fclose(f);
-    return kb;
-}
+static long anon_huge_kb(void) { return meminfo_kb("/proc/self/smaps_rollup", "AnonHugePages:"); }
 
 /* WORKLOAD_NODE0_FREE_MIB: fill node 0 with mlocked pages until that much stays free */
 static void fill_node0(long free_mib)

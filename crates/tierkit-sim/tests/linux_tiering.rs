@@ -10,11 +10,22 @@ use tierkit_sim::{load, load_str, run};
 /// One process with one object of `mb` MiB of 4 KiB pages, two threads reading it with a Zipf
 /// skew; `fast_mb` of fast tier (the rest of the object lands on the slow tier).
 fn experiment(mb: u32, fast_mb: u32, epoch_ms: f64) -> tierkit_sim::Experiment {
+    experiment_of(mb, fast_mb, epoch_ms, 2, "4KiB")
+}
+
+/// `experiment` with `threads` threads and pages of `page` ("4KiB", "2MiB").
+fn experiment_of(
+    mb: u32,
+    fast_mb: u32,
+    epoch_ms: f64,
+    threads: u32,
+    page: &str,
+) -> tierkit_sim::Experiment {
     let t = format!(
         "workload = \"custom\"\nplatform = \"icx-numa\"\nduration_s = 10\nepoch_ms = {epoch_ms}\n\
-         fast_tier_gb = {}\nslow_tier_gb = 64\npage_size = \"4KiB\"\n\
+         fast_tier_gb = {}\nslow_tier_gb = 64\npage_size = \"{page}\"\n\
          [[process]]\nname = \"p\"\n[[process.object]]\nname = \"o\"\nsize_mb = {mb}\n\
-         [[process.thread]]\ncount = 2\n[[process.thread.phase]]\nmlp = 4\nread_frac = 1.0\n\
+         [[process.thread]]\ncount = {threads}\n[[process.thread.phase]]\nmlp = 4\nread_frac = 1.0\n\
          [[process.thread.phase.access]]\nobject = \"o\"\nweight = 1.0\npattern = \"zipf\"\n",
         fast_mb as f64 / 1024.0
     );
@@ -30,6 +41,17 @@ fn step_to(m: &mut Machine, t_s: f64) {
 
 fn numa(m: &mut Machine, scan: NumaScan) {
     m.apply(&mut vec![Action::SetNumaScan { pid: None, scan }]);
+}
+
+/// The scanner with its defaults but marking every tier (numa_balancing=3).
+fn numa_all(m: &mut Machine) {
+    numa(
+        m,
+        NumaScan {
+            tiers: ScanTiers::All,
+            ..NumaScan::default()
+        },
+    );
 }
 
 /// A test policy's `init`: Linux's NUMA-balancing scanner with its defaults, for every process.
@@ -115,13 +137,7 @@ fn top_tier_pages_cost_only_the_virtpages_budget_in_tiering_mode() {
     // and their faults (local, private) slow the scanner down once per pass
     // (update_task_scan_period).
     let mut m = Machine::new(&experiment(1024, 8192, 1.0), false).unwrap();
-    numa(
-        &mut m,
-        NumaScan {
-            tiers: ScanTiers::All,
-            ..NumaScan::default()
-        },
-    );
+    numa_all(&mut m);
     step_to(&mut m, 1.001);
     let marked = m.marked_pages() + m.stats.hint_faults;
     assert!(marked <= 65536 && marked > 60_000, "{marked}");
@@ -143,24 +159,8 @@ fn a_single_threaded_process_keeps_its_pages_on_the_cpus_node_unmarked() {
     // bit). change_huge_pmd has no such check: a huge page is marked whatever the threads.
     // 64 MiB, first touched into a fast tier of `fast_mb`, scanned on every tier.
     let marked_in_first_window = |threads: u32, fast_mb: u32, page: &str| {
-        let t = format!(
-            "workload = \"custom\"\nplatform = \"icx-numa\"\nduration_s = 10\n\
-             fast_tier_gb = {}\nslow_tier_gb = 64\npage_size = \"{page}\"\n\
-             [[process]]\nname = \"p\"\n[[process.object]]\nname = \"o\"\nsize_mb = 64\n\
-             [[process.thread]]\ncount = {threads}\n[[process.thread.phase]]\nmlp = 4\n\
-             read_frac = 1.0\n[[process.thread.phase.access]]\nobject = \"o\"\nweight = 1.0\n\
-             pattern = \"zipf\"\n",
-            fast_mb as f64 / 1024.0
-        );
-        let exp = load_str("single_thread.toml", &t, &[], None).unwrap();
-        let mut m = Machine::new(&exp, false).unwrap();
-        numa(
-            &mut m,
-            NumaScan {
-                tiers: ScanTiers::All,
-                ..NumaScan::default()
-            },
-        );
+        let mut m = Machine::new(&experiment_of(64, fast_mb, 1.0, threads, page), false).unwrap();
+        numa_all(&mut m);
         step_to(&mut m, 1.001);
         m.marked_pages() + m.stats.hint_faults
     };
@@ -676,15 +676,10 @@ fn a_pinned_object_counts_in_the_rss_but_is_never_scanned_nor_moved_nor_shown_to
         tierkit_core::telemetry::MigrationOutcome::Refused
     );
     m.clear_events();
-    // numa_balancing=3 marks top-tier pages too, so only the skipped (unsuitable) fill stays
-    // unmarked; the RSS of 1088 MiB is 5 scan windows: task_scan_start = 1000 / 5 ms.
-    numa(
-        &mut m,
-        NumaScan {
-            tiers: ScanTiers::All,
-            ..NumaScan::default()
-        },
-    );
+    // numa_balancing=3 would mark top-tier pages too (not this single-threaded process's: they
+    // are on its CPU's node), and the skipped (unsuitable) fill stays unmarked in any case; the
+    // RSS of 1088 MiB is 5 scan windows: task_scan_start = 1000 / 5 ms.
+    numa_all(&mut m);
     step_to(&mut m, 1.001);
     let st = &m.procs[0].numa;
     assert_eq!((st.windows, st.seq, st.period_ms), (1, 1, 200));
