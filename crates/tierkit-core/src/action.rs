@@ -26,8 +26,11 @@ pub enum ScanTiers {
 /// Linux's NUMA-balancing scanner (kernel/sched/fair.c `task_numa_work`), run per process by
 /// the machine, with the sysctls' names and defaults (`kernel.numa_balancing_scan_*`):
 ///
-/// - it starts `scan_delay_ms` after the process starts (init_numa_balancing sets
-///   mm->numa_next_scan; task_tick_numa waits for that much runtime);
+/// - it starts `scan_delay_ms` after the process starts; with `arm_on_exec`, as Linux runs an
+///   exec'd program, after `scan_delay_ms` of the process's CPU time (p->numa_scan_period starts
+///   at the delay; task_tick_numa counts runtime) its first work finds the new address space's
+///   mm->numa_next_scan at 0, sets it `scan_delay_ms` of wall time ahead and returns, and the
+///   first window is the first tick after that (2 x `scan_delay_ms` with a whole CPU);
 /// - then one window every `numa_scan_period`, set at the first window to `task_scan_start` =
 ///   `task_scan_min` = max(1000 ms / (MAX_SCAN_WINDOW 2560 MB / scan_size_mb),
 ///   scan_period_min_ms / task_nr_scan_windows) with task_nr_scan_windows = ceil(RSS /
@@ -58,6 +61,11 @@ pub struct NumaScan {
     /// task_numa_fault returns before any accounting unless NUMA_BALANCING_NORMAL is set: with
     /// numa_balancing=2 or 6 the period stays at task_scan_start.
     pub fault_stats: bool,
+    /// The first window as Linux places it for an exec'd program (a new mm whose
+    /// numa_next_scan is 0: the first task_numa_work only arms it): 2 x `scan_delay_ms` after
+    /// the start with a whole CPU, paced by CPU time (docs/validation.md, section 1w). False:
+    /// `scan_delay_ms` of wall time after the start.
+    pub arm_on_exec: bool,
 }
 
 impl Default for NumaScan {
@@ -70,6 +78,7 @@ impl Default for NumaScan {
             tiers: ScanTiers::SlowOnly,
             budget_share: 1.0,
             fault_stats: true,
+            arm_on_exec: false,
         }
     }
 }

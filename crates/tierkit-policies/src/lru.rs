@@ -77,6 +77,7 @@ pub fn numa_scan(p: &Params) -> NumaScan {
         tiers: ScanTiers::SlowOnly,
         budget_share: 1.0,
         fault_stats: p.bool("scan_stats"),
+        arm_on_exec: p.str("first_window") == "exec",
     }
 }
 
@@ -131,6 +132,15 @@ pub const P_SCAN_STATS: ParamDef = ParamDef {
     default: "true",
     unit: "",
     doc: "let task_numa_fault account the hint faults so that the scanner's period adapts (update_task_scan_period: a process that keeps promoting is scanned further and further apart), as upstream Linux does; false is the kernel of Colloid's artifact (linux-6.3 kernel/sched/fair.c), on which the Colloid paper ran its TPP baseline with numa_balancing=2: its task_numa_fault returns before any accounting unless NUMA_BALANCING_NORMAL is set, so the period stays at task_scan_start. Under the colloid layer the layer's own scan_stats decides",
+};
+/// Where the scanner's first window comes: `scan_delay_ms` after the start, or as Linux places
+/// it for an exec'd program.
+pub const P_FIRST_WINDOW: ParamDef = ParamDef {
+    name: "first_window",
+    kind: ParamKind::Choice(&["delay", "exec"]),
+    default: "delay",
+    unit: "",
+    doc: "delay: the scanner's first window scan_delay_ms after the process starts; exec: as Linux runs an exec'd program (kernel/sched/fair.c): the first tick, after scan_delay_ms of the process's CPU time, queues a task_numa_work that only sets the new mm's numa_next_scan scan_delay_ms of wall time ahead, and the first window is the first tick past it (2 x scan_delay_ms with a whole CPU), as measured in the guest (docs/validation.md, section 1w); not yet the default",
 };
 /// numa_balancing_scan_size_mb.
 pub const P_SCAN_SIZE: ParamDef = ParamDef {

@@ -30,10 +30,10 @@ use tierkit_core::{
 
 use crate::common::spec_name;
 use crate::lru::{
-    hint_scan, numa_scan, Tiering, P_DMA_ZONE, P_FAULT_PATH, P_KSWAPD_SCAN, P_KSWAPD_WAKE_DELAY,
-    P_LRU_GEN, P_LRU_GEN_MM_SWITCH, P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES,
-    P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_SCAN_STATS,
-    P_WSF,
+    hint_scan, numa_scan, Tiering, P_DMA_ZONE, P_FAULT_PATH, P_FIRST_WINDOW, P_KSWAPD_SCAN,
+    P_KSWAPD_WAKE_DELAY, P_LRU_GEN, P_LRU_GEN_MM_SWITCH, P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH,
+    P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN,
+    P_SCAN_SIZE, P_SCAN_STATS, P_WSF,
 };
 
 /// NUMA_MIGRATION_ADJUST_STEPS: the threshold moves by 2 x default / 16 per adjustment.
@@ -46,6 +46,7 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_SCAN_PERIOD_MAX,
     P_SCAN_DELAY,
     P_SCAN_STATS,
+    P_FIRST_WINDOW,
     tierkit_core::ParamDef {
         name: "hot_threshold_ms",
         kind: ParamKind::Int { min: 1, max: 1 << 30 },

@@ -39,9 +39,9 @@ use tierkit_core::{
 use crate::common::spec_name;
 use crate::lru::{
     hint_scan, numa_scan, Completion, Tiering, P_DEMOTE_SCALE, P_DMA_ZONE, P_FAULT_PATH,
-    P_KSWAPD_SCAN, P_KSWAPD_WAKE_DELAY, P_LRU_GEN, P_LRU_GEN_MM_SWITCH, P_LRU_GEN_MM_TABLES,
-    P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX,
-    P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_SCAN_STATS, P_WSF,
+    P_FIRST_WINDOW, P_KSWAPD_SCAN, P_KSWAPD_WAKE_DELAY, P_LRU_GEN, P_LRU_GEN_MM_SWITCH,
+    P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD,
+    P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_SCAN_STATS, P_WSF,
 };
 
 const PARAMS: &[tierkit_core::ParamDef] = &[
@@ -51,6 +51,7 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_SCAN_PERIOD_MAX,
     P_SCAN_DELAY,
     P_SCAN_STATS,
+    P_FIRST_WINDOW,
     tierkit_core::ParamDef {
         name: "queue_len",
         kind: ParamKind::Int {

@@ -23,10 +23,10 @@ use tierkit_core::{
 
 use crate::common::spec_name;
 use crate::lru::{
-    hint_scan, numa_scan, Tiering, P_DEMOTE_SCALE, P_DMA_ZONE, P_FAULT_PATH, P_KSWAPD_SCAN,
-    P_KSWAPD_WAKE_DELAY, P_LRU_GEN, P_LRU_GEN_MM_SWITCH, P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH,
-    P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN,
-    P_SCAN_SIZE, P_SCAN_STATS, P_WSF,
+    hint_scan, numa_scan, Tiering, P_DEMOTE_SCALE, P_DMA_ZONE, P_FAULT_PATH, P_FIRST_WINDOW,
+    P_KSWAPD_SCAN, P_KSWAPD_WAKE_DELAY, P_LRU_GEN, P_LRU_GEN_MM_SWITCH, P_LRU_GEN_MM_TABLES,
+    P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX,
+    P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_SCAN_STATS, P_WSF,
 };
 
 const PARAMS: &[tierkit_core::ParamDef] = &[
@@ -36,6 +36,7 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_SCAN_PERIOD_MAX,
     P_SCAN_DELAY,
     P_SCAN_STATS,
+    P_FIRST_WINDOW,
     P_DEMOTE_SCALE,
     P_WSF,
     P_KSWAPD_SCAN,
@@ -293,6 +294,7 @@ pub(crate) mod tests {
                     tiers: ScanTiers::SlowOnly,
                     budget_share: 1.0,
                     fault_stats: true,
+                    arm_on_exec: false,
                 }
             }]
         );

@@ -2793,16 +2793,28 @@ impl Machine {
 
     /// The windows of Linux's scanner (task_numa_work) for process `pi` that fall before `end`,
     /// each at its own instant: the first `scan_delay_ms` after the process started, then one
-    /// every numa_scan_period.
+    /// every numa_scan_period of CPU time (task_tick_numa counts `sum_exec_runtime`; a process
+    /// has `cpu_share` of a CPU). With `arm_on_exec`, as Linux starts an exec'd program:
+    ///
+    /// - after `scan_delay_ms` of CPU time (p->numa_scan_period starts at the delay) the first
+    ///   tick sets numa_scan_period = task_scan_start and queues the work; on a new address
+    ///   space (exec: mm->numa_next_scan is 0) that work only sets mm->numa_next_scan
+    ///   `scan_delay_ms` of wall time ahead and returns;
+    /// - the ticks after it queue the work every numa_scan_period of CPU time, but only once the
+    ///   wall clock has passed mm->numa_next_scan: the first window is at the first such tick
+    ///   (2 x scan_delay_ms after the start with a whole CPU; measured in the guest,
+    ///   docs/validation.md section 1w), then one every numa_scan_period.
     fn numa_scan(&mut self, pi: usize, s: &NumaScan, end: f64) {
         let page_bytes = self.page_bytes as u64;
         let (budget, virt) = numa_scan::window_budgets(s);
         loop {
             let p = &mut self.procs[pi];
-            let next = *p
-                .numa
-                .next_ns
-                .get_or_insert(p.start_ns + s.scan_delay_ms * 1e6);
+            let first = if s.arm_on_exec {
+                p.start_ns + s.scan_delay_ms * 1e6 / p.cpu_share
+            } else {
+                p.start_ns + s.scan_delay_ms * 1e6
+            };
+            let next = *p.numa.next_ns.get_or_insert(first);
             if next >= end {
                 return;
             }
@@ -2810,6 +2822,18 @@ impl Machine {
             if p.numa.period_ms == 0 {
                 // task_tick_numa's first tick: numa_scan_period = task_scan_start.
                 p.numa.period_ms = numa_scan::scan_start_ms(s, rss);
+            }
+            if s.arm_on_exec && !p.numa.armed {
+                // task_numa_work on a new mm: `if (!mm->numa_next_scan) mm->numa_next_scan = now
+                // + scan_delay`, then `time_before(now, migrate)`: return. The ticks every
+                // period of CPU time after it queue no work until the wall clock passes it.
+                p.numa.armed = true;
+                let step = p.numa.period_ms as f64 * 1e6 / p.cpu_share;
+                // ticks to wait: ceil(scan_delay of wall time / step), at least one (the
+                // epsilon keeps an exact multiple from rounding up a tick)
+                let ticks = ((s.scan_delay_ms * 1e6 / step) - 1e-9).ceil().max(1.0);
+                p.numa.next_ns = Some(next + ticks * step);
+                continue;
             }
             // task_tick_numa queues the work once the task ran numa_scan_period of CPU time
             // since the last (node_stamp), and task_numa_work runs it once the wall clock

@@ -168,6 +168,9 @@ pub struct ScanState {
     pub next_ns: Option<f64>,
     /// p->numa_scan_period in ms; 0 until the first window (task_tick_numa's first tick).
     pub period_ms: u64,
+    /// mm->numa_next_scan has been set: a new address space (exec) starts with it at 0, and the
+    /// first task_numa_work only sets it `scan_delay_ms` of wall time ahead and returns.
+    pub armed: bool,
     /// Page offset inside the process where the next window starts (mm->numa_scan_offset).
     pub cursor: u32,
     /// mm->numa_scan_seq: completed passes over the address space.

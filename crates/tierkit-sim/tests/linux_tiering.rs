@@ -102,6 +102,52 @@ fn scanner_starts_after_the_delay_and_covers_the_rss_once_per_scan_period_min() 
 }
 
 #[test]
+fn an_execd_programs_first_window_comes_after_the_delay_twice() {
+    // `arm_on_exec` (nbt/tpp/nomad `first_window=exec`): the first tick, after scan_delay_ms of
+    // CPU time, sets numa_scan_period = task_scan_start (250 ms for 1 GiB) and queues a
+    // task_numa_work that finds the new mm's numa_next_scan at 0, sets it scan_delay_ms of
+    // wall time ahead and returns; the ticks every 250 ms of CPU time after it queue nothing
+    // until the wall clock passes it (kernel/sched/fair.c task_tick_numa, task_numa_work;
+    // measured in the guest, docs/validation.md section 1w).
+    let exec = NumaScan {
+        arm_on_exec: true,
+        ..NumaScan::default()
+    };
+    let mut m = Machine::new(&experiment(1024, 16, 1.0), false).unwrap();
+    numa(&mut m, exec);
+    step_to(&mut m, 1.001);
+    assert!(
+        m.procs[0].numa.armed,
+        "the first tick's work arms numa_next_scan"
+    );
+    assert_eq!(m.procs[0].numa.period_ms, 250);
+    step_to(&mut m, 1.999);
+    assert_eq!(m.procs[0].numa.windows, 0);
+    assert_eq!(m.marked_pages() + m.stats.hint_faults, 0);
+    step_to(&mut m, 2.001);
+    assert_eq!(m.procs[0].numa.windows, 1);
+    step_to(&mut m, 4.001);
+    assert_eq!(m.procs[0].numa.windows, 9, "every 250 ms from 2.0 to 4.0 s");
+    // At half a CPU: the first tick at 2 s of wall time arms numa_next_scan for 3 s; the ticks
+    // come every 500 ms of wall time, and the one at 3.0 s scans.
+    let one = "[[process.object]]\nname = \"o\"\nsize_mb = 1024\ntier = \"slow\"\n";
+    let mut half = Machine::new(&vma_experiment(one, "o", "cpu_share = 0.5"), false).unwrap();
+    numa(&mut half, exec);
+    step_to(&mut half, 2.999);
+    assert_eq!(
+        (half.procs[0].numa.armed, half.procs[0].numa.windows),
+        (true, 0)
+    );
+    step_to(&mut half, 3.001);
+    assert_eq!(half.procs[0].numa.windows, 1);
+    // without it the first window comes scan_delay_ms of wall time after the start
+    let mut m = Machine::new(&experiment(1024, 16, 1.0), false).unwrap();
+    numa(&mut m, NumaScan::default());
+    step_to(&mut m, 1.001);
+    assert_eq!((m.procs[0].numa.armed, m.procs[0].numa.windows), (false, 1));
+}
+
+#[test]
 fn top_tier_pages_cost_only_the_virtpages_budget_in_tiering_mode() {
     // 4 GiB, all on the fast tier: change_pte_range skips every page (numa_balancing=2), so a
     // window walks 8 x 256 MB = 2 GiB and marks nothing.
