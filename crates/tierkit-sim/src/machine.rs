@@ -2809,12 +2809,11 @@ impl Machine {
         let (budget, virt) = numa_scan::window_budgets(s);
         loop {
             let p = &mut self.procs[pi];
-            let first = if s.arm_on_exec {
-                p.start_ns + s.scan_delay_ms * 1e6 / p.cpu_share
-            } else {
-                p.start_ns + s.scan_delay_ms * 1e6
-            };
-            let next = *p.numa.next_ns.get_or_insert(first);
+            let next = *p.numa.next_ns.get_or_insert_with(|| {
+                // with arm_on_exec, the first tick comes after scan_delay_ms of CPU time
+                let share = if s.arm_on_exec { p.cpu_share } else { 1.0 };
+                p.start_ns + s.scan_delay_ms * 1e6 / share
+            });
             if next >= end {
                 return;
             }
@@ -2823,12 +2822,13 @@ impl Machine {
                 // task_tick_numa's first tick: numa_scan_period = task_scan_start.
                 p.numa.period_ms = numa_scan::scan_start_ms(s, rss);
             }
+            // numa_scan_period of CPU time, in wall time
+            let step = p.numa.period_ms as f64 * 1e6 / p.cpu_share;
             if s.arm_on_exec && !p.numa.armed {
                 // task_numa_work on a new mm: `if (!mm->numa_next_scan) mm->numa_next_scan = now
                 // + scan_delay`, then `time_before(now, migrate)`: return. The ticks every
                 // period of CPU time after it queue no work until the wall clock passes it.
                 p.numa.armed = true;
-                let step = p.numa.period_ms as f64 * 1e6 / p.cpu_share;
                 // ticks to wait: ceil(scan_delay of wall time / step), at least one (the
                 // epsilon keeps an exact multiple from rounding up a tick)
                 let ticks = ((s.scan_delay_ms * 1e6 / step) - 1e-9).ceil().max(1.0);
@@ -2838,7 +2838,7 @@ impl Machine {
             // task_tick_numa queues the work once the task ran numa_scan_period of CPU time
             // since the last (node_stamp), and task_numa_work runs it once the wall clock
             // passed mm->numa_next_scan (the period again): the later of the two.
-            p.numa.next_ns = Some(next + p.numa.period_ms as f64 * 1e6 / p.cpu_share);
+            p.numa.next_ns = Some(next + step);
             p.numa.windows += 1;
             if !p.migration_enabled || p.pages == 0 {
                 continue;
