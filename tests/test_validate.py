@@ -1347,3 +1347,23 @@ def test_the_thp_scenario_refuses_odd_sizes_and_other_scenarios_recordings(
     assert proc.returncode != 0  # type: ignore[attr-defined]
     assert message in proc.stderr  # type: ignore[attr-defined]
     assert "Traceback" not in proc.stderr  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "size", "message"),
+    [
+        ("press", "32,64,400", "expected HOT,COLD,SECONDS,FREE,RATE (five integers)"),
+        ("empty", "32,480,20,16,8192", "expected HOT,COLD,SECONDS (three integers)"),
+        ("thp", "64,x,20", "expected HOT,COLD,SECONDS (three integers)"),
+    ],
+)
+def test_record_sizes_take_as_many_integers_as_the_scenario_has_sizes(
+    tk: Callable[..., object], tmp_path: Path, scenario: str, size: str, message: str
+) -> None:
+    proc = tk(
+        "validate", "kernel", "--scenario", scenario, "--record", "--record-size", size,
+        "--out", str(tmp_path / "o"),
+    )  # fmt: skip
+    assert proc.returncode != 0  # type: ignore[attr-defined]
+    assert message in proc.stderr  # type: ignore[attr-defined]
+    assert not (tmp_path / "o" / "recording.json").exists()

@@ -1433,7 +1433,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     import json
 
     import tierkit
-    from tierkit.validate import ValidationError, record, validate_kernel, with_params
+    from tierkit.validate import SCENARIOS, ValidationError, record, validate_kernel, with_params
 
     out = args.out or Path("validate-kernel")
     try:
@@ -1468,11 +1468,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     try:
         if args.record:
             press = args.scenario == "press"
-            size = args.record_size or (
-                "32,64,400,16,8192" if press else "64,256,20" if args.scenario == "thp" else "32,480,20"
-            )
+            # the scenario's sizes and their defaults (validate.SCENARIOS)
+            sizes = SCENARIOS[args.scenario][2]
+            size = args.record_size or ",".join(str(default) for _, default, _, _ in sizes)
             parts = size.split(",")
-            if len(parts) != (5 if press else 3) or not all(p.strip().isdigit() for p in parts):
+            if len(parts) != len(sizes) or not all(p.strip().isdigit() for p in parts):
                 want = "HOT,COLD,SECONDS,FREE,RATE (five" if press else "HOT,COLD,SECONDS (three"
                 raise CliError(f"--record-size: expected {want} integers), got `{size}`")
             repo = args.repo or Path(__file__).resolve().parents[2]

@@ -657,7 +657,7 @@ def sim_experiment(rec: Mapping[str, Any], policy_params: set[str], seed: int = 
     # the share of the guest's one vCPU the workload had (its CPU ticks, where the recording has
     # them): Linux paces the scanner by the task's CPU time (docs/validation.md, section 1w)
     has_ticks = any("wl_ticks" in v for v in rec["vmstat"])
-    share = f"cpu_share = {cpu_share(dict(rec)):.3f}\n" if has_ticks else ""
+    share = f"cpu_share = {cpu_share(rec):.3f}\n" if has_ticks else ""
     setup_s, end_s = run_span(rec)
     hot_mb = rec["hot_pages"] * PAGE / 2**20
     cold_mb = rec["cold_pages"] * PAGE / 2**20

@@ -28,7 +28,7 @@ import bisect
 import itertools
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -410,7 +410,7 @@ def _fast_tier(rec: dict[str, Any], zones: dict[str, int] | None) -> tuple[int, 
     return node, wsf, free_above_high
 
 
-def cpu_share(rec: dict[str, Any]) -> float:
+def cpu_share(rec: Mapping[str, Any]) -> float:
     """The share of the guest's one vCPU the workload had from its first sweep to the end (its CPU
     ticks, ``wl_ticks``, over the wall time; the sampling loop and the emulation take the rest):
     Linux's scanner paces its windows by the task's CPU time. 1 when the recording lacks them."""
