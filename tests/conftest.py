@@ -53,17 +53,22 @@ def tk() -> Callable[..., subprocess.CompletedProcess[str]]:
 Run = tuple[str | os.PathLike[str], str, list[str], int]
 
 
-def slowdowns(runs: list[Run], key: str = "slowdown_vs_fast_only") -> list[float]:
-    """``summary[key]`` of each (experiment name or file, policy, overrides, seed) run through the
+def summaries(runs: list[Run]) -> list[dict[str, Any]]:
+    """The summary of each (experiment name or file, policy, overrides, seed) run through the
     API, the runs spread over threads: a run releases the GIL, so they take every core."""
     import tierkit
 
-    def one(run: Run) -> float:
+    def one(run: Run) -> dict[str, Any]:
         experiment, policy, overrides, seed = run
-        return float(tierkit.run(experiment, policy=policy, overrides=overrides, seed=seed).summary[key])
+        return dict(tierkit.run(experiment, policy=policy, overrides=overrides, seed=seed).summary)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         return list(pool.map(one, runs))
+
+
+def slowdowns(runs: list[Run], key: str = "slowdown_vs_fast_only") -> list[float]:
+    """``summary[key]`` of each run of :func:`summaries`."""
+    return [float(s[key]) for s in summaries(runs)]
 
 
 def run_json(*args: str) -> dict[str, Any]:

@@ -137,10 +137,10 @@ pub const P_SCAN_STATS: ParamDef = ParamDef {
 /// it for an exec'd program.
 pub const P_FIRST_WINDOW: ParamDef = ParamDef {
     name: "first_window",
-    kind: ParamKind::Choice(&["delay", "exec"]),
-    default: "delay",
+    kind: ParamKind::Choice(&["exec", "delay"]),
+    default: "exec",
     unit: "",
-    doc: "delay: the scanner's first window scan_delay_ms after the process starts; exec: as Linux runs an exec'd program (kernel/sched/fair.c): the first tick, after scan_delay_ms of the process's CPU time, queues a task_numa_work that only sets the new mm's numa_next_scan scan_delay_ms of wall time ahead, and the first window is the first tick past it (2 x scan_delay_ms with a whole CPU), as measured in the guest (docs/validation.md, section 1w); not yet the default",
+    doc: "exec (the default): as Linux runs an exec'd program (kernel/sched/fair.c): the first tick, after scan_delay_ms of the process's CPU time, queues a task_numa_work that only sets the new mm's numa_next_scan scan_delay_ms of wall time ahead, and the first window is the first tick past it (2 x scan_delay_ms with a whole CPU), as measured in the guest (docs/validation.md, sections 1w and 1x); delay: the first window scan_delay_ms of wall time after the process starts (tierkit's rule before 2026-12-02)",
 };
 /// numa_balancing_scan_size_mb.
 pub const P_SCAN_SIZE: ParamDef = ParamDef {

@@ -294,7 +294,7 @@ pub(crate) mod tests {
                     tiers: ScanTiers::SlowOnly,
                     budget_share: 1.0,
                     fault_stats: true,
-                    arm_on_exec: false,
+                    arm_on_exec: true,
                 }
             }]
         );

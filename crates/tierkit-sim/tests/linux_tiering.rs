@@ -1370,13 +1370,17 @@ fn a_demotion_asked_for_in_a_fault_starts_at_its_instant() {
 /// Colloid layer's hint-fault version over TPP and NBT, which takes its base's fault path by
 /// default: deciding at the step's end instead (`colloid:fault_path=false`), seed 1's
 /// promotions move 5.5% (tpp+colloid, 3948 at 1 ms, 4167 at 0.25 ms) and 13% (nbt+colloid,
-/// 7289 and 8277); on the path 0.2% and 0.4%.
+/// 7289 and 8277); on the path 0.2% and 0.4%. Those figures are of `fast_runtime_s=1`, a 1.9 s
+/// run under the old first window (`first_window=delay`); since the exec'd program's first
+/// window (docs/validation.md, sections 1w and 1x; the default) comes 2 s after the start, the run takes
+/// `fast_runtime_s=3`: 56541 / 56407, 16103 / 16081 and 23335 / 23233 promotions at 1 and
+/// 0.25 ms.
 #[test]
 fn halving_the_epoch_leaves_nbt_on_the_fault_path_unchanged_where_room_limits_it() {
     let run_at = |policy: &str, epoch_ms: &str| {
         let sets: Vec<String> = [
             "buffer_gb=0.125",
-            "fast_runtime_s=1",
+            "fast_runtime_s=3",
             "platform=skx-cxl-emu",
             &format!("epoch_ms={epoch_ms}"),
         ]
