@@ -171,6 +171,14 @@ pub fn wanted(spec: &str) -> Result<Vec<Want>> {
                     "kswapd_wake_delay_us is the simulator's model of when kswapd gets a CPU; on a real host the scheduler decides; drop it".into(),
                 ))
             }
+            // what the kernel does for an exec'd program (task_numa_work arms numa_next_scan
+            // first): nothing to set; the older model of the simulator is not the kernel
+            "first_window" if v == "exec" => continue,
+            "first_window" => {
+                return Err(unsupported(format!(
+                    "first_window={v} is the simulator's older model of where the scanner's first window comes; the kernel places it itself (first_window=exec); drop it"
+                )))
+            }
             "scan_stats" => {
                 return Err(unsupported(
                     "scan_stats is how the kernel's own task_numa_fault accounts hint faults (upstream: it does; Colloid's patched kernel: it does not), not a knob; drop it".into(),
@@ -1200,6 +1208,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("the scheduler decides"), "{e}");
+        // the kernel's own first window is accepted, with nothing to set; the older model not
+        assert_eq!(
+            wanted("nbt:first_window=exec").unwrap(),
+            wanted("nbt").unwrap()
+        );
+        let e = wanted("nbt:first_window=delay").unwrap_err().to_string();
+        assert!(e.contains("the kernel places it itself"), "{e}");
         let e = wanted("nbt:scan_delay_ms=2.5").unwrap_err().to_string();
         assert!(e.contains("whole number"), "{e}");
         // +alto and +colloid regulate the kernel's tiering (crate::layers); other layers do not
