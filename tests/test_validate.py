@@ -541,12 +541,13 @@ def test_six_long_multi_gen_boots_agree_over_the_run(tmp_path: Path) -> None:
     within = 0
     for k, which in enumerate(boots):
         runs = results[k * len(seeds) : (k + 1) * len(seeds)]
+        more_runs = extra[k * len(more) : (k + 1) * len(more)]
         zones = runs[0]["node0_zones"] is not None
         bound = 0.3 if which == "PRESS_RECORDING_400S_TRACED" else 0.2 if zones else 0.25
         for m in ("promotions", "demotions"):
             row = next(r for r in runs[0]["rows"] if r["metric"] == m)
             ratios = [next(r["ratio"] for r in c["rows"] if r["metric"] == m) for c in runs]
-            ratios += [x[m] / row["kernel"] for x in extra[k * len(more) : (k + 1) * len(more)]]
+            ratios += [x[m] / row["kernel"] for x in more_runs]
             assert abs(sum(ratios) / len(ratios) - 1) < bound, (which, m, ratios)
         ok = [c["within_tolerance"] for c in runs]
         assert any(ok), (which, "no seed within tolerance")
@@ -560,7 +561,7 @@ def test_six_long_multi_gen_boots_agree_over_the_run(tmp_path: Path) -> None:
                 assert 0.5 < sim["kswapd_scanned"] / kernel["pgscan_kswapd"] < 1.1, which
         if steals:
             pgsteal = runs[0]["kernel_reclaim"]["pgsteal_kswapd"]
-            steals += [x["demotions"] / pgsteal for x in extra[k * len(more) : (k + 1) * len(more)]]
+            steals += [x["demotions"] / pgsteal for x in more_runs]
             assert abs(sum(steals) / len(steals) - 1) < bound, (which, steals)
     assert within >= 18, f"{within} of {len(boots) * len(seeds)} runs within tolerance"
     for which, c in zip(one_zone, results[len(boots) * len(seeds) :], strict=True):

@@ -389,9 +389,10 @@ fn assert_close(what: &str, x: f64, y: f64, tol: f64) {
 
 #[test]
 fn halving_the_epoch_leaves_nbt_results_unchanged() {
-    // also with the first window placed as for an exec'd program (first_window=exec: its
-    // arming and first tick are instants of their own, not the step's)
-    for policy in ["nbt", "nbt:first_window=exec"] {
+    // with the first window placed as for an exec'd program (the default: its arming and
+    // first tick are instants of their own, not the step's) and as before it
+    // (first_window=delay)
+    for policy in ["nbt", "nbt:first_window=delay"] {
         let a = gups(policy, "1");
         let b = gups(policy, "0.5");
         let (x, y) = (a.throughput_ops_per_s, b.throughput_ops_per_s);
@@ -1372,9 +1373,9 @@ fn a_demotion_asked_for_in_a_fault_starts_at_its_instant() {
 /// promotions move 5.5% (tpp+colloid, 3948 at 1 ms, 4167 at 0.25 ms) and 13% (nbt+colloid,
 /// 7289 and 8277); on the path 0.2% and 0.4%. Those figures are of `fast_runtime_s=1`, a 1.9 s
 /// run under the old first window (`first_window=delay`); since the exec'd program's first
-/// window (docs/validation.md, sections 1w and 1x; the default) comes 2 s after the start, the run takes
-/// `fast_runtime_s=3`: 56541 / 56407, 16103 / 16081 and 23335 / 23233 promotions at 1 and
-/// 0.25 ms.
+/// window (the default; docs/validation.md, sections 1w and 1x) comes 2 s after the start, the
+/// run takes `fast_runtime_s=3`: 56541 / 56407, 16103 / 16081 and 23335 / 23233 promotions at
+/// 1 and 0.25 ms.
 #[test]
 fn halving_the_epoch_leaves_nbt_on_the_fault_path_unchanged_where_room_limits_it() {
     let run_at = |policy: &str, epoch_ms: &str| {
