@@ -428,3 +428,23 @@ def test_api_exposes_run_sweep_reproduce_and_list_policies() -> None:
     assert out.split() == ["False", "True"]
     with pytest.raises(tierkit.TierkitError, match="unknown reproduction"):
         tierkit.reproduce("no-such-paper")
+
+
+def test_a_sweep_with_failed_points_names_them_and_exits_3(tk: Tk, tmp_path: Path) -> None:
+    sw = tmp_path / "s.toml"
+    sw.write_text(
+        'experiments = ["gups-hotset"]\npolicies = ["notier", "tpp:bogus=1"]\nseeds = 1\n'
+        "[set]\nduration_s = 0.1\n"
+    )
+    out = tmp_path / "out"
+    proc = tk("sweep", str(sw), "--workers", "1", "--out", str(out))
+    assert proc.returncode == 3, proc.stderr
+    assert "2 points (2 run, 0 already done, 1 failed)" in proc.stdout
+    assert "(gups-hotset, tpp:bogus=1, seed 1) failed: policy `tpp`: unknown parameter `bogus`" in proc.stderr
+    assert "1 point(s) failed" in proc.stderr
+    # the good point is kept, and --no-fail reports without failing
+    assert (out / "results.parquet").exists()
+    proc = tk("sweep", str(sw), "--workers", "1", "--out", str(out), "--no-fail")
+    assert proc.returncode == 0, proc.stderr
+    assert "(1 run, 1 already done, 1 failed)" in proc.stdout
+    assert "unknown parameter `bogus`" in proc.stderr

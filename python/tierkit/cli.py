@@ -19,7 +19,7 @@ PROG = "tierkit"
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
-EXIT_CLAIMS = 3  # `reproduce`: a claim does not hold
+EXIT_CLAIMS = 3  # `reproduce`: a claim does not hold; `sweep`: a point failed
 EXIT_INTERRUPTED = 130
 
 SPEC_HELP = """\
@@ -946,7 +946,9 @@ def _add_trace_sweep_report(sub: Any, formatter: type[argparse.HelpFormatter]) -
             Run every point of SWEEP.toml (experiments x policies x [grid] x [params.POLICY] x seeds)
             in local processes, or on a Dask distributed cluster with --dask. Writes DIR/results.parquet
             (one row per point), DIR/points/ and DIR/series/. Re-running skips points already done; a
-            failed point is recorded with its error. See docs/sweeps.md for the file format."""
+            failed point is recorded with its error, the others go on, and the sweep ends with the
+            failed points' errors on stderr and exit status 3 (--no-fail: 0). See docs/sweeps.md
+            for the file format."""
         ),
         formatter_class=formatter,
     )
@@ -968,6 +970,11 @@ def _add_trace_sweep_report(sub: Any, formatter: type[argparse.HelpFormatter]) -
         ),
     )
     sw.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
+    sw.add_argument(
+        "--no-fail",
+        action="store_true",
+        help="exit 0 even when points failed (they stay in results.parquet with status `error`)",
+    )
 
     rep = sub.add_parser(
         "report",
@@ -1078,6 +1085,23 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         f"{out / 'results.parquet'}: {len(res.table)} points ({res.ran} run, {res.skipped} already done, "
         f"{res.failed} failed)\n"
     )
+    if res.failed:
+        bad = res.table[res.table["status"] != "ok"]
+        shown = 5
+        for _, row in bad.head(shown).iterrows():
+            sys.stderr.write(
+                f"tierkit: point {row['point_id']} ({row['experiment']}, {row['policy']}, "
+                f"seed {row['seed']}) failed: {row['error']}\n"
+            )
+        if len(bad) > shown:
+            more = len(bad) - shown
+            sys.stderr.write(f"tierkit: ... and {more} more (the `error` column of results.parquet)\n")
+        if not args.no_fail:
+            sys.stderr.write(
+                f"tierkit: {res.failed} point(s) failed; the others are in results.parquet "
+                "(--no-fail to exit 0 regardless)\n"
+            )
+            return EXIT_CLAIMS
     return EXIT_OK
 
 

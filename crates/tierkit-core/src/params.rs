@@ -276,6 +276,14 @@ impl PolicySpec {
                     }
                 }
             }
+            if layers.iter().any(|l: &SpecLayer| l.name == layer.name) {
+                // Two instances of one policy would publish the same stats keys and time-series
+                // columns, the second silently overwriting the first.
+                return Err(bad(format!(
+                    "`{}` appears twice; each policy or layer may be stacked once",
+                    layer.name
+                )));
+            }
             layers.push(layer);
         }
         Ok(PolicySpec { layers })
@@ -335,6 +343,8 @@ mod tests {
             "hemem:a=1,b",
             "hemem:a=1,a=2",
             "+colloid",
+            "tpp+alto+alto",
+            "tpp+alto:auto=true+colloid+alto",
         ] {
             assert!(PolicySpec::parse(bad).is_err(), "{bad}");
         }

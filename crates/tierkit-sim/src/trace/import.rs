@@ -340,19 +340,28 @@ pub fn import_into<W: Write + Seek>(
     }
     let (h, out) = w.finish_into(last).map_err(werr)?;
     if h.records == 0 {
+        let expected = match format {
+            Format::Lackey => "`valgrind --tool=lackey --trace-mem=yes`",
+            Format::PerfScript => {
+                "`perf script -F time,event,addr,data_src,weight` (of `perf mem record`)"
+            }
+            Format::Damon => {
+                "a damo record file, `damo report raw` or `perf script` of damon:damon_aggregated"
+            }
+        };
+        if stats.lines == 0 {
+            // no line to point at: say the input is empty
+            return Err(TraceError::Io {
+                path: input_name.to_string(),
+                msg: format!("the input is empty; expected {expected} output"),
+            });
+        }
         return Err(perr(
             input_name,
             stats.lines,
             format!(
-                "no memory accesses found in {} lines; is this {} output?",
-                stats.lines,
-                match format {
-                    Format::Lackey => "`valgrind --tool=lackey --trace-mem=yes`",
-                    Format::PerfScript =>
-                        "`perf script -F time,event,addr,data_src,weight` (of `perf mem record`)",
-                    Format::Damon =>
-                        "a damo record file, `damo report raw` or `perf script` of damon:damon_aggregated",
-                }
+                "no memory accesses found in {} lines; is this {expected} output?",
+                stats.lines
             ),
         ));
     }
@@ -1250,5 +1259,11 @@ nr_regions: 2
         .unwrap_err()
         .to_string();
         assert!(e.contains("no memory accesses"), "{e}");
+        for f in [Format::Lackey, Format::PerfScript, Format::Damon] {
+            let e = import(f, "x", "".as_bytes(), &tmp("e0.tkt"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("x: the input is empty; expected "), "{e}");
+        }
     }
 }
