@@ -154,10 +154,10 @@ def test_json_states_the_bytes_per_page() -> None:
     assert per_page["policy"] == pytest.approx(14.0, abs=0.1)
     wide = run_json("--policy", "hemem:cooling_threshold=255")["memory_bytes_per_page"]
     assert wide["policy"] == pytest.approx(16.0, abs=0.1)
-    # the machine: its page table (2 bytes: no accessed-bit clear times, HeMem tests no accessed
-    # bits), the allocation events as runs (a few per object, not 16 bytes a page) and the phases'
-    # tables
-    assert 2 <= per_page["machine"] < 3
+    # the machine: its page table (1 byte, a page's tier and flags: no accessed-bit clear times,
+    # HeMem tests no accessed bits), the allocation events as runs (a few per object, not 16 bytes
+    # a page) and the phases' tables
+    assert 1 <= per_page["machine"] < 2
     # a policy that tests accessed bits (PACT's CLOCK) has the machine keep 8 bytes a page more
     pact = run_json("--policy", "pact")["memory_bytes_per_page"]
     assert pact["machine"] == pytest.approx(per_page["machine"] + 8)
@@ -198,8 +198,8 @@ def test_sizes(text: str | int, value: int) -> None:
 
 def test_a_sweep_records_a_refused_point_as_failed(tmp_path: Path) -> None:
     spec = {"experiments": [EXPERIMENT], "policies": ["notier"], "grid": {"duration_s": [0.1]}}
-    res = tierkit.sweep(spec, out=tmp_path / "sw", workers=1, max_memory="16K")
+    res = tierkit.sweep(spec, out=tmp_path / "sw", workers=1, max_memory="4K")
     assert res.failed == 1
     row = res.table.iloc[0]
     assert row["status"] == "error"
-    assert "--max-memory limit of 16 KiB" in row["error"]
+    assert "--max-memory limit of 4 KiB" in row["error"]

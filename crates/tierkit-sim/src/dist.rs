@@ -628,10 +628,11 @@ impl Dist {
         (self.regions[r].sample(rng), r)
     }
 
-    /// [`Dist::recompute_mass`] from a page table of tiers (`none`: unallocated), with the same
-    /// sums in the same order, bit for bit; a range region reads its slice of the table in one
-    /// pass and keeps the running sums of tiers 0 and 1 in registers.
-    pub fn recompute_mass_from(&mut self, page_tier: &[u8], none: u8) {
+    /// [`Dist::recompute_mass`] from a page table whose entries hold a page's tier in the bits
+    /// of `mask` (`none`: unallocated) beside other bits, with the same sums in the same order,
+    /// bit for bit; a range region reads its slice of the table in one pass and keeps the
+    /// running sums of tiers 0 and 1 in registers.
+    pub fn recompute_mass_from(&mut self, page_tier: &[u8], mask: u8, none: u8) {
         let mut mass = vec![0.0; self.mass.len()];
         for r in &self.regions {
             match r.kind {
@@ -639,8 +640,8 @@ impl Dist {
                     let p = r.w / r.len as f64;
                     let (mut m0, mut m1) = (mass[0], mass[1]);
                     let tiers = &page_tier[r.first as usize..(r.first + r.len) as usize];
-                    for &t in tiers {
-                        match t {
+                    for &e in tiers {
+                        match e & mask {
                             0 => m0 += p,
                             1 => m1 += p,
                             t if t == none => {}
@@ -650,7 +651,7 @@ impl Dist {
                     (mass[0], mass[1]) = (m0, m1);
                 }
                 _ => r.for_each(|pg, pr| {
-                    let t = page_tier[pg as usize];
+                    let t = page_tier[pg as usize] & mask;
                     if t != none {
                         mass[t as usize] += pr;
                     }
@@ -879,18 +880,18 @@ mod tests {
         let mut a = Dist::new(0, regions, 3, 1.0);
         let mut b = a.clone();
         let mut rng = Rng::new(3);
+        // entries as the machine's page table holds them: the tier in the low nibble (0xF:
+        // unallocated), flags above it
         let table: Vec<u8> = (0..2533)
-            .map(|_| [0, 1, 2, NONE_TIER][rng.below(4) as usize])
+            .map(|_| [0, 1, 2, 0xF][rng.below(4) as usize] | (rng.below(16) as u8) << 4)
             .collect();
         a.recompute_mass(|p| {
-            let t = table[p as usize];
-            (t != NONE_TIER).then_some(t)
+            let t = table[p as usize] & 0xF;
+            (t != 0xF).then_some(t)
         });
-        b.recompute_mass_from(&table, NONE_TIER);
+        b.recompute_mass_from(&table, 0xF, 0xF);
         let bits = |d: &Dist| d.mass.iter().map(|m| m.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&a), bits(&b));
         assert!(a.mass.iter().all(|&m| m > 0.0));
     }
-
-    const NONE_TIER: u8 = u8::MAX;
 }

@@ -19,16 +19,36 @@ use crate::numa_scan::{self, ScanState};
 use crate::spec::{AccessSpec, Experiment, Pattern};
 
 pub const NONE: u8 = u8::MAX;
-const F_PROMOTED: u8 = 1;
-const F_MARKED: u8 = 2;
+/// A page's entry in the machine's page table, one byte: its tier in the low nibble
+/// ([`PTE_NONE`]: not allocated; an experiment has two tiers) and its flags in the high one.
+const PTE_TIER: u8 = 0x0F;
+const PTE_NONE: u8 = 0x0F;
+const F_PROMOTED: u8 = 0x10;
+const F_MARKED: u8 = 0x20;
 /// A page of a pinned object (`ObjectSpec::pinned`).
-const F_PINNED: u8 = 4;
+const F_PINNED: u8 = 0x40;
 /// The accessed bit the first touch left set: the access that faulted the page in is retried
 /// once its PTE is installed, so the page reads referenced at its first test whatever happened
 /// after ("All mapped folios start out with page table references from the instantiating
 /// fault", mm/vmscan.c folio_check_references; x86's do_anonymous_page leaves the bit to the
 /// hardware, which sets it on that retried access).
-const F_YOUNG: u8 = 8;
+const F_YOUNG: u8 = 0x80;
+
+/// The tier a page-table entry holds ([`NONE`]: not allocated).
+#[inline]
+fn pte_tier(e: u8) -> u8 {
+    match e & PTE_TIER {
+        PTE_NONE => NONE,
+        t => t,
+    }
+}
+
+/// `e` with its tier set to `t` ([`NONE`]: not allocated), its flags kept.
+#[inline]
+fn pte_with_tier(e: u8, t: u8) -> u8 {
+    debug_assert!(t == NONE || t < PTE_NONE);
+    (e & !PTE_TIER) | if t == NONE { PTE_NONE } else { t }
+}
 /// Marked pages waiting for their fault, earliest first: (key: the check time in ns, or a
 /// phase's cumulative misses as f64 bits, page, mark time in ns, f32 bits of the accesses the
 /// fault waits for). Millions at a time, a few hundred pushed and popped an epoch: a
@@ -371,8 +391,8 @@ pub struct Machine {
     pub ntiers: usize,
     pub cap: Vec<u64>,
     pub used: Vec<u64>,
-    pub page_tier: Vec<u8>,
-    page_flags: Vec<u8>,
+    /// One byte a page: its tier and flags (`pte_tier`, `F_*`).
+    pte: Vec<u8>,
     /// Per-page mbind target (NONE: none), consulted at first touch.
     page_bind: Vec<u8>,
     /// When each page's accessed bit was last cleared (ns): by a test, or its allocation (after
@@ -613,9 +633,10 @@ impl FaultOwners {
     }
 }
 
-/// Bytes per page of the arrays every machine allocates: tier and flags (the last accessed-bit
-/// clear, 8 B more, only for policies that test accessed bits).
-const PAGE_TABLE_BYTES: u64 = (2 * std::mem::size_of::<u8>()) as u64;
+/// Bytes per page of the arrays every machine allocates: the page-table entry, tier and flags
+/// in one byte (the last accessed-bit clear, 8 B more, only for policies that test accessed
+/// bits).
+const PAGE_TABLE_BYTES: u64 = std::mem::size_of::<u8>() as u64;
 /// Bytes per page of the hint-fault queues when every page is marked (see
 /// [`MachineMemory::fault_queues`]).
 const FAULT_QUEUE_BYTES: u64 = std::mem::size_of::<Reverse<(u64, u32, u64, u32)>>() as u64 * 4 / 3;
@@ -785,8 +806,7 @@ impl Machine {
         let fault = std::mem::size_of::<Reverse<(u64, u32, u64, u32)>>();
         let marked = std::mem::size_of::<(u32, u64, f32)>();
         MachineMemory {
-            page_table: cap(self.page_tier.capacity(), 1)
-                + cap(self.page_flags.capacity(), 1)
+            page_table: cap(self.pte.capacity(), 1)
                 + cap(self.page_bind.capacity(), 1)
                 + cap(self.last_clear.capacity(), 8)
                 + self.last_fault_tid.capacity_bytes(),
@@ -950,8 +970,7 @@ impl Machine {
             ntiers,
             cap,
             used: vec![0; ntiers],
-            page_tier: memory::filled(total, NONE, "the page table")?,
-            page_flags: memory::filled(total, 0, "the page table")?,
+            pte: memory::filled(total, PTE_NONE, "the page table")?,
             page_bind: if needs.bind_ranges {
                 memory::filled(total, NONE, "the page bind table")?
             } else {
@@ -1082,7 +1101,13 @@ impl Machine {
     }
 
     pub fn total_pages(&self) -> usize {
-        self.page_tier.len()
+        self.pte.len()
+    }
+
+    /// The tier page `page` is in ([`NONE`]: not allocated, or beyond the page space).
+    #[inline]
+    pub fn page_tier(&self, page: usize) -> u8 {
+        self.pte.get(page).map_or(NONE, |&e| pte_tier(e))
     }
 
     #[inline]
@@ -1216,10 +1241,7 @@ impl Machine {
 
     /// Pages marked for a hint fault that has not come yet (O(pages): tests and reports).
     pub fn marked_pages(&self) -> u64 {
-        self.page_flags
-            .iter()
-            .filter(|&&f| f & F_MARKED != 0)
-            .count() as u64
+        self.pte.iter().filter(|&&f| f & F_MARKED != 0).count() as u64
     }
 
     /// Ground truth: a page's access rate (LLC misses per ns) in the current epoch.
@@ -1233,7 +1255,7 @@ impl Machine {
     /// small level of a BFS walked by one of eight threads costs the program eight times the
     /// walker's stall).
     pub fn true_page_stall_rate(&self, page: u32) -> f64 {
-        let t = self.page_tier[page as usize];
+        let t = pte_tier(self.pte[page as usize]);
         if t == NONE {
             return 0.0;
         }
@@ -1284,7 +1306,7 @@ impl Machine {
     }
 
     fn set_tier(&mut self, page: u32, to: Option<u8>) {
-        let old = self.page_tier[page as usize];
+        let old = pte_tier(self.pte[page as usize]);
         let from = (old != NONE).then_some(old);
         let pi = self.proc_of(page);
         let p = &mut self.procs[pi];
@@ -1303,7 +1325,8 @@ impl Machine {
                 o.resident[t as usize] += 1;
             }
         }
-        self.page_tier[page as usize] = to.unwrap_or(NONE);
+        let e = &mut self.pte[page as usize];
+        *e = pte_with_tier(*e, to.unwrap_or(NONE));
         self.mass_move(page, from, to);
     }
 
@@ -1404,7 +1427,7 @@ impl Machine {
             || k == 0
             || self.modes().per_page_alloc
             || !self.page_bind.is_empty()
-            || self.page_tier[lo..hi].iter().any(|&x| x != NONE)
+            || self.pte[lo..hi].iter().any(|&x| x & PTE_TIER != PTE_NONE)
         {
             self.allocate_page(pi, oi, page)?;
             return Ok(1);
@@ -1414,8 +1437,7 @@ impl Machine {
         let p = &mut self.procs[pi];
         p.resident[t] += kk;
         p.objects[oi].resident[t] += kk;
-        self.page_tier[lo..hi].fill(tt);
-        self.page_flags[lo..hi].fill(F_YOUNG);
+        self.pte[lo..hi].fill(tt | F_YOUNG);
         if !self.last_clear.is_empty() {
             self.last_clear[lo..hi].fill(self.now_ns);
         }
@@ -1548,7 +1570,8 @@ impl Machine {
                 )));
             }
             self.set_tier(page, Some(t));
-            self.page_flags[page as usize] = F_PINNED | F_YOUNG;
+            let e = &mut self.pte[page as usize];
+            *e = (*e & PTE_TIER) | F_PINNED | F_YOUNG;
             if let Some(c) = self.last_clear.get_mut(page as usize) {
                 *c = now;
             }
@@ -1577,7 +1600,8 @@ impl Machine {
                 )));
             };
             self.set_tier(page, Some(t));
-            self.page_flags[page as usize] = F_YOUNG;
+            let e = &mut self.pte[page as usize];
+            *e = (*e & PTE_TIER) | F_YOUNG;
             if let Some(c) = self.last_clear.get_mut(page as usize) {
                 *c = now;
             }
@@ -1601,14 +1625,14 @@ impl Machine {
         };
         self.tel.freed.try_reserve(n as u64, "the page events")?;
         for page in first..first + n {
-            let t = self.page_tier[page as usize];
+            let t = pte_tier(self.pte[page as usize]);
             if t == NONE {
                 continue;
             }
             self.drop_shadow(page);
             self.set_tier(page, None);
-            let pinned = self.page_flags[page as usize] & F_PINNED != 0;
-            self.page_flags[page as usize] = 0;
+            let pinned = self.pte[page as usize] & F_PINNED != 0;
+            self.pte[page as usize] &= PTE_TIER;
             if pinned {
                 continue;
             }
@@ -1743,7 +1767,7 @@ impl Machine {
         }
         let d = self.make_dist(pi, group, phase)?;
         if self.dists[d].users == 0 {
-            self.dists[d].recompute_mass_from(&self.page_tier, NONE);
+            self.dists[d].recompute_mass_from(&self.pte, PTE_TIER, PTE_NONE);
         }
         if self.dists[d].users == 0 {
             self.dists_started.push(d);
@@ -2478,7 +2502,7 @@ impl Machine {
         let mut look = self.rng_sample.clone();
         let one_by_one = self.modes().sample_one_by_one;
         if !one_by_one {
-            let page_tier = &self.page_tier;
+            let pte = &self.pte;
             draw_ahead(
                 &plan,
                 &self.dists,
@@ -2486,7 +2510,7 @@ impl Machine {
                 None,
                 |n| counts.push(n),
                 |p, r, tail| {
-                    memory::prefetch(&page_tier[p as usize]);
+                    memory::prefetch(&pte[p as usize]);
                     ahead.push(DrawnAhead {
                         page: p,
                         region: r as u32,
@@ -2515,7 +2539,7 @@ impl Machine {
                     let mut tries = 0;
                     if follows {
                         let a = &ahead[next_draw];
-                        let t = self.page_tier[a.page as usize];
+                        let t = pte_tier(self.pte[a.page as usize]);
                         tries = 1;
                         if usable(t) {
                             page = Some((a.page, t, dist.regions[a.region as usize].prefetched));
@@ -2530,7 +2554,7 @@ impl Machine {
                     }
                     while page.is_none() && tries < 64 {
                         let (p, r) = dist.sample_region(&mut self.rng_sample);
-                        let t = self.page_tier[p as usize];
+                        let t = pte_tier(self.pte[p as usize]);
                         if usable(t) {
                             page = Some((p, t, dist.regions[r].prefetched));
                         }
@@ -2642,11 +2666,11 @@ impl Machine {
     /// node, so that is tier 0; it matters only where the top tier is scanned at all (Colloid's
     /// COLLOID bit, `ScanTiers::All`).
     fn mark(&mut self, page: u32, tiers: ScanTiers, at: f64, cpu_node_skip: bool) -> bool {
-        let t = self.page_tier[page as usize];
+        let t = pte_tier(self.pte[page as usize]);
         if t == NONE || (t == 0 && (tiers == ScanTiers::SlowOnly || cpu_node_skip)) {
             return false;
         }
-        let f = &mut self.page_flags[page as usize];
+        let f = &mut self.pte[page as usize];
         if *f & F_MARKED != 0 {
             return false;
         }
@@ -2781,8 +2805,8 @@ impl Machine {
         }
         let now = self.now_ns;
         for (page, mark, need) in moved {
-            if self.page_flags[page as usize] & F_MARKED == 0
-                || self.page_tier[page as usize] == NONE
+            if self.pte[page as usize] & F_MARKED == 0
+                || self.pte[page as usize] & PTE_TIER == PTE_NONE
             {
                 continue;
             }
@@ -3065,8 +3089,8 @@ impl Machine {
                 continue;
             }
             let pi = self.proc_of(page);
-            if self.page_flags[page as usize] & F_MARKED == 0
-                || self.page_tier[page as usize] == NONE
+            if self.pte[page as usize] & F_MARKED == 0
+                || self.pte[page as usize] & PTE_TIER == PTE_NONE
             {
                 continue;
             }
@@ -3083,7 +3107,7 @@ impl Machine {
                 }
                 continue;
             }
-            self.page_flags[page as usize] &= !F_MARKED;
+            self.pte[page as usize] &= !F_MARKED;
             let mut best = None;
             let mut total = 0.0;
             let on_path = policy.is_some();
@@ -3108,14 +3132,14 @@ impl Machine {
             if best.is_none() && any_busy {
                 // every thread that touches the page is in a fault: the first one out takes it,
                 // after the faults that already wait for one of them
-                self.page_flags[page as usize] |= F_MARKED;
+                self.pte[page as usize] |= F_MARKED;
                 self.defer_fault(pi, page, mark, at);
                 continue;
             }
             let Some(ti) = best else {
                 // Its threads all stalled this epoch: the page stays marked and faults at their
                 // next access (one phase counts it at once; several wait for dist_gen).
-                self.page_flags[page as usize] |= F_MARKED;
+                self.pte[page as usize] |= F_MARKED;
                 self.stalled_marked.push((page, mark, 0.0));
                 continue;
             };
@@ -3412,8 +3436,8 @@ impl Machine {
         let mut taken = None;
         while k < self.procs[pi].pending.len() {
             let (page, mark) = self.procs[pi].pending[k];
-            if self.page_flags[page as usize] & F_MARKED == 0
-                || self.page_tier[page as usize] == NONE
+            if self.pte[page as usize] & F_MARKED == 0
+                || self.pte[page as usize] & PTE_TIER == PTE_NONE
             {
                 self.procs[pi].pending.remove(k);
                 continue;
@@ -3426,7 +3450,7 @@ impl Machine {
             k += 1;
         }
         if let Some((page, mark)) = taken {
-            self.page_flags[page as usize] &= !F_MARKED;
+            self.pte[page as usize] &= !F_MARKED;
             self.take_fault(ti, page, mark, at, cost, policy);
             if !self.procs[pi].pending.is_empty() {
                 self.queue_resume(ti, at);
@@ -3447,7 +3471,7 @@ impl Machine {
         policy: Option<&mut (dyn Policy + 'p)>,
     ) {
         let pi = self.proc_of(page);
-        let tier = self.page_tier[page as usize];
+        let tier = pte_tier(self.pte[page as usize]);
         let tid = self.threads[ti].tid;
         // vma_set_access_pid_bit (the fault path's numa_migrate_check)
         {
@@ -3535,7 +3559,7 @@ impl Machine {
     ) {
         let i = page as usize;
         if self.last_fault_tid.len() <= i {
-            self.last_fault_tid.resize(self.page_tier.len());
+            self.last_fault_tid.resize(self.pte.len());
         }
         // The moved folio's cpupid is reset (folio_migrate_flags on a top-tier target).
         let last = self
@@ -3643,7 +3667,7 @@ impl Machine {
         start_ns: f64,
     ) -> (MigrationResult, f64) {
         let pid = PageId(page as u64);
-        let from = self.page_tier.get(page as usize).copied().unwrap_or(NONE);
+        let from = self.page_tier(page as usize);
         let res = |outcome, remap| MigrationResult {
             page: pid,
             from: if from == NONE { to } else { from },
@@ -3658,7 +3682,7 @@ impl Machine {
             return (res(MigrationOutcome::AlreadyThere, false), 0.0);
         }
         let pi = self.proc_of(page);
-        if !self.procs[pi].migration_enabled || self.page_flags[page as usize] & F_PINNED != 0 {
+        if !self.procs[pi].migration_enabled || self.pte[page as usize] & F_PINNED != 0 {
             return (res(MigrationOutcome::Refused, false), 0.0);
         }
         let now = self.now_ns;
@@ -3729,7 +3753,7 @@ impl Machine {
     }
 
     fn after_move(&mut self, page: u32, pi: usize, from: TierId, to: TierId) {
-        let f = &mut self.page_flags[page as usize];
+        let f = &mut self.pte[page as usize];
         let p = &mut self.procs[pi];
         if to < from {
             p.promotions += 1;
@@ -3827,7 +3851,7 @@ impl Machine {
                     keep_shadow,
                 } => {
                     let pg = page.0 as u32;
-                    if page.0 >= self.page_tier.len() as u64 || to as usize >= self.ntiers {
+                    if page.0 >= self.pte.len() as u64 || to as usize >= self.ntiers {
                         self.sync_results.push(MigrationResult {
                             page,
                             from: to,
@@ -3875,7 +3899,7 @@ impl Machine {
                         }
                         MigrateMode::Async | MigrateMode::Transactional => {
                             if self.queue.len() >= MAX_QUEUE {
-                                let from = self.page_tier[pg as usize];
+                                let from = pte_tier(self.pte[pg as usize]);
                                 self.sync_results.push(MigrationResult {
                                     page,
                                     from,
@@ -3947,10 +3971,7 @@ impl Machine {
                     }
                 }
                 Action::Refuse { page, to } => {
-                    let from = self
-                        .page_tier
-                        .get(page.0 as usize)
-                        .copied()
+                    let from = Some(self.page_tier(page.0 as usize))
                         .filter(|&t| t != NONE)
                         .unwrap_or(to);
                     self.sync_result(MigrationResult {
@@ -3962,7 +3983,7 @@ impl Machine {
                     });
                 }
                 Action::BindRange { first, pages, tier } => {
-                    let n = self.page_tier.len();
+                    let n = self.pte.len();
                     if self.page_bind.len() < n {
                         self.page_bind.resize(n, NONE);
                     }
@@ -3992,7 +4013,7 @@ impl Machine {
     /// counts equal the pages (plus shadows) in each tier, no tier over capacity.
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
         let mut count = vec![0u64; self.ntiers];
-        for &t in &self.page_tier {
+        for t in self.pte.iter().map(|&e| pte_tier(e)) {
             if t != NONE {
                 count[t as usize] += 1;
             }
@@ -4017,7 +4038,7 @@ impl Machine {
         for p in &self.procs {
             let n: u64 = p.resident.iter().sum();
             let live: u64 = (p.base..p.base + p.pages)
-                .filter(|&pg| self.page_tier[pg as usize] != NONE)
+                .filter(|&pg| self.pte[pg as usize] & PTE_TIER != PTE_NONE)
                 .count() as u64;
             if n != live {
                 return Err(format!(
@@ -4032,7 +4053,7 @@ impl Machine {
 
 impl Mechanism for Machine {
     fn tier_of(&self, page: PageId) -> Option<TierId> {
-        let t = *self.page_tier.get(page.0 as usize)?;
+        let t = pte_tier(*self.pte.get(page.0 as usize)?);
         (t != NONE).then_some(t)
     }
 
@@ -4070,7 +4091,7 @@ impl Machine {
         self.test_clock = self.test_clock.max(at);
         for p in pages {
             let i = p.0 as usize;
-            if i >= self.page_tier.len() || self.page_tier[i] == NONE {
+            if i >= self.pte.len() || self.pte[i] & PTE_TIER == PTE_NONE {
                 out.push(false);
                 continue;
             }
@@ -4079,9 +4100,9 @@ impl Machine {
             if at - t0 <= 0.0 {
                 self.access_tests.at_dt0 += 1;
             }
-            if self.page_flags[i] & F_YOUNG != 0 {
+            if self.pte[i] & F_YOUNG != 0 {
                 // the first test after the first touch: the fault's own access
-                self.page_flags[i] &= !F_YOUNG;
+                self.pte[i] &= !F_YOUNG;
                 out.push(true);
             } else {
                 let (swept, seen) = self.touches_for_test(i as u32, t0, at);
@@ -4651,8 +4672,7 @@ mod tests {
             for _ in 0..5 {
                 a.step().unwrap();
                 b.step().unwrap();
-                assert_eq!(a.page_tier, b.page_tier, "{name}");
-                assert_eq!(a.page_flags, b.page_flags, "{name}");
+                assert_eq!(a.pte, b.pte, "{name}");
                 assert_eq!(a.used, b.used, "{name}");
                 let ev = |m: &Machine| -> Vec<(u64, u32, u8)> {
                     m.tel

@@ -84,7 +84,7 @@ pub fn run(exp: &Experiment, spec: &str, truth_ms: f64) -> Result<PactEval> {
                 last.resize(i + 1, None);
             }
             last[i] = Some((pac, samples));
-            if i >= m.page_tier.len() || m.page_tier[i] != SLOW {
+            if m.page_tier(i) != SLOW {
                 continue;
             }
             if truth.len() <= i {

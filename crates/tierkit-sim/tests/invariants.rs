@@ -92,8 +92,8 @@ fn first_touch_fills_the_fast_tier_then_spills() {
     assert_eq!(m.used[0], m.cap[0], "fast tier full");
     assert_eq!(m.used[0] + m.used[1], 768, "3 MiB of 4 KiB pages");
     // the first object's pages are the ones in the fast tier
-    assert_eq!(m.page_tier[0], 0);
-    assert_eq!(m.page_tier[767], 1);
+    assert_eq!(m.page_tier(0), 0);
+    assert_eq!(m.page_tier(767), 1);
     m.check_invariants().unwrap();
 }
 
@@ -159,7 +159,7 @@ fn mechanisms_fire_promotion_shadow_remap_faults_partition() {
             (700, MigrationOutcome::Done, false)
         ]
     );
-    assert_eq!(m.page_tier[700], 0);
+    assert_eq!(m.page_tier(700), 0);
     m.check_invariants().unwrap();
     // Page 700 is never written, so its shadow stays clean: the demotion is a remap.
     let mut acts = vec![Action::Migrate {
