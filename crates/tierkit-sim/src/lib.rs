@@ -6,6 +6,7 @@
 //! `tierkit-policies` see only [`tierkit_core::Telemetry`].
 
 pub mod calibrate;
+mod clear_times;
 pub mod config;
 pub mod curve;
 pub mod dist;

@@ -12,6 +12,7 @@ use tierkit_core::rng::Rng;
 use tierkit_core::telemetry::*;
 use tierkit_core::{Backend, Mechanism, PageEvents, PageId, Policy, TelemetryNeeds, TierId};
 
+use crate::clear_times::ClearTimes;
 use crate::dist::{between, Dist, Region};
 use crate::error::{Result, SimError};
 use crate::minqueue::MinQueue;
@@ -397,7 +398,10 @@ pub struct Machine {
     page_bind: Vec<u8>,
     /// When each page's accessed bit was last cleared (ns): by a test, or its allocation (after
     /// which the bit is set all the same: `F_YOUNG`).
-    last_clear: Vec<f64>,
+    last_clear: ClearTimes,
+    /// An error the accessed-bit table met inside a test (growing from 6 bytes a page to 8, see
+    /// [`ClearTimes`]), reported by the next step.
+    clear_times_error: Option<SimError>,
     /// Tests only: the plain forms of the fast paths, to check them against.
     #[cfg(test)]
     modes: TestModes,
@@ -722,7 +726,7 @@ impl Machine {
         let pages = exp.footprint_pages();
         let mut per_page = PAGE_TABLE_BYTES;
         if needs.accessed_bits {
-            per_page += std::mem::size_of::<f64>() as u64;
+            per_page += ClearTimes::bytes_per_page(Self::packs_clear_times(exp));
         }
         if needs.bind_ranges {
             per_page += std::mem::size_of::<u8>() as u64;
@@ -800,6 +804,11 @@ impl Machine {
         }
     }
 
+    /// Whether a run of `exp` keeps its accessed-bit clear times in 6 bytes a page (whole ns).
+    fn packs_clear_times(exp: &Experiment) -> bool {
+        ClearTimes::packs(exp.epoch_ms * 1e6, exp.duration_s * 1e9)
+    }
+
     /// The memory this machine's tables hold now (their capacities), part by part.
     pub fn allocated_bytes(&self) -> MachineMemory {
         let cap = |n: usize, each: usize| (n * each) as u64;
@@ -808,7 +817,7 @@ impl Machine {
         MachineMemory {
             page_table: cap(self.pte.capacity(), 1)
                 + cap(self.page_bind.capacity(), 1)
-                + cap(self.last_clear.capacity(), 8)
+                + self.last_clear.capacity_bytes()
                 + self.last_fault_tid.capacity_bytes(),
             events: self.tel.allocated.capacity_bytes() + self.tel.freed.capacity_bytes(),
             dists: self.dists.iter().map(Dist::bytes).sum(),
@@ -977,10 +986,11 @@ impl Machine {
                 Vec::new()
             },
             last_clear: if keep_clear_times {
-                memory::filled(total, 0.0, "the accessed-bit table")?
+                ClearTimes::zeroed(total, Self::packs_clear_times(exp))?
             } else {
-                Vec::new()
+                ClearTimes::none()
             },
+            clear_times_error: None,
             last_fault_tid: FaultOwners::new(
                 if needs.hint_faults { total } else { 0 },
                 FaultOwners::width_for(exp),
@@ -1439,7 +1449,7 @@ impl Machine {
         p.objects[oi].resident[t] += kk;
         self.pte[lo..hi].fill(tt | F_YOUNG);
         if !self.last_clear.is_empty() {
-            self.last_clear[lo..hi].fill(self.now_ns);
+            self.last_clear.fill(lo..hi, self.now_ns)?;
         }
         let Machine { procs, dists, .. } = self;
         for &d in procs[pi].dist_of.values() {
@@ -1572,8 +1582,8 @@ impl Machine {
             self.set_tier(page, Some(t));
             let e = &mut self.pte[page as usize];
             *e = (*e & PTE_TIER) | F_PINNED | F_YOUNG;
-            if let Some(c) = self.last_clear.get_mut(page as usize) {
-                *c = now;
+            if (page as usize) < self.last_clear.len() {
+                self.last_clear.set(page as usize, now)?;
             }
             return Ok(());
         }
@@ -1602,8 +1612,8 @@ impl Machine {
             self.set_tier(page, Some(t));
             let e = &mut self.pte[page as usize];
             *e = (*e & PTE_TIER) | F_YOUNG;
-            if let Some(c) = self.last_clear.get_mut(page as usize) {
-                *c = now;
+            if (page as usize) < self.last_clear.len() {
+                self.last_clear.set(page as usize, now)?;
             }
             self.tel.allocated.push(PageEvent {
                 page: PageId(page as u64),
@@ -2134,6 +2144,9 @@ impl Machine {
     /// [`Machine::step`], handing each hint fault to `policy` at its instant when it takes them
     /// so ([`Machine::fault_path`]).
     pub fn step_with<'p>(&mut self, policy: Option<&mut (dyn Policy + 'p)>) -> Result<()> {
+        if let Some(e) = self.clear_times_error.take() {
+            return Err(e);
+        }
         if self.undeclared_accessed_bits {
             return Err(SimError::Config {
                 at: "policy".into(),
@@ -4095,7 +4108,7 @@ impl Machine {
                 out.push(false);
                 continue;
             }
-            let t0 = self.last_clear[i];
+            let t0 = self.last_clear.get(i);
             self.access_tests.tests += 1;
             if at - t0 <= 0.0 {
                 self.access_tests.at_dt0 += 1;
@@ -4114,7 +4127,9 @@ impl Machine {
                     None => self.rng_bits.chance(1.0 - (-seen).exp()),
                 });
             }
-            self.last_clear[i] = self.last_clear[i].max(at);
+            if let Err(e) = self.last_clear.set(i, t0.max(at)) {
+                self.clear_times_error.get_or_insert(e);
+            }
         }
     }
 }
@@ -4514,11 +4529,21 @@ mod tests {
         assert_eq!(yes.last_clear.len() as u64, exp.footprint_pages());
         assert!(no.last_clear.is_empty());
         let per_page = |m: &Machine| m.allocated_bytes().page_table / exp.footprint_pages();
-        assert_eq!(per_page(&yes), per_page(&no) + 8);
+        // whole-ns instants: 6 bytes a page; an epoch that is not a whole number of ns keeps f64s
+        assert_eq!(per_page(&yes), per_page(&no) + 6);
+        assert!(yes.last_clear.is_packed());
+        let odd = crate::load(
+            "gups-hotset",
+            &[sets.clone(), vec!["epoch_ms=0.0123456".to_string()]].concat(),
+            Some(3),
+        )
+        .unwrap();
+        let wide = Machine::with_needs(&odd, false, &declared).unwrap();
+        assert!(!wide.last_clear.is_empty() && !wide.last_clear.is_packed());
         let est = |n: &TelemetryNeeds| Machine::memory_bytes(&exp, n).page_table;
         assert_eq!(
             est(&declared),
-            est(&TelemetryNeeds::default()) + 8 * exp.footprint_pages()
+            est(&TelemetryNeeds::default()) + 6 * exp.footprint_pages()
         );
         for m in [&mut yes, &mut no] {
             m.step().unwrap();
@@ -4695,13 +4720,7 @@ mod tests {
                         .collect()
                 };
                 assert_eq!(bits(&a), bits(&b), "{name}");
-                assert!(
-                    a.last_clear
-                        .iter()
-                        .zip(&b.last_clear)
-                        .all(|(x, y)| x.to_bits() == y.to_bits()),
-                    "{name}"
-                );
+                assert_eq!(a.last_clear.bits(), b.last_clear.bits(), "{name}");
             }
             assert!(a.used[0] == a.cap[0], "{name}: the fast tier fills");
         }
