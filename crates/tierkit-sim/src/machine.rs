@@ -2375,9 +2375,12 @@ impl Machine {
                 });
             }
             if th.work_left.is_some_and(|w| w <= 1e-9) {
-                self.now_ns += run_ns; // finish time inside the epoch
+                // the finish time inside the epoch; the clock is then restored as it was
+                // (adding and subtracting `run_ns` could leave it off by an ulp, off whole ns)
+                let now = self.now_ns;
+                self.now_ns += run_ns;
                 self.finish_thread(ti);
-                self.now_ns -= run_ns;
+                self.now_ns = now;
             }
         }
         for t in 0..nt {
