@@ -168,3 +168,34 @@ def test_sweep_file_keys_get_a_did_you_mean(tk: Tk, tmp_path: Path) -> None:
     with pytest.raises(tierkit.TierkitError, match=r"unknown key `colour`; expected") as err:
         sweeps.expand({"experiments": ["gups-hotset"], "colour": 1})
     assert "did you mean" not in str(err.value)
+
+
+def test_a_failed_command_leaves_no_output_directory_it_made(tk: Tk, tmp_path: Path) -> None:
+    # made for the run, then the run is refused: the directories it made go again
+    proc = tk("run", "gups-hotset", "--policy", "nosuch", "--out", str(tmp_path / "new" / "a" / "b"))
+    assert proc.returncode == 2, proc.stderr
+    assert not (tmp_path / "new").exists()
+    proc = tk(
+        "validate",
+        "kernel",
+        "--scenario",
+        "press",
+        "--recording",
+        str(tierkit_data("kernel_nbt_612.json")),
+        "-o",
+        str(tmp_path / "v"),
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert not (tmp_path / "v").exists()
+    # a directory that was there before stays, and so does a successful run's
+    (tmp_path / "old").mkdir()
+    proc = tk("run", "gups-hotset", "--set", "threads=0", "--out", str(tmp_path / "old"))
+    assert proc.returncode == 2
+    assert (tmp_path / "old").is_dir()
+    proc = tk("run", "gups-hotset", "--set", "duration_s=0.1", "--out", str(tmp_path / "ok"))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "ok" / "summary.json").exists()
+
+
+def tierkit_data(name: str) -> Path:
+    return Path(tierkit.__file__).parent / "data" / name

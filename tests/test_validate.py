@@ -1095,6 +1095,9 @@ def test_validate_kernel_refuses_bad_recording_lists_before_writing(
             "--record: records one",
         ),
         (["--recording", str(DEFAULT_RECORDING), "--recording", str(tmp_path / "no.json")], "does not exist"),
+        # found only once the comparison starts: the directory it made is removed again
+        (["--scenario", "press", "--recording", str(DEFAULT_RECORDING)], "not an nbtpress recording"),
+        (["--seed", "-3"], "argument --seed: `-3` is out of range"),
     ]
     for k, (extra, message) in enumerate(cases):
         out = tmp_path / f"o{k}"

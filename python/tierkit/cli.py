@@ -826,7 +826,7 @@ def build_parser() -> Parser:
         " vCPU (kswapd_shares_cpu: back-to-back aging walks see no access between them); default:"
         " kswapd has a CPU of its own",
     )
-    val.add_argument("--seed", type=int, default=1, help="the simulation's seed (default 1)")
+    val.add_argument("--seed", type=_seed, default=1, metavar="N", help="the simulation's seed (default 1)")
     val.add_argument("--json", action="store_true", help="print the comparison as one JSON object on stdout")
     _add_trace_sweep_report(sub, formatter)
     return parser
@@ -1155,15 +1155,40 @@ def _quiet_progress(done: float, total: float) -> None:
     """Passed when no bar is drawn, so that Ctrl-C is noticed during a long run."""
 
 
+# Output directories this command created, each with the topmost directory it had to create:
+# removed again, where still empty, when the command fails (no output left behind by an error).
+_MADE_OUT_DIRS: list[tuple[Path, Path]] = []
+
+
 def _check_out_dir(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise CliError(f"--out `{out}` exists and is not a directory")
+    top = out
+    while not top.parent.exists() and top.parent != top:
+        top = top.parent
+    made = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise CliError(f"cannot create --out directory `{out}`: {err.strerror or err}") from None
+    if made:
+        _MADE_OUT_DIRS.append((out, top))
     if not os.access(out, os.W_OK):
         raise CliError(f"--out directory `{out}` is not writable")
+
+
+def _remove_empty_made_dirs() -> None:
+    """After a failed command: the output directories it created and left empty go again."""
+    while _MADE_OUT_DIRS:
+        d, top = _MADE_OUT_DIRS.pop()
+        while True:
+            try:
+                d.rmdir()  # only an empty directory
+            except OSError:
+                break
+            if d == top:
+                break
+            d = d.parent
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -1454,10 +1479,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    import json
-
     import tierkit
-    from tierkit.validate import SCENARIOS, ValidationError, record, validate_kernel, with_params
+    from tierkit.validate import ValidationError, with_params
 
     out = args.out or Path("validate-kernel")
     try:
@@ -1485,9 +1508,29 @@ def cmd_validate(args: argparse.Namespace) -> int:
         loaded = [] if args.record else [load_recording(path) for path in recordings]
     except ValidationError as err:
         raise CliError(str(err)) from None
+    made = not out.exists()
     _check_out_dir(out)
-    if len(recordings) > 1:
-        return _validate_many(args, out, recordings, loaded)
+    try:
+        if len(recordings) > 1:
+            return _validate_many(args, out, recordings, loaded)
+        return _validate_one(args, out, recordings, loaded)
+    except BaseException:
+        # a directory this command made holds nothing of use after a failure (no partial output),
+        # unless it holds a guest recording --record made, which is kept
+        if made and not (out / "recording.json").exists():
+            import shutil
+
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def _validate_one(
+    args: argparse.Namespace, out: Path, recordings: list[Path], loaded: list[dict[str, Any]]
+) -> int:
+    import json
+
+    from tierkit.validate import SCENARIOS, ValidationError, record, validate_kernel
+
     recording = recordings[0] if recordings else None
     try:
         if args.record:
@@ -1606,8 +1649,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     saved = os.environ.get("TIERKIT_NO_CACHE")
     if getattr(args, "no_cache", False):
         os.environ["TIERKIT_NO_CACHE"] = "1"
+    succeeded = False
     try:
-        return COMMANDS[args.command](args)
+        status = COMMANDS[args.command](args)
+        succeeded = True
+        return status
     except (TierkitError, CliError) as err:
         fail(str(err))
     except KeyboardInterrupt:
@@ -1636,6 +1682,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             EXIT_INTERNAL,
         )
     finally:
+        if not succeeded:
+            _remove_empty_made_dirs()
         if saved is None:
             os.environ.pop("TIERKIT_NO_CACHE", None)
         else:
