@@ -196,6 +196,14 @@ pub const P_KSWAPD_WAKE_DELAY: ParamDef = ParamDef {
     unit: "us",
     doc: "how long kswapd, woken by a promotion that found the fast node short of free pages (wakeup_kswapd), waits for a CPU before it reclaims: 0 where it has an idle CPU of its own; on a CPU the faulting threads keep busy the scheduler runs it only when the running thread's slice ends (EEVDF's RUN_TO_PARITY, checked at the tick), up to a tick later. `tierkit validate kernel` sets it for the one-vCPU guest's recordings (docs/validation.md, section 1t); not a kernel knob",
 };
+/// kswapd's own time for the pages it demotes.
+pub const P_KSWAPD_DEMOTE: ParamDef = ParamDef {
+    name: "kswapd_demote_us",
+    kind: ParamKind::Float { min: 0.0, max: 1e6 },
+    default: "0",
+    unit: "us per 4 KiB",
+    doc: "kswapd's own time per 4 KiB it demotes: shrink_folio_list migrates its demotions itself (demote_folio_list, migrate_pages), so a run that reclaims lasts as long as its copies, and the workload runs meanwhile; 0: the copies take none of kswapd's time (the migration's cost stays the machine's either way). The QEMU guest's kswapd takes about 50 us (docs/validation.md, section 1y, with kswapd_scan_per_ms=307); not a kernel knob",
+};
 /// Whether hint faults are decided one at a time at their instants (the fault path).
 pub const P_FAULT_PATH: ParamDef = ParamDef {
     name: "fault_path",
@@ -1231,6 +1239,8 @@ pub struct Kswapd {
     pub mm_tables: bool,
     /// `lru_gen_mm_switch_ms` in ns (0: every walk walks every process).
     pub mm_switch_ns: u64,
+    /// kswapd's own time per 4 KiB it demotes (`kswapd_demote_us`), ns.
+    pub demote_ns: u64,
     /// The processes' address spaces (page-id ranges, by start), the telemetry's objects
     /// grouped by pid; empty: one address space.
     mms: Vec<MmSpan>,
@@ -1517,7 +1527,9 @@ impl Kswapd {
                 self.pass_left = r.nr_to_reclaim.max(1);
             }
             let on_lru = lru.len(r.tier, false) + lru.len(r.tier, true);
-            if scanned >= r.max_scan || on_lru == 0 {
+            // the pages examined and the demotions' copies (`kswapd_demote_us`), in pages' time
+            let work = scanned as f64 + self.demote_cost(r, demoted);
+            if work >= r.max_scan as f64 || on_lru == 0 {
                 break;
             }
             if self.run_len == 0 {
@@ -1527,16 +1539,10 @@ impl Kswapd {
             }
             let mut n = 0;
             if self.inactive_low(lru, r.tier, r.page_bytes) {
-                n += self.shrink_active(lru, mech, r.tier, r.test_at(scanned as f64));
+                n += self.shrink_active(lru, mech, r.tier, r.test_at(work));
             }
-            let (ni, d) = self.shrink_inactive(
-                lru,
-                mech,
-                out,
-                r.tier,
-                r.target,
-                r.test_at((scanned + n) as f64),
-            );
+            let (ni, d) =
+                self.shrink_inactive(lru, mech, out, r.tier, r.target, r.test_at(work + n as f64));
             n += ni;
             scanned += n;
             demoted += d;
@@ -1565,7 +1571,8 @@ impl Kswapd {
         self.scanned += scanned;
         self.demotions += demoted;
         if scanned > 0 {
-            let end = r.start_ns + (scanned as f64 * r.ns_per_page) as u64;
+            let work = scanned as f64 + self.demote_cost(r, demoted);
+            let end = r.start_ns + (work * r.ns_per_page) as u64;
             mech.kernel_ran(r.start_ns, end);
             self.clock_ns = self.clock_ns.max(end);
         }
@@ -1641,7 +1648,8 @@ impl Kswapd {
                 }
                 NrToScan::Scan(nr) => {
                     let (delta, isolated, d, c) = self.evict(lru, mech, out, r, cost);
-                    cost += c;
+                    // the demotions' copies, which shrink_folio_list makes itself
+                    cost += c + self.demote_cost(r, d);
                     // pgscan_kswapd counts the isolated pages (scan_folios)
                     self.scanned += isolated;
                     demoted += d;
@@ -1681,6 +1689,14 @@ impl Kswapd {
     /// and the end of the run. Returns true when a run ended without reclaiming: kswapd starts
     /// the next one in the next step (it would rerun balance_pgdat at once, with nothing new
     /// to find).
+    /// kswapd's time for `demoted` demotions' copies, in units of its time per examined page.
+    fn demote_cost(&self, r: &Reclaim, demoted: u64) -> f64 {
+        if self.demote_ns == 0 {
+            return 0.0;
+        }
+        (demoted * r.per_page()) as f64 * self.demote_ns as f64 / r.ns_per_page
+    }
+
     fn end_pass(&mut self, r: &Reclaim, demoted: u64) -> bool {
         self.in_pass = false;
         self.run_reclaimed += self.pass_reclaimed;
@@ -2240,6 +2256,7 @@ impl Tiering {
         t.kswapd.mm_tables = p.bool("lru_gen_mm_tables");
         t.kswapd.mm_switch_ns = (p.float("lru_gen_mm_switch_ms") * 1e6).round() as u64;
         t.wake_delay_ns = (p.float("kswapd_wake_delay_us") * 1e3).round() as u64;
+        t.kswapd.demote_ns = (p.float("kswapd_demote_us") * 1e3).round() as u64;
         t
     }
 
@@ -3235,6 +3252,62 @@ pub(crate) mod tests {
             "one zone: {one_zone}"
         );
         assert!(dma >= 512, "with the DMA zone: {dma}");
+    }
+
+    #[test]
+    fn kswapds_own_demotion_time_spreads_a_reclaim_over_more_steps() {
+        // kswapd_demote_us: each 4 KiB it demotes costs kswapd that much of its time, so with a
+        // step's budget of 1 ms (1000 pages at 1 us) a run that must free 512 idle pages takes
+        // one step at 0 us and about six at 10 us (512 copies of 10 us), on either LRU; the
+        // pages it demotes are the same ones, in the same order
+        for gens in [false, true] {
+            let run = |demote_ns: u64| {
+                let n = 4096u64;
+                let mut lru = Lru::new().with_gens(gens);
+                for p in 0..n {
+                    lru.add(PageId(p), FAST);
+                }
+                let mut mech = HotWhere(|_| false);
+                let mut k = Kswapd {
+                    demote_ns,
+                    ..Kswapd::default()
+                };
+                let mut out = Vec::new();
+                let mut steps = 0u64;
+                let mut free = 0u64;
+                while steps < 100 {
+                    let r = Reclaim {
+                        free,
+                        wake_below: 1,
+                        start_ns: steps * 1_000_000,
+                        nr_to_reclaim: 512,
+                        zones_can_pass: true,
+                        ..gen_reclaim(free, 512, 1000)
+                    };
+                    free += k.run(&mut lru, &mut mech, &mut out, &r);
+                    steps += 1;
+                    if !k.awake {
+                        break;
+                    }
+                }
+                lru.check().unwrap();
+                (steps, demoted(&out), k.clock_ns)
+            };
+            let (fast, slow) = (run(0), run(10_000));
+            assert!(fast.1.len() >= 512 && slow.1.len() >= 512, "gens {gens}");
+            assert_eq!(fast.1[..512], slow.1[..512], "gens {gens}: the same pages");
+            assert!(fast.0 <= 2, "gens {gens}: {} steps at 0 us", fast.0);
+            assert!(
+                (5..=8).contains(&slow.0),
+                "gens {gens}: {} steps at 10 us",
+                slow.0
+            );
+            assert!(
+                slow.2 >= 5_000_000,
+                "gens {gens}: kswapd's clock {}",
+                slow.2
+            );
+        }
     }
 
     #[test]

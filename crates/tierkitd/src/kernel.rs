@@ -171,6 +171,11 @@ pub fn wanted(spec: &str) -> Result<Vec<Want>> {
                     "kswapd_wake_delay_us is the simulator's model of when kswapd gets a CPU; on a real host the scheduler decides; drop it".into(),
                 ))
             }
+            "kswapd_demote_us" => {
+                return Err(unsupported(
+                    "kswapd_demote_us is the simulator's model of how long kswapd's own demotions take; on a real host they take what they take; drop it".into(),
+                ))
+            }
             // what the kernel does for an exec'd program (task_numa_work arms numa_next_scan
             // first): nothing to set; the older model of the simulator is not the kernel
             "first_window" if v == "exec" => continue,
@@ -1208,6 +1213,8 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("the scheduler decides"), "{e}");
+        let e = wanted("nbt:kswapd_demote_us=50").unwrap_err().to_string();
+        assert!(e.contains("take what they take"), "{e}");
         // the kernel's own first window is accepted, with nothing to set; the older model not
         assert_eq!(
             wanted("nbt:first_window=exec").unwrap(),
