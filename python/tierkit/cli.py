@@ -1650,6 +1650,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "no_cache", False):
         os.environ["TIERKIT_NO_CACHE"] = "1"
     succeeded = False
+    _MADE_OUT_DIRS.clear()
     try:
         status = COMMANDS[args.command](args)
         succeeded = True
@@ -1684,6 +1685,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if not succeeded:
             _remove_empty_made_dirs()
+        _MADE_OUT_DIRS.clear()
         if saved is None:
             os.environ.pop("TIERKIT_NO_CACHE", None)
         else:
