@@ -15,6 +15,7 @@ import pytest
 
 import tierkit
 from tierkit import cli, demo, sweeps
+from tierkit.validate import DEFAULT_RECORDING
 
 Tk = Callable[..., subprocess.CompletedProcess[str]]
 TRACES = Path(__file__).resolve().parents[1] / "examples" / "traces"
@@ -181,7 +182,7 @@ def test_a_failed_command_leaves_no_output_directory_it_made(tk: Tk, tmp_path: P
         "--scenario",
         "press",
         "--recording",
-        str(tierkit_data("kernel_nbt_612.json")),
+        str(DEFAULT_RECORDING),
         "-o",
         str(tmp_path / "v"),
     )
@@ -195,7 +196,3 @@ def test_a_failed_command_leaves_no_output_directory_it_made(tk: Tk, tmp_path: P
     proc = tk("run", "gups-hotset", "--set", "duration_s=0.1", "--out", str(tmp_path / "ok"))
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "ok" / "summary.json").exists()
-
-
-def tierkit_data(name: str) -> Path:
-    return Path(tierkit.__file__).parent / "data" / name

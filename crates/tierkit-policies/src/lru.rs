@@ -1685,10 +1685,6 @@ impl Kswapd {
         demoted
     }
 
-    /// The end of a kswapd_shrink_node pass: balance_pgdat's priority step, its balanced check
-    /// and the end of the run. Returns true when a run ended without reclaiming: kswapd starts
-    /// the next one in the next step (it would rerun balance_pgdat at once, with nothing new
-    /// to find).
     /// kswapd's time for `demoted` demotions' copies, in units of its time per examined page.
     fn demote_cost(&self, r: &Reclaim, demoted: u64) -> f64 {
         if self.demote_ns == 0 {
@@ -1697,6 +1693,10 @@ impl Kswapd {
         (demoted * r.per_page()) as f64 * self.demote_ns as f64 / r.ns_per_page
     }
 
+    /// The end of a kswapd_shrink_node pass: balance_pgdat's priority step, its balanced check
+    /// and the end of the run. Returns true when a run ended without reclaiming: kswapd starts
+    /// the next one in the next step (it would rerun balance_pgdat at once, with nothing new
+    /// to find).
     fn end_pass(&mut self, r: &Reclaim, demoted: u64) -> bool {
         self.in_pass = false;
         self.run_reclaimed += self.pass_reclaimed;

@@ -44,6 +44,18 @@ fn pte_tier(e: u8) -> u8 {
     }
 }
 
+/// Whether a page-table entry holds an allocated page.
+#[inline]
+fn pte_present(e: u8) -> bool {
+    e & PTE_TIER != PTE_NONE
+}
+
+/// Whether a page-table entry holds an allocated page still marked for a hint fault.
+#[inline]
+fn pte_marked(e: u8) -> bool {
+    e & F_MARKED != 0 && pte_present(e)
+}
+
 /// `e` with its tier set to `t` ([`NONE`]: not allocated), its flags kept.
 #[inline]
 fn pte_with_tier(e: u8, t: u8) -> u8 {
@@ -638,8 +650,8 @@ impl FaultOwners {
 }
 
 /// Bytes per page of the arrays every machine allocates: the page-table entry, tier and flags
-/// in one byte (the last accessed-bit clear, 8 B more, only for policies that test accessed
-/// bits).
+/// in one byte (the last accessed-bit clear, 6 or 8 B more, see [`ClearTimes`], only for
+/// policies that test accessed bits).
 const PAGE_TABLE_BYTES: u64 = std::mem::size_of::<u8>() as u64;
 /// Bytes per page of the hint-fault queues when every page is marked (see
 /// [`MachineMemory::fault_queues`]).
@@ -1437,7 +1449,7 @@ impl Machine {
             || k == 0
             || self.modes().per_page_alloc
             || !self.page_bind.is_empty()
-            || self.pte[lo..hi].iter().any(|&x| x & PTE_TIER != PTE_NONE)
+            || self.pte[lo..hi].iter().any(|&x| pte_present(x))
         {
             self.allocate_page(pi, oi, page)?;
             return Ok(1);
@@ -2821,9 +2833,7 @@ impl Machine {
         }
         let now = self.now_ns;
         for (page, mark, need) in moved {
-            if self.pte[page as usize] & F_MARKED == 0
-                || self.pte[page as usize] & PTE_TIER == PTE_NONE
-            {
+            if !pte_marked(self.pte[page as usize]) {
                 continue;
             }
             let seen = self.page_accesses_between(page, mark as f64, now);
@@ -3105,9 +3115,7 @@ impl Machine {
                 continue;
             }
             let pi = self.proc_of(page);
-            if self.pte[page as usize] & F_MARKED == 0
-                || self.pte[page as usize] & PTE_TIER == PTE_NONE
-            {
+            if !pte_marked(self.pte[page as usize]) {
                 continue;
             }
             // Has the page had the accesses its fault waits for? Not if its threads stalled or
@@ -3452,9 +3460,7 @@ impl Machine {
         let mut taken = None;
         while k < self.procs[pi].pending.len() {
             let (page, mark) = self.procs[pi].pending[k];
-            if self.pte[page as usize] & F_MARKED == 0
-                || self.pte[page as usize] & PTE_TIER == PTE_NONE
-            {
+            if !pte_marked(self.pte[page as usize]) {
                 self.procs[pi].pending.remove(k);
                 continue;
             }
@@ -4054,7 +4060,7 @@ impl Machine {
         for p in &self.procs {
             let n: u64 = p.resident.iter().sum();
             let live: u64 = (p.base..p.base + p.pages)
-                .filter(|&pg| self.pte[pg as usize] & PTE_TIER != PTE_NONE)
+                .filter(|&pg| pte_present(self.pte[pg as usize]))
                 .count() as u64;
             if n != live {
                 return Err(format!(
@@ -4107,7 +4113,7 @@ impl Machine {
         self.test_clock = self.test_clock.max(at);
         for p in pages {
             let i = p.0 as usize;
-            if i >= self.pte.len() || self.pte[i] & PTE_TIER == PTE_NONE {
+            if i >= self.pte.len() || !pte_present(self.pte[i]) {
                 out.push(false);
                 continue;
             }
