@@ -411,7 +411,7 @@ pub struct Machine {
     /// When each page's accessed bit was last cleared (ns): by a test, or its allocation (after
     /// which the bit is set all the same: `F_YOUNG`).
     last_clear: ClearTimes,
-    /// An error the accessed-bit table met inside a test (growing from 6 bytes a page to 8, see
+    /// An error the accessed-bit table met inside a test (growing from 5 or 6 bytes a page to 8, see
     /// [`ClearTimes`]), reported by the next step.
     clear_times_error: Option<SimError>,
     /// Tests only: the plain forms of the fast paths, to check them against.
@@ -650,7 +650,7 @@ impl FaultOwners {
 }
 
 /// Bytes per page of the arrays every machine allocates: the page-table entry, tier and flags
-/// in one byte (the last accessed-bit clear, 6 or 8 B more, see [`ClearTimes`], only for
+/// in one byte (the last accessed-bit clear, 5, 6 or 8 B more, see [`ClearTimes`], only for
 /// policies that test accessed bits).
 const PAGE_TABLE_BYTES: u64 = std::mem::size_of::<u8>() as u64;
 /// Bytes per page of the hint-fault queues when every page is marked (see
@@ -738,7 +738,7 @@ impl Machine {
         let pages = exp.footprint_pages();
         let mut per_page = PAGE_TABLE_BYTES;
         if needs.accessed_bits {
-            per_page += ClearTimes::bytes_per_page(Self::packs_clear_times(exp));
+            per_page += Self::clear_time_bytes(exp);
         }
         if needs.bind_ranges {
             per_page += std::mem::size_of::<u8>() as u64;
@@ -816,9 +816,10 @@ impl Machine {
         }
     }
 
-    /// Whether a run of `exp` keeps its accessed-bit clear times in 6 bytes a page (whole ns).
-    fn packs_clear_times(exp: &Experiment) -> bool {
-        ClearTimes::packs(exp.epoch_ms * 1e6, exp.duration_s * 1e9)
+    /// Bytes a page a run of `exp` keeps each accessed-bit clear time in: 5 or 6 (whole ns, a
+    /// run shorter than 2^39 or 2^47 ns), or 8.
+    fn clear_time_bytes(exp: &Experiment) -> u64 {
+        ClearTimes::width(exp.epoch_ms * 1e6, exp.duration_s * 1e9)
     }
 
     /// The memory this machine's tables hold now (their capacities), part by part.
@@ -998,7 +999,7 @@ impl Machine {
                 Vec::new()
             },
             last_clear: if keep_clear_times {
-                ClearTimes::zeroed(total, Self::packs_clear_times(exp))?
+                ClearTimes::zeroed(total, Self::clear_time_bytes(exp))?
             } else {
                 ClearTimes::none()
             },
@@ -4538,9 +4539,10 @@ mod tests {
         assert_eq!(yes.last_clear.len() as u64, exp.footprint_pages());
         assert!(no.last_clear.is_empty());
         let per_page = |m: &Machine| m.allocated_bytes().page_table / exp.footprint_pages();
-        // whole-ns instants: 6 bytes a page; an epoch that is not a whole number of ns keeps f64s
-        assert_eq!(per_page(&yes), per_page(&no) + 6);
-        assert!(yes.last_clear.is_packed());
+        // whole-ns instants in a run shorter than 2^39 ns: 5 bytes a page; an epoch that is not
+        // a whole number of ns keeps f64s
+        assert_eq!(per_page(&yes), per_page(&no) + 5);
+        assert_eq!(yes.last_clear.page_bytes(), 5);
         let odd = crate::load(
             "gups-hotset",
             &[sets.clone(), vec!["epoch_ms=0.0123456".to_string()]].concat(),
@@ -4548,11 +4550,20 @@ mod tests {
         )
         .unwrap();
         let wide = Machine::with_needs(&odd, false, &declared).unwrap();
-        assert!(!wide.last_clear.is_empty() && !wide.last_clear.is_packed());
+        assert!(!wide.last_clear.is_empty() && wide.last_clear.page_bytes() == 8);
+        // a run of 600 s passes 2^39 ns (550 s): 6 bytes a page
+        let long = crate::load(
+            "gups-hotset",
+            &[sets.clone(), vec!["duration_s=600".to_string()]].concat(),
+            Some(3),
+        )
+        .unwrap();
+        let long = Machine::with_needs(&long, false, &declared).unwrap();
+        assert_eq!(long.last_clear.page_bytes(), 6);
         let est = |n: &TelemetryNeeds| Machine::memory_bytes(&exp, n).page_table;
         assert_eq!(
             est(&declared),
-            est(&TelemetryNeeds::default()) + 6 * exp.footprint_pages()
+            est(&TelemetryNeeds::default()) + 5 * exp.footprint_pages()
         );
         for m in [&mut yes, &mut no] {
             m.step().unwrap();
