@@ -4,9 +4,10 @@
 //! per-tier histogram bins) over dense page ids. Every page is on at most one list; push, pop,
 //! remove and move are O(1) and allocate nothing once the per-page table has grown to the
 //! largest page id. Iteration order is insertion order, so decisions built on it are
-//! deterministic.
+//! deterministic. A page's links take 8 bytes while page ids fit 29 bits (2 TiB of 4 KiB pages)
+//! and there are at most 62 lists, 9 otherwise.
 
-use tierkit_core::memory::{self, bytes_of};
+use tierkit_core::memory;
 use tierkit_core::PageId;
 
 const NIL: u32 = u32::MAX;
@@ -14,9 +15,8 @@ const NIL: u32 = u32::MAX;
 const PER_LIST: u64 = 16;
 const NO_LIST: u8 = u8::MAX;
 
-/// 9 bytes, not 12: packed (one per page of the page space; at most 254 lists).
-#[derive(Clone, Copy, Debug)]
-#[repr(C, packed)]
+/// A page's place: the pages before and after it (`NIL`: none) and its list (`NO_LIST`: none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Link {
     prev: u32,
     next: u32,
@@ -29,10 +29,212 @@ const UNLINKED: Link = Link {
     list: NO_LIST,
 };
 
+/// 9 bytes, not 12: packed (the form for more pages or lists than [`Links::Compact`] holds).
+#[derive(Clone, Copy, Debug)]
+#[repr(C, packed)]
+struct FullLink {
+    prev: u32,
+    next: u32,
+    list: u8,
+}
+
+/// Bits of a page id in a compact link word; the all-ones value is `NIL`.
+const ID_BITS: u32 = 29;
+const ID_MASK: u64 = (1 << ID_BITS) - 1;
+/// Bits of the list in a compact link word; the all-ones value is `NO_LIST`.
+const LIST_MASK: u64 = (1 << (64 - 2 * ID_BITS)) - 1;
+/// Pages a compact table can index (ids below its `NIL`) and lists it can name.
+const COMPACT_PAGES: u64 = ID_MASK;
+const COMPACT_LISTS: usize = LIST_MASK as usize;
+
+/// The per-page links, in 8 bytes a page while the page ids fit 29 bits and there are at most
+/// 63 lists (the previous and next pages in 29 bits each, the list in 6), in 9 otherwise. A
+/// compact table that meets a page id past its range widens itself first; either form reads
+/// back every link as it was set.
+#[derive(Clone, Debug)]
+enum Links {
+    Compact(Vec<u64>),
+    Full(Vec<FullLink>),
+}
+
+#[inline]
+fn enc_id(v: u32) -> u64 {
+    if v == NIL {
+        ID_MASK
+    } else {
+        debug_assert!((v as u64) < ID_MASK);
+        v as u64
+    }
+}
+
+#[inline]
+fn dec_id(w: u64) -> u32 {
+    let v = w & ID_MASK;
+    if v == ID_MASK {
+        NIL
+    } else {
+        v as u32
+    }
+}
+
+#[inline]
+fn enc(l: Link) -> u64 {
+    let list = if l.list == NO_LIST {
+        LIST_MASK
+    } else {
+        l.list as u64
+    };
+    enc_id(l.prev) | enc_id(l.next) << ID_BITS | list << (2 * ID_BITS)
+}
+
+#[inline]
+fn dec(w: u64) -> Link {
+    let list = (w >> (2 * ID_BITS)) & LIST_MASK;
+    Link {
+        prev: dec_id(w),
+        next: dec_id(w >> ID_BITS),
+        list: if list == LIST_MASK {
+            NO_LIST
+        } else {
+            list as u8
+        },
+    }
+}
+
+impl Links {
+    fn for_lists(lists: usize) -> Self {
+        if lists < COMPACT_LISTS {
+            Links::Compact(Vec::new())
+        } else {
+            Links::Full(Vec::new())
+        }
+    }
+
+    /// Bytes a page of the form `pages` pages on `lists` lists take.
+    const fn width(pages: u64, lists: usize) -> u64 {
+        if lists < COMPACT_LISTS && pages <= COMPACT_PAGES {
+            std::mem::size_of::<u64>() as u64
+        } else {
+            std::mem::size_of::<FullLink>() as u64
+        }
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        match self {
+            Links::Compact(v) => v.len(),
+            Links::Full(v) => v.len(),
+        }
+    }
+
+    fn capacity_bytes(&self) -> usize {
+        match self {
+            Links::Compact(v) => v.capacity() * std::mem::size_of::<u64>(),
+            Links::Full(v) => v.capacity() * std::mem::size_of::<FullLink>(),
+        }
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Link {
+        match self {
+            Links::Compact(v) => dec(v[i]),
+            Links::Full(v) => {
+                let FullLink { prev, next, list } = v[i];
+                Link { prev, next, list }
+            }
+        }
+    }
+
+    #[inline]
+    fn set(&mut self, i: usize, l: Link) {
+        match self {
+            Links::Compact(v) => v[i] = enc(l),
+            Links::Full(v) => {
+                v[i] = FullLink {
+                    prev: l.prev,
+                    next: l.next,
+                    list: l.list,
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn set_prev(&mut self, i: usize, p: u32) {
+        match self {
+            Links::Compact(v) => v[i] = (v[i] & !ID_MASK) | enc_id(p),
+            Links::Full(v) => v[i].prev = p,
+        }
+    }
+
+    #[inline]
+    fn set_next(&mut self, i: usize, n: u32) {
+        match self {
+            Links::Compact(v) => v[i] = (v[i] & !(ID_MASK << ID_BITS)) | enc_id(n) << ID_BITS,
+            Links::Full(v) => v[i].next = n,
+        }
+    }
+
+    /// Make room for page ids up to `last` in the present form: a compact table widens first
+    /// when `last` is past its range.
+    fn cover(&mut self, last: u32) {
+        if last as u64 >= COMPACT_PAGES {
+            self.widen();
+        }
+    }
+
+    /// To 9 bytes a page, keeping every link.
+    fn widen(&mut self) {
+        if let Links::Compact(v) = self {
+            let full = v
+                .iter()
+                .map(|&w| {
+                    let Link { prev, next, list } = dec(w);
+                    FullLink { prev, next, list }
+                })
+                .collect();
+            *self = Links::Full(full);
+        }
+    }
+
+    /// Grow to `n` pages, the new ones unlinked.
+    fn resize(&mut self, n: usize) {
+        match self {
+            Links::Compact(v) => v.resize(n, enc(UNLINKED)),
+            Links::Full(v) => v.resize(
+                n,
+                FullLink {
+                    prev: NIL,
+                    next: NIL,
+                    list: NO_LIST,
+                },
+            ),
+        }
+    }
+
+    fn extend(&mut self, it: impl Iterator<Item = Link>) {
+        match self {
+            Links::Compact(v) => v.extend(it.map(enc)),
+            Links::Full(v) => v.extend(it.map(|l| FullLink {
+                prev: l.prev,
+                next: l.next,
+                list: l.list,
+            })),
+        }
+    }
+
+    fn reserve(&mut self, pages: u64, what: &str) -> tierkit_core::Result<()> {
+        match self {
+            Links::Compact(v) => memory::reserve_exact(v, pages, what),
+            Links::Full(v) => memory::reserve_exact(v, pages, what),
+        }
+    }
+}
+
 /// A fixed set of FIFO lists over dense page ids.
 #[derive(Clone, Debug)]
 pub struct PageLists {
-    link: Vec<Link>,
+    link: Links,
     head: Vec<u32>,
     tail: Vec<u32>,
     len: Vec<u64>,
@@ -53,7 +255,7 @@ impl PageLists {
     pub fn new(lists: usize) -> Self {
         assert!(lists < NO_LIST as usize);
         PageLists {
-            link: Vec::new(),
+            link: Links::for_lists(lists),
             head: vec![NIL; lists],
             tail: vec![NIL; lists],
             len: vec![0; lists],
@@ -82,10 +284,12 @@ impl PageLists {
     /// The list a page is on.
     #[inline]
     pub fn list_of(&self, p: PageId) -> Option<usize> {
-        match self.link.get(p.0 as usize) {
-            Some(l) if l.list != NO_LIST => Some(l.list as usize),
-            _ => None,
+        let i = p.0 as usize;
+        if i >= self.link.len() {
+            return None;
         }
+        let l = self.link.get(i).list;
+        (l != NO_LIST).then_some(l as usize)
     }
 
     /// Whether the per-page table reaches `p` (it may have been linked).
@@ -103,14 +307,19 @@ impl PageLists {
     /// The page after `p` on its list.
     #[inline]
     pub fn next(&self, p: PageId) -> Option<PageId> {
-        let n = self.link.get(p.0 as usize)?.next;
+        let i = p.0 as usize;
+        if i >= self.link.len() {
+            return None;
+        }
+        let n = self.link.get(i).next;
         (n != NIL).then_some(PageId(n as u64))
     }
 
     fn ensure(&mut self, i: u32) {
+        self.link.cover(i);
         let i = i as usize;
         if i >= self.link.len() {
-            self.link.resize(i + 1, UNLINKED);
+            self.link.resize(i + 1);
         }
     }
 
@@ -119,11 +328,14 @@ impl PageLists {
         let i = idx(p);
         self.remove(p);
         self.ensure(i);
-        self.link[i as usize] = Link {
-            prev: self.tail[l],
-            next: NIL,
-            list: l as u8,
-        };
+        self.link.set(
+            i as usize,
+            Link {
+                prev: self.tail[l],
+                next: NIL,
+                list: l as u8,
+            },
+        );
         self.attach_at_tail(l, i, i, 1);
     }
 
@@ -134,7 +346,7 @@ impl PageLists {
         if t == NIL {
             self.head[l] = first;
         } else {
-            self.link[t as usize].next = first;
+            self.link.set_next(t as usize, first);
         }
         self.tail[l] = last;
         self.len[l] += n;
@@ -155,7 +367,8 @@ impl PageLists {
             return;
         }
         let (a, last) = (idx(first), idx(PageId(end - 1)));
-        self.link.resize(a as usize, UNLINKED);
+        self.link.cover(last);
+        self.link.resize(a as usize);
         let t = self.tail[l];
         self.link.extend((a..=last).map(|i| Link {
             prev: if i == a { t } else { i - 1 },
@@ -171,15 +384,18 @@ impl PageLists {
         self.remove(p);
         self.ensure(i);
         let h = self.head[l];
-        self.link[i as usize] = Link {
-            prev: NIL,
-            next: h,
-            list: l as u8,
-        };
+        self.link.set(
+            i as usize,
+            Link {
+                prev: NIL,
+                next: h,
+                list: l as u8,
+            },
+        );
         if h == NIL {
             self.tail[l] = i;
         } else {
-            self.link[h as usize].prev = i;
+            self.link.set_prev(h as usize, i);
         }
         self.head[l] = i;
         self.len[l] += 1;
@@ -188,7 +404,10 @@ impl PageLists {
     /// Take `p` off its list; returns the list it was on.
     pub fn remove(&mut self, p: PageId) -> Option<usize> {
         let i = p.0 as usize;
-        let Link { prev, next, list } = *self.link.get(i)?;
+        if i >= self.link.len() {
+            return None;
+        }
+        let Link { prev, next, list } = self.link.get(i);
         if list == NO_LIST {
             return None;
         }
@@ -196,14 +415,14 @@ impl PageLists {
         if prev == NIL {
             self.head[l] = next;
         } else {
-            self.link[prev as usize].next = next;
+            self.link.set_next(prev as usize, next);
         }
         if next == NIL {
             self.tail[l] = prev;
         } else {
-            self.link[next as usize].prev = prev;
+            self.link.set_prev(next as usize, prev);
         }
-        self.link[i] = UNLINKED;
+        self.link.set(i, UNLINKED);
         self.len[l] -= 1;
         Some(l)
     }
@@ -222,26 +441,29 @@ impl PageLists {
                 return None;
             }
             let p = PageId(cur as u64);
-            cur = self.link[cur as usize].next;
+            cur = self.link.get(cur as usize).next;
             Some(p)
         })
     }
 
     /// Memory held by the per-page links and the lists' heads, for overhead reports.
     pub fn bytes(&self) -> usize {
-        self.link.capacity() * std::mem::size_of::<Link>() + self.head.len() * PER_LIST as usize
+        self.link.capacity_bytes() + self.head.len() * PER_LIST as usize
     }
 
     /// Bytes `lists` lists over `pages` pages take: what [`PageLists::reserve`] allocates.
     pub const fn bytes_for(pages: u64, lists: usize) -> u64 {
-        bytes_of::<Link>(pages) + lists as u64 * PER_LIST
+        pages.saturating_mul(Links::width(pages, lists)) + lists as u64 * PER_LIST
     }
 
     /// Allocate the links of `pages` pages up front, fallibly.
     pub fn reserve(&mut self, pages: u64, what: &str) -> tierkit_core::Result<()> {
         // ids below NIL: NIL marks the end of a list
         memory::check_page_ids(pages, NIL as u64, what)?;
-        memory::reserve_exact(&mut self.link, pages, what)
+        if let Some(last) = pages.checked_sub(1) {
+            self.link.cover(last as u32);
+        }
+        self.link.reserve(pages, what)
     }
 }
 
@@ -267,6 +489,40 @@ mod tests {
     }
 
     #[test]
+    fn links_take_8_bytes_a_page_up_to_2_pow_29_pages_and_62_lists_and_9_beyond() {
+        assert_eq!(PageLists::bytes_for(1000, 5), 8 * 1000 + 5 * PER_LIST);
+        assert_eq!(
+            PageLists::bytes_for(COMPACT_PAGES, 62),
+            8 * COMPACT_PAGES + 62 * PER_LIST
+        );
+        assert_eq!(
+            PageLists::bytes_for(COMPACT_PAGES + 1, 5),
+            9 * (COMPACT_PAGES + 1) + 5 * PER_LIST
+        );
+        assert_eq!(PageLists::bytes_for(10, 63), 9 * 10 + 63 * PER_LIST);
+        let mut l = PageLists::new(5);
+        l.reserve(1000, "the test's lists").unwrap();
+        assert!(matches!(l.link, Links::Compact(_)));
+        assert!(matches!(PageLists::new(63).link, Links::Full(_)));
+        // every field's extremes survive the compact word
+        for link in [
+            UNLINKED,
+            Link {
+                prev: 0,
+                next: (COMPACT_PAGES - 1) as u32,
+                list: 61,
+            },
+            Link {
+                prev: (COMPACT_PAGES - 1) as u32,
+                next: NIL,
+                list: 0,
+            },
+        ] {
+            assert_eq!(dec(enc(link)), link);
+        }
+    }
+
+    #[test]
     fn fifo_order_and_moves() {
         let mut l = PageLists::new(2);
         for i in [5, 1, 9] {
@@ -289,13 +545,13 @@ mod tests {
     proptest! {
         /// The lists agree with a plain model under any sequence of operations.
         #[test]
-        fn matches_a_vec_model(ops in proptest::collection::vec((0u8..5, 0u64..24, 0usize..3, 1u64..6), 0..200)) {
+        fn matches_a_vec_model(ops in proptest::collection::vec((0u8..6, 0u64..24, 0usize..3, 1u64..6), 0..200)) {
             let mut l = PageLists::new(3);
             let mut model: Vec<Vec<u64>> = vec![Vec::new(); 3];
             for (op, p, list, n) in ops {
                 let span = if op == 4 { p..p + n } else { p..p + 1 };
                 for m in model.iter_mut() {
-                    if op != 3 {
+                    if op != 3 && op != 5 {
                         m.retain(|x| !span.contains(x));
                     }
                 }
@@ -304,6 +560,8 @@ mod tests {
                     1 => { l.push_front(list, PageId(p)); model[list].insert(0, p); }
                     2 => { l.remove(PageId(p)); }
                     4 => { l.push_back_run(list, PageId(p), n); model[list].extend(span); }
+                    // the 9-byte form from here on, as a page id past 2^29 - 2 would make it
+                    5 => { l.link.widen(); }
                     _ => {
                         let got = l.pop_front(list).map(|x| x.0);
                         let want = if model[list].is_empty() { None } else { Some(model[list].remove(0)) };
