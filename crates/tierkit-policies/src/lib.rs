@@ -28,7 +28,7 @@ macro_rules! memory_of_base {
 /// The `Policy` memory methods of a policy whose only per-page table is its LRU (`self.t`).
 macro_rules! memory_of_lru {
     () => {
-        /// Per page: the LRU (list links 12 B, tier, flags and destination bytes).
+        /// Per page: the LRU (list links 8 B and a flags byte; see `Lru::bytes_for`).
         fn memory_bytes(&self, space: &tierkit_core::PageSpace) -> u64 {
             Tiering::bytes_for(space.pages)
         }

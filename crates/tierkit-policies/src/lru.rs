@@ -46,8 +46,12 @@ const F_ISOLATED: u8 = 4;
 const F_MARK: u8 = 8;
 /// Multi-gen LRU: the page's generation (in its flags) is younger than the list it sits on,
 /// set by folio_update_gen from a page-table walk or look-around, which do not move the folio;
-/// eviction's scan moves it when it meets it (sort_folio). The generation is kept in `dest`.
+/// eviction's scan moves it when it meets it (sort_folio). The generation is kept in the
+/// flags' `GEN_BITS`.
 const F_LAZY: u8 = 16;
+/// The younger generation of a page with F_LAZY (its index, seq % MAX_NR_GENS), bits 5 and 6.
+const GEN_SHIFT: u8 = 5;
+const GEN_BITS: u8 = 0b11 << GEN_SHIFT;
 
 /// The page size of a telemetry snapshot (4 KiB when not given).
 pub fn page_bytes(tel: &Telemetry) -> u64 {
@@ -342,80 +346,16 @@ impl Watermarks {
     }
 }
 
-/// A page's tier (low nibble) and its isolation destination or lazy generation (high nibble)
-/// in one byte; 0xF in a nibble is "none" (`NO_TIER`). Tiers and generations are below
-/// `MAX_TIERS` (8), so both fit.
-#[derive(Clone, Debug, Default)]
-struct TierDest(Vec<u8>);
-
-const NIBBLE_NONE: u8 = 0xF;
-
-impl TierDest {
-    #[inline]
-    fn unpack(n: u8) -> u8 {
-        if n == NIBBLE_NONE {
-            NO_TIER
-        } else {
-            n
-        }
-    }
-    #[inline]
-    fn pack(v: u8) -> u8 {
-        if v == NO_TIER {
-            NIBBLE_NONE
-        } else {
-            debug_assert!(
-                v < NIBBLE_NONE,
-                "tier or generation {v} does not fit a nibble"
-            );
-            v
-        }
-    }
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-    fn resize(&mut self, n: usize) {
-        self.0.resize(n, NIBBLE_NONE << 4 | NIBBLE_NONE);
-    }
-    fn capacity(&self) -> usize {
-        self.0.capacity()
-    }
-    fn reserve(&mut self, pages: u64) -> tierkit_core::Result<()> {
-        tierkit_core::memory::reserve_exact(&mut self.0, pages, "the LRU page tiers")
-    }
-    #[inline]
-    fn get_tier(&self, i: usize) -> Option<u8> {
-        self.0.get(i).map(|&b| Self::unpack(b & 0xF))
-    }
-    #[inline]
-    fn tier(&self, i: usize) -> u8 {
-        Self::unpack(self.0[i] & 0xF)
-    }
-    #[inline]
-    fn dest(&self, i: usize) -> u8 {
-        Self::unpack(self.0[i] >> 4)
-    }
-    #[inline]
-    fn set_tier(&mut self, i: usize, t: u8) {
-        self.0[i] = (self.0[i] & 0xF0) | Self::pack(t);
-    }
-    #[inline]
-    fn set_dest(&mut self, i: usize, d: u8) {
-        self.0[i] = (self.0[i] & 0x0F) | Self::pack(d) << 4;
-    }
-    fn tiers(&self) -> impl Iterator<Item = u8> + '_ {
-        self.0.iter().map(|&b| Self::unpack(b & 0xF))
-    }
-}
-
 /// The per-tier LRU lists of every resident page, with the kernel's page flags, kept from the
 /// telemetry's allocation, free and migration events.
 #[derive(Clone, Debug)]
 pub struct Lru {
+    /// The lists. A page's tier is the one of the list it is on or, off the lists (isolated),
+    /// was last on or was migrated to (its home, `PageLists::home_of`); an isolated page's
+    /// destination is kept in its unused links too (`PageLists::aux`). So the LRU keeps only
+    /// its links and a flags byte a page.
     lists: PageLists,
-    /// Each page's tier and, in the same byte, the destination of an isolated page or the
-    /// generation of a page with `F_LAZY`.
-    td: TierDest,
+    /// The kernel's page flags, and the younger generation of a page with F_LAZY.
     flags: Vec<u8>,
     resident: Vec<u64>,
     inflight_in: Vec<u64>,
@@ -467,7 +407,6 @@ impl Lru {
     pub fn new() -> Self {
         Lru {
             lists: PageLists::new(MAX_TIERS * LISTS_PER_TIER),
-            td: TierDest::default(),
             flags: Vec::new(),
             resident: vec![0; MAX_TIERS],
             inflight_in: vec![0; MAX_TIERS],
@@ -521,7 +460,7 @@ impl Lru {
         let t = self.tier(p)?;
         let l = self.lists.list_of(p)?;
         let g = if self.flag(p, F_LAZY) {
-            self.td.dest(p.0 as usize) as u64
+            self.lazy_gen(p.0 as usize) as u64
         } else {
             (l % LISTS_PER_TIER) as u64
         };
@@ -538,8 +477,8 @@ impl Lru {
 
     fn ensure(&mut self, p: PageId) -> usize {
         let i = p.0 as usize;
-        if i >= self.td.len() {
-            self.td.resize(i + 1);
+        if i >= self.flags.len() {
+            self.lists.cover(p);
             self.flags.resize(i + 1, 0);
         }
         i
@@ -548,10 +487,48 @@ impl Lru {
     /// The tier a page is resident in (its source tier while a migration is in flight).
     #[inline]
     pub fn tier(&self, p: PageId) -> Option<TierId> {
-        match self.td.get_tier(p.0 as usize) {
-            Some(t) if t != NO_TIER => Some(t),
-            _ => None,
-        }
+        self.lists
+            .home_of(p)
+            .map(|l| (l / LISTS_PER_TIER) as TierId)
+    }
+
+    /// Page `i`'s tier, `NO_TIER` for none.
+    #[inline]
+    fn tier_at(&self, i: usize) -> TierId {
+        self.tier(PageId(i as u64)).unwrap_or(NO_TIER)
+    }
+
+    /// Make page `i` (on no list) resident in tier `t` (`NO_TIER`: none).
+    #[inline]
+    fn set_tier(&mut self, i: usize, t: TierId) {
+        let home = (t != NO_TIER).then(|| t as usize * LISTS_PER_TIER);
+        self.lists.set_home(PageId(i as u64), home);
+    }
+
+    /// An isolated page's destination, `NO_TIER` for none.
+    #[inline]
+    fn dest(&self, i: usize) -> TierId {
+        self.lists
+            .aux(PageId(i as u64))
+            .map_or(NO_TIER, |d| d as TierId)
+    }
+
+    #[inline]
+    fn set_dest(&mut self, i: usize, d: TierId) {
+        let v = (d != NO_TIER).then_some(d as u32);
+        self.lists.set_aux(PageId(i as u64), v);
+    }
+
+    /// The younger generation (index) of a page with F_LAZY.
+    #[inline]
+    fn lazy_gen(&self, i: usize) -> u8 {
+        (self.flags[i] & GEN_BITS) >> GEN_SHIFT
+    }
+
+    #[inline]
+    fn set_lazy_gen(&mut self, i: usize, g: u8) {
+        debug_assert!((g as u64) < MAX_NR_GENS);
+        self.flags[i] = (self.flags[i] & !GEN_BITS) | (g << GEN_SHIFT);
     }
 
     #[inline]
@@ -643,19 +620,18 @@ impl Lru {
 
     /// Memory held by the per-page tables, for overhead reports.
     pub fn bytes(&self) -> usize {
-        self.lists.bytes() + self.td.capacity() + self.flags.capacity()
+        self.lists.bytes() + self.flags.capacity()
     }
 
-    /// Bytes the per-page tables take for `pages` pages: the list links, the tier and
-    /// destination byte and the flags byte (what [`Lru::reserve`] allocates).
+    /// Bytes the per-page tables take for `pages` pages: the list links and the flags byte
+    /// (what [`Lru::reserve`] allocates).
     pub const fn bytes_for(pages: u64) -> u64 {
-        PageLists::bytes_for(pages, MAX_TIERS * LISTS_PER_TIER) + 2 * pages
+        PageLists::bytes_for(pages, MAX_TIERS * LISTS_PER_TIER) + pages
     }
 
     /// Allocate the per-page tables for `pages` pages up front, fallibly.
     pub fn reserve(&mut self, pages: u64) -> tierkit_core::Result<()> {
         self.lists.reserve(pages, "the LRU lists")?;
-        self.td.reserve(pages)?;
         tierkit_core::memory::reserve_exact(&mut self.flags, pages, "the LRU page flags")?;
         Ok(())
     }
@@ -671,7 +647,7 @@ impl Lru {
         );
         self.remove(p);
         let i = self.ensure(p);
-        self.td.set_tier(i, t);
+        self.set_tier(i, t);
         self.flags[i] = 0;
         self.resident[t as usize] += 1;
         let l = if self.gens {
@@ -696,17 +672,17 @@ impl Lru {
             self.marked -= 1;
         }
         self.resident[t as usize] -= 1;
-        self.td.set_tier(i, NO_TIER);
+        self.set_tier(i, NO_TIER);
         self.flags[i] = 0;
     }
 
     fn end_flight(&mut self, i: usize, from: TierId) {
-        let to = self.td.dest(i);
+        let to = self.dest(i);
         self.inflight_out[from as usize] -= 1;
         if to != NO_TIER {
             self.inflight_in[to as usize] -= 1;
         }
-        self.td.set_dest(i, NO_TIER);
+        self.set_dest(i, NO_TIER);
         self.flags[i] &= !F_ISOLATED;
         self.isolated -= 1;
     }
@@ -747,7 +723,7 @@ impl Lru {
         }
         self.lists.remove(p);
         self.flags[i] |= F_ISOLATED;
-        self.td.set_dest(i, to);
+        self.set_dest(i, to);
         self.inflight_out[t as usize] += 1;
         self.inflight_in[to as usize] += 1;
         self.isolated += 1;
@@ -768,7 +744,7 @@ impl Lru {
     /// cleared.
     fn putback(&mut self, p: PageId) {
         let i = p.0 as usize;
-        let t = self.td.tier(i);
+        let t = self.tier_at(i);
         if self.gens {
             let max = self.max_seq[t as usize];
             let seq = if self.flags[i] & F_ACTIVE != 0 {
@@ -819,7 +795,7 @@ impl Lru {
         let g = (max % MAX_NR_GENS) as usize;
         let i = p.0 as usize;
         self.flags[i] |= F_LAZY;
-        self.td.set_dest(i, g as u8);
+        self.set_lazy_gen(i, g as u8);
         self.lazy_on[ti][l % LISTS_PER_TIER] += 1;
         self.lazy_of[ti][g] += 1;
         true
@@ -836,9 +812,8 @@ impl Lru {
         };
         let ti = t as usize;
         self.lazy_on[ti][l % LISTS_PER_TIER] -= 1;
-        self.lazy_of[ti][self.td.dest(i) as usize] -= 1;
-        self.flags[i] &= !F_LAZY;
-        self.td.set_dest(i, NO_TIER);
+        self.lazy_of[ti][self.lazy_gen(i) as usize] -= 1;
+        self.flags[i] &= !(F_LAZY | GEN_BITS);
     }
 
     /// The list of the generation a page's flags give it, if they give it one younger than
@@ -846,7 +821,7 @@ impl Lru {
     fn flagged_list(&self, p: PageId) -> Option<usize> {
         let t = self.tier(p)?;
         self.flag(p, F_LAZY)
-            .then(|| gen_list(t, self.td.dest(p.0 as usize) as u64))
+            .then(|| gen_list(t, self.lazy_gen(p.0 as usize) as u64))
     }
 
     /// sort_folio's "promoted" case: a page met on the oldest list whose flags say a younger
@@ -862,11 +837,11 @@ impl Lru {
     }
 
     fn move_tier(&mut self, i: usize, to: TierId) {
-        let from = self.td.tier(i);
+        let from = self.tier_at(i);
         if from != to {
             self.resident[from as usize] -= 1;
             self.resident[to as usize] += 1;
-            self.td.set_tier(i, to);
+            self.set_tier(i, to);
         }
     }
 
@@ -1050,15 +1025,16 @@ impl Lru {
             }
         }
         let (mut lazy_on, mut lazy_of) = (self.lazy_on, self.lazy_of);
-        for (i, t) in self.td.tiers().enumerate() {
+        let tiers: Vec<TierId> = (0..self.flags.len()).map(|i| self.tier_at(i)).collect();
+        for (i, &t) in tiers.iter().enumerate() {
             if t != NO_TIER && self.flags[i] & F_LAZY != 0 {
                 let Some(l) = self.lists.list_of(PageId(i as u64)) else {
                     return Err(format!("page {i} with a younger generation is not listed"));
                 };
                 lazy_on[t as usize][l % LISTS_PER_TIER] =
                     lazy_on[t as usize][l % LISTS_PER_TIER].wrapping_sub(1);
-                lazy_of[t as usize][self.td.dest(i) as usize] =
-                    lazy_of[t as usize][self.td.dest(i) as usize].wrapping_sub(1);
+                let g = self.lazy_gen(i) as usize;
+                lazy_of[t as usize][g] = lazy_of[t as usize][g].wrapping_sub(1);
             }
         }
         if lazy_on.iter().chain(&lazy_of).flatten().any(|&n| n != 0) {
@@ -1068,8 +1044,8 @@ impl Lru {
         let marked = self
             .flags
             .iter()
-            .zip(self.td.tiers())
-            .filter(|&(f, t)| t != NO_TIER && *f & F_MARK != 0)
+            .zip(&tiers)
+            .filter(|&(f, &t)| t != NO_TIER && *f & F_MARK != 0)
             .count() as u64;
         if marked != self.marked {
             return Err(format!(
@@ -1079,7 +1055,7 @@ impl Lru {
         }
         let (mut isolated, mut inflight_in, mut inflight_out) =
             (0, vec![0u64; MAX_TIERS], vec![0u64; MAX_TIERS]);
-        for (i, t) in self.td.tiers().enumerate() {
+        for (i, &t) in tiers.iter().enumerate() {
             let p = PageId(i as u64);
             if t == NO_TIER {
                 if self.lists.list_of(p).is_some() {
@@ -1091,7 +1067,7 @@ impl Lru {
             if self.flags[i] & F_ISOLATED != 0 {
                 isolated += 1;
                 inflight_out[t as usize] += 1;
-                inflight_in[self.td.dest(i) as usize] += 1;
+                inflight_in[self.dest(i) as usize] += 1;
                 if self.lists.list_of(p).is_some() {
                     return Err(format!("isolated page {i} is on a list"));
                 }
@@ -2992,29 +2968,6 @@ pub(crate) mod tests {
     }
 
     proptest! {
-        /// A page's tier and its destination share a byte and never disturb each other.
-        #[test]
-        fn tier_and_destination_nibbles_are_independent(
-            ops in proptest::collection::vec((0usize..4, any::<bool>(), prop_oneof![0u8..8, Just(NO_TIER)]), 1..60),
-        ) {
-            let mut td = TierDest::default();
-            td.resize(4);
-            let mut want = [(NO_TIER, NO_TIER); 4];
-            for (i, is_tier, v) in ops {
-                if is_tier {
-                    td.set_tier(i, v);
-                    want[i].0 = v;
-                } else {
-                    td.set_dest(i, v);
-                    want[i].1 = v;
-                }
-                for (j, &(t, d)) in want.iter().enumerate() {
-                    prop_assert_eq!((td.tier(j), td.dest(j), td.get_tier(j)), (t, d, Some(t)));
-                }
-            }
-            prop_assert_eq!(td.tiers().collect::<Vec<_>>(), want.map(|w| w.0).to_vec());
-        }
-
         #[test]
         fn hint_fault_policies_never_overfill_a_tier(
             spec in prop_oneof![Just("tpp"), Just("nbt"), Just("nomad"), Just("tpp:lru_gen=true"), Just("nbt:lru_gen=true"), Just("nomad:lru_gen=true")],

@@ -258,7 +258,7 @@ impl Policy for Nomad {
         }
     }
 
-    /// Per page: the LRU (list links 12 B, tier, flags and destination bytes); and the promotion
+    /// Per page: the LRU (list links 8 B and a flags byte; see `Lru::bytes_for`); and the promotion
     /// queue and its retry counts, at most `queue_len` entries each.
     fn memory_bytes(&self, space: &tierkit_core::PageSpace) -> u64 {
         Tiering::bytes_for(space.pages)

@@ -422,9 +422,77 @@ impl PageLists {
         } else {
             self.link.set_prev(next as usize, prev);
         }
-        self.link.set(i, UNLINKED);
+        // off the list, the page keeps it as its home (see [`PageLists::home_of`])
+        self.link.set(
+            i,
+            Link {
+                prev: list as u32,
+                next: NIL,
+                list: NO_LIST,
+            },
+        );
         self.len[l] -= 1;
         Some(l)
+    }
+
+    /// The list `p` is on, or for a page on none, the one it was last taken off (or that
+    /// [`PageLists::set_home`] gave it); `None` for a page never listed or sent nowhere. A
+    /// page's home lets a user derive what the list stands for (the LRU: a page's tier) without
+    /// keeping it again beside the links: an unlisted page's links are free to hold it.
+    #[inline]
+    pub fn home_of(&self, p: PageId) -> Option<usize> {
+        let i = p.0 as usize;
+        if i >= self.link.len() {
+            return None;
+        }
+        let Link { prev, list, .. } = self.link.get(i);
+        if list != NO_LIST {
+            Some(list as usize)
+        } else {
+            (prev != NIL).then_some(prev as usize)
+        }
+    }
+
+    /// Set the home of `p`, which is on no list (`None`: no home).
+    pub fn set_home(&mut self, p: PageId, home: Option<usize>) {
+        let i = idx(p);
+        self.ensure(i);
+        let mut l = self.link.get(i as usize);
+        assert!(l.list == NO_LIST, "page {} is on list {}", p.0, l.list);
+        l.prev = home.map_or(NIL, |h| {
+            assert!(h < self.head.len(), "home {h} is not a list");
+            h as u32
+        });
+        self.link.set(i as usize, l);
+    }
+
+    /// A value kept with `p` while it is on no list (`None`: none; cleared when it is listed).
+    #[inline]
+    pub fn aux(&self, p: PageId) -> Option<u32> {
+        let i = p.0 as usize;
+        if i >= self.link.len() {
+            return None;
+        }
+        let l = self.link.get(i);
+        (l.list == NO_LIST && l.next != NIL).then_some(l.next)
+    }
+
+    /// Keep `v` with `p`, which is on no list: below 2^29 - 1 (the compact links' range).
+    pub fn set_aux(&mut self, p: PageId, v: Option<u32>) {
+        let i = idx(p);
+        self.ensure(i);
+        let mut l = self.link.get(i as usize);
+        assert!(l.list == NO_LIST, "page {} is on list {}", p.0, l.list);
+        l.next = v.map_or(NIL, |v| {
+            assert!((v as u64) < COMPACT_PAGES, "aux value {v} out of range");
+            v
+        });
+        self.link.set(i as usize, l);
+    }
+
+    /// Make the per-page table reach `p` (unlisted, no home).
+    pub fn cover(&mut self, p: PageId) {
+        self.ensure(idx(p));
     }
 
     pub fn pop_front(&mut self, l: usize) -> Option<PageId> {
@@ -523,6 +591,37 @@ mod tests {
     }
 
     #[test]
+    fn an_unlisted_page_keeps_its_home_and_an_aux_value_until_it_is_listed() {
+        for wide in [false, true] {
+            let mut l = PageLists::new(4);
+            if wide {
+                l.link.widen();
+            }
+            assert_eq!((l.home_of(PageId(7)), l.aux(PageId(7))), (None, None));
+            l.push_back(2, PageId(7));
+            l.push_back(2, PageId(8));
+            assert_eq!(l.home_of(PageId(7)), Some(2));
+            assert_eq!(l.remove(PageId(7)), Some(2));
+            assert_eq!(
+                (l.list_of(PageId(7)), l.home_of(PageId(7))),
+                (None, Some(2))
+            );
+            l.set_aux(PageId(7), Some(3));
+            l.set_home(PageId(7), Some(1));
+            assert_eq!((l.home_of(PageId(7)), l.aux(PageId(7))), (Some(1), Some(3)));
+            // the list it was on is intact
+            assert_eq!(pages(&l, 2), vec![8]);
+            l.push_front(0, PageId(7));
+            assert_eq!((l.home_of(PageId(7)), l.aux(PageId(7))), (Some(0), None));
+            l.remove(PageId(7));
+            l.set_home(PageId(7), None);
+            assert_eq!((l.home_of(PageId(7)), l.aux(PageId(7))), (None, None));
+            l.cover(PageId(20));
+            assert_eq!(l.home_of(PageId(20)), None);
+        }
+    }
+
+    #[test]
     fn fifo_order_and_moves() {
         let mut l = PageLists::new(2);
         for i in [5, 1, 9] {
@@ -548,6 +647,8 @@ mod tests {
         fn matches_a_vec_model(ops in proptest::collection::vec((0u8..6, 0u64..24, 0usize..3, 1u64..6), 0..200)) {
             let mut l = PageLists::new(3);
             let mut model: Vec<Vec<u64>> = vec![Vec::new(); 3];
+            // the list each unlisted page was last taken off
+            let mut home: std::collections::HashMap<u64, usize> = Default::default();
             for (op, p, list, n) in ops {
                 let span = if op == 4 { p..p + n } else { p..p + 1 };
                 for m in model.iter_mut() {
@@ -558,7 +659,13 @@ mod tests {
                 match op {
                     0 => { l.push_back(list, PageId(p)); model[list].push(p); }
                     1 => { l.push_front(list, PageId(p)); model[list].insert(0, p); }
-                    2 => { l.remove(PageId(p)); }
+                    2 => {
+                        let was = l.list_of(PageId(p));
+                        l.remove(PageId(p));
+                        if let Some(w) = was {
+                            home.insert(p, w);
+                        }
+                    }
                     4 => { l.push_back_run(list, PageId(p), n); model[list].extend(span); }
                     // the 9-byte form from here on, as a page id past 2^29 - 2 would make it
                     5 => { l.link.widen(); }
@@ -566,11 +673,19 @@ mod tests {
                         let got = l.pop_front(list).map(|x| x.0);
                         let want = if model[list].is_empty() { None } else { Some(model[list].remove(0)) };
                         prop_assert_eq!(got, want);
+                        if let Some(w) = want {
+                            home.insert(w, list);
+                        }
                     }
                 }
                 for (i, m) in model.iter().enumerate() {
                     prop_assert_eq!(&pages(&l, i), m);
                     prop_assert_eq!(l.len(i), m.len() as u64);
+                }
+                for q in 0..32u64 {
+                    let on = model.iter().position(|m| m.contains(&q));
+                    prop_assert_eq!(l.list_of(PageId(q)), on);
+                    prop_assert_eq!(l.home_of(PageId(q)), on.or(home.get(&q).copied()));
                 }
             }
         }
