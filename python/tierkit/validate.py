@@ -70,6 +70,9 @@ class ValidationError(Exception):
 
 
 #: reclaim's /proc/vmstat counters the press recording keeps when the guest printed them
+#: The sample keys beside ``VM_KEYS`` a recording keeps where the guest gives them.
+SAMPLE_EXTRA_KEYS = ("node0_free_kb", "wl_ticks", "kswapd_ticks", "scan_seq")
+
 RECLAIM_KEYS = (
     "pgscan_kswapd",
     "pgsteal_kswapd",
@@ -155,10 +158,10 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
             elif line.startswith("TKREC_VM "):
                 kv = _kv(line)
                 sample = {"t": float(kv["t"]), **{k: float(kv.get(k, "nan")) for k in VM_KEYS}}
-                # nbtpress: node 0's free memory, the workload's CPU time (ticks) and its NUMA
-                # scan passes (mm->numa_scan_seq) too, and reclaim's own counters (kswapd's
-                # scans, reclaims and runs, LRU activations and deactivations)
-                for extra in ("node0_free_kb", "wl_ticks", "scan_seq", *RECLAIM_KEYS, *THP_VM_KEYS):
+                # nbtpress: node 0's free memory, the workload's and kswapd's CPU time (ticks),
+                # the workload's NUMA scan passes (mm->numa_scan_seq) too, and reclaim's own
+                # counters (kswapd's scans, reclaims and runs, LRU activations and deactivations)
+                for extra in (*SAMPLE_EXTRA_KEYS, *RECLAIM_KEYS, *THP_VM_KEYS):
                     if extra in kv:
                         sample[extra] = float(kv[extra])
                 vm.append(sample)

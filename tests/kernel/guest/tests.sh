@@ -909,6 +909,9 @@ t_nbtpress() {
   WORKLOAD_NODE0_FREE_MIB=$fm WORKLOAD_COLD_TOUCH_PER_S=$rr /bin/workload "$rh" "$rc" 0 1 0 > /tmp/wp.out &
   unset WORKLOAD_TLB_TICK_US WORKLOAD_CPU
   W=$!
+  # node 0's kswapd: its CPU ticks in every sample (kswapd_ticks), its own cost per page scanned
+  # and reclaimed without tracing (the traced boots' run durations include the probes)
+  K=$(for d in /proc/[0-9]*; do [ "$(cat $d/comm 2>/dev/null)" = kswapd0 ] && echo ${d#/proc/}; done | head -n 1)
   echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm)"
   echo "TKREC_PROC start_ticks=$(awk '{print $22}' /proc/$W/stat)"
   i=0 j=0
@@ -916,7 +919,7 @@ t_nbtpress() {
     if grep -q WORKLOAD_START /tmp/wp.out; then kill -USR1 $W; i=$((i + 1)); else j=$((j + 1)); fi
     [ $j -gt 600 ] && { kill $W; echo 0 > /proc/sys/kernel/numa_balancing; cat /tmp/wp.out; fail nbtpress "workload did not start"; return; }
     sleep 0.1
-    echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm) node0_free_kb=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo) wl_ticks=$(cputicks $W) scan_seq=$(scanseq $W)$(n0lru)$(n0zones)$(n0gens)"
+    echo "TKREC_VM t=$(cut -d' ' -f1 /proc/uptime)$(vm) node0_free_kb=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo) wl_ticks=$(cputicks $W) kswapd_ticks=$(cputicks ${K:-0}) scan_seq=$(scanseq $W)$(n0lru)$(n0zones)$(n0gens)"
   done
   maps=$(awk '{printf "%s:%s ", $1, $6}' /proc/$W/maps 2>/dev/null | head -c 2000)
   # how often the workload was switched in (each switch marks its mm for the multi-gen walk:
