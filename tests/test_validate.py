@@ -60,6 +60,11 @@ def test_a_guest_log_parses_into_a_recording_and_its_timeline() -> None:
     assert m["t50_s"] == 2.0
     assert m["t90_s"] == 2.0
     assert m["hint_faults_per_s"] == 128.0
+    # the press samples' CPU ticks (the workload's, kswapd's) are kept where the guest gives them
+    assert "kswapd_ticks" not in rec["vmstat"][1]
+    ticked = GUEST_LOG.replace("numa_hint_faults=105", "numa_hint_faults=105 wl_ticks=90 kswapd_ticks=7")
+    rec = parse_guest_log(ticked, "guest.log")
+    assert (rec["vmstat"][1]["wl_ticks"], rec["vmstat"][1]["kswapd_ticks"]) == (90.0, 7.0)
 
 
 @pytest.mark.parametrize(
