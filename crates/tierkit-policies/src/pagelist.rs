@@ -311,8 +311,9 @@ impl PageLists {
         if i >= self.link.len() {
             return None;
         }
-        let n = self.link.get(i).next;
-        (n != NIL).then_some(PageId(n as u64))
+        // an unlisted page's `next` may hold its aux value
+        let l = self.link.get(i);
+        (l.list != NO_LIST && l.next != NIL).then_some(PageId(l.next as u64))
     }
 
     fn ensure(&mut self, i: u32) {
@@ -609,6 +610,7 @@ mod tests {
             l.set_aux(PageId(7), Some(3));
             l.set_home(PageId(7), Some(1));
             assert_eq!((l.home_of(PageId(7)), l.aux(PageId(7))), (Some(1), Some(3)));
+            assert_eq!(l.next(PageId(7)), None);
             // the list it was on is intact
             assert_eq!(pages(&l, 2), vec![8]);
             l.push_front(0, PageId(7));
