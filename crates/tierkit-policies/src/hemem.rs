@@ -595,8 +595,7 @@ impl<C: Count> Policy for HeMem<C> {
     }
 
     /// Per page: its tier (1 B), its counts, clock and flags ([`PageState`], 4 B with `u8` counts,
-    /// 6 with `u16`) and its list
-    /// links (9 B).
+    /// 6 with `u16`) and its list links (8 B; 9 past 2^29 pages).
     fn memory_bytes(&self, space: &PageSpace) -> u64 {
         Residency::bytes_for(space.pages)
             + Dense::<PageState<C>>::bytes_for(space.pages)

@@ -793,7 +793,8 @@ impl Policy for Memtis {
         }
     }
 
-    /// Per page: its count, flags and tier ([`PageState`], 5 B) and its list links (9 B).
+    /// Per page: its count, flags and tier ([`PageState`], 5 B) and its list links (8 B; 9 past
+    /// 2^29 pages).
     fn memory_bytes(&self, space: &PageSpace) -> u64 {
         Dense::<PageState>::bytes_for(space.pages) + PageLists::bytes_for(space.pages, 2 * BINS + 1)
     }

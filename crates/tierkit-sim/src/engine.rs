@@ -1158,8 +1158,8 @@ pattern = "pointer-chase"
         let pp = out.summary.memory_bytes_per_page;
         assert!((pp.total - est as f64 / 98304.0).abs() < 1e-9);
         assert!(
-            (pp.policy - 14.0).abs() < 0.01,
-            "HeMem: 1 + 4 + 9 B a page, {pp:?}"
+            (pp.policy - 13.0).abs() < 0.01,
+            "HeMem: 1 + 4 + 8 B a page, {pp:?}"
         );
     }
 
