@@ -38,6 +38,20 @@ struct FullLink {
     list: u8,
 }
 
+impl From<Link> for FullLink {
+    #[inline]
+    fn from(Link { prev, next, list }: Link) -> Self {
+        FullLink { prev, next, list }
+    }
+}
+
+impl From<FullLink> for Link {
+    #[inline]
+    fn from(FullLink { prev, next, list }: FullLink) -> Self {
+        Link { prev, next, list }
+    }
+}
+
 /// Bits of a page id in a compact link word; the all-ones value is `NIL`.
 const ID_BITS: u32 = 29;
 const ID_MASK: u64 = (1 << ID_BITS) - 1;
@@ -138,10 +152,7 @@ impl Links {
     fn get(&self, i: usize) -> Link {
         match self {
             Links::Compact(v) => dec(v[i]),
-            Links::Full(v) => {
-                let FullLink { prev, next, list } = v[i];
-                Link { prev, next, list }
-            }
+            Links::Full(v) => v[i].into(),
         }
     }
 
@@ -149,13 +160,7 @@ impl Links {
     fn set(&mut self, i: usize, l: Link) {
         match self {
             Links::Compact(v) => v[i] = enc(l),
-            Links::Full(v) => {
-                v[i] = FullLink {
-                    prev: l.prev,
-                    next: l.next,
-                    list: l.list,
-                }
-            }
+            Links::Full(v) => v[i] = l.into(),
         }
     }
 
@@ -186,13 +191,7 @@ impl Links {
     /// To 9 bytes a page, keeping every link.
     fn widen(&mut self) {
         if let Links::Compact(v) = self {
-            let full = v
-                .iter()
-                .map(|&w| {
-                    let Link { prev, next, list } = dec(w);
-                    FullLink { prev, next, list }
-                })
-                .collect();
+            let full = v.iter().map(|&w| dec(w).into()).collect();
             *self = Links::Full(full);
         }
     }
@@ -201,25 +200,14 @@ impl Links {
     fn resize(&mut self, n: usize) {
         match self {
             Links::Compact(v) => v.resize(n, enc(UNLINKED)),
-            Links::Full(v) => v.resize(
-                n,
-                FullLink {
-                    prev: NIL,
-                    next: NIL,
-                    list: NO_LIST,
-                },
-            ),
+            Links::Full(v) => v.resize(n, UNLINKED.into()),
         }
     }
 
     fn extend(&mut self, it: impl Iterator<Item = Link>) {
         match self {
             Links::Compact(v) => v.extend(it.map(enc)),
-            Links::Full(v) => v.extend(it.map(|l| FullLink {
-                prev: l.prev,
-                next: l.next,
-                list: l.list,
-            })),
+            Links::Full(v) => v.extend(it.map(FullLink::from)),
         }
     }
 
@@ -281,14 +269,17 @@ impl PageLists {
         self.len.iter().sum()
     }
 
+    /// Page `p`'s links, if the per-page table reaches it.
+    #[inline]
+    fn link_of(&self, p: PageId) -> Option<Link> {
+        let i = p.0 as usize;
+        (i < self.link.len()).then(|| self.link.get(i))
+    }
+
     /// The list a page is on.
     #[inline]
     pub fn list_of(&self, p: PageId) -> Option<usize> {
-        let i = p.0 as usize;
-        if i >= self.link.len() {
-            return None;
-        }
-        let l = self.link.get(i).list;
+        let l = self.link_of(p)?.list;
         (l != NO_LIST).then_some(l as usize)
     }
 
@@ -307,12 +298,8 @@ impl PageLists {
     /// The page after `p` on its list.
     #[inline]
     pub fn next(&self, p: PageId) -> Option<PageId> {
-        let i = p.0 as usize;
-        if i >= self.link.len() {
-            return None;
-        }
         // an unlisted page's `next` may hold its aux value
-        let l = self.link.get(i);
+        let l = self.link_of(p)?;
         (l.list != NO_LIST && l.next != NIL).then_some(PageId(l.next as u64))
     }
 
@@ -405,10 +392,7 @@ impl PageLists {
     /// Take `p` off its list; returns the list it was on.
     pub fn remove(&mut self, p: PageId) -> Option<usize> {
         let i = p.0 as usize;
-        if i >= self.link.len() {
-            return None;
-        }
-        let Link { prev, next, list } = self.link.get(i);
+        let Link { prev, next, list } = self.link_of(p)?;
         if list == NO_LIST {
             return None;
         }
@@ -442,11 +426,7 @@ impl PageLists {
     /// keeping it again beside the links: an unlisted page's links are free to hold it.
     #[inline]
     pub fn home_of(&self, p: PageId) -> Option<usize> {
-        let i = p.0 as usize;
-        if i >= self.link.len() {
-            return None;
-        }
-        let Link { prev, list, .. } = self.link.get(i);
+        let Link { prev, list, .. } = self.link_of(p)?;
         if list != NO_LIST {
             Some(list as usize)
         } else {
@@ -456,39 +436,40 @@ impl PageLists {
 
     /// Set the home of `p`, which is on no list (`None`: no home).
     pub fn set_home(&mut self, p: PageId, home: Option<usize>) {
+        let lists = self.head.len();
+        self.update_unlisted(p, |l| {
+            l.prev = home.map_or(NIL, |h| {
+                assert!(h < lists, "home {h} is not a list");
+                h as u32
+            })
+        });
+    }
+
+    /// Change the links of `p`, which is on no list (its home and aux value live there).
+    fn update_unlisted(&mut self, p: PageId, f: impl FnOnce(&mut Link)) {
         let i = idx(p);
         self.ensure(i);
         let mut l = self.link.get(i as usize);
         assert!(l.list == NO_LIST, "page {} is on list {}", p.0, l.list);
-        l.prev = home.map_or(NIL, |h| {
-            assert!(h < self.head.len(), "home {h} is not a list");
-            h as u32
-        });
+        f(&mut l);
         self.link.set(i as usize, l);
     }
 
     /// A value kept with `p` while it is on no list (`None`: none; cleared when it is listed).
     #[inline]
     pub fn aux(&self, p: PageId) -> Option<u32> {
-        let i = p.0 as usize;
-        if i >= self.link.len() {
-            return None;
-        }
-        let l = self.link.get(i);
+        let l = self.link_of(p)?;
         (l.list == NO_LIST && l.next != NIL).then_some(l.next)
     }
 
     /// Keep `v` with `p`, which is on no list: below 2^29 - 1 (the compact links' range).
     pub fn set_aux(&mut self, p: PageId, v: Option<u32>) {
-        let i = idx(p);
-        self.ensure(i);
-        let mut l = self.link.get(i as usize);
-        assert!(l.list == NO_LIST, "page {} is on list {}", p.0, l.list);
-        l.next = v.map_or(NIL, |v| {
-            assert!((v as u64) < COMPACT_PAGES, "aux value {v} out of range");
-            v
+        self.update_unlisted(p, |l| {
+            l.next = v.map_or(NIL, |v| {
+                assert!((v as u64) < COMPACT_PAGES, "aux value {v} out of range");
+                v
+            })
         });
-        self.link.set(i as usize, l);
     }
 
     /// Make the per-page table reach `p` (unlisted, no home).
