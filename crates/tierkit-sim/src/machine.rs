@@ -4543,23 +4543,20 @@ mod tests {
         // a whole number of ns keeps f64s
         assert_eq!(per_page(&yes), per_page(&no) + 5);
         assert_eq!(yes.last_clear.page_bytes(), 5);
-        let odd = crate::load(
-            "gups-hotset",
-            &[sets.clone(), vec!["epoch_ms=0.0123456".to_string()]].concat(),
-            Some(3),
-        )
-        .unwrap();
-        let wide = Machine::with_needs(&odd, false, &declared).unwrap();
+        // the same experiment with one more setting, its machine keeping clear times
+        let with = |set: &str| {
+            let e = crate::load(
+                "gups-hotset",
+                &[sets.clone(), vec![set.to_string()]].concat(),
+                Some(3),
+            )
+            .unwrap();
+            Machine::with_needs(&e, false, &declared).unwrap()
+        };
+        let wide = with("epoch_ms=0.0123456");
         assert!(!wide.last_clear.is_empty() && wide.last_clear.page_bytes() == 8);
         // a run of 600 s passes 2^39 ns (550 s): 6 bytes a page
-        let long = crate::load(
-            "gups-hotset",
-            &[sets.clone(), vec!["duration_s=600".to_string()]].concat(),
-            Some(3),
-        )
-        .unwrap();
-        let long = Machine::with_needs(&long, false, &declared).unwrap();
-        assert_eq!(long.last_clear.page_bytes(), 6);
+        assert_eq!(with("duration_s=600").last_clear.page_bytes(), 6);
         let est = |n: &TelemetryNeeds| Machine::memory_bytes(&exp, n).page_table;
         assert_eq!(
             est(&declared),
