@@ -56,6 +56,14 @@ pub const COMMON_KEYS: &[(&str, &str)] = &[
         "kswapd_shares_cpu",
         "true: kswapd runs on the processes' one CPU, which makes no access while it works (default false)",
     ),
+    (
+        "kswapd_cpu_share",
+        "with kswapd_shares_cpu: the share of kswapd's running time in which it has the CPU, the threads having the rest (default 0.5, CFS's fair share beside one thread; 1: all of it)",
+    ),
+    (
+        "kswapd_slice_ms",
+        "with kswapd_shares_cpu: the length of kswapd's turns on the CPU in ms, alternating with the threads' (default 4, one tick at HZ=250; 0: shared continuously)",
+    ),
     ("page_size", "\"4KiB\" or \"2MiB\""),
     (
         "tier",
@@ -503,6 +511,8 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
     let seed = r.u64_opt("seed", 0, i64::MAX as u64)?.unwrap_or(1);
     let counter_noise = r.f64_or("counter_noise", 0.0, 1.0, 0.0)?;
     let kswapd_shares_cpu = r.bool_or("kswapd_shares_cpu", false)?;
+    let kswapd_cpu_share = r.f64_or("kswapd_cpu_share", 1e-3, 1.0, 0.5)?;
+    let kswapd_slice_ms = r.f64_or("kswapd_slice_ms", 0.0, 1000.0, 4.0)?;
     let pname = r.str_opt("platform")?.unwrap_or(defaults.platform);
     let mut plat = platform::preset(pname).ok_or_else(|| {
         let names: Vec<&str> = platform::PRESETS.iter().map(|p| p.0).collect();
@@ -590,6 +600,8 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
         seed,
         counter_noise,
         kswapd_shares_cpu,
+        kswapd_cpu_share,
+        kswapd_slice_ms,
         page_bytes: page,
         fast,
         slow_tier_gb,
@@ -1606,6 +1618,20 @@ mod tests {
         let exp = load_str("exp.toml", &on, &[], None).unwrap();
         assert!(exp.kswapd_shares_cpu);
         assert!(exp.processes[0].threads[0].phases[0].access[0].in_order);
+        // kswapd's turns: half the CPU in turns of a tick (HZ=250) unless set
+        assert_eq!((exp.kswapd_cpu_share, exp.kswapd_slice_ms), (0.5, 4.0));
+        let turns = format!("kswapd_cpu_share = 1\nkswapd_slice_ms = 0\n{base}");
+        let exp = load_str("exp.toml", &turns, &[], None).unwrap();
+        assert_eq!((exp.kswapd_cpu_share, exp.kswapd_slice_ms), (1.0, 0.0));
+        for bad in [
+            "kswapd_cpu_share = 0",
+            "kswapd_cpu_share = 1.5",
+            "kswapd_slice_ms = -1",
+        ] {
+            let m = err_of(&format!("{bad}\n{base}"), &[]);
+            let key = bad.split(' ').next().unwrap();
+            assert!(m.contains(key) && m.contains("expected a number in"), "{m}");
+        }
         let m = err_of(&format!("{base}in_order = true\npattern = \"zipf\"\n"), &[]);
         assert!(
             m.contains("process.0.thread.0.phase.0.access.0.in_order") && m.contains("zipf"),

@@ -317,6 +317,15 @@ pub struct Dist {
     /// breakpoints of a cumulative count, linear in between, constant after the last.
     fix_t: Vec<f64>,
     fix_c: Vec<f64>,
+    /// The earliest instant whose cumulative count (`cum_at`) a new epoch or correction changed
+    /// since [`Dist::take_changed_from`] last read it (+inf: none): an epoch replaces the
+    /// extension past the history's end, a correction the segment after its last breakpoint (or
+    /// before it, when it rewrites that breakpoint), and thinning an older half moves its dropped
+    /// points to their interpolation.
+    changed_from: f64,
+    /// A consumer has read the count up to this instant and keeps what it read (kswapd's spans,
+    /// `kswapd_shares_cpu`): the history's breakpoints before it are not moved.
+    pinned_to: f64,
     /// The segments of `hist_t` and `fix_t` the last reads fell in ([`between_hinted`]).
     hist_hint: Cell<u32>,
     fix_hint: Cell<u32>,
@@ -439,7 +448,19 @@ impl Dist {
             hist_hint: Cell::new(0),
             fix_hint: Cell::new(0),
             fix_c: Vec::new(),
+            changed_from: f64::INFINITY,
+            pinned_to: f64::NEG_INFINITY,
         }
+    }
+
+    /// A consumer read the count up to `t` and keeps what it read: see `pinned_to`.
+    pub fn pin_to(&mut self, t: f64) {
+        self.pinned_to = self.pinned_to.max(t);
+    }
+
+    /// The earliest instant whose cumulative count changed since the last call (+inf: none).
+    pub fn take_changed_from(&mut self) -> f64 {
+        std::mem::replace(&mut self.changed_from, f64::INFINITY)
     }
 
     /// Record an epoch that ended at `t_end` (ns) with this phase's misses at `rate` (per ns)
@@ -449,6 +470,23 @@ impl Dist {
     /// phases, idle epochs), not the instantaneous rate times the gap.
     pub fn record(&mut self, t_end: f64, e: f64, rate: f64) {
         let n = self.hist_t.len();
+        // past the last breakpoint the count was extended at the last rate (0 before the first)
+        // A new epoch of the same rate moves the last breakpoint, which changes the count from
+        // the one before it; none does while a consumer has read the count past that one
+        // (`pinned_to`), so what it read stays. Otherwise only the extension past the end
+        // changes.
+        let before_last = if n >= 2 {
+            self.hist_t[n - 2]
+        } else {
+            f64::NEG_INFINITY
+        };
+        let may_move = self.pinned_to <= before_last;
+        let from = match self.hist_t.last() {
+            None => t_end - e,
+            Some(&last) if !may_move => last,
+            Some(_) => before_last,
+        };
+        self.changed_from = self.changed_from.min(from);
         if n == 0 {
             self.hist_t.extend([t_end - e, t_end]);
             self.hist_c.extend([0.0, rate * e]);
@@ -461,8 +499,12 @@ impl Dist {
             t_end,
             c,
             HIST_MAX,
-            |old, new| (new - old).abs() <= HIST_MERGE_REL * old.max(new),
+            |old, new| may_move && (new - old).abs() <= HIST_MERGE_REL * old.max(new),
         );
+        if self.hist_t.len() < n {
+            // thinned: the older half's dropped points moved to their interpolation
+            self.changed_from = self.changed_from.min(self.hist_t[0]);
+        }
     }
 
     /// Cumulative misses of this phase at time `t` (ns): 0 before it first ran, linear between
@@ -520,9 +562,20 @@ impl Dist {
     pub fn fix_push(&mut self, t: f64, c: f64) {
         let n = self.fix_t.len();
         if n > 0 && t <= self.fix_t[n - 1] {
+            // the last breakpoint moves: so does the segment that leads to it
+            let from = if n >= 2 {
+                self.fix_t[n - 2]
+            } else {
+                f64::NEG_INFINITY
+            };
+            self.changed_from = self.changed_from.min(from);
             self.fix_c[n - 1] = c;
             return;
         }
+        // the count was constant past the last breakpoint (0 before the first)
+        self.changed_from = self
+            .changed_from
+            .min(self.fix_t.last().copied().unwrap_or(t));
         append(
             &mut self.fix_t,
             &mut self.fix_c,
@@ -531,6 +584,10 @@ impl Dist {
             FIX_MAX,
             |old, new| (new - old).abs() <= 1e-12 * old.abs().max(new.abs()).max(1e-300),
         );
+        if self.fix_t.len() < n {
+            // thinned: the older half's dropped points moved to their interpolation
+            self.changed_from = self.changed_from.min(self.fix_t[0]);
+        }
     }
 
     /// Breakpoints held by the cumulative history (for memory reports and tests).

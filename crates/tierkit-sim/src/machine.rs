@@ -332,20 +332,81 @@ struct LiveRates {
 /// The spans in which kswapd had the processes' one CPU (`kswapd_shares_cpu`): sorted,
 /// disjoint, and per access distribution the misses its phase would have made in them, summed
 /// over the spans before (a prefix sum, so the misses in any interval take two binary searches).
+/// kswapd's running time is cut into turns (`kswapd_slice_ms`) that alternate with the threads'
+/// so that it holds `kswapd_cpu_share` of it, as the scheduler shares one CPU between kswapd and
+/// a running thread; with turns of 0 ms each instant of its running time counts that share of
+/// the threads' misses as not made.
 #[derive(Clone, Debug, Default)]
 struct BusySpans {
     spans: Vec<(f64, f64)>,
     /// Per distribution: the misses in spans[..k] at k (length spans.len() + 1 once the
     /// distribution has been seen; a distribution made later has none before it ran).
     removed: Vec<Vec<f64>>,
+    /// The share of the threads' misses a span takes: `kswapd_cpu_share` when the CPU is shared
+    /// continuously, 1 with turns.
+    weight: f64,
+    /// kswapd's turn and the period of its turns (ns); 0: shared continuously.
+    slice_ns: f64,
+    period_ns: f64,
+    /// Where kswapd's current stretch of running time began (its turns count from there) and
+    /// ended so far: a span that starts after the end begins a new stretch.
+    anchor: f64,
+    stretch_end: f64,
 }
 
 impl BusySpans {
-    /// Record that kswapd ran in [a, b], merged with the last span when they touch.
-    fn add(&mut self, a: f64, b: f64, dists: &[Dist]) {
+    fn new(exp: &Experiment) -> Self {
+        let share = exp.kswapd_cpu_share.clamp(1e-3, 1.0);
+        let slice_ns = if share >= 1.0 {
+            0.0
+        } else {
+            exp.kswapd_slice_ms * 1e6
+        };
+        BusySpans {
+            weight: if slice_ns > 0.0 { 1.0 } else { share },
+            slice_ns,
+            period_ns: slice_ns / share,
+            anchor: f64::NEG_INFINITY,
+            stretch_end: f64::NEG_INFINITY,
+            ..Default::default()
+        }
+    }
+
+    /// Record that kswapd ran in [a, b]: in its turns there when it takes turns, the whole of
+    /// it otherwise.
+    fn add(&mut self, a: f64, b: f64, dists: &mut [Dist]) {
         if b <= a {
             return;
         }
+        if self.slice_ns <= 0.0 {
+            self.add_span(a, b, dists);
+            return;
+        }
+        if a > self.stretch_end {
+            // kswapd was asleep (or between runs): its first turn starts when it wakes
+            self.anchor = a;
+        }
+        self.stretch_end = self.stretch_end.max(b);
+        let mut k = ((a - self.anchor) / self.period_ns).floor();
+        loop {
+            let start = self.anchor + k * self.period_ns;
+            if start >= b {
+                break;
+            }
+            self.add_span(start.max(a), (start + self.slice_ns).min(b), dists);
+            k += 1.0;
+        }
+    }
+
+    /// Record that kswapd had the CPU in [a, b], merged with the last span when they touch.
+    fn add_span(&mut self, a: f64, b: f64, dists: &mut [Dist]) {
+        if b <= a {
+            return;
+        }
+        for dd in dists.iter_mut() {
+            dd.pin_to(b);
+        }
+        let w = self.weight;
         let n = self.spans.len();
         match self.spans.last_mut() {
             Some(last) if a <= last.1 => {
@@ -357,7 +418,7 @@ impl BusySpans {
                 last.1 = b;
                 for (d, dd) in dists.iter().enumerate() {
                     let r = self.prefix(d, n + 1);
-                    r[n] += dd.cum_at(b) - dd.cum_at(from);
+                    r[n] += w * (dd.cum_at(b) - dd.cum_at(from));
                 }
             }
             last => {
@@ -366,7 +427,7 @@ impl BusySpans {
                 for (d, dd) in dists.iter().enumerate() {
                     let r = self.prefix(d, n + 1);
                     let before = r[n];
-                    r.push(before + dd.cum_at(b) - dd.cum_at(a));
+                    r.push(before + w * (dd.cum_at(b) - dd.cum_at(a)));
                 }
             }
         }
@@ -384,6 +445,26 @@ impl BusySpans {
         r
     }
 
+    /// Recount the misses of the spans that end after `from`, where a distribution's cumulative
+    /// count changed since they were recorded (an epoch that replaced the extension past the
+    /// history's end, or the fault path's correction): a span's misses are then those the count
+    /// gives now, whatever the step that recorded it.
+    fn settle(&mut self, from: f64, dists: &[Dist]) {
+        let k = self.spans.partition_point(|s| s.1 <= from);
+        let n = self.spans.len();
+        if k == n {
+            return;
+        }
+        let w = self.weight;
+        for (d, dd) in dists.iter().enumerate() {
+            self.prefix(d, n + 1);
+            let r = &mut self.removed[d];
+            for (j, &(a, b)) in self.spans.iter().enumerate().skip(k) {
+                r[j + 1] = r[j] + w * (dd.cum_at(b) - dd.cum_at(a));
+            }
+        }
+    }
+
     /// Misses distribution `d` would have made in the spans before time `t`.
     fn removed_at(&self, d: usize, dd: &Dist, t: f64) -> f64 {
         // spans that ended by t count whole, one running at t up to t
@@ -392,7 +473,7 @@ impl BusySpans {
         let mut m = r.get(k).or(r.last()).copied().unwrap_or(0.0);
         if let Some(&(a, _)) = self.spans.get(k) {
             if a < t {
-                m += dd.cum_at(t) - dd.cum_at(a);
+                m += self.weight * (dd.cum_at(t) - dd.cum_at(a));
             }
         }
         m
@@ -1013,7 +1094,7 @@ impl Machine {
             #[cfg(test)]
             modes: TestModes::default(),
             undeclared_accessed_bits: false,
-            busy: BusySpans::default(),
+            busy: BusySpans::new(exp),
             live: LiveRates::default(),
             swept: false,
             procs,
@@ -2443,6 +2524,7 @@ impl Machine {
         if resumed {
             self.dist_gen += 1;
         }
+        self.settle_busy();
         self.now_ns += e;
         self.tel.now_ns = self.now_ns as u64;
         for (i, ti) in self.tel.tiers.iter_mut().enumerate() {
@@ -4092,12 +4174,24 @@ impl Mechanism for Machine {
 
     fn kernel_ran(&mut self, from_ns: u64, to_ns: u64) {
         if self.exp.kswapd_shares_cpu {
-            self.busy.add(from_ns as f64, to_ns as f64, &self.dists);
+            self.busy.add(from_ns as f64, to_ns as f64, &mut self.dists);
         }
     }
 }
 
 impl Machine {
+    /// kswapd's spans (`kswapd_shares_cpu`) recount their misses where the distributions'
+    /// counts changed since they were recorded.
+    fn settle_busy(&mut self) {
+        let mut from = f64::INFINITY;
+        for d in &mut self.dists {
+            from = from.min(d.take_changed_from());
+        }
+        if !self.busy.spans.is_empty() && from < f64::INFINITY {
+            self.busy.settle(from, &self.dists);
+        }
+    }
+
     /// Test and clear accessed bits at time `at`: a page whose bit was cleared at t0 reads
     /// referenced with probability 1 - exp(-n), n its expected accesses in [t0, at] (r dt at a
     /// steady rate r; the integral of its rate otherwise, so an epoch in which the threads all
@@ -4488,6 +4582,96 @@ mod tests {
         let a = &mut forms[0];
         a.resize(12);
         assert_eq!((a.len(), a.capacity_bytes() >= 12), (12, true));
+    }
+
+    /// With kswapd on the threads' CPU, its running time is cut into turns of
+    /// `kswapd_slice_ms` that hold `kswapd_cpu_share` of it, counted from when it woke (a span
+    /// that continues the last one keeps the turns' phase); with a share of 1 the whole span
+    /// is kswapd's, and with turns of 0 every instant counts the share.
+    #[test]
+    fn kswapd_takes_turns_with_the_threads_from_when_it_woke() {
+        let spans = |sets: &[&str], runs: &[(u64, u64)]| {
+            let mut sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            sets.extend(
+                [
+                    "working_set_gb=0.1",
+                    "hot_set_gb=0.05",
+                    "kswapd_shares_cpu=true",
+                ]
+                .map(String::from),
+            );
+            let exp = crate::load("gups-hotset", &sets, Some(3)).unwrap();
+            let mut m = Machine::new(&exp, false).unwrap();
+            m.step().unwrap();
+            for &(a, b) in runs {
+                m.kernel_ran(a, b);
+            }
+            (m.busy.spans.clone(), m.busy.weight)
+        };
+        let ms = 1_000_000u64;
+        let f = 1e6;
+        // 4 ms turns at half the CPU: kswapd, the threads, kswapd ... from the wake at 1 ms; the
+        // second run continues the first (same phase), the third starts after a sleep
+        let (s, w) = spans(&[], &[(ms, 7 * ms), (7 * ms, 12 * ms), (20 * ms, 23 * ms)]);
+        assert_eq!(w, 1.0);
+        assert_eq!(
+            s,
+            vec![(f, 5.0 * f), (9.0 * f, 12.0 * f), (20.0 * f, 23.0 * f)]
+        );
+        let (s, _) = spans(
+            &["kswapd_slice_ms=1", "kswapd_cpu_share=0.25"],
+            &[(0, 9 * ms)],
+        );
+        assert_eq!(s, vec![(0.0, f), (4.0 * f, 5.0 * f), (8.0 * f, 9.0 * f)]);
+        let (s, w) = spans(&["kswapd_cpu_share=1"], &[(ms, 7 * ms), (7 * ms, 12 * ms)]);
+        assert_eq!((s, w), (vec![(f, 12.0 * f)], 1.0));
+        let (s, w) = spans(&["kswapd_slice_ms=0"], &[(ms, 7 * ms)]);
+        assert_eq!((s, w), (vec![(f, 7.0 * f)], 0.5));
+    }
+
+    /// A span of kswapd's counts the misses the phases' history gives for it now, whatever the
+    /// step that recorded it: a span that reached past the history's end is recounted when the
+    /// epochs after it are recorded (the thread's phases change its rate every 0.7-1.3 ms), and
+    /// the history keeps the breakpoints a span read.
+    #[test]
+    fn kswapds_spans_count_the_misses_the_history_gives_now() {
+        for turns in [
+            "kswapd_slice_ms = 0.3",
+            "kswapd_cpu_share = 1",
+            "kswapd_slice_ms = 0",
+        ] {
+            let text = format!(
+                "workload = \"custom\"\nduration_s = 1\nepoch_ms = 0.25\nkswapd_shares_cpu = true\n{turns}\n\
+                 [[process]]\nname = \"p\"\n[[process.object]]\nname = \"o\"\nsize_mb = 64\n\
+                 [[process.thread]]\ncount = 1\n\
+                 [[process.thread.phase]]\nmlp = 4\ncompute_ns = 100\nduration_s = 0.0013\n\
+                 [[process.thread.phase.access]]\nobject = \"o\"\n\
+                 [[process.thread.phase]]\nmlp = 1\ncompute_ns = 3000\nduration_s = 0.0007\n\
+                 [[process.thread.phase.access]]\nobject = \"o\"\n"
+            );
+            let exp = crate::load_str("spans.toml", &text, &[], None).unwrap();
+            let mut m = Machine::new(&exp, false).unwrap();
+            for k in 0..400u64 {
+                m.step().unwrap();
+                if k % 3 == 0 {
+                    // kswapd's clock runs ahead of the machine's, as after a long step
+                    let now = m.now_ns as u64;
+                    m.kernel_ran(now.saturating_sub(100_000), now + 700_000);
+                }
+                for (d, dd) in m.dists.iter().enumerate() {
+                    let r = &m.busy.removed[d];
+                    for (j, &(a, b)) in m.busy.spans.iter().enumerate() {
+                        let now = m.busy.weight * (dd.cum_at(b) - dd.cum_at(a));
+                        let kept = r[j + 1] - r[j];
+                        assert!(
+                            (now - kept).abs() <= 1e-9 * now.abs().max(1.0),
+                            "{turns}, step {k}: span {j} ({a}, {b}) counted {kept}, the history gives {now}"
+                        );
+                    }
+                }
+            }
+            assert!(!m.busy.spans.is_empty());
+        }
     }
 
     /// A shootdown sends no IPI to a thread waiting at its phase's barrier (its CPU idles in

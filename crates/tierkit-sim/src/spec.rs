@@ -159,6 +159,18 @@ pub struct Experiment {
     /// works, their threads make no access, so an accessed bit it clears stays clear until they
     /// run again (back-to-back aging walks see nothing between them). false: it runs beside them.
     pub kswapd_shares_cpu: bool,
+    /// With `kswapd_shares_cpu`: the share of kswapd's running time in which it holds the CPU
+    /// (the threads run in the rest). Two runnable tasks of one weight share a CPU evenly under
+    /// CFS/EEVDF (kernel/sched/fair.c), so 0.5 beside one thread; 1 stops the threads for the
+    /// whole of kswapd's span.
+    pub kswapd_cpu_share: f64,
+    /// With `kswapd_shares_cpu`: the length (ms) of each of kswapd's turns on the CPU. A task
+    /// that runs on is preempted at a tick once its slice is used (`update_curr` ->
+    /// `resched_curr` in fair.c), so a turn lasts a tick, 4 ms at the guest's HZ=250; a sleeper
+    /// waking every millisecond makes the turns a millisecond (EEVDF picks the other task when
+    /// it returns). 0: the CPU is shared continuously (each instant of the span counts
+    /// `kswapd_cpu_share` of the threads' accesses as not made).
+    pub kswapd_slice_ms: f64,
     pub page_bytes: u64,
     pub fast: FastSize,
     pub slow_tier_gb: Option<f64>,
