@@ -703,21 +703,24 @@ def test_with_the_tlb_ticking_the_kernel_still_keeps_runs_of_young_pages_whole(t
     assert s["kswapd_evict_batches"] > 0
     assert s["kswapd_evict_batches_few"] / s["kswapd_evict_batches"] < kernel_few / 1.5
     assert s["kswapd_kept_referenced"] < 0.5 * k["kept_referenced"]
-    # with the guest's sweeps in address order and its one vCPU modelled, the model keeps runs
-    # of neighbouring young pages too: several times the pages kept untested, and kept batches
-    # at about the kernel's share
+    # the default models the guest's one vCPU (kswapd takes turns with the workload, section
+    # 1z); with its sweeps in address order as well, the model keeps runs of neighbouring young
+    # pages too: several times the pages kept untested, and kept batches at about the kernel's
+    # share
+    assert c["kswapd_shares_cpu"] is True
+    assert c["kswapd_slice_ms"] == 1.0
     both = vp.validate_press(
         tmp_path / "b",
         rec,
         vp.PRESS_RECORDING_TRACED_TLBTICK,
         seed=1,
         sweep_in_order=True,
-        kswapd_shares_cpu=True,
     )["sim_reclaim"]
     assert both["kswapd_kept_referenced"] > 2.5 * s["kswapd_kept_referenced"]
     assert both["kswapd_evict_batches_few"] / both["kswapd_evict_batches"] > 0.6 * kernel_few
     text = (tmp_path / "b" / "experiment.toml").read_text()
     assert "kswapd_shares_cpu = true" in text
+    assert "kswapd_slice_ms = 1\n" in text
     assert "in_order = true" in text
     report = (tmp_path / "v" / "report.md").read_text()
     assert "1164, of which 489 reclaimed fewer than 8 pages and 420 at least 56" in report
@@ -751,8 +754,9 @@ def test_with_kswapd_beside_the_workload_the_kernel_keeps_more_untested(tmp_path
     """Two boots with two vCPUs, the workload pinned to CPU 0 (docs/validation.md, section 1g):
     kswapd runs beside it, and the kernel keeps two thirds of the pages it isolates untested, more
     than with one vCPU, so the one vCPU is not why it keeps so many. Per burst of agings the
-    model's kswapd reclaims what the kernel's does (agings and ticker boots, within 20%: 1.17x on
-    the ticker boot, whose burst now includes the other processes' idle pages). On the first
+    model's kswapd reclaims what the kernel's does (agings and ticker boots, within 25%: 1.24x on
+    the ticker boot, whose burst now includes the other processes' idle pages; 1.17x before
+    kswapd took turns with the workload on the one vCPU, section 1z). On the first
     two-vCPU boot, whose DMA zone settled above its promotion bar (section 1h), the model with
     that bar promotes and demotes about as much over the run, but its steady state has no kswapd
     burst where the kernel's was woken by other allocations (the gap this test pins: it fails
@@ -775,7 +779,7 @@ def test_with_kswapd_beside_the_workload_the_kernel_keeps_more_untested(tmp_path
 
     for path in (vp.PRESS_RECORDING_TRACED_AGINGS, vp.PRESS_RECORDING_TRACED_TLBTICK):
         c, kernel, model = per_burst(path)
-        assert model == pytest.approx(kernel, rel=0.2), (path, kernel, model)
+        assert model == pytest.approx(kernel, rel=0.25), (path, kernel, model)
         traced, runs = c["kernel_kswapd_trace"], c["sim_reclaim"]["kswapd_runs"]
         report = (tmp_path / path.name / "report.md").read_text()
         assert f"Per run it reclaimed {traced['reclaimed'] / traced['runs']:.0f} pages" in report
@@ -1095,6 +1099,8 @@ def test_validate_kernel_refuses_bad_recording_lists_before_writing(
     cases = [
         (["--all-recordings", "--recording", str(DEFAULT_RECORDING)], "--all-recordings: not with"),
         (["--kswapd-shares-cpu"], "model the press scenario's guest"),
+        (["--kswapd-own-cpu"], "model the press scenario's guest"),
+        (["--scenario", "press", "--kswapd-own-cpu", "--kswapd-shares-cpu"], "not allowed with argument"),
         (
             ["--recording", str(DEFAULT_RECORDING), "--recording", "x.json", "--record"],
             "--record: records one",
@@ -1175,8 +1181,10 @@ def test_what_kswapd_finds_when_it_wakes_is_set_beside_the_models(tmp_path: Path
     wake after a quiet spell the kernel does not always evict first: on the first two boots it
     ages first at 4 of its 16 such wakes, so the model's ageing first is not why it keeps fewer
     pages untested. The model spends at least as much of the run with four generations as the
-    kernel, and on the second boot far more (the gap this test pins: it fails when it closes; on
-    the first boot it closed when kswapd's demotions started inside the step, section 1t)."""
+    kernel, and on the second boot more (the gap this test pins: it fails when it closes; on the
+    first boot it closed when kswapd's demotions started inside the step, section 1t; on the
+    second it went from more than 0.15 of the run to 0.08 when kswapd took turns with the
+    workload on the one vCPU, section 1z)."""
     from tierkit import validate_press as vp
 
     first, second, _ = vp.PRESS_RECORDING_TRACED_GENS
@@ -1193,7 +1201,7 @@ def test_what_kswapd_finds_when_it_wakes_is_set_beside_the_models(tmp_path: Path
         assert s["quiet_wakes"] >= 6
         assert s["samples_4_gens_share"] > k["samples_4_gens_share"] - 0.05, (k, s)
         if path == second:
-            assert s["samples_4_gens_share"] > k["samples_4_gens_share"] + 0.15, (k, s)
+            assert s["samples_4_gens_share"] > k["samples_4_gens_share"] + 0.04, (k, s)
         assert (tmp_path / path.name / "generations.png").stat().st_size > 10_000
         report = (tmp_path / path.name / "report.md").read_text()
         assert "![generations](generations.png)" in report
@@ -1201,12 +1209,13 @@ def test_what_kswapd_finds_when_it_wakes_is_set_beside_the_models(tmp_path: Path
     assert aged_first == 4
     # the ticker boot: the whole run's promotions and demotions within 15% by default (they were
     # not while the other processes' pages were left out of its node, section 1f) and with the
-    # sweep modelled in address order (its accessed bits set where the pass went), which keeps
-    # more pages untested (on the mean of seeds 1-12: 1.22x with the exec'd program's first
-    # window, section 1x, where seed 1 alone has 0.86x, and seeds 1-8 1.12x; 1.17x at seed 1
-    # before it; twice as many before kswapd's demotions started inside the step, section 1t,
-    # when the default kept fewer); the steady state's demotions a second, which spread 0.6-1.0x
-    # over seeds, are not pinned
+    # sweep modelled in address order (its accessed bits set where the pass went); with kswapd
+    # taking turns with the workload on the one vCPU (section 1z) the two keep about as many
+    # pages untested (0.93x on the mean of seeds 1-12), both well under half the kernel's; with
+    # kswapd on a CPU of its own the sweep in order kept more (1.22x with the exec'd program's
+    # first window, section 1x; twice as many before kswapd's demotions started inside the step,
+    # section 1t); the steady state's demotions a second, which spread 0.6-1.0x over seeds, are
+    # not pinned
     tick = vp.PRESS_RECORDING_TRACED_GENS[2]
     rec = load_recording(tick)
     default = vp.validate_press(tmp_path / "d", rec, tick, seed=1)
@@ -1225,8 +1234,8 @@ def test_what_kswapd_finds_when_it_wakes_is_set_beside_the_models(tmp_path: Path
         sum(r["policy_stats"]["kswapd_kept_referenced"] for r in runs[k * n : (k + 1) * n]) / n
         for k in (0, 1)
     ]
-    assert kept[1] > 1.1 * kept[0], kept
-    assert kept[1] < swept["kernel_reclaim"]["kept_referenced"]
+    assert 0.8 < kept[1] / kept[0] < 1.2, kept
+    assert max(kept) < 0.5 * swept["kernel_reclaim"]["kept_referenced"], kept
     # a recording without the samples has neither the figures nor the picture
     c = vp.validate_press(
         tmp_path / "agings",
@@ -1316,6 +1325,35 @@ def test_the_guests_kswapd_waits_half_a_tick_on_one_vcpu() -> None:
     two = load_recording(vp.PRESS_RECORDING_TRACED_2CPU[0])
     _, spec = vp.sim_experiment(two, {"kswapd_wake_delay_us", "lru_gen"})
     assert "kswapd_wake_delay_us" not in spec
+
+
+def test_kswapd_shares_the_cpu_as_the_recorded_guest_did() -> None:
+    """By default kswapd takes turns with the simulated workload where the guest had one vCPU
+    (turns of a 4 ms tick, or of the TLB ticker's 1 ms), and runs beside it where it had two;
+    either can be forced (docs/validation.md, section 1z). A bad meta value is named."""
+    from tierkit import validate_press as vp
+
+    one = load_recording(vp.PRESS_RECORDING)
+    two = load_recording(vp.PRESS_RECORDING_TRACED_2CPU[0])
+    tick = load_recording(vp.PRESS_RECORDING_TRACED_TLBTICK)
+    params = {"lru_gen"}
+
+    def cpu_lines(rec: dict[str, object], **kw: object) -> list[str]:
+        text, _ = vp.sim_experiment(rec, params, **kw)  # type: ignore[arg-type]
+        return [x for x in text.splitlines() if x.startswith("kswapd_")]
+
+    assert cpu_lines(one) == ["kswapd_shares_cpu = true"]
+    assert cpu_lines(tick) == ["kswapd_shares_cpu = true", "kswapd_slice_ms = 1"]
+    assert cpu_lines(two) == ["kswapd_shares_cpu = false"]
+    assert cpu_lines(two, kswapd_shares_cpu=True) == ["kswapd_shares_cpu = true", "kswapd_slice_ms = 1"]
+    assert cpu_lines(tick, kswapd_shares_cpu=False) == ["kswapd_shares_cpu = false"]
+    assert vp.kswapd_slice_ms({"tlb_tick_us": "4000"}) is None
+    assert vp.kswapd_slice_ms({"tlb_tick_us": "500"}) == 0.5
+    bad = {**one, "meta": {**one["meta"], "cpus": "one"}}
+    with pytest.raises(ValidationError, match="cpus='one'"):
+        vp.sim_experiment(bad, params)
+    with pytest.raises(ValidationError, match="tlb_tick_us"):
+        vp.kswapd_slice_ms({"tlb_tick_us": "fast"})
 
 
 def test_the_thp_recording_shows_one_hint_fault_and_one_promotion_per_huge_page() -> None:

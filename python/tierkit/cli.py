@@ -819,12 +819,25 @@ def build_parser() -> Parser:
         " pages an aging walk finds young are the run the sweep went over, as the guest's are"
         " (docs/validation.md, section 1g); default: Poisson touches at the same rate",
     )
-    val.add_argument(
+    cpu = val.add_mutually_exclusive_group()
+    cpu.add_argument(
         "--kswapd-shares-cpu",
-        action="store_true",
-        help="--scenario press: kswapd's work stops the simulated workload, as on the guest's one"
-        " vCPU (kswapd_shares_cpu: back-to-back aging walks see no access between them); default:"
-        " kswapd has a CPU of its own",
+        dest="kswapd_shares_cpu",
+        action="store_const",
+        const=True,
+        default=None,
+        help="--scenario press: kswapd takes turns with the simulated workload on one CPU, which"
+        " makes no access in kswapd's turns (kswapd_shares_cpu; turns of a 4 ms tick, or of the"
+        " recording's TLB ticker period, kswapd_slice_ms), as on the guest's one vCPU; default: as"
+        " the recording's guest ran (shared with one vCPU, docs/validation.md section 1z)",
+    )
+    cpu.add_argument(
+        "--kswapd-own-cpu",
+        dest="kswapd_shares_cpu",
+        action="store_const",
+        const=False,
+        help="--scenario press: kswapd has a CPU of its own, beside the simulated workload, whatever"
+        " the recording's guest had",
     )
     val.add_argument("--seed", type=_seed, default=1, metavar="N", help="the simulation's seed (default 1)")
     val.add_argument("--json", action="store_true", help="print the comparison as one JSON object on stdout")
@@ -1488,9 +1501,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         with_params("nbt", args.nbt_param, {p["name"] for p in tierkit.describe_policy("nbt")})
     except ValidationError as err:
         raise CliError(str(err)) from None
-    if (args.sweep_in_order or args.kswapd_shares_cpu) and args.scenario != "press":
+    if (args.sweep_in_order or args.kswapd_shares_cpu is not None) and args.scenario != "press":
         raise CliError(
-            "--sweep-in-order and --kswapd-shares-cpu model the press scenario's guest (--scenario press)"
+            "--sweep-in-order, --kswapd-shares-cpu and --kswapd-own-cpu model the press scenario's"
+            " guest (--scenario press)"
         )
     recordings: list[Path] = list(args.recording or [])
     if args.all_recordings:

@@ -826,7 +826,7 @@ def validate_kernel(
     nbt_params: Sequence[str] = (),
     rec: dict[str, Any] | None = None,
     sweep_in_order: bool = False,
-    kswapd_shares_cpu: bool = False,
+    kswapd_shares_cpu: bool | None = None,
 ) -> dict[str, Any]:
     """Compare the recording with the simulator's ``nbt``; write report.md, timeline.png,
     kernel.csv, sim.csv, experiment.toml and comparison.json into ``out``; return the comparison.
@@ -853,9 +853,10 @@ def validate_kernel(
             sweep_in_order=sweep_in_order,
             kswapd_shares_cpu=kswapd_shares_cpu,
         )
-    if sweep_in_order or kswapd_shares_cpu:
+    if sweep_in_order or kswapd_shares_cpu is not None:
         raise ValidationError(
-            "--sweep-in-order and --kswapd-shares-cpu model the press scenario's guest (--scenario press)"
+            "--sweep-in-order, --kswapd-shares-cpu and --kswapd-own-cpu model the press scenario's"
+            " guest (--scenario press)"
         )
     path = recording or (THP_RECORDING if scenario == "thp" else DEFAULT_RECORDING)
     rec = rec or load_recording(path)
@@ -980,7 +981,7 @@ def validate_many(
     nbt_params: Sequence[str] = (),
     records: Sequence[dict[str, Any]] | None = None,
     sweep_in_order: bool = False,
-    kswapd_shares_cpu: bool = False,
+    kswapd_shares_cpu: bool | None = None,
 ) -> dict[str, Any]:
     """:func:`validate_kernel` for each recording, each into its own subdirectory of ``out`` (named
     after the recording), then ``summary.md`` and ``summary.json``: per recording the kernel, the
