@@ -578,11 +578,14 @@ def nbt_spec(meta: Mapping[str, Any], policy_params: set[str], *extra: str) -> s
 
 
 def guest_wake_delay(meta: Mapping[str, Any], policy_params: set[str]) -> list[str]:
-    """``kswapd_wake_delay_us`` for a guest with one vCPU: half a tick of its ``hz``. A promotion
-    that finds the fast node short wakes kswapd, but the faulting thread keeps the only CPU
-    until its slice ends, which the scheduler sees at a tick (EEVDF's RUN_TO_PARITY, no hrtick);
-    on average half a tick later (5 ms at the guest's HZ=100). With a second vCPU (``cpus``)
-    kswapd runs on the idle one at once. docs/validation.md, section 1t."""
+    """``kswapd_wake_delay_us`` for a guest with one vCPU: half a tick of the recording's ``hz``.
+    A promotion that finds the fast node short wakes kswapd, but the faulting thread keeps the
+    only CPU until its slice ends, which the scheduler sees at a tick (EEVDF's RUN_TO_PARITY, no
+    hrtick); on average half a tick later. The recordings' ``hz`` is 100, the unit of
+    /proc/stat's ticks (USER_HZ), which gives 5 ms; the guest kernel's own tick is 4 ms
+    (CONFIG_HZ=250), and half of that, 2 ms, agrees worse with the press recordings, so the 5 ms
+    stays (docs/validation.md, sections 1t and 1z). With a second vCPU (``cpus``) kswapd runs on
+    the idle one at once."""
     if "kswapd_wake_delay_us" not in policy_params or "hz" not in meta:
         return []
     try:
