@@ -1091,6 +1091,14 @@ def test_validate_kernel_sets_several_recordings_side_by_side(
     assert summary["recordings"][0]["ratios"] == summary["recordings"][1]["ratios"]
     table = (out / "summary.md").read_text()
     assert "| [kernel_nbt_612-2](kernel_nbt_612-2/report.md) |" in table
+    # the totals over the recordings
+    assert summary["compared_figures"] == sum(len(e["compared"]) for e in summary["recordings"]) > 0
+    assert summary["outside_figures"] == sum(len(e["outside"]) for e in summary["recordings"])
+    within = sum(e["within_tolerance"] for e in summary["recordings"])
+    assert (
+        f"{summary['outside_figures']} of the {summary['compared_figures']} compared figures are outside"
+        f" ±25%; {within} of the 2 recordings have every compared figure within it." in table
+    )
 
 
 def test_validate_kernel_refuses_bad_recording_lists_before_writing(

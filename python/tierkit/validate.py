@@ -1031,7 +1031,15 @@ def validate_many(
                 "outside": [r["metric"] for r in c["rows"] if r["compared"] and not r["within_tolerance"]],
             }
         )
-    summary = {"scenario": scenario, "tolerance": TOLERANCE, "recordings": entries}
+    compared = sum(len(e["compared"]) for e in entries)
+    outside = sum(len(e["outside"]) for e in entries)
+    summary = {
+        "scenario": scenario,
+        "tolerance": TOLERANCE,
+        "compared_figures": compared,
+        "outside_figures": outside,
+        "recordings": entries,
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
 
     def cell(e: dict[str, Any], m: str) -> str:
@@ -1049,6 +1057,10 @@ def validate_many(
         "Each figure as tierkit's over the kernel's (1.00: equal); `(out)` marks a compared figure",
         f"outside ±{TOLERANCE:.0%}, `n/a` a ratio without a value (a kernel that stopped). Each",
         "recording's own report is in its directory.",
+        "",
+        f"{outside} of the {compared} compared figures are outside ±{TOLERANCE:.0%}; "
+        f"{sum(1 for e in entries if e['within_tolerance'])} of the {len(entries)} recordings have every "
+        "compared figure within it.",
         "",
         "| recording | kernel LRU | within tolerance | " + " | ".join(metrics) + " |",
         "|---|---|---|" + "---|" * len(metrics),
