@@ -470,11 +470,11 @@ impl Dist {
     /// phases, idle epochs), not the instantaneous rate times the gap.
     pub fn record(&mut self, t_end: f64, e: f64, rate: f64) {
         let n = self.hist_t.len();
-        // past the last breakpoint the count was extended at the last rate (0 before the first)
-        // A new epoch of the same rate moves the last breakpoint, which changes the count from
-        // the one before it; none does while a consumer has read the count past that one
-        // (`pinned_to`), so what it read stays. Otherwise only the extension past the end
-        // changes.
+        // Past the last breakpoint the count was extended at the last rate (0 before the
+        // first), and the epoch replaces that. An epoch of the same rate moves the last
+        // breakpoint instead of adding one, which changes the count from the breakpoint before
+        // it; none does while a consumer has read the count past that one (`pinned_to`), so
+        // what it read stays.
         let before_last = if n >= 2 {
             self.hist_t[n - 2]
         } else {
