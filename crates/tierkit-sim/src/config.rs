@@ -511,8 +511,11 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
     let seed = r.u64_opt("seed", 0, i64::MAX as u64)?.unwrap_or(1);
     let counter_noise = r.f64_or("counter_noise", 0.0, 1.0, 0.0)?;
     let kswapd_shares_cpu = r.bool_or("kswapd_shares_cpu", false)?;
-    let kswapd_cpu_share = r.f64_or("kswapd_cpu_share", 1e-3, 1.0, 0.5)?;
-    let kswapd_slice_ms = r.f64_or("kswapd_slice_ms", 0.0, 1000.0, 4.0)?;
+    let cpu_share = r.f64_opt("kswapd_cpu_share", 1e-3, 1.0)?;
+    let slice_ms = r.f64_opt("kswapd_slice_ms", 0.0, 1000.0)?;
+    // kswapd's turns mean something only on a CPU it shares with the threads
+    let turns_unused = !kswapd_shares_cpu && (cpu_share.is_some() || slice_ms.is_some());
+    let (kswapd_cpu_share, kswapd_slice_ms) = (cpu_share.unwrap_or(0.5), slice_ms.unwrap_or(4.0));
     let pname = r.str_opt("platform")?.unwrap_or(defaults.platform);
     let mut plat = platform::preset(pname).ok_or_else(|| {
         let names: Vec<&str> = platform::PRESETS.iter().map(|p| p.0).collect();
@@ -611,6 +614,13 @@ pub fn from_table(file: &str, root: &Table) -> Result<Experiment> {
         replay_seconds: 0.0,
         warnings: Vec::new(),
     };
+    if turns_unused {
+        exp.warnings.push(
+            "kswapd_cpu_share and kswapd_slice_ms have no effect without kswapd_shares_cpu = true \
+             (kswapd has a CPU of its own)"
+                .to_string(),
+        );
+    }
     if workload == "trace" {
         read_trace(&ctx, &mut r, &mut exp)?;
         r.finish(&[])?;
@@ -1623,6 +1633,14 @@ mod tests {
         let turns = format!("kswapd_cpu_share = 1\nkswapd_slice_ms = 0\n{base}");
         let exp = load_str("exp.toml", &turns, &[], None).unwrap();
         assert_eq!((exp.kswapd_cpu_share, exp.kswapd_slice_ms), (1.0, 0.0));
+        // without a shared CPU they do nothing, and the run says so
+        assert!(exp
+            .warnings
+            .iter()
+            .any(|w| w.contains("no effect without kswapd_shares_cpu")));
+        let shared = format!("kswapd_shares_cpu = true\n{turns}");
+        let exp = load_str("exp.toml", &shared, &[], None).unwrap();
+        assert!(exp.warnings.is_empty(), "{:?}", exp.warnings);
         for bad in [
             "kswapd_cpu_share = 0",
             "kswapd_cpu_share = 1.5",
