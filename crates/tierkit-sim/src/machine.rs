@@ -356,12 +356,13 @@ struct BusySpans {
 
 impl BusySpans {
     fn new(exp: &Experiment) -> Self {
-        let share = exp.kswapd_cpu_share.clamp(1e-3, 1.0);
-        let slice_ns = if share >= 1.0 {
-            0.0
-        } else {
-            exp.kswapd_slice_ms * 1e6
-        };
+        Self::with_turns(exp.kswapd_cpu_share, exp.kswapd_slice_ms)
+    }
+
+    /// kswapd holding `share` of its running time in turns of `slice_ms`.
+    fn with_turns(share: f64, slice_ms: f64) -> Self {
+        let share = share.clamp(1e-3, 1.0);
+        let slice_ns = if share >= 1.0 { 0.0 } else { slice_ms * 1e6 };
         BusySpans {
             weight: if slice_ns > 0.0 { 1.0 } else { share },
             slice_ns,
@@ -4582,6 +4583,60 @@ mod tests {
         let a = &mut forms[0];
         a.resize(12);
         assert_eq!((a.len(), a.capacity_bytes() >= 12), (12, true));
+    }
+
+    proptest::proptest! {
+        /// Whatever kswapd's runs, its turns are sorted and disjoint, lie inside its runs, and
+        /// hold its share of each stretch of running time to within one turn (a stretch: runs
+        /// that follow each other without a gap).
+        #[test]
+        fn kswapds_turns_hold_its_share_of_its_running_time(
+            share in 0.05f64..1.0,
+            slice_ms in 0.1f64..8.0,
+            runs in proptest::collection::vec((0u32..20_000, 1u32..30_000), 1..40),
+        ) {
+            let mut b = BusySpans::with_turns(share, slice_ms);
+            let mut t = 0.0f64;
+            let mut stretches: Vec<(f64, f64)> = Vec::new();
+            for &(gap_us, len_us) in &runs {
+                let a = t + gap_us as f64 * 1e3;
+                let e = a + len_us as f64 * 1e3;
+                b.add(a, e, &mut []);
+                match stretches.last_mut() {
+                    Some(s) if a <= s.1 => s.1 = e,
+                    _ => stretches.push((a, e)),
+                }
+                t = e;
+            }
+            for w in b.spans.windows(2) {
+                proptest::prop_assert!(w[0].1 < w[1].0, "{:?}", w);
+            }
+            let slice = slice_ms * 1e6;
+            for &(a, e) in &stretches {
+                let held: f64 = b
+                    .spans
+                    .iter()
+                    .map(|s| (s.1.min(e) - s.0.max(a)).max(0.0))
+                    .sum();
+                let want = if share >= 1.0 { e - a } else { share * (e - a) };
+                proptest::prop_assert!(
+                    (held - want).abs() <= slice + 1e-6 * (e - a),
+                    "stretch ({a}, {e}): held {held}, share {want}"
+                );
+            }
+            let outside: f64 = b
+                .spans
+                .iter()
+                .map(|s| {
+                    let inside: f64 = stretches
+                        .iter()
+                        .map(|&(a, e)| (s.1.min(e) - s.0.max(a)).max(0.0))
+                        .sum();
+                    s.1 - s.0 - inside
+                })
+                .sum();
+            proptest::prop_assert!(outside.abs() < 1e-3, "{outside} ns of turns outside the runs");
+        }
     }
 
     /// With kswapd on the threads' CPU, its running time is cut into turns of
