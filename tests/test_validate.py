@@ -1108,6 +1108,10 @@ def test_validate_kernel_refuses_bad_recording_lists_before_writing(
         (["--all-recordings", "--recording", str(DEFAULT_RECORDING)], "--all-recordings: not with"),
         (["--kswapd-shares-cpu"], "model the press scenario's guest"),
         (["--kswapd-own-cpu"], "model the press scenario's guest"),
+        (["--set", "duration_s=3"], "--set: `duration_s` is not a model setting"),
+        (["--set", "kswapd_shares_cpu=true"], "is not a model setting"),
+        (["--set", "epoch_ms"], "--set: expected KEY=VALUE, got `epoch_ms`"),
+        (["--set", "epoch_ms=fast"], "--set epoch_ms: `fast` is not a TOML value"),
         (["--scenario", "press", "--kswapd-own-cpu", "--kswapd-shares-cpu"], "not allowed with argument"),
         (
             ["--recording", str(DEFAULT_RECORDING), "--recording", "x.json", "--record"],
@@ -1333,6 +1337,33 @@ def test_the_guests_kswapd_waits_half_a_tick_on_one_vcpu() -> None:
     two = load_recording(vp.PRESS_RECORDING_TRACED_2CPU[0])
     _, spec = vp.sim_experiment(two, {"kswapd_wake_delay_us", "lru_gen"})
     assert "kswapd_wake_delay_us" not in spec
+
+
+def test_validate_kernel_sets_model_keys_of_the_simulated_run(
+    tk: Callable[..., object], tmp_path: Path
+) -> None:
+    """--set KEY=VALUE sets a model key of the generated experiment (replacing the generator's
+    line), the run uses it and comparison.json lists it; the press report names kswapd's turn as
+    set."""
+    from tierkit.validate import with_sets
+
+    text = "workload = 1\nepoch_ms = 1\n\n[[process]]\nname = 1\n"
+    got = with_sets(text, ["epoch_ms=0.5", "counter_noise = 0.1"], ["epoch_ms", "counter_noise", "workload"])
+    assert (
+        got
+        == "workload = 1\n\nepoch_ms = 0.5  # --set\ncounter_noise = 0.1  # --set\n[[process]]\nname = 1\n"
+    )
+    out = tmp_path / "v"
+    proc = tk("validate", "kernel", "--set", "epoch_ms=0.5", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr  # type: ignore[attr-defined]
+    assert "epoch_ms = 0.5  # --set" in (out / "experiment.toml").read_text()
+    from tierkit import validate_press as vp
+
+    rec = load_recording(vp.PRESS_RECORDING)
+    c = vp.validate_press(tmp_path / "p", rec, vp.PRESS_RECORDING, sim_sets=["kswapd_slice_ms=2"])
+    assert (c["kswapd_slice_ms"], c["sim_sets"]) == (2.0, ["kswapd_slice_ms=2"])
+    assert "kswapd takes turns of 2 ms" in (tmp_path / "p" / "report.md").read_text()
+    assert "kswapd_slice_ms = 2  # --set" in (tmp_path / "p" / "experiment.toml").read_text()
 
 
 def test_kswapd_shares_the_cpu_as_the_recorded_guest_did() -> None:

@@ -819,6 +819,16 @@ def build_parser() -> Parser:
         " pages an aging walk finds young are the run the sweep went over, as the guest's are"
         " (docs/validation.md, section 1g); default: Poisson touches at the same rate",
     )
+    val.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        dest="sim_set",
+        metavar="KEY=VALUE",
+        help="set a model key of the simulated experiment (repeatable), e.g. --set epoch_ms=0.5 or"
+        " --set kswapd_slice_ms=1; the keys the recording decides (sizes, duration, platform,"
+        " processes, seed: use --seed) are refused; `tierkit run --help` describes the keys",
+    )
     cpu = val.add_mutually_exclusive_group()
     cpu.add_argument(
         "--kswapd-shares-cpu",
@@ -1493,12 +1503,13 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     import tierkit
-    from tierkit.validate import ValidationError, with_params
+    from tierkit.validate import ValidationError, with_params, with_sets
 
     out = args.out or Path("validate-kernel")
     try:
-        # a bad --nbt-param is refused before anything is made or written
+        # a bad --nbt-param or --set is refused before anything is made or written
         with_params("nbt", args.nbt_param, {p["name"] for p in tierkit.describe_policy("nbt")})
+        with_sets("", args.sim_set, (k for k, _ in tierkit.common_keys()))
     except ValidationError as err:
         raise CliError(str(err)) from None
     if (args.sweep_in_order or args.kswapd_shares_cpu is not None) and args.scenario != "press":
@@ -1603,6 +1614,7 @@ def _validation_options(args: argparse.Namespace) -> dict[str, Any]:
         "progress": stderr_is_terminal(),
         "scenario": args.scenario,
         "nbt_params": args.nbt_param,
+        "sim_sets": args.sim_set,
         "sweep_in_order": args.sweep_in_order,
         "kswapd_shares_cpu": args.kswapd_shares_cpu,
     }

@@ -30,7 +30,7 @@ import re
 import subprocess
 import tempfile
 import zlib
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -627,6 +627,60 @@ def with_params(spec: str, extra: Sequence[str], policy_params: set[str]) -> str
     return name + (":" + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
 
 
+#: experiment keys `validate kernel --set` does not take: the recording decides them (and a flag,
+#: --kswapd-own-cpu or --kswapd-shares-cpu, whether kswapd shares the CPU)
+RECORDED_KEYS = frozenset(
+    {
+        "workload",
+        "name",
+        "policy",
+        "description",
+        "duration_s",
+        "platform",
+        "fast_tier_gb",
+        "slow_tier_gb",
+        "page_size",
+        "seed",
+        "tier",
+        "costs",
+        "process",
+        "antagonist",
+        "fast_ratio",
+        "kswapd_shares_cpu",
+    }
+)
+
+
+def with_sets(text: str, sets: Sequence[str], keys: Iterable[str]) -> str:
+    """The generated experiment ``text`` with each ``KEY=VALUE`` of ``sets`` (``validate kernel
+    --set``) as a top-level key, replacing the line the generator wrote for it: a model setting
+    (``epoch_ms``, ``kswapd_slice_ms``, ...), not one the recording decides (:data:`RECORDED_KEYS`).
+    A malformed item, an unknown or recorded key, or a value that is not TOML is an error naming
+    it."""
+    import tomllib
+
+    allowed = sorted(set(keys) - RECORDED_KEYS)
+    head, sep, tail = text.partition("\n[")
+    lines = head.split("\n")
+    for item in sets:
+        key, eq, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not key or not value:
+            raise ValidationError(f"--set: expected KEY=VALUE, got `{item}`")
+        if key not in allowed:
+            raise ValidationError(
+                f"--set: `{key}` is not a model setting of the simulated run (the recording decides "
+                f"the rest); settable: {', '.join(allowed)}"
+            )
+        try:
+            tomllib.loads(f"{key} = {value}")
+        except tomllib.TOMLDecodeError as e:
+            raise ValidationError(f"--set {key}: `{value}` is not a TOML value ({e})") from None
+        lines = [x for x in lines if not re.match(rf"{re.escape(key)}\s*=", x)]
+        lines.append(f"{key} = {value}  # --set")
+    return "\n".join(lines) + sep + tail
+
+
 def setup_phase(setup_s: float) -> str:
     """The simulated workload's first phase: idle on its stack-like object (the `stack` object of
     the experiment) for the guest program's setup, until its first sweep."""
@@ -830,6 +884,7 @@ def validate_kernel(
     rec: dict[str, Any] | None = None,
     sweep_in_order: bool = False,
     kswapd_shares_cpu: bool | None = None,
+    sim_sets: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Compare the recording with the simulator's ``nbt``; write report.md, timeline.png,
     kernel.csv, sim.csv, experiment.toml and comparison.json into ``out``; return the comparison.
@@ -838,7 +893,8 @@ def validate_kernel(
     after the recording's knobs. ``rec``: the recording as :func:`load_recording` already read it
     from ``recording`` (read here when not given). ``sweep_in_order`` and ``kswapd_shares_cpu``
     (press only) model the guest's sweeps in address order and its one vCPU
-    (:func:`tierkit.validate_press.sim_experiment`)."""
+    (:func:`tierkit.validate_press.sim_experiment`). ``sim_sets`` (``KEY=VALUE``) set model
+    keys of the simulated experiment (:func:`with_sets`)."""
     import tierkit
     from tierkit.output import new_axes, save_figure
 
@@ -855,6 +911,7 @@ def validate_kernel(
             nbt_params=nbt_params,
             sweep_in_order=sweep_in_order,
             kswapd_shares_cpu=kswapd_shares_cpu,
+            sim_sets=sim_sets,
         )
     if sweep_in_order or kswapd_shares_cpu is not None:
         raise ValidationError(
@@ -871,6 +928,7 @@ def validate_kernel(
     params = {p["name"] for p in tierkit.describe_policy("nbt")}
     text, spec = sim_experiment(rec, params, seed)
     spec = with_params(spec, nbt_params, params)
+    text = with_sets(text, sim_sets, (k for k, _ in tierkit.common_keys()))
     out.mkdir(parents=True, exist_ok=True)
     exp_path = out / "experiment.toml"
     exp_path.write_text(text)
@@ -985,6 +1043,7 @@ def validate_many(
     records: Sequence[dict[str, Any]] | None = None,
     sweep_in_order: bool = False,
     kswapd_shares_cpu: bool | None = None,
+    sim_sets: Sequence[str] = (),
 ) -> dict[str, Any]:
     """:func:`validate_kernel` for each recording, each into its own subdirectory of ``out`` (named
     after the recording), then ``summary.md`` and ``summary.json``: per recording the kernel, the
@@ -1013,6 +1072,7 @@ def validate_many(
             rec=rec,
             sweep_in_order=sweep_in_order,
             kswapd_shares_cpu=kswapd_shares_cpu,
+            sim_sets=sim_sets,
         )
         for r in c["rows"]:
             if r["metric"] not in metrics:

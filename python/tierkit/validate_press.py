@@ -48,6 +48,7 @@ from tierkit.validate import (
     setup_phase,
     spec_params,
     with_params,
+    with_sets,
 )
 
 #: the nbtpress recording `validate kernel --scenario press` uses by default: 100 s of sweeps
@@ -1269,10 +1270,12 @@ def validate_press(
     nbt_params: Sequence[str] = (),
     sweep_in_order: bool = False,
     kswapd_shares_cpu: bool | None = None,
+    sim_sets: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Compare an nbtpress recording with the simulator's ``nbt``; write report.md, timeline.png,
     moves.png, kernel.csv, sim.csv, experiment.toml and comparison.json into ``out``
-    (``sweep_in_order``, ``kswapd_shares_cpu``: :func:`sim_experiment`)."""
+    (``sweep_in_order``, ``kswapd_shares_cpu``: :func:`sim_experiment`; ``sim_sets``: model keys
+    of the simulated experiment, :func:`tierkit.validate.with_sets`)."""
     import tierkit
     from tierkit.output import new_axes, save_figure
 
@@ -1281,6 +1284,8 @@ def validate_press(
         kswapd_shares_cpu = guest_shares_cpu(rec)
     params = {p["name"] for p in tierkit.describe_policy("nbt")}
     with_params("nbt", nbt_params, params)  # a bad --nbt-param fails before anything is written
+    keys = [k for k, _ in tierkit.common_keys()]
+    with_sets("", sim_sets, keys)  # and so does a bad --set
     out.mkdir(parents=True, exist_ok=True)
     # The thread's compute per access is fitted to the fast tier's loaded latency under the
     # sweeps: a first run (latency 0) measures it over the steady state, the second is the result.
@@ -1296,6 +1301,7 @@ def validate_press(
             kswapd_shares_cpu=kswapd_shares_cpu,
         )
         spec = with_params(spec, nbt_params, params)
+        text = with_sets(text, sim_sets, keys)
         exp_path.write_text(text)
         result = tierkit.run(exp_path, policy=spec, seed=seed, progress=progress and last)
         ts = result.timeseries
@@ -1347,6 +1353,9 @@ def validate_press(
         has_gens_png = generations_figure(k_gens, s_gens, k_wakes, s_wakes, out / "generations.png")
     kernel_la = look_around_summary(rec)
     pcp = pcp_summary(rec)
+    # kswapd's turn: the recording's (a tick, or the TLB ticker's period), or what --set gave
+    set_turn = [x.partition("=")[2] for x in sim_sets if x.partition("=")[0].strip() == "kswapd_slice_ms"]
+    turn_ms = float(set_turn[-1]) if set_turn else (kswapd_slice_ms(meta) or GUEST_TICK_MS)
     comparison = {
         "recording": str(path),
         "scenario": "press",
@@ -1365,7 +1374,8 @@ def validate_press(
         "kernel_kswapd_trace": traced,
         "sweep_in_order": sweep_in_order,
         "kswapd_shares_cpu": kswapd_shares_cpu,
-        "kswapd_slice_ms": (kswapd_slice_ms(meta) or GUEST_TICK_MS) if kswapd_shares_cpu else None,
+        "kswapd_slice_ms": turn_ms if kswapd_shares_cpu else None,
+        "sim_sets": list(sim_sets),
         "kernel_wake_generations": kernel_gens or None,
         "kernel_look_around": kernel_la or None,
         "sim_wake_generations": sim_gens or None,
