@@ -609,20 +609,25 @@ def spec_params(spec: str) -> tuple[str, dict[str, str]]:
     return name, dict(kv.split("=", 1) for kv in rest.split(",") if kv)
 
 
+def key_value(option: str, item: str, known: Collection[str], not_a: str, listed: str) -> tuple[str, str]:
+    """One ``KEY=VALUE`` of ``option`` (``--nbt-param``, ``--set``): its key and value, stripped;
+    an item without both, or a key not in ``known``, is an error naming it: "`KEY` is not
+    {not_a} ({listed}: the known keys)"."""
+    key, eq, value = item.partition("=")
+    key, value = key.strip(), value.strip()
+    if not eq or not key or not value:
+        raise ValidationError(f"{option}: expected KEY=VALUE, got `{item}`")
+    if key not in known:
+        raise ValidationError(f"{option}: `{key}` is not {not_a} ({listed}: {', '.join(sorted(known))})")
+    return key, value
+
+
 def with_params(spec: str, extra: Sequence[str], policy_params: set[str]) -> str:
     """``spec`` (``nbt:k=v,...``) with each ``KEY=VALUE`` of ``extra`` set, replacing the same key;
     a key the policy does not have, or an item without ``=``, is an error naming it."""
     name, params = spec_params(spec)
     for item in extra:
-        key, eq, value = item.partition("=")
-        key, value = key.strip(), value.strip()
-        if not eq or not key or not value:
-            raise ValidationError(f"--nbt-param: expected KEY=VALUE, got `{item}`")
-        if key not in policy_params:
-            raise ValidationError(
-                f"--nbt-param: `{key}` is not a parameter of {name} (its parameters: "
-                f"{', '.join(sorted(policy_params))})"
-            )
+        key, value = key_value("--nbt-param", item, policy_params, f"a parameter of {name}", "its parameters")
         params[key] = value
     return name + (":" + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
 
@@ -663,15 +668,13 @@ def with_sets(text: str, sets: Sequence[str], keys: Iterable[str]) -> str:
     head, sep, tail = text.partition("\n[")
     lines = head.split("\n")
     for item in sets:
-        key, eq, value = item.partition("=")
-        key, value = key.strip(), value.strip()
-        if not eq or not key or not value:
-            raise ValidationError(f"--set: expected KEY=VALUE, got `{item}`")
-        if key not in allowed:
-            raise ValidationError(
-                f"--set: `{key}` is not a model setting of the simulated run (the recording decides "
-                f"the rest); settable: {', '.join(allowed)}"
-            )
+        key, value = key_value(
+            "--set",
+            item,
+            allowed,
+            "a model setting of the simulated run",
+            "the recording decides the rest; settable",
+        )
         try:
             tomllib.loads(f"{key} = {value}")
         except tomllib.TOMLDecodeError as e:
