@@ -399,6 +399,11 @@ impl BusySpans {
         }
     }
 
+    /// The misses distribution `dd` takes out of [a, b] of kswapd's spans (its history now).
+    fn misses(&self, dd: &Dist, a: f64, b: f64) -> f64 {
+        self.weight * (dd.cum_at(b) - dd.cum_at(a))
+    }
+
     /// Record that kswapd had the CPU in [a, b], merged with the last span when they touch.
     fn add_span(&mut self, a: f64, b: f64, dists: &mut [Dist]) {
         if b <= a {
@@ -407,7 +412,6 @@ impl BusySpans {
         for dd in dists.iter_mut() {
             dd.pin_to(b);
         }
-        let w = self.weight;
         let n = self.spans.len();
         match self.spans.last_mut() {
             Some(last) if a <= last.1 => {
@@ -418,17 +422,18 @@ impl BusySpans {
                 let from = last.1;
                 last.1 = b;
                 for (d, dd) in dists.iter().enumerate() {
-                    let r = self.prefix(d, n + 1);
-                    r[n] += w * (dd.cum_at(b) - dd.cum_at(from));
+                    let m = self.misses(dd, from, b);
+                    self.prefix(d, n + 1)[n] += m;
                 }
             }
             last => {
                 let a = last.map_or(a, |l| a.max(l.1));
                 self.spans.push((a, b));
                 for (d, dd) in dists.iter().enumerate() {
+                    let m = self.misses(dd, a, b);
                     let r = self.prefix(d, n + 1);
                     let before = r[n];
-                    r.push(before + w * (dd.cum_at(b) - dd.cum_at(a)));
+                    r.push(before + m);
                 }
             }
         }
@@ -456,12 +461,13 @@ impl BusySpans {
         if k == n {
             return;
         }
-        let w = self.weight;
         for (d, dd) in dists.iter().enumerate() {
             self.prefix(d, n + 1);
-            let r = &mut self.removed[d];
-            for (j, &(a, b)) in self.spans.iter().enumerate().skip(k) {
-                r[j + 1] = r[j] + w * (dd.cum_at(b) - dd.cum_at(a));
+            for j in k..n {
+                let (a, b) = self.spans[j];
+                let m = self.misses(dd, a, b);
+                let r = &mut self.removed[d];
+                r[j + 1] = r[j] + m;
             }
         }
     }
@@ -474,7 +480,7 @@ impl BusySpans {
         let mut m = r.get(k).or(r.last()).copied().unwrap_or(0.0);
         if let Some(&(a, _)) = self.spans.get(k) {
             if a < t {
-                m += self.weight * (dd.cum_at(t) - dd.cum_at(a));
+                m += self.misses(dd, a, t);
             }
         }
         m
