@@ -1509,7 +1509,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     try:
         # a bad --nbt-param or --set is refused before anything is made or written
         with_params("nbt", args.nbt_param, {p["name"] for p in tierkit.describe_policy("nbt")})
-        with_sets("", args.sim_set, (k for k, _ in tierkit.common_keys()))
+        with_sets("", args.sim_set)
     except ValidationError as err:
         raise CliError(str(err)) from None
     if (args.sweep_in_order or args.kswapd_shares_cpu is not None) and args.scenario != "press":

@@ -28,14 +28,20 @@ import math
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import zlib
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 #: the recording shipped with the package
 DEFAULT_RECORDING = Path(__file__).parent / "data" / "kernel_nbt_612.json"
@@ -632,46 +638,26 @@ def with_params(spec: str, extra: Sequence[str], policy_params: set[str]) -> str
     return name + (":" + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
 
 
-#: experiment keys `validate kernel --set` does not take: the recording decides them (and a flag,
-#: --kswapd-own-cpu or --kswapd-shares-cpu, whether kswapd shares the CPU)
-RECORDED_KEYS = frozenset(
-    {
-        "workload",
-        "name",
-        "policy",
-        "description",
-        "duration_s",
-        "platform",
-        "fast_tier_gb",
-        "slow_tier_gb",
-        "page_size",
-        "seed",
-        "tier",
-        "costs",
-        "process",
-        "antagonist",
-        "fast_ratio",
-        "kswapd_shares_cpu",
-    }
+#: the experiment keys `validate kernel --set` takes: the model's own settings; the recording
+#: decides the rest (sizes, duration, platform, processes; --seed the seed, and --kswapd-own-cpu or
+#: --kswapd-shares-cpu whether kswapd shares the CPU)
+MODEL_KEYS = frozenset(
+    {"epoch_ms", "counter_noise", "report_interval_ms", "kswapd_cpu_share", "kswapd_slice_ms"}
 )
 
 
-def with_sets(text: str, sets: Sequence[str], keys: Iterable[str]) -> str:
+def with_sets(text: str, sets: Sequence[str]) -> str:
     """The generated experiment ``text`` with each ``KEY=VALUE`` of ``sets`` (``validate kernel
     --set``) as a top-level key, replacing the line the generator wrote for it: a model setting
-    (``epoch_ms``, ``kswapd_slice_ms``, ...), not one the recording decides (:data:`RECORDED_KEYS`).
-    A malformed item, an unknown or recorded key, or a value that is not TOML is an error naming
-    it."""
-    import tomllib
-
-    allowed = sorted(set(keys) - RECORDED_KEYS)
+    (:data:`MODEL_KEYS`), not one the recording decides. A malformed item, another key, or a value
+    that is not TOML is an error naming it."""
     head, sep, tail = text.partition("\n[")
     lines = head.split("\n")
     for item in sets:
         key, value = key_value(
             "--set",
             item,
-            allowed,
+            MODEL_KEYS,
             "a model setting of the simulated run",
             "the recording decides the rest; settable",
         )
@@ -931,7 +917,7 @@ def validate_kernel(
     params = {p["name"] for p in tierkit.describe_policy("nbt")}
     text, spec = sim_experiment(rec, params, seed)
     spec = with_params(spec, nbt_params, params)
-    text = with_sets(text, sim_sets, (k for k, _ in tierkit.common_keys()))
+    text = with_sets(text, sim_sets)
     out.mkdir(parents=True, exist_ok=True)
     exp_path = out / "experiment.toml"
     exp_path.write_text(text)

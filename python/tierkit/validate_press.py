@@ -47,6 +47,7 @@ from tierkit.validate import (
     run_span,
     setup_phase,
     spec_params,
+    tomllib,
     with_params,
     with_sets,
 )
@@ -1284,8 +1285,7 @@ def validate_press(
         kswapd_shares_cpu = guest_shares_cpu(rec)
     params = {p["name"] for p in tierkit.describe_policy("nbt")}
     with_params("nbt", nbt_params, params)  # a bad --nbt-param fails before anything is written
-    keys = [k for k, _ in tierkit.common_keys()]
-    with_sets("", sim_sets, keys)  # and so does a bad --set
+    with_sets("", sim_sets)  # and so does a bad --set
     out.mkdir(parents=True, exist_ok=True)
     # The thread's compute per access is fitted to the fast tier's loaded latency under the
     # sweeps: a first run (latency 0) measures it over the steady state, the second is the result.
@@ -1301,7 +1301,7 @@ def validate_press(
             kswapd_shares_cpu=kswapd_shares_cpu,
         )
         spec = with_params(spec, nbt_params, params)
-        text = with_sets(text, sim_sets, keys)
+        text = with_sets(text, sim_sets)
         exp_path.write_text(text)
         result = tierkit.run(exp_path, policy=spec, seed=seed, progress=progress and last)
         ts = result.timeseries
@@ -1353,9 +1353,9 @@ def validate_press(
         has_gens_png = generations_figure(k_gens, s_gens, k_wakes, s_wakes, out / "generations.png")
     kernel_la = look_around_summary(rec)
     pcp = pcp_summary(rec)
-    # kswapd's turn: the recording's (a tick, or the TLB ticker's period), or what --set gave
-    set_turn = [x.partition("=")[2] for x in sim_sets if x.partition("=")[0].strip() == "kswapd_slice_ms"]
-    turn_ms = float(set_turn[-1]) if set_turn else (kswapd_slice_ms(meta) or GUEST_TICK_MS)
+    # kswapd's turn as the simulated run had it: the experiment's (the TLB ticker's period, or a
+    # --set), else the simulator's default of a tick
+    turn_ms = float(tomllib.loads(text).get("kswapd_slice_ms", GUEST_TICK_MS))
     comparison = {
         "recording": str(path),
         "scenario": "press",
