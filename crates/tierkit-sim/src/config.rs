@@ -54,7 +54,7 @@ pub const COMMON_KEYS: &[(&str, &str)] = &[
     ),
     (
         "kswapd_shares_cpu",
-        "true: kswapd runs on the processes' one CPU, which makes no access while it works (default false)",
+        "true: kswapd runs on the processes' one CPU and takes turns with their threads, which make no access in its turns (default false)",
     ),
     (
         "kswapd_cpu_share",

@@ -155,9 +155,10 @@ pub struct Experiment {
     pub seed: u64,
     /// Relative standard deviation of seeded noise on the TOR counters (multiplexing), 0 = none.
     pub counter_noise: f64,
-    /// kswapd runs on the one CPU the processes run on (the QEMU guest's one vCPU): while it
-    /// works, their threads make no access, so an accessed bit it clears stays clear until they
-    /// run again (back-to-back aging walks see nothing between them). false: it runs beside them.
+    /// kswapd runs on the one CPU the processes run on (the QEMU guest's one vCPU) and takes
+    /// turns with their threads (`kswapd_cpu_share`, `kswapd_slice_ms`): in its turns they make
+    /// no access, so an accessed bit it clears stays clear until they run again. false: it runs
+    /// beside them.
     pub kswapd_shares_cpu: bool,
     /// With `kswapd_shares_cpu`: the share of kswapd's running time in which it holds the CPU
     /// (the threads run in the rest). Two runnable tasks of one weight share a CPU evenly under
