@@ -817,7 +817,16 @@ t_nbtpress() {
   rh=$1 rc=$2 rs=$3 rf=$4 rr=$5
   mount -t debugfs none /sys/kernel/debug 2>/dev/null
   nbd=/sys/kernel/debug/sched/numa_balancing
-  meta="kernel=$(uname -r) scenario=press hot_mib=$rh cold_mib=$rc seconds=$rs free_above_high_mib=$rf cold_touch_per_s=$rr page_size=4096 hz=100"
+  # tkthp=1 on the kernel command line: both regions on transparent huge pages, as nbtrec's
+  # (WORKLOAD_THP; the fill stays on base pages), THP switched to madvise if it booted off
+  thp=$(sed -n 's/.*tkthp=\([0-9]*\).*/\1/p' /proc/cmdline) ps=4096
+  tpe=/sys/kernel/mm/transparent_hugepage/enabled
+  if [ "${thp:-0}" = 1 ]; then
+    ps=2097152
+    grep -q '\[never\]' $tpe 2>/dev/null && echo madvise > $tpe
+  fi
+  meta="kernel=$(uname -r) scenario=press hot_mib=$rh cold_mib=$rc seconds=$rs free_above_high_mib=$rf cold_touch_per_s=$rr page_size=$ps hz=100"
+  [ "${thp:-0}" = 1 ] && meta="$meta thp=1 thp_enabled=$(sed 's/.*\[\(.*\)\].*/\1/' $tpe) thp_defrag=$(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/defrag)"
   for k in scan_delay_ms scan_period_min_ms scan_period_max_ms scan_size_mb hot_threshold_ms; do meta="$meta $k=$(cat $nbd/$k 2>/dev/null || echo na)"; done
   meta="$meta promote_rate_limit_MBps=$(cat /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps 2>/dev/null || echo na)"
   # reclaim's LRU: Debian's 6.12 has the multi-gen LRU on by default (CONFIG_LRU_GEN_ENABLED);
@@ -834,7 +843,7 @@ t_nbtpress() {
   meta="$meta node0_free_kb_start=$(awk '/MemFree/{print $4}' /sys/devices/system/node/node0/meminfo)"
   echo 1 > /sys/kernel/mm/numa/demotion_enabled 2>/dev/null
   echo 2 > /proc/sys/kernel/numa_balancing
-  vm() { awk '/^(numa_hint_faults|numa_pte_updates|pgpromote_candidate|pgpromote_success|pgdemote_kswapd|pgdemote_direct|pgscan_kswapd|pgsteal_kswapd|pgrefill|pgactivate|pgdeactivate|pageoutrun) /{printf " %s=%s", $1, $2}' /proc/vmstat; }
+  vm() { awk '/^(numa_hint_faults|numa_pte_updates|numa_huge_pte_updates|pgpromote_candidate|pgpromote_success|pgdemote_kswapd|pgdemote_direct|pgscan_kswapd|pgsteal_kswapd|pgrefill|pgactivate|pgdeactivate|pageoutrun|thp_migration_success|thp_migration_fail|thp_migration_split|thp_split_page) /{printf " %s=%s", $1, $2}' /proc/vmstat; }
   # node 0's LRU sizes (pages): what inactive_is_low weighs
   n0lru() { awk '/^nr_(inactive_anon|active_anon|inactive_file|active_file|unevictable) /{printf " n0_%s=%s", substr($1, 4), $2}' /sys/devices/system/node/node0/vmstat; }
   # tkgens=1 on the kernel command line: node 0's multi-gen LRU generations every sample too
@@ -906,8 +915,9 @@ t_nbtpress() {
   # (TK_SMP=2 tests/kernel/run.sh): kswapd then runs beside it
   pin=$(sed -n 's/.*tkcpu=\([0-9]*\).*/\1/p' /proc/cmdline)
   if [ -n "$pin" ]; then export WORKLOAD_CPU=$pin; fi
+  [ "${thp:-0}" = 1 ] && export WORKLOAD_THP=1
   WORKLOAD_NODE0_FREE_MIB=$fm WORKLOAD_COLD_TOUCH_PER_S=$rr /bin/workload "$rh" "$rc" 0 1 0 > /tmp/wp.out &
-  unset WORKLOAD_TLB_TICK_US WORKLOAD_CPU
+  unset WORKLOAD_TLB_TICK_US WORKLOAD_CPU WORKLOAD_THP
   W=$!
   # node 0's kswapd: its CPU ticks in every sample (kswapd_ticks), its own cost per page scanned
   # and reclaimed without tracing (the traced boots' run durations include the probes)
