@@ -42,6 +42,7 @@ from tierkit.validate import (
     ValidationError,
     guest_wake_delay,
     nbt_spec,
+    page_bytes,
     rows_json,
     rows_table,
     run_span,
@@ -120,6 +121,16 @@ PRESS_RECORDING_TRACED_LOOKAROUND = (
 #: the same scenario with the guest kernel's multi-gen LRU switched off (tklrugen=0: the classic
 #: active/inactive lists), 100 s of sweeps, with reclaim's own counters
 PRESS_RECORDING_CLASSIC_LRU = Path(__file__).parent / "data" / "kernel_nbt_press_612_classic_lru.json"
+#: the same scenario on transparent huge pages (tkthp=1: both regions 2 MiB aligned,
+#: MADV_HUGEPAGE), 100 s of sweeps with the workload's 1 ms TLB ticker (tktlbtick=1000) and
+#: reclaim's traced runs: `validate kernel --scenario press-thp`, compared with 2 MiB pages
+#: (docs/validation.md, section 1za)
+PRESS_THP_RECORDING = Path(__file__).parent / "data" / "kernel_nbt_press_thp_612_tlbtick.json.gz"
+#: a second boot with the ticker, without reclaim's tracepoints
+PRESS_THP_RECORDING_TLBTICK_2 = Path(__file__).parent / "data" / "kernel_nbt_press_thp_612_tlbtick_2.json.gz"
+#: the same without the TLB ticker (a cleared accessed bit of a page in QEMU's TLB stays clear
+#: until the next switch of address spaces)
+PRESS_THP_RECORDING_NO_TICKER = Path(__file__).parent / "data" / "kernel_nbt_press_thp_612.json.gz"
 #: the workload's small VMAs that Linux's scanner walks, in pages (its mappings in a 2026-11-26
 #: nbtpress run, ``TKREC_VMAS`` and ``TKREC_SKIP``: a static binary's data segment
 #: 4c9000-4cf000, [heap] 36ed1000-36f14000, [vdso] 7f653b28e000-7f653b290000, [stack]
@@ -352,15 +363,16 @@ def node0_accounting(rec: dict[str, Any]) -> dict[str, int] | None:
 
 def dma_promotion_bar(rec: dict[str, Any]) -> int | None:
     """The DMA zone's bar in the promotion path (``migrate_balanced_pgdat``: the zone passes when
-    its free pages exceed its high watermark + the page + its ``lowmem_reserve`` for ZONE_MOVABLE,
-    the allocation's zone; mm/migrate.c and ``zone_watermark_ok``), from the zones the recording
-    dumped at its start. Settled above it, the DMA zone lets promotions through until the main
+    its free pages exceed its high watermark + the page's base pages + its ``lowmem_reserve``
+    for ZONE_MOVABLE, the allocation's zone; mm/migrate.c and ``zone_watermark_ok``), from the
+    zones the recording dumped at its start: a transparent huge page needs 512 pages above it
+    where a base page needs one. Settled above it, the DMA zone lets promotions through until the main
     zone reaches its low watermark, which the simulated nbt takes from ``dma_zone_above_bar``
     (docs/validation.md, section 1h). None without the zones."""
     dma = ((rec.get("node0_zones") or {}).get("start") or {}).get("DMA")
     if not dma or "high" not in dma or len(dma.get("protection", [])) < 4:
         return None
-    return int(dma["high"]) + 1 + int(dma["protection"][3])
+    return int(dma["high"]) + page_bytes(rec) // PAGE + int(dma["protection"][3])
 
 
 def pcp_summary(rec: dict[str, Any]) -> dict[str, float]:
@@ -508,27 +520,53 @@ def sim_experiment(
     spec = nbt_spec(rec["meta"], policy_params, *extra)
     share = cpu_share(rec)
     compute_ns, cold_weight = thread_fit(rec, fast_latency_ns)
+    foreign, resident = (zones["foreign"], zones["foreign_in_use"]) if zones else (0, 0)
+    # 4 KiB pages to a simulated page: 512 on transparent huge pages, where the simulator has one
+    # page size. The workload's small VMAs (data, heap, vdso, stack: 108 pages) are then one huge
+    # page, its stack, and the other processes' pages as many as they fill; the pinned fill gives
+    # up what these take beyond their 4 KiB pages, so node 0 holds as much as the guest's did, to
+    # the nearest huge page, and kswapd finds about as much to demote besides the regions.
+    base = page_bytes(rec) // PAGE
+    small = (
+        {"stack": DATA_PAGES + HEAP_PAGES + VDSO_PAGES + STACK_PAGES}
+        if base > 1
+        else {"data": DATA_PAGES, "heap": HEAP_PAGES, "vdso": VDSO_PAGES, "stack": STACK_PAGES}
+    )
+    if foreign > resident:
+        small["idle"] = foreign - resident
+    if resident:
+        small["in_use"] = resident
+    sized = {k: max(1, round(v / base)) for k, v in small.items()}
+    regions = {"cold": int(rec["cold_pages"]) // base, "hot": int(rec["hot_pages"]) // base}
+    on_fast = sum(small.values()) + fill_pages(rec) + int(rec["cold_pages"])
+    sized["fill"] = round(on_fast / base) - sum(sized.values()) - regions["cold"]
+    if base > 1 and sized["fill"] < 1:
+        raise ValidationError(
+            f"{rec.get('source', 'the recording')}: node 0's fill is too small to hold the small objects"
+            " on whole huge pages"
+        )
+    sized.update(regions)
+    node_sim = round(node / base)
 
     def obj(name: str, pages: int, tier: str, more: str = "separate_vma = true\n") -> str:
+        size = sized[name] * base * PAGE if base > 1 else pages * PAGE
         return f"""[[process.object]]
 name = "{name}"
-size_bytes = {pages * PAGE}
+size_bytes = {size}
 tier = "{tier}"
 {more}"""
 
     source = rec.get("source", "a recording")
     objects = "".join(
         (
-            obj("data", DATA_PAGES, "fast"),
-            obj("heap", HEAP_PAGES, "fast"),
+            *((obj("data", DATA_PAGES, "fast"), obj("heap", HEAP_PAGES, "fast")) if base == 1 else ()),
             obj("fill", fill_pages(rec), "fast", "pinned = true\n"),
             obj("cold", int(rec["cold_pages"]), "fast"),
             obj("hot", int(rec["hot_pages"]), "slow", ""),
-            obj("vdso", VDSO_PAGES, "fast"),
+            *((obj("vdso", VDSO_PAGES, "fast"),) if base == 1 else ()),
             obj("stack", STACK_PAGES, "fast"),
         )
     )
-    foreign, resident = (zones["foreign"], zones["foreign_in_use"]) if zones else (0, 0)
     # other processes' anonymous pages on node 0 (the guest's shells and tmpfs root) in a process
     # of their own, which Linux's scanner rarely walks (it walks a task's VMAs from its own
     # ticks): the ones in use touched about 10 times a second each, the rest never
@@ -561,9 +599,9 @@ workload = "custom"
 name = "validate-kernel-nbt-press"
 platform = "icx-numa"
 duration_s = {end_s:.3f}
-fast_tier_gb = {node * PAGE / 2**30:.6f}
+fast_tier_gb = {node_sim * base * PAGE / 2**30:.6f}
 slow_tier_gb = 1
-page_size = "4KiB"
+page_size = "{"2MiB" if base > 1 else "4KiB"}"
 report_interval_ms = 100
 seed = {seed}
 # kswapd shares the guest's one vCPU with the workload (true), or runs on a vCPU of its own
@@ -593,17 +631,20 @@ pattern = "uniform"
     return text, spec
 
 
-def sim_timeline(ts: pd.DataFrame) -> pd.DataFrame:
-    """The simulated run in the kernel timeline's columns (cumulative counts)."""
+def sim_timeline(ts: pd.DataFrame, base_pages: int = 1) -> pd.DataFrame:
+    """The simulated run in the kernel timeline's columns (cumulative counts). ``base_pages``: 4 KiB
+    pages to one simulated page (512 on transparent huge pages): promotions, demotions and the
+    regions' pages count 4 KiB pages, as pgpromote_success, pgdemote_kswapd and move_pages do;
+    hint faults count faults (one per huge page in both)."""
     return pd.DataFrame(
         {
             "t_s": ts["t_s"],
             "hint_faults": ts["hint_faults"].cumsum() if "hint_faults" in ts else math.nan,
             "candidates": math.nan,
-            "promotions": ts["promotions"].cumsum(),
-            "demotions": ts["demotions"].cumsum(),
-            "hot_fast_pages": ts["object_fast_pages.workload.hot"],
-            "cold_fast_pages": ts["object_fast_pages.workload.cold"],
+            "promotions": ts["promotions"].cumsum() * base_pages,
+            "demotions": ts["demotions"].cumsum() * base_pages,
+            "hot_fast_pages": ts["object_fast_pages.workload.hot"] * base_pages,
+            "cold_fast_pages": ts["object_fast_pages.workload.cold"] * base_pages,
         }
     )
 
@@ -1281,6 +1322,8 @@ def validate_press(
     from tierkit.output import new_axes, save_figure
 
     check_press(rec, path)
+    # 4 KiB pages to a simulated page: 512 for a recording on transparent huge pages (tkthp=1)
+    base = page_bytes(rec) // PAGE
     if kswapd_shares_cpu is None:
         kswapd_shares_cpu = guest_shares_cpu(rec)
     params = {p["name"] for p in tierkit.describe_policy("nbt")}
@@ -1306,10 +1349,10 @@ def validate_press(
         result = tierkit.run(exp_path, policy=spec, seed=seed, progress=progress and last)
         ts = result.timeseries
         col = f"latency_ns.{result.summary['tiers'][0]['name']}"
-        steady = ts[ts["t_s"] >= metrics(sim_timeline(ts), rec)["steady_from_s"]]
+        steady = ts[ts["t_s"] >= metrics(sim_timeline(ts, base), rec)["steady_from_s"]]
         fast_latency = float(steady[col].mean())
     k = kernel_timeline(rec)
-    s = sim_timeline(result.timeseries)
+    s = sim_timeline(result.timeseries, base)
     k.to_csv(out / "kernel.csv", index=False)
     s.to_csv(out / "sim.csv", index=False)
     km, sm = metrics(k, rec), metrics(s, rec)
@@ -1358,7 +1401,7 @@ def validate_press(
     turn_ms = float(tomllib.loads(text).get("kswapd_slice_ms", GUEST_TICK_MS))
     comparison = {
         "recording": str(path),
-        "scenario": "press",
+        "scenario": "press-thp" if base > 1 else "press",
         "kernel": meta.get("kernel"),
         "policy": spec,
         "tolerance": TOLERANCE,
@@ -1384,7 +1427,8 @@ def validate_press(
     }
     (out / "comparison.json").write_text(json.dumps(comparison, indent=1, default=str) + "\n")
     lines = [
-        "# tierkit validate kernel --scenario press: `nbt` against Linux with the fast node nearly full",
+        f"# tierkit validate kernel --scenario {comparison['scenario']}: `nbt` against Linux with the"
+        " fast node nearly full",
         "",
         f"Recording: `{path.name}` (kernel {meta.get('kernel')}, QEMU guest of tests/kernel). "
         f"{rec['hot_pages']} hot pages first placed on node 1 (slow) and swept about "
@@ -1421,6 +1465,18 @@ def validate_press(
             )
         ),
         f"Kernel knobs: {', '.join(f'{k}={meta.get(k)}' for k in KNOBS)}.",
+        *(
+            [
+                f"On transparent huge pages (MADV_HUGEPAGE; {rec.get('anon_huge_kb', -1) / 1024:.0f} MiB "
+                "of the program on huge pages when its sweeps began), simulated with 2 MiB pages: the "
+                "small objects (data, heap, stack, the other processes' pages) take a huge page each "
+                "and the pinned fill gives up as much. Page counts are 4 KiB pages, 512 to a huge page; "
+                "a huge page takes one hint fault, and a promotion needs 512 pages above the zone's "
+                "high watermark (migrate_balanced_pgdat)."
+            ]
+            if base > 1
+            else []
+        ),
         f"Simulated: `tierkit run experiment.toml --policy {spec}` (this directory): a fast tier of "
         f"{node} pages (watermark_scale_factor {wsf}: the guest's watermark step); "
         + (
