@@ -719,6 +719,14 @@ def build_parser() -> Parser:
             press recording is 100 s of sweeps with the guest's default multi-gen LRU and reclaim's
             traced runs.
 
+            --scenario press-thp compares the press scenario on transparent huge pages (tkthp=1:
+            both regions 2 MiB aligned with MADV_HUGEPAGE), simulated with 2 MiB pages: one hint
+            fault and one promotion per huge page, 512 pages above a zone's high watermark for a
+            promotion to pass (migrate_balanced_pgdat). Its shipped recording has the workload's
+            1 ms TLB ticker (tktlbtick=1000, which --record sets too) and reclaim's traced runs;
+            --all-recordings adds a second boot with the ticker and one without it
+            (docs/validation.md, section 1za).
+
             The recording that ships with tierkit is used unless --recording names another;
             several --recording (or --all-recordings, every shipped one of the scenario) are each
             compared into a subdirectory, with summary.md and summary.json side by side (how far the
@@ -749,7 +757,8 @@ def build_parser() -> Parser:
         " default, six 400 s boots, eleven more traced 100 s boots (node 0's zones, the agings"
         " and walks timed, one with the workload's TLB ticker, three with two vCPUs, three with"
         " node 0's generations sampled, one with the addresses eviction tested) and the"
-        " classic-LRU one), as repeated --recording do",
+        " classic-LRU one; press-thp: the default, a second boot with the TLB ticker and one"
+        " without it), as repeated --recording do",
     )
     val.add_argument(
         "--record",
@@ -764,10 +773,11 @@ def build_parser() -> Parser:
     )
     val.add_argument(
         "--scenario",
-        choices=["empty", "press", "thp"],
+        choices=["empty", "press", "thp", "press-thp"],
         default="empty",
         help="empty: node 0 nearly empty (the original recording; default); press: node 0 nearly full;"
-        " thp: the empty scenario's program on transparent huge pages (simulated with 2 MiB pages)",
+        " thp: the empty scenario's program on transparent huge pages (simulated with 2 MiB pages);"
+        " press-thp: the press scenario on transparent huge pages",
     )
     val.add_argument(
         "--record-size",
@@ -776,28 +786,29 @@ def build_parser() -> Parser:
         " even MiB); with --scenario"
         " press also the MiB left free above node 0's high watermark and the cold touches per second"
         " (default 32,64,400,16,8192, about 16 minutes; the shipped recording is 32,64,100,16,8192"
-        " with --trace-reclaim)",
+        " with --trace-reclaim; press-thp: 32,64,100,16,8192, even MiB)",
     )
     val.add_argument(
         "--lru-gen",
         choices=["kernel", "on", "off"],
         default="kernel",
-        help="with --record --scenario press: the guest kernel's multi-gen LRU as it boots (kernel:"
-        " Debian's 6.12 has it on; the shipped recording), or switched on or off first (off: the"
-        " classic active/inactive lists; docs/validation.md, sections 1d and 1e); the simulated nbt"
+        help="with --record --scenario press or press-thp: the guest kernel's multi-gen LRU as it"
+        " boots (kernel: Debian's 6.12 has it on; the shipped recording), or switched on or off first"
+        " (off: the classic active/inactive lists; docs/validation.md, sections 1d and 1e); the simulated nbt"
         " follows the recording's LRU",
     )
     val.add_argument(
         "--trace-reclaim",
         action="store_true",
-        help="with --record --scenario press: record reclaim's tracepoints too (every kswapd run with"
-        " what its LRU shrinks scanned, reclaimed, activated and kept); the report then says whether"
-        " kswapd gave up (16 runs that reclaim nothing) and whether it aged the active list",
+        help="with --record --scenario press or press-thp: record reclaim's tracepoints too (every"
+        " kswapd run with what its LRU shrinks scanned, reclaimed, activated and kept); the report"
+        " then says whether kswapd gave up (16 runs that reclaim nothing) and whether it aged the"
+        " active list",
     )
     val.add_argument(
         "--sample-generations",
         action="store_true",
-        help="with --record --scenario press: the guest samples node 0's multi-gen generations"
+        help="with --record --scenario press or press-thp: the guest samples node 0's multi-gen generations"
         " every 100 ms too (/sys/kernel/debug/lru_gen; tkgens=1); the report then sets them beside"
         " the model's (generations.png, and what kswapd found when it woke after a quiet spell)",
     )
@@ -814,9 +825,9 @@ def build_parser() -> Parser:
     val.add_argument(
         "--sweep-in-order",
         action="store_true",
-        help="--scenario press: the simulated hot region is swept in address order (in_order), so"
-        " a marked page faults when the sweep reaches it, promotions come in address order and the"
-        " pages an aging walk finds young are the run the sweep went over, as the guest's are"
+        help="--scenario press or press-thp: the simulated hot region is swept in address order"
+        " (in_order), so a marked page faults when the sweep reaches it, promotions come in address"
+        " order and the pages an aging walk finds young are the run the sweep went over, as the guest's are"
         " (docs/validation.md, section 1g); default: Poisson touches at the same rate",
     )
     val.add_argument(
@@ -836,8 +847,8 @@ def build_parser() -> Parser:
         action="store_const",
         const=True,
         default=None,
-        help="--scenario press: kswapd takes turns with the simulated workload on one CPU, which"
-        " makes no access in kswapd's turns (kswapd_shares_cpu; turns of a 4 ms tick, or of the"
+        help="--scenario press or press-thp: kswapd takes turns with the simulated workload on one"
+        " CPU, which makes no access in kswapd's turns (kswapd_shares_cpu; turns of a 4 ms tick, or of the"
         " recording's TLB ticker period, kswapd_slice_ms), as on the guest's one vCPU; default: as"
         " the recording's guest ran (shared with one vCPU, docs/validation.md section 1z)",
     )
@@ -846,8 +857,8 @@ def build_parser() -> Parser:
         dest="kswapd_shares_cpu",
         action="store_const",
         const=False,
-        help="--scenario press: kswapd has a CPU of its own, beside the simulated workload, whatever"
-        " the recording's guest had",
+        help="--scenario press or press-thp: kswapd has a CPU of its own, beside the simulated"
+        " workload, whatever the recording's guest had",
     )
     val.add_argument("--seed", type=_seed, default=1, metavar="N", help="the simulation's seed (default 1)")
     val.add_argument("--json", action="store_true", help="print the comparison as one JSON object on stdout")
@@ -1503,7 +1514,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     import tierkit
-    from tierkit.validate import ValidationError, with_params, with_sets
+    from tierkit.validate import PRESS_SCENARIOS, ValidationError, with_params, with_sets
 
     out = args.out or Path("validate-kernel")
     try:
@@ -1512,7 +1523,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         with_sets("", args.sim_set)
     except ValidationError as err:
         raise CliError(str(err)) from None
-    if (args.sweep_in_order or args.kswapd_shares_cpu is not None) and args.scenario != "press":
+    if (args.sweep_in_order or args.kswapd_shares_cpu is not None) and args.scenario not in PRESS_SCENARIOS:
         raise CliError(
             "--sweep-in-order, --kswapd-shares-cpu and --kswapd-own-cpu model the press scenario's"
             " guest (--scenario press)"
@@ -1554,12 +1565,12 @@ def _validate_one(
 ) -> int:
     import json
 
-    from tierkit.validate import SCENARIOS, ValidationError, record, validate_kernel
+    from tierkit.validate import PRESS_SCENARIOS, SCENARIOS, ValidationError, record, validate_kernel
 
     recording = recordings[0] if recordings else None
     try:
         if args.record:
-            press = args.scenario == "press"
+            press = args.scenario in PRESS_SCENARIOS
             # the scenario's sizes and their defaults (validate.SCENARIOS)
             sizes = SCENARIOS[args.scenario][2]
             size = args.record_size or ",".join(str(default) for _, default, _, _ in sizes)

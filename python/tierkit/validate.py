@@ -251,6 +251,10 @@ def parse_guest_log(text: str, source: str) -> dict[str, Any]:
         # the program's memory the kernel gave huge pages when the sweeps began (KiB)
         rec["scenario"] = "thp"
         rec["anon_huge_kb"] = int(start.get("anon_huge_kb", "-1"))
+    if meta.get("scenario") == "press" and meta.get("thp") == "1":
+        # tkthp=1: the regions on transparent huge pages (KiB of the program's memory on huge
+        # pages when its sweeps began)
+        rec["anon_huge_kb"] = int(start.get("anon_huge_kb", "-1"))
     if meta.get("scenario") == "press":
         if not fill:
             raise ValidationError(f"{source}: an nbtpress guest log without its WORKLOAD_FILL line")
@@ -468,7 +472,24 @@ SCENARIOS: dict[str, tuple[str, str, tuple[tuple[str, int, int, int], ...]]] = {
             ("cold-rate", 8192, 0, 1_000_000),
         ),
     ),
+    # press on transparent huge pages (tkthp=1; hot and cold in whole 2 MiB pages), with the
+    # workload's 1 ms TLB ticker (tktlbtick=1000: accessed bits set again as a real CPU's TLB
+    # misses set them; docs/validation.md, section 1za)
+    "press-thp": (
+        "nbtpress",
+        "tkpress",
+        (
+            ("hot", 32, 2, 256),
+            ("cold", 64, 2, 768),
+            ("seconds", 100, 2, 600),
+            ("free", 16, 0, 2048),
+            ("cold-rate", 8192, 0, 1_000_000),
+        ),
+    ),
 }
+
+#: the scenarios whose guest fills node 0 (nbtpress), compared by :mod:`tierkit.validate_press`
+PRESS_SCENARIOS = ("press", "press-thp")
 
 
 def record(
@@ -502,14 +523,16 @@ def record(
     for (name, _, lo, hi), v in zip(sizes, values, strict=True):
         if not lo <= v <= hi:
             raise ValidationError(f"--record-{name}: expected {lo}..{hi}, got {v}")
-        if scenario == "thp" and name in ("hot", "cold") and v % 2:
+        if scenario in ("thp", "press-thp") and name in ("hot", "cold") and v % 2:
             raise ValidationError(
-                f"--record-{name}: the thp scenario takes whole 2 MiB pages: an even MiB, got {v}"
+                f"--record-{name}: the {scenario} scenario takes whole 2 MiB pages: an even MiB, got {v}"
             )
     with tempfile.TemporaryDirectory(prefix="tierkit-rec-") as tmp:
         append = f"{arg}={','.join(str(v) for v in values)}"
         if scenario == "thp":
             append += " tkthp=1"
+        if scenario == "press-thp":
+            append += " tkthp=1 tktlbtick=1000"
         if lru_gen is not None:
             append += f" tklrugen={7 if lru_gen else 0}"
         if trace_reclaim:
@@ -535,7 +558,7 @@ def record(
     out.parent.mkdir(parents=True, exist_ok=True)
     part = out.with_name(out.name + ".part")
     # the press recording is written compact (hundreds of samples of both regions)
-    part.write_text((compact_json(rec) if scenario == "press" else json.dumps(rec, indent=1)) + "\n")
+    part.write_text((compact_json(rec) if scenario in PRESS_SCENARIOS else json.dumps(rec, indent=1)) + "\n")
     part.replace(out)
     return out
 
@@ -887,13 +910,20 @@ def validate_kernel(
     import tierkit
     from tierkit.output import new_axes, save_figure
 
-    if scenario == "press":
-        from tierkit.validate_press import PRESS_RECORDING, validate_press
+    if scenario in PRESS_SCENARIOS:
+        from tierkit.validate_press import PRESS_RECORDING, PRESS_THP_RECORDING, validate_press
 
-        path = recording or PRESS_RECORDING
+        path = recording or (PRESS_THP_RECORDING if scenario == "press-thp" else PRESS_RECORDING)
+        rec = rec or load_recording(path)
+        huge = page_bytes(rec) != PAGE
+        if huge != (scenario == "press-thp"):
+            raise ValidationError(
+                f"{path}: a recording on {'transparent huge' if huge else '4 KiB'} pages, compared as"
+                f" {scenario}: give --scenario {'press-thp' if huge else 'press'}"
+            )
         return validate_press(
             out,
-            rec or load_recording(path),
+            rec,
             path,
             seed=seed,
             progress=progress,
@@ -1010,6 +1040,10 @@ def shipped_recordings(scenario: str) -> list[Path]:
             vp.PRESS_RECORDING_TRACED_LOOKAROUND,
             vp.PRESS_RECORDING_CLASSIC_LRU,
         ]
+    if scenario == "press-thp":
+        import tierkit.validate_press as vp
+
+        return [vp.PRESS_THP_RECORDING, vp.PRESS_THP_RECORDING_TLBTICK_2, vp.PRESS_THP_RECORDING_NO_TICKER]
     if scenario == "thp":
         return [THP_RECORDING]
     return [DEFAULT_RECORDING]
