@@ -455,37 +455,29 @@ def load_recording(path: Path) -> dict[str, Any]:
     return rec
 
 
+def _press_sizes(least_mib: int, seconds: int) -> tuple[tuple[str, int, int, int], ...]:
+    """The nbtpress scenario's sizes: hot and cold MiB (at least ``least_mib``), seconds (default
+    ``seconds``), the MiB left free above node 0's high watermark and the cold touches a second."""
+    return (
+        ("hot", 32, least_mib, 256),
+        ("cold", 64, least_mib, 768),
+        ("seconds", seconds, 2, 600),
+        ("free", 16, 0, 2048),
+        ("cold-rate", 8192, 0, 1_000_000),
+    )
+
+
 #: the scenarios of ``--scenario``: the guest test, its kernel argument and sizes (name, default,
 #: lo, hi); ``empty`` is the original recording (node 0 nearly empty), ``press`` node 0 nearly full
 SCENARIOS: dict[str, tuple[str, str, tuple[tuple[str, int, int, int], ...]]] = {
     "empty": ("nbtrec", "tkrec", (("hot", 32, 1, 256), ("cold", 480, 0, 768), ("seconds", 20, 2, 600))),
     # the same program on transparent huge pages (tkthp=1; sizes in whole 2 MiB pages)
     "thp": ("nbtrec", "tkrec", (("hot", 64, 2, 256), ("cold", 256, 0, 768), ("seconds", 20, 2, 600))),
-    "press": (
-        "nbtpress",
-        "tkpress",
-        (
-            ("hot", 32, 1, 256),
-            ("cold", 64, 1, 768),
-            ("seconds", 400, 2, 600),
-            ("free", 16, 0, 2048),
-            ("cold-rate", 8192, 0, 1_000_000),
-        ),
-    ),
+    "press": ("nbtpress", "tkpress", _press_sizes(1, 400)),
     # press on transparent huge pages (tkthp=1; hot and cold in whole 2 MiB pages), with the
     # workload's 1 ms TLB ticker (tktlbtick=1000: accessed bits set again as a real CPU's TLB
     # misses set them; docs/validation.md, section 1za)
-    "press-thp": (
-        "nbtpress",
-        "tkpress",
-        (
-            ("hot", 32, 2, 256),
-            ("cold", 64, 2, 768),
-            ("seconds", 100, 2, 600),
-            ("free", 16, 0, 2048),
-            ("cold-rate", 8192, 0, 1_000_000),
-        ),
-    ),
+    "press-thp": ("nbtpress", "tkpress", _press_sizes(2, 100)),
 }
 
 #: the scenarios whose guest fills node 0 (nbtpress), compared by :mod:`tierkit.validate_press`
