@@ -1462,6 +1462,14 @@ def test_validate_kernel_thp_runs_the_program_on_2mib_pages(
     [
         (["--scenario", "thp", "--record", "--record-size", "3,256,20"], "even MiB, got 3"),
         (["--scenario", "thp", "--recording", str(DEFAULT_RECORDING)], "give --scenario as it was recorded"),
+        (
+            ["--recording", str(DEFAULT_RECORDING.with_name("kernel_nbt_press_612_traced.json"))],
+            "the press scenario, compared as empty: give --scenario as it was recorded (press)",
+        ),
+        (
+            ["--recording", str(DEFAULT_RECORDING.with_name("kernel_nbt_press_thp_612.json.gz"))],
+            "give --scenario as it was recorded (press-thp)",
+        ),
     ],
 )
 def test_the_thp_scenario_refuses_odd_sizes_and_other_scenarios_recordings(
