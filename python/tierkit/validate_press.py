@@ -1469,8 +1469,9 @@ def validate_press(
             [
                 f"On transparent huge pages (MADV_HUGEPAGE; {rec.get('anon_huge_kb', -1) / 1024:.0f} MiB "
                 "of the program on huge pages when its sweeps began), simulated with 2 MiB pages: the "
-                "small objects (data, heap, stack, the other processes' pages) take a huge page each "
-                "and the pinned fill gives up as much. Page counts are 4 KiB pages, 512 to a huge page; "
+                "workload's small VMAs are one huge page (its stack), the other processes' pages as many "
+                "as they fill, and the pinned fill gives up what these take beyond their 4 KiB pages. "
+                "Page counts are 4 KiB pages, 512 to a huge page; "
                 "a huge page takes one hint fault, and a promotion needs 512 pages above the zone's "
                 "high watermark (migrate_balanced_pgdat)."
             ]
