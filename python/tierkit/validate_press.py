@@ -521,58 +521,36 @@ def sim_experiment(
     share = cpu_share(rec)
     compute_ns, cold_weight = thread_fit(rec, fast_latency_ns)
     foreign, resident = (zones["foreign"], zones["foreign_in_use"]) if zones else (0, 0)
-    # 4 KiB pages to a simulated page: 512 on transparent huge pages, where the simulator has one
-    # page size. The workload's small VMAs (data, heap, vdso, stack: 108 pages) are then one huge
-    # page, its stack, and the other processes' pages as many as they fill; the pinned fill gives
-    # up what these take beyond their 4 KiB pages, so node 0 holds as much as the guest's did, to
-    # the nearest huge page, and kswapd finds about as much to demote besides the regions.
     base = page_bytes(rec) // PAGE
-    small = (
-        {"stack": DATA_PAGES + HEAP_PAGES + VDSO_PAGES + STACK_PAGES}
-        if base > 1
-        else {"data": DATA_PAGES, "heap": HEAP_PAGES, "vdso": VDSO_PAGES, "stack": STACK_PAGES}
-    )
-    if foreign > resident:
-        small["idle"] = foreign - resident
-    if resident:
-        small["in_use"] = resident
-    sized = {k: max(1, round(v / base)) for k, v in small.items()}
-    regions = {"cold": int(rec["cold_pages"]) // base, "hot": int(rec["hot_pages"]) // base}
-    on_fast = sum(small.values()) + fill_pages(rec) + int(rec["cold_pages"])
-    sized["fill"] = round(on_fast / base) - sum(sized.values()) - regions["cold"]
-    if base > 1 and sized["fill"] < 1:
-        raise ValidationError(
-            f"{rec.get('source', 'the recording')}: node 0's fill is too small to hold the small objects"
-            " on whole huge pages"
-        )
-    sized.update(regions)
+    pages = _object_pages(rec, base, foreign, resident)
     node_sim = round(node / base)
 
-    def obj(name: str, pages: int, tier: str, more: str = "separate_vma = true\n") -> str:
-        size = sized[name] * base * PAGE if base > 1 else pages * PAGE
+    vma = "separate_vma = true\n"
+
+    def obj(name: str, tier: str, more: str = vma) -> str:
         return f"""[[process.object]]
 name = "{name}"
-size_bytes = {size}
+size_bytes = {pages[name] * base * PAGE}
 tier = "{tier}"
 {more}"""
 
     source = rec.get("source", "a recording")
-    objects = "".join(
-        (
-            *((obj("data", DATA_PAGES, "fast"), obj("heap", HEAP_PAGES, "fast")) if base == 1 else ()),
-            obj("fill", fill_pages(rec), "fast", "pinned = true\n"),
-            obj("cold", int(rec["cold_pages"]), "fast"),
-            obj("hot", int(rec["hot_pages"]), "slow", ""),
-            *((obj("vdso", VDSO_PAGES, "fast"),) if base == 1 else ()),
-            obj("stack", STACK_PAGES, "fast"),
-        )
+    order = (
+        ("data", "fast", vma),
+        ("heap", "fast", vma),
+        ("fill", "fast", "pinned = true\n"),
+        ("cold", "fast", vma),
+        ("hot", "slow", ""),
+        ("vdso", "fast", vma),
+        ("stack", "fast", vma),
     )
+    objects = "".join(obj(name, tier, more) for name, tier, more in order if name in pages)
     # other processes' anonymous pages on node 0 (the guest's shells and tmpfs root) in a process
     # of their own, which Linux's scanner rarely walks (it walks a task's VMAs from its own
     # ticks): the ones in use touched about 10 times a second each, the rest never
     per_s = 10.0 * max(resident, 1)
-    idle_obj = obj("idle", foreign - resident, "fast") if foreign > resident else ""
-    in_use_obj = obj("in_use", resident, "fast") if resident else ""
+    idle_obj = obj("idle", "fast") if foreign > resident else ""
+    in_use_obj = obj("in_use", "fast") if resident else ""
     others = (
         f"""
 # other processes' anonymous pages on node 0 when the sweeps start ({foreign} pages; {resident}
@@ -629,6 +607,32 @@ weight = {cold_weight:.9g}
 pattern = "uniform"
 {others}"""
     return text, spec
+
+
+def _object_pages(rec: dict[str, Any], base: int, foreign: int, resident: int) -> dict[str, int]:
+    """The simulated objects' sizes in simulated pages of ``base`` 4 KiB pages: the workload's
+    (data, heap, fill, cold, hot, vdso, stack) and the other processes' (idle, in_use; none when
+    they have no pages). On transparent huge pages (``base`` 512: the simulator has one page size)
+    the workload's small VMAs (data, heap, vdso, stack: 108 pages) are one huge page, its stack,
+    and the other processes' pages as many as they fill; the pinned fill gives up what these take
+    beyond their 4 KiB pages, so node 0 holds as much as the guest's did, to the nearest huge page,
+    and kswapd finds about as much to demote besides the regions."""
+    others = {"idle": foreign - resident, "in_use": resident}
+    others = {k: v for k, v in others.items() if v > 0}
+    cold, hot, fill = int(rec["cold_pages"]), int(rec["hot_pages"]), fill_pages(rec)
+    if base == 1:
+        small = {"data": DATA_PAGES, "heap": HEAP_PAGES, "vdso": VDSO_PAGES, "stack": STACK_PAGES}
+        return {**small, **others, "fill": fill, "cold": cold, "hot": hot}
+    small = {"stack": DATA_PAGES + HEAP_PAGES + VDSO_PAGES + STACK_PAGES, **others}
+    sized = {k: max(1, round(v / base)) for k, v in small.items()}
+    on_fast = sum(small.values()) + fill + cold
+    sized["fill"] = round(on_fast / base) - sum(sized.values()) - cold // base
+    if sized["fill"] < 1:
+        raise ValidationError(
+            f"{rec.get('source', 'the recording')}: node 0's fill is too small to hold the small objects"
+            " on whole huge pages"
+        )
+    return {**sized, "cold": cold // base, "hot": hot // base}
 
 
 def sim_timeline(ts: pd.DataFrame, base_pages: int = 1) -> pd.DataFrame:
