@@ -1580,11 +1580,11 @@ def test_validate_kernel_press_thp_runs_the_press_program_on_2mib_pages(
         (["--scenario", "press-thp", "--record", "--record-size", "32,64,100"], "(five integers)"),
         (
             ["--scenario", "press", "--recording", "python/tierkit/data/kernel_nbt_press_thp_612.json.gz"],
-            "give --scenario press-thp",
+            "give --scenario as it was recorded (press-thp)",
         ),
         (
             ["--scenario", "press-thp", "--recording", "python/tierkit/data/kernel_nbt_press_612.json"],
-            "give --scenario press",
+            "give --scenario as it was recorded (press)",
         ),
     ],
 )

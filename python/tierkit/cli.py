@@ -1526,7 +1526,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if (args.sweep_in_order or args.kswapd_shares_cpu is not None) and args.scenario not in PRESS_SCENARIOS:
         raise CliError(
             "--sweep-in-order, --kswapd-shares-cpu and --kswapd-own-cpu model the press scenario's"
-            " guest (--scenario press)"
+            " guest (--scenario press or press-thp)"
         )
     recordings: list[Path] = list(args.recording or [])
     if args.all_recordings:

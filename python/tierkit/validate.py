@@ -902,17 +902,21 @@ def validate_kernel(
     import tierkit
     from tierkit.output import new_axes, save_figure
 
+    path = recording or shipped_recordings(scenario)[0]
+    rec = rec or load_recording(path)
+    recorded = recorded_scenario(rec)
+    if recorded != scenario:
+        # (a press recording compared as the empty scenario used to run: its sweeps, cold touches
+        # and fill were left out, and the figures came out as a wrong comparison)
+        not_press = scenario in PRESS_SCENARIOS and recorded not in PRESS_SCENARIOS
+        raise ValidationError(
+            f"{path}: a recording of the {recorded} scenario"
+            f"{' (not an nbtpress recording)' if not_press else ''}, compared as {scenario}:"
+            f" give --scenario as it was recorded ({recorded})"
+        )
     if scenario in PRESS_SCENARIOS:
-        from tierkit.validate_press import PRESS_RECORDING, PRESS_THP_RECORDING, validate_press
+        from tierkit.validate_press import validate_press
 
-        path = recording or (PRESS_THP_RECORDING if scenario == "press-thp" else PRESS_RECORDING)
-        rec = rec or load_recording(path)
-        huge = page_bytes(rec) != PAGE
-        if huge != (scenario == "press-thp"):
-            raise ValidationError(
-                f"{path}: a recording on {'transparent huge' if huge else '4 KiB'} pages, compared as"
-                f" {scenario}: give --scenario {'press-thp' if huge else 'press'}"
-            )
         return validate_press(
             out,
             rec,
@@ -927,18 +931,7 @@ def validate_kernel(
     if sweep_in_order or kswapd_shares_cpu is not None:
         raise ValidationError(
             "--sweep-in-order, --kswapd-shares-cpu and --kswapd-own-cpu model the press scenario's"
-            " guest (--scenario press)"
-        )
-    path = recording or (THP_RECORDING if scenario == "thp" else DEFAULT_RECORDING)
-    rec = rec or load_recording(path)
-    recorded = rec.get("scenario", "empty")
-    if recorded != scenario:
-        # (a press recording compared as the empty scenario used to run: its sweeps, cold touches
-        # and fill were left out, and the figures came out as a wrong comparison)
-        want = ("press-thp" if page_bytes(rec) != PAGE else "press") if recorded == "press" else recorded
-        raise ValidationError(
-            f"{path}: a recording of the {recorded} scenario, compared as {scenario}:"
-            f" give --scenario as it was recorded ({want})"
+            " guest (--scenario press or press-thp)"
         )
     params = {p["name"] for p in tierkit.describe_policy("nbt")}
     text, spec = sim_experiment(rec, params, seed)
@@ -1011,6 +1004,15 @@ def validate_kernel(
     ]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return comparison
+
+
+def recorded_scenario(rec: Mapping[str, Any]) -> str:
+    """The ``--scenario`` a recording was made in: ``empty`` (no ``scenario`` key), ``thp``,
+    ``press``, or ``press-thp`` (a press recording on transparent huge pages)."""
+    scenario = str(rec.get("scenario", "empty"))
+    if scenario == "press" and page_bytes(rec) != PAGE:
+        return "press-thp"
+    return scenario
 
 
 def shipped_recordings(scenario: str) -> list[Path]:
