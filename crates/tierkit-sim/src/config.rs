@@ -908,6 +908,13 @@ fn read_process(ctx: &Ctx, i: usize, t: &Table, ntiers: usize) -> Result<Process
                 "a pinned object is bound to a tier: give its `tier` too",
             ));
         }
+        let mlocked = orr.bool_or("mlocked", false)?;
+        if mlocked && first_touch_tier.is_none() {
+            return Err(ctx.err(
+                &orr.key("mlocked"),
+                "an mlocked object stays on the tier its first touch put it on: give its `tier` too",
+            ));
+        }
         let separate_vma = orr.bool_or("separate_vma", false)?;
         if let Some(f) = free_s {
             if f <= alloc_s {
@@ -931,6 +938,7 @@ fn read_process(ctx: &Ctx, i: usize, t: &Table, ntiers: usize) -> Result<Process
             free_s,
             first_touch_tier,
             pinned,
+            mlocked,
             separate_vma,
         });
     }
@@ -1441,6 +1449,7 @@ fn read_trace(ctx: &Ctx, r: &mut Reader, exp: &mut Experiment) -> Result<()> {
                 free_s: None,
                 first_touch_tier: None,
                 pinned: false,
+                mlocked: false,
                 separate_vma: false,
             }],
             threads: vec![ThreadSpec {
@@ -1679,6 +1688,17 @@ mod tests {
         );
         assert!(
             m.contains("process.0.object.0.pinned") && m.contains("`tier`"),
+            "{m}"
+        );
+        let m = err_of(
+            &base.replace(
+                "size_mb = 4\n[[process.object]]",
+                "size_mb = 4\nmlocked = true\n[[process.object]]",
+            ),
+            &[],
+        );
+        assert!(
+            m.contains("process.0.object.0.mlocked") && m.contains("`tier`"),
             "{m}"
         );
         let m = err_of(

@@ -26,7 +26,7 @@ const PTE_TIER: u8 = 0x0F;
 const PTE_NONE: u8 = 0x0F;
 const F_PROMOTED: u8 = 0x10;
 const F_MARKED: u8 = 0x20;
-/// A page of a pinned object (`ObjectSpec::pinned`).
+/// A page of a pinned or mlocked object (`ObjectSpec::pinned`, `ObjectSpec::mlocked`).
 const F_PINNED: u8 = 0x40;
 /// The accessed bit the first touch left set: the access that faulted the page in is retried
 /// once its PTE is installed, so the page reads referenced at its first test whatever happened
@@ -84,6 +84,9 @@ pub struct ObjState {
     pub bind: Option<TierId>,
     /// Bound and mlocked (`ObjectSpec::pinned`): its pages never move and policies never see them.
     pub pinned: bool,
+    /// mlocked with the default policy (`ObjectSpec::mlocked`): its pages never move and policies
+    /// never see them, but Linux's scanner walks its VMA.
+    pub mlocked: bool,
     /// Its pages per tier.
     pub resident: Vec<u64>,
     /// The first object of its VMA (`ObjectSpec::separate_vma`).
@@ -988,12 +991,13 @@ impl Machine {
                         .first_touch_tier
                         .map(|t| t.min(exp.platform.tiers.len() as u8 - 1)),
                     pinned: o.pinned,
+                    mlocked: o.mlocked,
                     resident: vec![0; ntiers],
                     vma_head: match (objects.last(), p.objects.get(objects.len().wrapping_sub(1))) {
                         (Some(prev), Some(prev_spec))
                             if !o.separate_vma
-                                && !o.pinned
-                                && !prev_spec.pinned
+                                && !o.locked()
+                                && !prev_spec.locked()
                                 && (prev_spec.alloc_s, prev_spec.free_s)
                                     == (o.alloc_s, o.free_s) =>
                         {
@@ -1535,6 +1539,7 @@ impl Machine {
         }
         let (lo, hi) = (page as usize, (page + k) as usize);
         if o.pinned
+            || o.mlocked
             || k == 0
             || self.modes().per_page_alloc
             || !self.page_bind.is_empty()
@@ -1665,12 +1670,15 @@ impl Machine {
     fn allocate_page(&mut self, pi: usize, oi: usize, page: u32) -> Result<()> {
         let bind = self.procs[pi].objects[oi].bind;
         let now = self.now_ns;
-        if self.procs[pi].objects[oi].pinned {
-            // MPOL_BIND: the bound tier or nothing (the kernel would OOM-kill the process).
+        let o = &self.procs[pi].objects[oi];
+        if o.pinned || o.mlocked {
+            // MPOL_BIND: the bound tier or nothing (the kernel would OOM-kill the process); an
+            // mlocked object is kept where it was placed, so it must fit there too
+            let what = if o.pinned { "pinned" } else { "mlocked" };
             let t = bind.unwrap_or(0);
             if !self.has_room(t as usize, pi) {
                 return Err(SimError::Capacity(format!(
-                    "{}: at t={:.3}s process `{}` allocating pinned object `{}`: its tier {} is full ({} of {} pages); a pinned object must fit its tier",
+                    "{}: at t={:.3}s process `{}` allocating {what} object `{}`: its tier {} is full ({} of {} pages); a {what} object must fit its tier",
                     self.exp.source,
                     self.now_ns * 1e-9,
                     self.procs[pi].name,
@@ -2789,7 +2797,8 @@ impl Machine {
             return false;
         }
         let f = &mut self.pte[page as usize];
-        if *f & F_MARKED != 0 {
+        // a pinned or mlocked page never moves: it is left unmarked (`ObjectSpec::mlocked`)
+        if *f & (F_MARKED | F_PINNED) != 0 {
             return false;
         }
         *f |= F_MARKED;

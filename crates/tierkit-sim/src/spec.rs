@@ -105,14 +105,30 @@ pub struct ObjectSpec {
     /// unevictable list (policies never see them: no allocation events), but they take the
     /// tier's capacity and count in the process's RSS (so in `task_nr_scan_windows`).
     pub pinned: bool,
+    /// mlocked on `first_touch_tier` with the default memory policy, as a program mlocks a
+    /// buffer without binding it: reclaim leaves its pages on the unevictable list (policies
+    /// never see them) and they never move, but Linux's NUMA scanner walks its VMA as any other
+    /// (`vma_policy_mof` is true): a VMA the process never faults in costs the scanner a forced
+    /// window a pass (`vma_is_accessed`). Its pages are never marked (Linux would mark those on
+    /// a slow node and could migrate them on the fault; the simulator keeps them where first
+    /// touch put them). A VMA of its own, as `pinned` (mlock sets VM_LOCKED).
+    pub mlocked: bool,
     /// A VMA of its own. By default an object continues the previous object's VMA, as the kernel
     /// merges adjacent anonymous mappings of the same flags and policy (vma_merge: a program's
     /// large allocations, and even two regions first touched on different nodes by an mbind that
     /// was reset, end up in one VMA); it starts a new one when this is set (a mapping of other
     /// flags or backing: a data segment, the heap, the stack), when it or the previous object is
-    /// pinned (another memory policy), or when it is allocated or freed at another time (mapped
+    /// pinned (another memory policy) or mlocked (VM_LOCKED), or when it is allocated or freed at another time (mapped
     /// or unmapped on its own). Linux's NUMA scanner keeps its per-VMA state once per VMA.
     pub separate_vma: bool,
+}
+
+impl ObjectSpec {
+    /// mlocked, bound or not (`pinned`, `mlocked`): its pages are unevictable and never move,
+    /// and its VMA is its own (VM_LOCKED).
+    pub fn locked(&self) -> bool {
+        self.pinned || self.mlocked
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -739,6 +739,54 @@ fn a_pinned_object_counts_in_the_rss_but_is_never_scanned_nor_moved_nor_shown_to
     assert!(marked > 0 && marked <= 64 * 256, "{marked}");
 }
 
+#[test]
+fn an_mlocked_object_is_never_moved_nor_shown_to_policies_but_its_vma_is_scanned() {
+    // mlock without a binding (the default memory policy): reclaim and policies never see the
+    // pages, which stay on their tier, but task_numa_work walks the VMA as any other. Never
+    // faulted in, it is skipped for its pids and force-scanned alone in a retry: a pass of
+    // [mlocked VMA, faulting VMA] takes two windows, as with an idle VMA of ordinary pages
+    // (`a_vma_the_thread_never_faults_in_costs_a_forced_window_per_pass`); pinned (bound as well),
+    // the same object is skipped as unsuitable and a pass takes one window.
+    let scan = NumaScan {
+        scan_period_max_ms: 2000.0,
+        ..NumaScan::default()
+    };
+    let objects = |how: &str| {
+        format!(
+            "[[process.object]]\nname = \"locked\"\nsize_mb = 4\ntier = \"fast\"\n{how} = true\n\
+             [[process.object]]\nname = \"o\"\nsize_mb = 16\ntier = \"slow\"\n"
+        )
+    };
+    let mut m = Machine::new(&vma_experiment(&objects("mlocked"), "o", ""), false).unwrap();
+    m.step().unwrap();
+    assert_eq!(m.tel.allocated.len(), 16 * 256);
+    assert_eq!(m.procs[0].objects[0].resident[0], 4 * 256);
+    assert_ne!(m.procs[0].objects[1].vma_head, 0);
+    let mut acts = vec![Action::Migrate {
+        page: PageId(0),
+        to: 1,
+        mode: tierkit_core::action::MigrateMode::Async,
+        keep_shadow: false,
+    }];
+    m.apply(&mut acts);
+    m.step().unwrap();
+    assert_eq!(
+        m.tel.migrations[0].outcome,
+        tierkit_core::telemetry::MigrationOutcome::Refused
+    );
+    m.clear_events();
+    numa(&mut m, scan);
+    let (per_pass, forced) = windows_per_pass(&mut m, 10.0, 50.0);
+    assert!((per_pass - 2.0).abs() < 0.1, "{per_pass}");
+    assert!(forced >= 10, "{forced}");
+    assert_eq!(m.procs[0].objects[0].resident[0], 4 * 256);
+    let mut m = Machine::new(&vma_experiment(&objects("pinned"), "o", ""), false).unwrap();
+    numa(&mut m, scan);
+    let (per_pass, forced) = windows_per_pass(&mut m, 10.0, 50.0);
+    assert!((per_pass - 1.0).abs() < 0.05, "{per_pass}");
+    assert_eq!(forced, 0);
+}
+
 /// Windows per completed pass between `from` and `to` seconds, and the forced retries then.
 fn windows_per_pass(m: &mut Machine, from: f64, to: f64) -> (f64, u64) {
     step_to(m, from);

@@ -88,6 +88,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
             free_s: None,
             first_touch_tier: None,
             pinned: false,
+            mlocked: false,
             separate_vma: false,
         },
         ObjectSpec {
@@ -97,6 +98,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
             free_s: None,
             first_touch_tier: None,
             pinned: false,
+            mlocked: false,
             separate_vma: false,
         },
         ObjectSpec {
@@ -106,6 +108,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
             free_s: None,
             first_touch_tier: None,
             pinned: false,
+            mlocked: false,
             separate_vma: false,
         },
     ];

@@ -38,6 +38,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
         free_s: free.map(at),
         first_touch_tier: None,
         pinned: false,
+        mlocked: false,
         separate_vma: false,
     };
     // first-touch order as in Table 2's FT column

@@ -154,6 +154,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
                 free_s: None,
                 first_touch_tier: None,
                 pinned: false,
+                mlocked: false,
                 separate_vma: false,
             });
         }

@@ -93,6 +93,7 @@ fn obj(name: &str, bytes: u64) -> ObjectSpec {
         free_s: None,
         first_touch_tier: None,
         pinned: false,
+        mlocked: false,
         separate_vma: false,
     }
 }

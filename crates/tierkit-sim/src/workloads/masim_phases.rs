@@ -122,6 +122,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         free_s: None,
         first_touch_tier: None,
         pinned: false,
+        mlocked: false,
         separate_vma: false,
     }];
     let threads = vec![ThreadSpec {

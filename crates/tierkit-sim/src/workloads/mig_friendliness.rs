@@ -130,6 +130,7 @@ pub fn tenant(shape: &str, paper_gb: f64, scale: f64, start_s: f64) -> ProcessSp
             free_s: None,
             first_touch_tier: None,
             pinned: false,
+            mlocked: false,
             separate_vma: false,
         }],
         threads: vec![ThreadSpec {

@@ -105,6 +105,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
             free_s: None,
             first_touch_tier: None,
             pinned: false,
+            mlocked: false,
             separate_vma: false,
         },
         ObjectSpec {
@@ -114,6 +115,7 @@ fn build(p: &Params, e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonist
             free_s: None,
             first_touch_tier: None,
             pinned: false,
+            mlocked: false,
             separate_vma: false,
         },
     ];

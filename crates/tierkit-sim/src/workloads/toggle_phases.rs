@@ -123,6 +123,7 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
                 free_s: None,
                 first_touch_tier: None,
                 pinned: false,
+                mlocked: false,
                 separate_vma: false,
             }],
             threads: vec![ThreadSpec {
