@@ -701,6 +701,23 @@ fn vma_experiment(objects: &str, accessed: &str, extra: &str) -> tierkit_sim::Ex
     load_str("vmas.toml", &t, &[], None).unwrap()
 }
 
+/// A policy's migration of page 0 (a pinned or mlocked object's) is refused.
+fn assert_page_0_never_moves(m: &mut Machine) {
+    let mut acts = vec![Action::Migrate {
+        page: PageId(0),
+        to: 1,
+        mode: tierkit_core::action::MigrateMode::Async,
+        keep_shadow: false,
+    }];
+    m.apply(&mut acts);
+    m.step().unwrap();
+    assert_eq!(
+        m.tel.migrations[0].outcome,
+        tierkit_core::telemetry::MigrationOutcome::Refused
+    );
+    m.clear_events();
+}
+
 #[test]
 fn a_pinned_object_counts_in_the_rss_but_is_never_scanned_nor_moved_nor_shown_to_policies() {
     // A 1 GiB fill bound to the fast tier and mlocked (the press scenario's), and a 64 MiB
@@ -715,19 +732,7 @@ fn a_pinned_object_counts_in_the_rss_but_is_never_scanned_nor_moved_nor_shown_to
     assert_eq!(m.used[0], 1024 * 256);
     assert_eq!(m.procs[0].objects[0].resident[0], 1024 * 256);
     // Its pages never move.
-    let mut acts = vec![Action::Migrate {
-        page: PageId(0),
-        to: 1,
-        mode: tierkit_core::action::MigrateMode::Async,
-        keep_shadow: false,
-    }];
-    m.apply(&mut acts);
-    m.step().unwrap();
-    assert_eq!(
-        m.tel.migrations[0].outcome,
-        tierkit_core::telemetry::MigrationOutcome::Refused
-    );
-    m.clear_events();
+    assert_page_0_never_moves(&mut m);
     // numa_balancing=3 would mark top-tier pages too (not this single-threaded process's: they
     // are on its CPU's node), and the skipped (unsuitable) fill stays unmarked in any case; the
     // RSS of 1088 MiB is 5 scan windows: task_scan_start = 1000 / 5 ms.
@@ -762,19 +767,7 @@ fn an_mlocked_object_is_never_moved_nor_shown_to_policies_but_its_vma_is_scanned
     assert_eq!(m.tel.allocated.len(), 16 * 256);
     assert_eq!(m.procs[0].objects[0].resident[0], 4 * 256);
     assert_ne!(m.procs[0].objects[1].vma_head, 0);
-    let mut acts = vec![Action::Migrate {
-        page: PageId(0),
-        to: 1,
-        mode: tierkit_core::action::MigrateMode::Async,
-        keep_shadow: false,
-    }];
-    m.apply(&mut acts);
-    m.step().unwrap();
-    assert_eq!(
-        m.tel.migrations[0].outcome,
-        tierkit_core::telemetry::MigrationOutcome::Refused
-    );
-    m.clear_events();
+    assert_page_0_never_moves(&mut m);
     numa(&mut m, scan);
     let (per_pass, forced) = windows_per_pass(&mut m, 10.0, 50.0);
     assert!((per_pass - 2.0).abs() < 0.1, "{per_pass}");
