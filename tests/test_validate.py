@@ -1549,9 +1549,13 @@ def test_validate_kernel_press_thp_runs_the_press_program_on_2mib_pages(
     sizes = [int(line.split("=")[1]) for line in text.splitlines() if line.startswith("size_bytes")]
     assert sizes, text
     assert all(s % (2 << 20) == 0 for s in sizes), sizes
-    # the workload's small VMAs are one huge page, its stack: no data, heap or vdso object
-    assert 'name = "stack"' in text
-    assert 'name = "heap"' not in text
+    # the workload's small VMAs are a huge page each, VMAs of their own (Linux's scanner spends a
+    # forced window a pass on each, as the guest's did) and mlocked (off reclaim's lists)
+    for name in ("data", "heap", "vdso", "stack"):
+        block = text.split(f'name = "{name}"\n', 1)[1].split("[[", 1)[0]
+        assert f"size_bytes = {2 << 20}" in block, block
+        assert "mlocked = true" in block, block
+    assert text.count("mlocked = true") == 4
     # a huge page needs 512 pages above the DMA zone's high watermark, which this boot's DMA
     # zone never had: the simulated nbt is not told the DMA zone is above its bar
     assert "dma_zone_above_bar" not in comparison["policy"]
@@ -1560,14 +1564,18 @@ def test_validate_kernel_press_thp_runs_the_press_program_on_2mib_pages(
     # page counts are 4 KiB pages: whole huge pages on both sides
     assert rows["promotions"]["sim"] % 512 == 0
     assert rows["promotions"]["sim"] > 0
-    # The known disagreement (docs/validation.md, section 1za), pinned so that this fails when it
-    # closes: the model keeps the whole hot region on the fast tier and churns cold huge pages,
-    # its kswapd finding most of those it tests unreferenced, where the kernel keeps 75% of the hot
-    # region and finds 96% of the huge pages it tests referenced
+    # The known disagreement (docs/validation.md, sections 1za and 1zb), pinned so that this fails
+    # when it closes: the model keeps the whole hot region on the fast tier and churns cold huge
+    # pages twice as fast as the kernel, its kswapd finding about half of those it tests
+    # unreferenced, where the kernel keeps 75% of the hot region and finds 96% of the huge pages
+    # it tests referenced
     assert rows["hot_fast_share"]["sim"] > 0.95
     assert rows["hot_fast_share"]["kernel"] < 0.8
-    assert rows["promotions_per_s"]["ratio"] > 3
+    assert 1.5 < rows["promotions_per_s"]["ratio"] < 3
     assert not comparison["within_tolerance"]
+    # with the small VMAs' forced windows the scanner's passes are as long as the guest's or
+    # longer (1.47x at seed 1; 0.49x while the small VMAs were one)
+    assert 0.8 < rows["pass_interval_s"]["ratio"] < 1.6
     report = (out / "report.md").read_text()
     assert "--scenario press-thp" in report
     assert "transparent huge pages" in report

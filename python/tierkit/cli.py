@@ -724,8 +724,9 @@ def build_parser() -> Parser:
             fault and one promotion per huge page, 512 pages above a zone's high watermark for a
             promotion to pass (migrate_balanced_pgdat). Its shipped recording has the workload's
             1 ms TLB ticker (tktlbtick=1000, which --record sets too) and reclaim's traced runs;
-            --all-recordings adds a second boot with the ticker and one without it
-            (docs/validation.md, section 1za).
+            --all-recordings adds a second boot with the ticker and one without it. The
+            workload's small VMAs (data, heap, vdso, stack) are a huge page each, mlocked: VMAs
+            the scanner walks, off reclaim's lists (docs/validation.md, sections 1za and 1zb).
 
             The recording that ships with tierkit is used unless --recording names another;
             several --recording (or --all-recordings, every shipped one of the scenario) are each

@@ -526,6 +526,9 @@ def sim_experiment(
     node_sim = round(node / base)
 
     vma = "separate_vma = true\n"
+    # on huge pages the small VMAs are a huge page each, mlocked so that reclaim does not find
+    # 4 huge pages where the guest's kswapd found 108 small ones (see _object_pages)
+    small_vma = vma + ("mlocked = true\n" if base > 1 else "")
 
     def obj(name: str, tier: str, more: str = vma) -> str:
         return f"""[[process.object]]
@@ -536,13 +539,13 @@ tier = "{tier}"
 
     source = rec.get("source", "a recording")
     order = (
-        ("data", "fast", vma),
-        ("heap", "fast", vma),
+        ("data", "fast", small_vma),
+        ("heap", "fast", small_vma),
         ("fill", "fast", "pinned = true\n"),
         ("cold", "fast", vma),
         ("hot", "slow", ""),
-        ("vdso", "fast", vma),
-        ("stack", "fast", vma),
+        ("vdso", "fast", small_vma),
+        ("stack", "fast", small_vma),
     )
     objects = "".join(obj(name, tier, more) for name, tier, more in order if name in pages)
     # other processes' anonymous pages on node 0 (the guest's shells and tmpfs root) in a process
@@ -613,17 +616,19 @@ def _object_pages(rec: dict[str, Any], base: int, foreign: int, resident: int) -
     """The simulated objects' sizes in simulated pages of ``base`` 4 KiB pages: the workload's
     (data, heap, fill, cold, hot, vdso, stack) and the other processes' (idle, in_use; none when
     they have no pages). On transparent huge pages (``base`` 512: the simulator has one page size)
-    the workload's small VMAs (data, heap, vdso, stack: 108 pages) are one huge page, its stack,
-    and the other processes' pages as many as they fill; the pinned fill gives up what these take
-    beyond their 4 KiB pages, so node 0 holds as much as the guest's did, to the nearest huge page,
-    and kswapd finds about as much to demote besides the regions."""
+    each of the workload's small VMAs (data, heap, vdso, stack: 108 pages in all) is one huge
+    page, mlocked by :func:`sim_experiment`: a VMA of its own, so that Linux's scanner spends a
+    forced window on each as the guest's did (they never fault: ``vma_is_accessed``), and off
+    reclaim's lists, whose 4 KiB pages the guest's kswapd could have demoted but which would be
+    4 huge pages of room here; the other processes' pages are as many huge pages as they fill.
+    The pinned fill gives up what these take beyond their 4 KiB pages, so node 0 holds as much
+    as the guest's did, to the nearest huge page."""
     others = {"idle": foreign - resident, "in_use": resident}
     others = {k: v for k, v in others.items() if v > 0}
     cold, hot, fill = int(rec["cold_pages"]), int(rec["hot_pages"]), fill_pages(rec)
+    small = {"data": DATA_PAGES, "heap": HEAP_PAGES, "vdso": VDSO_PAGES, "stack": STACK_PAGES, **others}
     if base == 1:
-        small = {"data": DATA_PAGES, "heap": HEAP_PAGES, "vdso": VDSO_PAGES, "stack": STACK_PAGES}
-        return {**small, **others, "fill": fill, "cold": cold, "hot": hot}
-    small = {"stack": DATA_PAGES + HEAP_PAGES + VDSO_PAGES + STACK_PAGES, **others}
+        return {**small, "fill": fill, "cold": cold, "hot": hot}
     sized = {k: max(1, round(v / base)) for k, v in small.items()}
     on_fast = sum(small.values()) + fill + cold
     sized["fill"] = round(on_fast / base) - sum(sized.values()) - cold // base
@@ -1473,8 +1478,10 @@ def validate_press(
             [
                 f"On transparent huge pages (MADV_HUGEPAGE; {rec.get('anon_huge_kb', -1) / 1024:.0f} MiB "
                 "of the program on huge pages when its sweeps began), simulated with 2 MiB pages: the "
-                "workload's small VMAs are one huge page (its stack), the other processes' pages as many "
-                "as they fill, and the pinned fill gives up what these take beyond their 4 KiB pages. "
+                "workload's small VMAs (data, heap, vdso, stack) are a huge page each, mlocked (a VMA "
+                "the scanner walks, off reclaim's lists: the guest's were 108 pages), the other "
+                "processes' pages as many huge pages as they fill, and the pinned fill gives up what "
+                "these take beyond their 4 KiB pages. "
                 "Page counts are 4 KiB pages, 512 to a huge page; "
                 "a huge page takes one hint fault, and a promotion needs 512 pages above the zone's "
                 "high watermark (migrate_balanced_pgdat)."
