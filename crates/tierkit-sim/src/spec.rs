@@ -118,8 +118,9 @@ pub struct ObjectSpec {
     /// large allocations, and even two regions first touched on different nodes by an mbind that
     /// was reset, end up in one VMA); it starts a new one when this is set (a mapping of other
     /// flags or backing: a data segment, the heap, the stack), when it or the previous object is
-    /// pinned (another memory policy) or mlocked (VM_LOCKED), or when it is allocated or freed at another time (mapped
-    /// or unmapped on its own). Linux's NUMA scanner keeps its per-VMA state once per VMA.
+    /// pinned (another memory policy) or mlocked (VM_LOCKED), or when it is allocated or freed
+    /// at another time (mapped or unmapped on its own). Linux's NUMA scanner keeps its per-VMA
+    /// state once per VMA.
     pub separate_vma: bool,
 }
 
