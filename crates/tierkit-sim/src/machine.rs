@@ -1674,11 +1674,15 @@ impl Machine {
         if o.pinned || o.mlocked {
             // MPOL_BIND: the bound tier or nothing (the kernel would OOM-kill the process); an
             // mlocked object is kept where it was placed, so it must fit there too
-            let what = if o.pinned { "pinned" } else { "mlocked" };
+            let (a, what) = if o.pinned {
+                ("a", "pinned")
+            } else {
+                ("an", "mlocked")
+            };
             let t = bind.unwrap_or(0);
             if !self.has_room(t as usize, pi) {
                 return Err(SimError::Capacity(format!(
-                    "{}: at t={:.3}s process `{}` allocating {what} object `{}`: its tier {} is full ({} of {} pages); a {what} object must fit its tier",
+                    "{}: at t={:.3}s process `{}` allocating {what} object `{}`: its tier {} is full ({} of {} pages); {a} {what} object must fit its tier",
                     self.exp.source,
                     self.now_ns * 1e-9,
                     self.procs[pi].name,

@@ -780,6 +780,27 @@ fn an_mlocked_object_is_never_moved_nor_shown_to_policies_but_its_vma_is_scanned
     assert_eq!(forced, 0);
 }
 
+#[test]
+fn a_pinned_or_mlocked_object_larger_than_its_tier_is_refused_with_its_name() {
+    // Neither can spill to another tier (MPOL_BIND; mlocked pages stay where they are placed):
+    // a 3 GiB one on the 2 GiB fast tier stops the run with a message naming it.
+    for (how, article) in [("pinned", "a"), ("mlocked", "an")] {
+        let objects = format!(
+            "[[process.object]]\nname = \"big\"\nsize_mb = 3072\ntier = \"fast\"\n{how} = true\n\
+             [[process.object]]\nname = \"o\"\nsize_mb = 16\ntier = \"slow\"\n"
+        );
+        let err = Machine::new(&vma_experiment(&objects, "o", ""), false)
+            .and_then(|mut m| m.step())
+            .expect_err("the object cannot fit")
+            .to_string();
+        assert!(
+            err.contains(&format!("allocating {how} object `big`"))
+                && err.contains(&format!("{article} {how} object must fit its tier")),
+            "{err}"
+        );
+    }
+}
+
 /// Windows per completed pass between `from` and `to` seconds, and the forced retries then.
 fn windows_per_pass(m: &mut Machine, from: f64, to: f64) -> (f64, u64) {
     step_to(m, from);
