@@ -552,8 +552,8 @@ tier = "{tier}"
     # of their own, which Linux's scanner rarely walks (it walks a task's VMAs from its own
     # ticks): the ones in use touched about 10 times a second each, the rest never
     per_s = 10.0 * max(resident, 1)
-    idle_obj = obj("idle", "fast") if foreign > resident else ""
-    in_use_obj = obj("in_use", "fast") if resident else ""
+    idle_obj = obj("idle", "fast") if "idle" in pages else ""
+    in_use_obj = obj("in_use", "fast") if "in_use" in pages else ""
     others = (
         f"""
 # other processes' anonymous pages on node 0 when the sweeps start ({foreign} pages; {resident}
