@@ -137,6 +137,8 @@ PRESS_THP_RECORDING_NO_TICKER = Path(__file__).parent / "data" / "kernel_nbt_pre
 #: 7ffd31b7b000-7ffd31b9c000; its text and [vvar] are skipped as unsuitable); on the fast node,
 #: never faulting in tiering mode, so "pid_inactive" after their first two passes
 DATA_PAGES, HEAP_PAGES, VDSO_PAGES, STACK_PAGES = 6, 67, 2, 33
+#: the four together: the workload's pages on node 0 besides its regions and the fill
+SMALL_VMA_PAGES = DATA_PAGES + HEAP_PAGES + VDSO_PAGES + STACK_PAGES
 #: the simulated thread's MLP (its compute per access is fitted to the guest's sweep rate)
 MLP = 64
 #: the steady state: the last this share of the time since the first sweep
@@ -307,7 +309,7 @@ def foreign_pages(rec: dict[str, Any]) -> tuple[int, int]:
     hot, cold = rec.get("hot_node0") or [], rec.get("cold_node0") or []
     if fill is None or "n0_inactive_anon" not in fill or not hot or len(hot) != len(cold):
         return 0, 0
-    small = DATA_PAGES + HEAP_PAGES + VDSO_PAGES + STACK_PAGES
+    small = SMALL_VMA_PAGES
     times = [float(h[0]) for h in hot]
 
     def theirs(v: dict[str, float]) -> float | None:
@@ -406,7 +408,7 @@ def _fast_tier(rec: dict[str, Any], zones: dict[str, int] | None) -> tuple[int, 
     """:func:`fast_tier` with ``zones`` as :func:`node0_accounting` gave them."""
     meta = rec["meta"]
     slow = 1 << 18  # node 1: 1 GiB
-    used = int(rec["cold_pages"]) + DATA_PAGES + HEAP_PAGES + VDSO_PAGES + STACK_PAGES + fill_pages(rec)
+    used = int(rec["cold_pages"]) + SMALL_VMA_PAGES + fill_pages(rec)
     if zones is None:
         step_guest = int(meta["node0_wmark_high"]) - int(meta["node0_wmark_low"])
         free_above_high = _node_room(rec)

@@ -95,6 +95,13 @@ pub struct ObjState {
     pub free_ns: Option<f64>,
 }
 
+impl ObjState {
+    /// Pinned or mlocked (`ObjectSpec::locked`): its pages are unevictable and never move.
+    fn locked(&self) -> bool {
+        self.pinned || self.mlocked
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct ProcState {
     pub name: String,
@@ -1538,8 +1545,7 @@ impl Machine {
             }
         }
         let (lo, hi) = (page as usize, (page + k) as usize);
-        if o.pinned
-            || o.mlocked
+        if o.locked()
             || k == 0
             || self.modes().per_page_alloc
             || !self.page_bind.is_empty()
@@ -1671,7 +1677,7 @@ impl Machine {
         let bind = self.procs[pi].objects[oi].bind;
         let now = self.now_ns;
         let o = &self.procs[pi].objects[oi];
-        if o.pinned || o.mlocked {
+        if o.locked() {
             // MPOL_BIND: the bound tier or nothing (the kernel would OOM-kill the process); an
             // mlocked object is kept where it was placed, so it must fit there too
             let (a, what) = if o.pinned {
