@@ -1589,7 +1589,7 @@ impl Kswapd {
                     break;
                 }
                 // try_to_inc_max_seq done: get_nr_to_scan returns -1, the pass ends
-                if self.end_pass(r, demoted) && self.stops_after_failed_run(cost, run_began) {
+                if self.end_pass(r, demoted, cost, run_began) {
                     break;
                 }
                 continue;
@@ -1622,7 +1622,7 @@ impl Kswapd {
                 NrToScan::Skip => {
                     // a pass costs at least its bookkeeping
                     cost += 1.0;
-                    if self.end_pass(r, demoted) && self.stops_after_failed_run(cost, run_began) {
+                    if self.end_pass(r, demoted, cost, run_began) {
                         break;
                     }
                 }
@@ -1645,8 +1645,7 @@ impl Kswapd {
                             && r.free + demoted
                                 >= r.balanced_at + MIN_LRU_BATCH.div_ceil(r.per_page()));
                     if (delta == 0 || self.lruvec_scanned >= nr || abort)
-                        && self.end_pass(r, demoted)
-                        && self.stops_after_failed_run(cost, run_began)
+                        && self.end_pass(r, demoted, cost, run_began)
                     {
                         break;
                     }
@@ -1674,23 +1673,18 @@ impl Kswapd {
         (demoted * r.per_page()) as f64 * self.demote_ns as f64 / r.ns_per_page
     }
 
-    /// After a balance_pgdat run that reclaimed nothing ([`Kswapd::end_pass`] true): whether
-    /// this step's work ends there. kswapd() calls balance_pgdat again at once while the node
-    /// is not balanced (kswapd_try_to_sleep does not sleep: prepare_kswapd_sleep is false), so
-    /// the next run starts in the same step, where the run's cost left it, and its tests fall
-    /// that much later: waiting for the next step instead made the pause between two runs, and
-    /// so what the pages read, depend on the step (press-thp promoted 0.90x as much at 1 ms as
-    /// at 0.25 ms; docs/validation.md, section 1zc). It ends when kswapd now sleeps (a hopeless
-    /// node) or when the run cost nothing in this step (the next would find the same).
-    fn stops_after_failed_run(&self, cost: f64, run_began: f64) -> bool {
-        !self.awake || cost <= run_began
-    }
-
     /// The end of a kswapd_shrink_node pass: balance_pgdat's priority step, its balanced check
-    /// and the end of the run. Returns true when a run ended without reclaiming; kswapd then
-    /// starts another at once unless the node is hopeless
-    /// ([`Kswapd::stops_after_failed_run`]).
-    fn end_pass(&mut self, r: &Reclaim, demoted: u64) -> bool {
+    /// and the end of the run. Returns true when this step's work ends after a run that
+    /// reclaimed nothing (`cost`: the step's cost so far; `run_began`: where the run began in
+    /// it). kswapd() calls balance_pgdat again at once while the node is not balanced
+    /// (kswapd_try_to_sleep does not sleep: prepare_kswapd_sleep is false), so the next run
+    /// starts in the same step, where the run's cost left it, and its tests fall that much
+    /// later: waiting for the next step instead made the pause between two runs, and so what
+    /// the pages read, depend on the step (press-thp promoted 0.94x as much at 1 ms as at
+    /// 0.25 ms; docs/validation.md, section 1zc). The step's work ends only when kswapd now
+    /// sleeps (a hopeless node) or the run cost nothing in this step (the next would find the
+    /// same).
+    fn end_pass(&mut self, r: &Reclaim, demoted: u64, cost: f64, run_began: f64) -> bool {
         self.in_pass = false;
         self.run_reclaimed += self.pass_reclaimed;
         if self.pass_reclaimed > 0 {
@@ -1712,7 +1706,7 @@ impl Kswapd {
                 self.awake = false;
                 self.gave_up += 1;
             }
-            return true;
+            return !self.awake || cost <= run_began;
         }
         false
     }
