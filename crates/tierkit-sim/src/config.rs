@@ -311,7 +311,7 @@ fn parse_ratio(ctx: &Ctx, s: &str) -> Result<FastSize> {
     let bad = || {
         ctx.err(
             "fast_ratio",
-            format!("expected \"F:S\" with positive numbers (e.g. \"1:2\"), got \"{s}\""),
+            format!("expected \"F:S\" with F > 0 and S >= 0 (e.g. \"1:2\"), got \"{s}\""),
         )
     };
     let (f, sl) = s.split_once(':').ok_or_else(bad)?;
