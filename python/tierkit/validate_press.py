@@ -351,6 +351,8 @@ def node0_accounting(rec: dict[str, Any]) -> dict[str, int] | None:
         return None
     foreign, in_use = foreign_pages(rec)
     bar = dma_promotion_bar(rec)
+    balance_bar = dma_balance_bar(rec)
+    low = dma_free_min(rec)
     return {
         "room": zr[0],
         "dma32_step": zr[1],
@@ -360,7 +362,29 @@ def node0_accounting(rec: dict[str, Any]) -> dict[str, int] | None:
         "foreign_in_use": in_use,
         "dma_promotion_bar": bar,
         "dma_above_bar": bar is not None and zr[2] > bar,
+        "dma_balance_bar": balance_bar,
+        "dma_free_min": low,
+        "dma_balanced": balance_bar is not None and low is not None and low > balance_bar,
     }
+
+
+def dma_balance_bar(rec: dict[str, Any]) -> int | None:
+    """The DMA zone's bar in kswapd's pgdat_balanced at order 0 (mm/vmscan.c): its promo
+    watermark (tiering mode) + its ``lowmem_reserve`` for ZONE_MOVABLE, the zone promotion
+    failures wake kswapd for; ``zone_watermark_ok`` passes when the zone's free pages exceed it,
+    and pgdat_balanced accepts the node when any eligible zone passes. None without the zones."""
+    dma = ((rec.get("node0_zones") or {}).get("start") or {}).get("DMA")
+    if not dma or "promo" not in dma or len(dma.get("protection", [])) < 4:
+        return None
+    return int(dma["promo"]) + int(dma["protection"][3])
+
+
+def dma_free_min(rec: dict[str, Any]) -> int | None:
+    """The DMA zone's fewest free pages in any sample from the sweeps' start (None without the
+    per-sample ``n0_free_DMA``)."""
+    t = float(rec["sweep_start_s"])
+    dma = [int(v["n0_free_DMA"]) for v in rec["vmstat"] if float(v["t"]) >= t and "n0_free_DMA" in v]
+    return min(dma) if dma else None
 
 
 def dma_promotion_bar(rec: dict[str, Any]) -> int | None:
@@ -518,6 +542,11 @@ def sim_experiment(
         # the guest's DMA zone settled above its bar in migrate_balanced_pgdat: promotions went
         # on below DMA32's high watermark (docs/validation.md, section 1h)
         extra.append("dma_zone_above_bar=true")
+    if zones and zones["dma_balanced"] and "dma_zone_balanced" in policy_params:
+        # the guest's DMA zone stayed above its bar in pgdat_balanced at order 0 through the
+        # sweeps (the huge-page boots: huge pages never come from it): kswapd's runs for a huge
+        # page ended once their order dropped to 0 (docs/validation.md, section 1zd)
+        extra.append("dma_zone_balanced=true")
     extra += guest_wake_delay(rec["meta"], policy_params)
     spec = nbt_spec(rec["meta"], policy_params, *extra)
     share = cpu_share(rec)
@@ -1472,6 +1501,21 @@ def validate_press(
                 )
                 + " (docs/validation.md, section 1h)."
                 if zone_info["dma_above_bar"]
+                else ""
+            )
+            + (
+                f" The DMA zone stayed above its bar in kswapd's pgdat_balanced at order 0 (at least "
+                f"{zone_info['dma_free_min']} free pages against {zone_info['dma_balance_bar']}: its "
+                "promo watermark + lowmem_reserve) through the sweeps, so the kernel counted node 0 "
+                "balanced at order 0 on its account and a kswapd run woken by a huge page's failed "
+                "promotion ended once it had reclaimed two huge pages (compact_gap); "
+                + (
+                    "the simulated nbt is told so (`dma_zone_balanced=true`)"
+                    if _spec_flag(spec, "dma_zone_balanced")
+                    else "the simulated nbt is not (`dma_zone_balanced=false`)"
+                )
+                + " (docs/validation.md, section 1zd)."
+                if zone_info.get("dma_balanced")
                 else ""
             )
         ),

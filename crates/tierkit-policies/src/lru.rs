@@ -1217,6 +1217,13 @@ pub struct Kswapd {
     pub mm_switch_ns: u64,
     /// kswapd's own time per 4 KiB it demotes (`kswapd_demote_us`), ns.
     pub demote_ns: u64,
+    /// A zone below the main one (x86's DMA zone) stays above its watermark + lowmem_reserve
+    /// at order 0, so pgdat_balanced accepts the node on its account whenever it is checked
+    /// at order 0 (it accepts the node when any eligible zone passes): kswapd is not woken for
+    /// an order-0 demand (wakeup_kswapd), and a run woken for a huge page (order 9) ends once
+    /// it has reclaimed compact_gap, two huge pages, when kswapd_shrink_node drops its order to
+    /// 0 (nbt's `dma_zone_balanced`; docs/validation.md, section 1zd).
+    pub order0_balanced: bool,
     /// The processes' address spaces (page-id ranges, by start), the telemetry's objects
     /// grouped by pid; empty: one address space.
     mms: Vec<MmSpan>,
@@ -1323,6 +1330,23 @@ impl Kswapd {
         if asleep && self.awake {
             self.clock_ns = self.clock_ns.max(t_ns);
         }
+    }
+
+    /// pgdat_balanced for the demand at hand: the tier's free pages (with the demotions this
+    /// step asked for) at `balanced_at`, or, with [`Kswapd::order0_balanced`], a check at
+    /// order 0: a run on base pages always is one, and a run on huge pages (order 9) drops to
+    /// order 0 once it has reclaimed compact_gap(9) = 1024 base pages, two huge pages
+    /// (kswapd_shrink_node: `sc->nr_reclaimed >= compact_gap(sc->order)`), counting the
+    /// passes done (`run_reclaimed`: the pages the run has reclaimed).
+    fn balanced(&self, r: &Reclaim, demoted: u64, run_reclaimed: u64) -> bool {
+        r.free + demoted >= r.balanced_at
+            || (self.order0_balanced && (r.per_page() == 1 || run_reclaimed >= 2))
+    }
+
+    /// wakeup_kswapd's pgdat_balanced check at the demand's order: whether a wakeup for a page
+    /// of `page_bytes` (a failed promotion's) with `free` of `balanced_at` free is left alone.
+    pub fn balanced_at_wake(&self, free: u64, balanced_at: u64, page_bytes: u64) -> bool {
+        free >= balanced_at || (self.order0_balanced && page_bytes <= DEFAULT_PAGE_BYTES)
     }
 
     /// The processes' address spaces from the telemetry's objects (each process's objects
@@ -1467,7 +1491,10 @@ impl Kswapd {
         if !lru.gens() {
             self.flush_stats(lru, r.tier, r.start_ns);
         }
-        if !self.awake && r.free < r.wake_below {
+        // the wake of an allocation below the low watermark: an order-0 demand (a huge page's
+        // allocation at a fault does not wake kswapd: GFP_TRANSHUGE_LIGHT), which a zone
+        // above its order-0 bar (`order0_balanced`) answers without waking it
+        if !self.awake && r.free < r.wake_below && !self.order0_balanced {
             self.wake();
         }
         if !self.awake {
@@ -1495,7 +1522,14 @@ impl Kswapd {
             if self.pass_left == 0 {
                 // balance_pgdat: balanced, sleep (the run ends without counting); otherwise
                 // another kswapd_shrink_node pass.
-                if r.free + demoted >= r.balanced_at {
+                // (a run under way counts what it reclaimed; none: the next starts at the
+                // demand's order)
+                let reclaimed = if self.run_len > 0 {
+                    self.run_reclaimed
+                } else {
+                    0
+                };
+                if self.balanced(r, demoted, reclaimed) {
                     self.awake = false;
                     self.run_len = 0;
                     break;
@@ -1595,12 +1629,14 @@ impl Kswapd {
                 continue;
             }
             if self.prio == 0 {
-                if r.free + demoted >= r.balanced_at {
+                // a run that ended balanced put kswapd to sleep (end_pass); a new run begins
+                // at the demand's order
+                self.run_reclaimed = 0;
+                if !self.awake || self.balanced(r, demoted, 0) {
                     self.awake = false;
                     break;
                 }
                 self.prio = DEF_PRIORITY;
-                self.run_reclaimed = 0;
                 // a balance_pgdat run begins (the kernel's mm_vmscan_kswapd_wake)
                 self.runs += 1;
                 run_began = cost;
@@ -1695,7 +1731,7 @@ impl Kswapd {
         if raise || self.pass_reclaimed == 0 {
             self.prio = self.prio.saturating_sub(1);
         }
-        if r.free + demoted >= r.balanced_at {
+        if self.balanced(r, demoted, self.run_reclaimed) {
             self.prio = 0;
             self.awake = false;
         } else if self.prio == 0 && self.run_reclaimed == 0 {
@@ -2343,7 +2379,11 @@ impl Tiering {
     /// running is left alone (`waitqueue_active`), and so is a node balanced at `balanced_at`
     /// (`pgdat_balanced`), counted as kswapd counts it ([`Tiering::kswapd_free`]).
     pub fn wakeup_kswapd(&mut self, tel: &Telemetry, balanced_at: u64, t_ns: u64) {
-        if !self.kswapd.awake && self.kswapd_free(tel) < balanced_at {
+        if !self.kswapd.awake
+            && !self
+                .kswapd
+                .balanced_at_wake(self.kswapd_free(tel), balanced_at, self.page_bytes)
+        {
             self.kswapd.wake_at(t_ns + self.wake_delay_ns);
         }
     }
@@ -3822,6 +3862,65 @@ pub(crate) mod tests {
         assert_eq!(k.mm_walked + k.mm_skipped, 80);
         assert_eq!(k.agings, 40);
         assert!(k.walk_mm_skipped > 0);
+    }
+
+    /// With a DMA zone above its order-0 bar (`order0_balanced`), a kswapd run woken for huge
+    /// pages ends once it has reclaimed compact_gap(9), two huge pages: kswapd_shrink_node drops
+    /// its order to 0 and pgdat_balanced accepts the node on the DMA zone's account, however
+    /// far the main zone is from its watermark. Without it the run goes on to the watermark.
+    /// A kswapd for base pages is then not woken at all (wakeup_kswapd's pgdat_balanced at
+    /// order 0). Both LRUs.
+    #[test]
+    fn a_dma_zone_above_its_bar_ends_a_huge_page_run_at_compact_gap() {
+        for gens in [false, true] {
+            let run = |order0_balanced: bool, page_bytes: u64| {
+                let mut lru = Lru::new().with_gens(gens);
+                for p in 0..256 {
+                    lru.add(PageId(p), FAST);
+                }
+                let mut k = Kswapd {
+                    order0_balanced,
+                    ..Kswapd::default()
+                };
+                // every page idle: each one tested can be demoted
+                let mut mech = Timed::new(1 << 40, |_| false);
+                let mut out = Vec::new();
+                // a failed promotion of such a page wakes kswapd (Tiering::wakeup_kswapd)
+                if !k.balanced_at_wake(0, 40, page_bytes) {
+                    k.wake();
+                }
+                for step in 0..50u64 {
+                    let r = Reclaim {
+                        start_ns: step * 1_000_000,
+                        page_bytes,
+                        // a pass reclaims at most 8 before balance_pgdat checks again
+                        nr_to_reclaim: 8,
+                        // 40 pages short of the watermark, and below the wake mark
+                        ..gen_reclaim(0, 40, 512)
+                    };
+                    k.run(&mut lru, &mut mech, &mut out, &r);
+                    if !k.awake {
+                        break;
+                    }
+                }
+                (demoted(&out).len(), k.awake, k.wakeups)
+            };
+            let huge = 2 << 20;
+            let (with, awake, _) = run(true, huge);
+            assert!(!awake, "gens {gens}: the run ended balanced");
+            // (the classic LRU's batch is SWAP_CLUSTER_MAX pages, so its first pass demotes 32)
+            let most = if gens { 8 } else { 32 };
+            assert!((2..=most).contains(&with), "gens {gens}: {with} demoted");
+            let (without, _, _) = run(false, huge);
+            assert!(
+                without >= 40,
+                "gens {gens}: {without} demoted without the DMA zone"
+            );
+            // base pages: order 0 from the start, the node is balanced and kswapd stays asleep,
+            // woken neither by the failed promotion nor by the free pages below the wake mark
+            assert_eq!(run(true, 4096), (0, false, 0), "gens {gens}");
+            assert!(run(false, 4096).0 >= 40, "gens {gens}");
+        }
     }
 
     /// kswapd's first run of a run works within its step, however short the step: a 0.25 ms

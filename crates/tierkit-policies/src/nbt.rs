@@ -77,6 +77,13 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
         unit: "",
         doc: "the fast node's DMA zone has settled above its bar in migrate_balanced_pgdat (its high watermark + the page + its lowmem_reserve for ZONE_MOVABLE; mm/migrate.c), so the check passes through DMA and a promotion is refused (waking kswapd) only once promotions have taken the main zone below its low watermark and their allocations spill into DMA, pulling it below the bar: the gate is the low watermark, not the high (docs/validation.md, section 1h; `tierkit validate kernel` sets it for a recording whose DMA zone settled there)",
     },
+    tierkit_core::ParamDef {
+        name: "dma_zone_balanced",
+        kind: ParamKind::Bool,
+        default: "false",
+        unit: "",
+        doc: "with dma_zone=true, the fast node's DMA zone has settled above its bar in pgdat_balanced at order 0 (its promo watermark, or high without tiering, + its lowmem_reserve for ZONE_MOVABLE; mm/vmscan.c), which accepts the node when any eligible zone passes: kswapd is not woken for base pages, and a kswapd run woken by a huge page's failed promotion (order 9) ends once it has reclaimed two huge pages (compact_gap), when kswapd_shrink_node drops its order to 0, however few pages the main zone has free (docs/validation.md, section 1zd; `tierkit validate kernel` sets it for a recording whose DMA zone settled there)",
+    },
 ];
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -117,6 +124,7 @@ impl Nbt {
     pub fn new(p: &Params) -> Self {
         let mut t = Tiering::from_params(p);
         t.dma_above_bar = p.bool("dma_zone_above_bar");
+        t.kswapd.order0_balanced = t.dma_zone && p.bool("dma_zone_balanced");
         Nbt {
             name: spec_name(INFO.name, PARAMS, p),
             scan: numa_scan(p),
