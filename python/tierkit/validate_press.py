@@ -373,10 +373,8 @@ def dma_balance_bar(rec: dict[str, Any]) -> int | None:
     watermark (tiering mode) + its ``lowmem_reserve`` for ZONE_MOVABLE, the zone promotion
     failures wake kswapd for; ``zone_watermark_ok`` passes when the zone's free pages exceed it,
     and pgdat_balanced accepts the node when any eligible zone passes. None without the zones."""
-    dma = ((rec.get("node0_zones") or {}).get("start") or {}).get("DMA")
-    if not dma or "promo" not in dma or len(dma.get("protection", [])) < 4:
-        return None
-    return int(dma["promo"]) + int(dma["protection"][3])
+    dma = _dma_zone(rec, "promo")
+    return None if dma is None else int(dma["promo"]) + int(dma["protection"][3])
 
 
 def dma_free_min(rec: dict[str, Any]) -> int | None:
@@ -395,10 +393,17 @@ def dma_promotion_bar(rec: dict[str, Any]) -> int | None:
     where a base page needs one. Settled above it, the DMA zone lets promotions through until the main
     zone reaches its low watermark, which the simulated nbt takes from ``dma_zone_above_bar``
     (docs/validation.md, section 1h). None without the zones."""
+    dma = _dma_zone(rec, "high")
+    return None if dma is None else int(dma["high"]) + page_bytes(rec) // PAGE + int(dma["protection"][3])
+
+
+def _dma_zone(rec: dict[str, Any], mark: str) -> dict[str, Any] | None:
+    """Node 0's DMA zone as the recording dumped it at its start, when it has the watermark
+    ``mark`` and a ``lowmem_reserve`` for ZONE_MOVABLE (None otherwise)."""
     dma = ((rec.get("node0_zones") or {}).get("start") or {}).get("DMA")
-    if not dma or "high" not in dma or len(dma.get("protection", [])) < 4:
+    if not dma or mark not in dma or len(dma.get("protection", [])) < 4:
         return None
-    return int(dma["high"]) + page_bytes(rec) // PAGE + int(dma["protection"][3])
+    return dma
 
 
 def pcp_summary(rec: dict[str, Any]) -> dict[str, float]:
