@@ -277,7 +277,7 @@ def zone_room(rec: dict[str, Any]) -> tuple[int, int, int] | None:
     fill = _before_sweep(rec)
     t = float(rec["sweep_start_s"])
     after = [v for v in rec["vmstat"] if float(v["t"]) >= t]
-    dma = sorted(float(v["n0_free_DMA"]) for v in after if "n0_free_DMA" in v)
+    dma = _dma_free_samples(rec)
     total = sorted(
         float(v["node0_free_kb"]) / 4 + _anon_lru(v)
         for v in after
@@ -380,9 +380,15 @@ def dma_balance_bar(rec: dict[str, Any]) -> int | None:
 def dma_free_min(rec: dict[str, Any]) -> int | None:
     """The DMA zone's fewest free pages in any sample from the sweeps' start (None without the
     per-sample ``n0_free_DMA``)."""
+    dma = _dma_free_samples(rec)
+    return round(dma[0]) if dma else None
+
+
+def _dma_free_samples(rec: dict[str, Any]) -> list[float]:
+    """The DMA zone's free pages in each sample from the sweeps' start, fewest first (the
+    per-sample ``n0_free_DMA``; empty without it)."""
     t = float(rec["sweep_start_s"])
-    dma = [int(v["n0_free_DMA"]) for v in rec["vmstat"] if float(v["t"]) >= t and "n0_free_DMA" in v]
-    return min(dma) if dma else None
+    return sorted(float(v["n0_free_DMA"]) for v in rec["vmstat"] if float(v["t"]) >= t and "n0_free_DMA" in v)
 
 
 def dma_promotion_bar(rec: dict[str, Any]) -> int | None:
@@ -1520,7 +1526,7 @@ def validate_press(
                     else "the simulated nbt is not (`dma_zone_balanced=false`)"
                 )
                 + " (docs/validation.md, section 1zd)."
-                if zone_info.get("dma_balanced")
+                if zone_info["dma_balanced"]
                 else ""
             )
         ),

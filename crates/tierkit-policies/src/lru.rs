@@ -1339,12 +1339,13 @@ impl Kswapd {
     /// (kswapd_shrink_node: `sc->nr_reclaimed >= compact_gap(sc->order)`), counting the
     /// passes done (`run_reclaimed`: the pages the run has reclaimed).
     fn balanced(&self, r: &Reclaim, demoted: u64, run_reclaimed: u64) -> bool {
-        r.free + demoted >= r.balanced_at
-            || (self.order0_balanced && (r.per_page() == 1 || run_reclaimed >= 2))
+        self.balanced_at_wake(r.free + demoted, r.balanced_at, r.page_bytes)
+            || (self.order0_balanced && run_reclaimed >= 2)
     }
 
-    /// wakeup_kswapd's pgdat_balanced check at the demand's order: whether a wakeup for a page
-    /// of `page_bytes` (a failed promotion's) with `free` of `balanced_at` free is left alone.
+    /// wakeup_kswapd's pgdat_balanced check at the demand's order (balance_pgdat's at a run's
+    /// start): whether a wakeup for a page of `page_bytes` (a failed promotion's) with `free`
+    /// of `balanced_at` free is left alone.
     pub fn balanced_at_wake(&self, free: u64, balanced_at: u64, page_bytes: u64) -> bool {
         free >= balanced_at || (self.order0_balanced && page_bytes <= DEFAULT_PAGE_BYTES)
     }
