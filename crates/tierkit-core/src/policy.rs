@@ -117,6 +117,24 @@ pub trait Policy: Send {
         _out: &mut Vec<Action>,
     ) {
     }
+    /// On the fault path, the next instant (ns) at which the policy wants a call without a
+    /// fault ([`Policy::on_timer`]): a kernel thread of its own that works between the faults,
+    /// as kswapd does. The backend calls at the first such instant inside the epoch that is
+    /// later than the last timer call, in time order with the faults; `None`: no call (the
+    /// default), the policy's background work runs at the faults and the epoch's end.
+    fn next_timer_ns(&self) -> Option<u64> {
+        None
+    }
+    /// The call [`Policy::next_timer_ns`] asked for, at `t_ns`, with `tel` and `out` as in
+    /// [`Policy::on_fault`].
+    fn on_timer(
+        &mut self,
+        _t_ns: u64,
+        _tel: &Telemetry,
+        _mech: &mut dyn Mechanism,
+        _out: &mut Vec<Action>,
+    ) {
+    }
     /// The policy's own statistics (overheads, table sizes), reported with the results.
     fn stats(&self) -> Vec<(String, f64)> {
         Vec::new()

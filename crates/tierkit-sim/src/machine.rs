@@ -554,6 +554,9 @@ pub struct Machine {
     pub wall_fault_policy_s: f64,
     /// Fault-path calls so far (which of them to time).
     fault_calls: u64,
+    /// The policy's timer: its last call's instant and the calls made ([`Policy::on_timer`]).
+    last_timer_ns: Option<u64>,
+    timer_calls: u64,
     /// CPU time the migration threads spent past their last epoch's budget (a migration
     /// longer than what was left of it), owed by the next epochs.
     mig_debt_ns: f64,
@@ -1127,6 +1130,8 @@ impl Machine {
             fault_at: None,
             wall_fault_policy_s: 0.0,
             fault_calls: 0,
+            last_timer_ns: None,
+            timer_calls: 0,
             mig_debt_ns: 0.0,
             mig_idle_from: f64::INFINITY,
             mig_traffic_settled: false,
@@ -3211,6 +3216,17 @@ impl Machine {
             if live && self.live_next(end) {
                 continue;
             }
+            // the policy's timer, when it comes before the next fault (`Policy::next_timer_ns`)
+            if let Some(p) = policy.as_deref_mut() {
+                let next_fault = self.faults.peek().map_or(u64::MAX, |r| r.0);
+                let after = self.last_timer_ns.map_or(0, |l| l + 1);
+                if let Some(t) = p.next_timer_ns().map(|t| t.max(now as u64).max(after)) {
+                    if (t as f64) < end && t <= next_fault {
+                        self.timer_call(p, t);
+                        continue;
+                    }
+                }
+            }
             let Some(&(at, page, mark, need_bits)) = self.faults.peek() else {
                 break;
             };
@@ -3640,26 +3656,44 @@ impl Machine {
     /// The policy's fault path for one fault: `Policy::on_fault` sees the telemetry at the
     /// fault's instant, and its actions are carried out there.
     fn fault_path_call(&mut self, p: &mut dyn Policy, f: &HintFault) {
+        self.path_call(f.time_ns, |tel, mech, out| p.on_fault(f, tel, mech, out));
+    }
+
+    /// The policy's timer ([`Policy::on_timer`]) at `t` inside the epoch, on the fault path as
+    /// a fault's call is, without a fault.
+    fn timer_call(&mut self, p: &mut dyn Policy, t: u64) {
+        self.last_timer_ns = Some(t);
+        self.timer_calls += 1;
+        self.path_call(t, |tel, mech, out| p.on_timer(t, tel, mech, out));
+    }
+
+    /// A policy call at instant `t` inside the epoch (a fault's or a timer's): the telemetry as
+    /// it is then, and the actions carried out then.
+    fn path_call(
+        &mut self,
+        t: u64,
+        call: impl FnOnce(&Telemetry, &mut dyn Mechanism, &mut Vec<Action>),
+    ) {
         let timed = self.fault_calls.is_multiple_of(TIMED_EVERY);
         self.fault_calls += 1;
         let t0 = timed.then(std::time::Instant::now);
-        // the migrations the threads could start since the last fault
-        self.run_queue_until(f.time_ns as f64);
+        // the migrations the threads could start since the last call
+        self.run_queue_until(t as f64);
         let mut tel = std::mem::take(&mut self.tel);
         let now = tel.now_ns;
-        tel.now_ns = f.time_ns;
+        tel.now_ns = t;
         // the tiers as they are now: with this epoch's migrations so far, whose results the
         // policy takes from the telemetry's list (the step's end sets them again)
         for (ti, &used) in tel.tiers.iter_mut().zip(&self.used) {
             ti.used_pages = used;
         }
         let mut out = std::mem::take(&mut self.scratch.fault_actions);
-        p.on_fault(f, &tel, self, &mut out);
+        call(&tel, self, &mut out);
         tel.now_ns = now;
         self.tel = tel;
-        self.fault_at = Some(f.time_ns as f64);
+        self.fault_at = Some(t as f64);
         self.apply(&mut out);
-        self.run_queue_until(f.time_ns as f64);
+        self.run_queue_until(t as f64);
         self.fault_at = None;
         self.scratch.fault_actions = out;
         if let Some(t0) = t0 {
