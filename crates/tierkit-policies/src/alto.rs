@@ -360,6 +360,22 @@ impl Policy for Alto {
         self.regulate(start, mech, out);
     }
 
+    fn next_timer_ns(&self) -> Option<u64> {
+        self.base.next_timer_ns()
+    }
+
+    fn on_timer(
+        &mut self,
+        t_ns: u64,
+        tel: &Telemetry,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+    ) {
+        let start = out.len();
+        self.base.on_timer(t_ns, tel, mech, out);
+        self.regulate(start, mech, out);
+    }
+
     /// Fig. 9's view over time: the AOL of the last closed interval (absent before the first),
     /// the share of candidates it lets through, and the promotions allowed and vetoed since the
     /// last report (Scan16 regulates marking, not promotions: those two stay 0 there).

@@ -633,6 +633,23 @@ impl Policy for Colloid {
         self.demote_on_fault(f, &mut free, tel.page_bytes as f64, out);
     }
 
+    fn next_timer_ns(&self) -> Option<u64> {
+        self.base.next_timer_ns()
+    }
+
+    fn on_timer(
+        &mut self,
+        t_ns: u64,
+        tel: &Telemetry,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+    ) {
+        let start = out.len();
+        self.base.on_timer(t_ns, tel, mech, out);
+        self.rewrite(start, out);
+        self.gate_promotions(tel, mech, None, start, out);
+    }
+
     fn series(&mut self, out: &mut Vec<(String, f64)>) {
         self.base.series(out);
     }

@@ -46,7 +46,9 @@ macro_rules! memory_of_lru {
 /// The fault path of a hint-fault policy built on [`lru::Tiering`] (field `t`), with the
 /// fields `fault_path` (its parameter) and `on_path` (whether the backend took it up) and a
 /// method `fault(&mut self, f, tel, mech, out)` deciding one fault: `Policy::fault_path` and
-/// `Policy::on_fault`, which takes the epoch's events so far first (`Tiering::catch_up`).
+/// `Policy::on_fault`, which takes the epoch's events so far first (`Tiering::catch_up`), and
+/// kswapd's timer (`Policy::next_timer_ns`, `Policy::on_timer`), run with the watermarks of
+/// the policy's `kswapd_marks(&self) -> (wake_below, balanced_at)`.
 /// Its `step` then calls [`fault_path_step!`].
 macro_rules! fault_path_of_tiering {
     () => {
@@ -64,6 +66,22 @@ macro_rules! fault_path_of_tiering {
         ) {
             self.t.catch_up(tel, |_, _| {});
             self.fault(f, tel, mech, out);
+        }
+
+        fn next_timer_ns(&self) -> Option<u64> {
+            self.t.kswapd_timer_ns().filter(|_| self.on_path)
+        }
+
+        fn on_timer(
+            &mut self,
+            t_ns: u64,
+            tel: &Telemetry,
+            mech: &mut dyn Mechanism,
+            out: &mut Vec<Action>,
+        ) {
+            let (wake_below, balanced_at) = self.kswapd_marks();
+            self.t
+                .on_kswapd_timer(tel, mech, out, wake_below, balanced_at, t_ns);
         }
     };
 }

@@ -200,6 +200,14 @@ pub const P_KSWAPD_WAKE_DELAY: ParamDef = ParamDef {
     unit: "us",
     doc: "how long kswapd, woken by a promotion that found the fast node short of free pages (wakeup_kswapd), waits for a CPU before it reclaims: 0 where it has an idle CPU of its own; on a CPU the faulting threads keep busy the scheduler runs it only when the running thread's slice ends (EEVDF's RUN_TO_PARITY, checked at the tick), up to a tick later. `tierkit validate kernel` sets it for the one-vCPU guest's recordings (docs/validation.md, section 1t); not a kernel knob",
 };
+/// How often a kswapd that is awake runs between the faults (the policy's timer).
+pub const P_KSWAPD_TICK: ParamDef = ParamDef {
+    name: "kswapd_tick_us",
+    kind: ParamKind::Float { min: 0.0, max: 1e6 },
+    default: "100",
+    unit: "us",
+    doc: "on the fault path, an awake kswapd also runs this long after its last run (or after its wake instant), between the faults, and the demotions it asks for start then, as the kernel's kswapd demotes as it goes; a time step of the model, not a kernel knob: 100 us converges (press-thp, 16 seeds: 46.6 huge pages promoted at 1 ms steps with 100 or 200 us, 46.1 with 50 us, 46.8 at 0.25 ms steps); 0: it runs only at the actionable faults and at the step's end, so the demotions of an interval without faults start at the step's end and how soon they make room followed the step (53.0 at 1 ms, 46.9 at 0.25 ms; docs/validation.md, section 1ze)",
+};
 /// kswapd's own time for the pages it demotes.
 pub const P_KSWAPD_DEMOTE: ParamDef = ParamDef {
     name: "kswapd_demote_us",
@@ -2231,6 +2239,8 @@ pub struct Tiering {
     kswapd_scan_per_ms: u64,
     /// How long a kswapd woken by a promotion waits for a CPU before it runs (ns).
     pub wake_delay_ns: u64,
+    /// `kswapd_tick_us` in ns (0: no timer).
+    pub tick_ns: u64,
     last_ns: Option<u64>,
     /// The fast node has the DMA zone (`dma_zone`).
     pub dma_zone: bool,
@@ -2261,6 +2271,7 @@ impl Tiering {
             watermark_scale_factor,
             kswapd_scan_per_ms,
             wake_delay_ns: 0,
+            tick_ns: 0,
             last_ns: None,
             dma_zone: true,
             dma_above_bar: false,
@@ -2280,6 +2291,7 @@ impl Tiering {
         t.kswapd.mm_tables = p.bool("lru_gen_mm_tables");
         t.kswapd.mm_switch_ns = (p.float("lru_gen_mm_switch_ms") * 1e6).round() as u64;
         t.wake_delay_ns = (p.float("kswapd_wake_delay_us") * 1e3).round() as u64;
+        t.tick_ns = (p.float("kswapd_tick_us") * 1e3).round() as u64;
         t.kswapd.demote_ns = (p.float("kswapd_demote_us") * 1e3).round() as u64;
         t
     }
@@ -2469,6 +2481,31 @@ impl Tiering {
             balanced_at,
             t_ns.min(tel.now_ns),
         );
+    }
+
+    /// The policy's timer for kswapd (`kswapd_tick_us`, [`tierkit_core::Policy::next_timer_ns`]):
+    /// while it is awake, a tick after its last run or after where its work so far ends (its
+    /// wake instant, a batch past the budget), whichever is later.
+    pub fn kswapd_timer_ns(&self) -> Option<u64> {
+        if self.tick_ns == 0 || !self.kswapd.awake {
+            return None;
+        }
+        let from = self.last_ns?.max(self.kswapd.clock_ns);
+        Some(from + self.tick_ns)
+    }
+
+    /// kswapd's run at its timer's instant `t_ns`, with the epoch's events so far taken first.
+    pub fn on_kswapd_timer(
+        &mut self,
+        tel: &Telemetry,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+        wake_below: u64,
+        balanced_at: u64,
+        t_ns: u64,
+    ) {
+        self.catch_up(tel, |_, _| {});
+        self.run_kswapd_until(tel, mech, out, wake_below, balanced_at, t_ns);
     }
 
     fn run_kswapd_to(

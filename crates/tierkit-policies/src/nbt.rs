@@ -31,9 +31,9 @@ use tierkit_core::{
 use crate::common::spec_name;
 use crate::lru::{
     hint_scan, numa_scan, Tiering, P_DMA_ZONE, P_FAULT_PATH, P_FIRST_WINDOW, P_KSWAPD_DEMOTE,
-    P_KSWAPD_SCAN, P_KSWAPD_WAKE_DELAY, P_LRU_GEN, P_LRU_GEN_MM_SWITCH, P_LRU_GEN_MM_TABLES,
-    P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX,
-    P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_SCAN_STATS, P_WSF,
+    P_KSWAPD_SCAN, P_KSWAPD_TICK, P_KSWAPD_WAKE_DELAY, P_LRU_GEN, P_LRU_GEN_MM_SWITCH,
+    P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD,
+    P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_SCAN_STATS, P_WSF,
 };
 
 /// NUMA_MIGRATION_ADJUST_STEPS: the threshold moves by 2 x default / 16 per adjustment.
@@ -64,6 +64,7 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_WSF,
     P_KSWAPD_SCAN,
     P_KSWAPD_WAKE_DELAY,
+    P_KSWAPD_TICK,
     P_KSWAPD_DEMOTE,
     P_LRU_STATS_FLUSH,
     P_MAX_RECLAIM_RETRIES, P_LRU_GEN, P_DMA_ZONE,
@@ -152,6 +153,12 @@ impl Nbt {
     /// (adjusted) hot threshold of its scan and pass the rate limit
     /// (should_numa_migrate_memory, numa_promotion_rate_limit); then it is promoted in the
     /// fault if migrate_balanced_pgdat allows, else kswapd is woken.
+    /// kswapd's marks in tiering mode: woken below the low watermark, balanced at the promo
+    /// watermark (WMARK_PROMO, balance_pgdat with NUMA_BALANCING_MEMORY_TIERING).
+    fn kswapd_marks(&self) -> (u64, u64) {
+        (self.t.wm.low, self.t.wm.promo)
+    }
+
     fn fault(
         &mut self,
         f: &tierkit_core::HintFault,
@@ -162,7 +169,7 @@ impl Nbt {
         if !self.t.fault_actionable(f) {
             return;
         }
-        let (low, promo) = (self.t.wm.low, self.t.wm.promo);
+        let (low, promo) = self.kswapd_marks();
         self.t
             .run_kswapd_until(tel, mech, out, low, promo, f.time_ns);
         let free = self.t.fast_free(tel);
@@ -283,7 +290,7 @@ impl Policy for Nbt {
 
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         fault_path_step!(self, tel, mech, out);
-        let (low, promo) = (self.t.wm.low, self.t.wm.promo);
+        let (low, promo) = self.kswapd_marks();
         self.t.run_kswapd(tel, mech, out, low, promo);
     }
 

@@ -39,7 +39,7 @@ use tierkit_core::{
 use crate::common::spec_name;
 use crate::lru::{
     hint_scan, numa_scan, Completion, Tiering, P_DEMOTE_SCALE, P_DMA_ZONE, P_FAULT_PATH,
-    P_FIRST_WINDOW, P_KSWAPD_DEMOTE, P_KSWAPD_SCAN, P_KSWAPD_WAKE_DELAY, P_LRU_GEN,
+    P_FIRST_WINDOW, P_KSWAPD_DEMOTE, P_KSWAPD_SCAN, P_KSWAPD_TICK, P_KSWAPD_WAKE_DELAY, P_LRU_GEN,
     P_LRU_GEN_MM_SWITCH, P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES,
     P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_SCAN_STATS,
     P_WSF,
@@ -67,6 +67,7 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_WSF,
     P_KSWAPD_SCAN,
     P_KSWAPD_WAKE_DELAY,
+    P_KSWAPD_TICK,
     P_KSWAPD_DEMOTE,
     P_LRU_STATS_FLUSH,
     P_MAX_RECLAIM_RETRIES,
@@ -334,6 +335,23 @@ impl Policy for Nomad {
         self.fault(f);
         self.queue_peak = self.queue_peak.max(self.queue_occupancy());
         self.drain_queue(tel, out);
+    }
+
+    /// kswapd's timer (`kswapd_tick_us`) between the faults, with TPP's demotion watermark.
+    fn next_timer_ns(&self) -> Option<u64> {
+        self.t.kswapd_timer_ns().filter(|_| self.on_path)
+    }
+
+    fn on_timer(
+        &mut self,
+        t_ns: u64,
+        tel: &Telemetry,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+    ) {
+        self.take_results(tel, false);
+        let demote = self.demote_wmark();
+        self.t.on_kswapd_timer(tel, mech, out, demote, demote, t_ns);
     }
 
     fn series(&mut self, out: &mut Vec<(String, f64)>) {

@@ -510,6 +510,22 @@ impl Policy for Toggle {
         self.refault_filter(start, out);
     }
 
+    fn next_timer_ns(&self) -> Option<u64> {
+        self.base.next_timer_ns()
+    }
+
+    fn on_timer(
+        &mut self,
+        t_ns: u64,
+        tel: &Telemetry,
+        mech: &mut dyn Mechanism,
+        out: &mut Vec<Action>,
+    ) {
+        let start = out.len();
+        self.base.on_timer(t_ns, tel, mech, out);
+        self.refault_filter(start, out);
+    }
+
     /// Per process, the accessed-PTE count of the latest restart scan in the interval
     /// (Algorithm 2's input; the toggling paper's Fig. 7 plots it).
     fn series(&mut self, out: &mut Vec<(String, f64)>) {

@@ -24,9 +24,10 @@ use tierkit_core::{
 use crate::common::spec_name;
 use crate::lru::{
     hint_scan, numa_scan, Tiering, P_DEMOTE_SCALE, P_DMA_ZONE, P_FAULT_PATH, P_FIRST_WINDOW,
-    P_KSWAPD_DEMOTE, P_KSWAPD_SCAN, P_KSWAPD_WAKE_DELAY, P_LRU_GEN, P_LRU_GEN_MM_SWITCH,
-    P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD,
-    P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_SCAN_STATS, P_WSF,
+    P_KSWAPD_DEMOTE, P_KSWAPD_SCAN, P_KSWAPD_TICK, P_KSWAPD_WAKE_DELAY, P_LRU_GEN,
+    P_LRU_GEN_MM_SWITCH, P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES,
+    P_SCAN_DELAY, P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_SCAN_STATS,
+    P_WSF,
 };
 
 const PARAMS: &[tierkit_core::ParamDef] = &[
@@ -41,6 +42,7 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_WSF,
     P_KSWAPD_SCAN,
     P_KSWAPD_WAKE_DELAY,
+    P_KSWAPD_TICK,
     P_KSWAPD_DEMOTE,
     P_LRU_STATS_FLUSH,
     P_MAX_RECLAIM_RETRIES, P_LRU_GEN, P_DMA_ZONE,
@@ -160,6 +162,12 @@ impl Tpp {
     /// TPP's demotion watermark of the fast tier, in pages.
     pub fn demote_wmark(&self) -> u64 {
         self.t.tpp_demote_wmark(self.demote_scale_factor)
+    }
+
+    /// kswapd's wake and balance marks: both TPP's demotion watermark.
+    fn kswapd_marks(&self) -> (u64, u64) {
+        let demote = self.demote_wmark();
+        (demote, demote)
     }
 }
 
