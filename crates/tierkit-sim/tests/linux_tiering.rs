@@ -1036,6 +1036,10 @@ struct PromoteAll {
     /// path, before the fault is decided; how many tests read referenced, of how many.
     probe: Vec<PageId>,
     probed: (u64, u64),
+    /// A timer every `tick_ns` after the last timer call (0: none), and every call on the
+    /// fault path in the order it came: (instant, a timer's).
+    tick_ns: u64,
+    calls: Vec<(u64, bool)>,
 }
 
 impl PromoteAll {
@@ -1086,7 +1090,22 @@ impl tierkit_core::Policy for PromoteAll {
             self.probed.0 += bits.iter().filter(|&&b| b).count() as u64;
             self.probed.1 += bits.len() as u64;
         }
+        self.calls.push((f.time_ns, false));
         self.decide(f, out);
+    }
+    fn next_timer_ns(&self) -> Option<u64> {
+        let last = self.calls.iter().rev().find(|c| c.1).map_or(0, |c| c.0);
+        (self.tick_ns > 0).then_some(last + self.tick_ns)
+    }
+    fn on_timer(
+        &mut self,
+        t_ns: u64,
+        tel: &tierkit_core::Telemetry,
+        _: &mut dyn Mechanism,
+        _: &mut Vec<Action>,
+    ) {
+        assert_eq!(tel.now_ns, t_ns, "the telemetry is the timer's instant's");
+        self.calls.push((t_ns, true));
     }
     fn step(
         &mut self,
@@ -1122,6 +1141,17 @@ type Seen = Vec<(u64, u32, bool)>;
 /// `storm_run`, testing the accessed bits of `probe` at each fault's instant: also (referenced,
 /// tested).
 fn storm_probe(on_path: bool, epoch_ms: f64, probe: Vec<PageId>) -> (Seen, u64, (u64, u64)) {
+    let (p, m) = storm_policy(on_path, epoch_ms, probe, 0);
+    (p.seen, m.faults_deferred, p.probed)
+}
+
+/// The storm run with `PromoteAll` (`tick_ns`: its timer), the policy and machine at its end.
+fn storm_policy(
+    on_path: bool,
+    epoch_ms: f64,
+    probe: Vec<PageId>,
+    tick_ns: u64,
+) -> (PromoteAll, Machine) {
     let t = "workload = \"custom\"\nplatform = \"icx-numa\"\nduration_s = 3\nepoch_ms = 1\n\
          fast_tier_gb = 4\nslow_tier_gb = 64\npage_size = \"2MiB\"\n\
          [[process]]\nname = \"p\"\n[[process.object]]\nname = \"pad\"\nsize_mb = 3584\nfree_s = 0.5\n\
@@ -1140,13 +1170,48 @@ fn storm_probe(on_path: bool, epoch_ms: f64, probe: Vec<PageId>) -> (Seen, u64, 
         seen: Vec::new(),
         probe,
         probed: (0, 0),
+        tick_ns,
+        calls: Vec::new(),
     };
     let mut m = Machine::new(&exp, false).unwrap();
     let mut actions = Vec::new();
     m.fault_path = tierkit_core::Policy::fault_path(&mut p);
     tierkit_core::backend::init(&mut p, &mut m, &mut actions);
     step_on_path(&mut m, &mut p, 3.0);
-    (p.seen, m.faults_deferred, p.probed)
+    (p, m)
+}
+
+/// A policy's timer on the fault path (`Policy::next_timer_ns`, kswapd's `kswapd_tick_us`) is
+/// called at the instants it asks for, in time order with the faults, whatever the step: its
+/// work between the faults does not wait for the step's end.
+#[test]
+fn a_policy_timer_comes_at_its_instants_in_order_with_the_faults_at_any_step() {
+    let tick = 300_000;
+    let timers = |epoch_ms: f64| {
+        let (p, _) = storm_policy(true, epoch_ms, Vec::new(), tick);
+        assert!(
+            p.calls.windows(2).all(|w| w[0].0 <= w[1].0),
+            "calls in time order at {epoch_ms} ms"
+        );
+        assert!(p.calls.iter().any(|c| !c.1), "faults too");
+        p.calls
+            .iter()
+            .filter(|c| c.1)
+            .map(|c| c.0)
+            .collect::<Vec<_>>()
+    };
+    let at_1 = timers(1.0);
+    // every 0.3 ms from 0.3 ms to the run's end (3 s)
+    let want: Vec<u64> = (1..)
+        .map(|k| k * tick)
+        .take_while(|&t| t < 3_000_000_000)
+        .collect();
+    assert_eq!(at_1, want);
+    assert_eq!(timers(0.25), at_1);
+    assert_eq!(timers(2.0), at_1);
+    // off the fault path there is none
+    let (p, _) = storm_policy(false, 1.0, Vec::new(), tick);
+    assert!(p.calls.is_empty());
 }
 
 /// The shortest time between a thread's fault that promoted a page and its next fault, over a
