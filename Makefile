@@ -31,7 +31,7 @@ test: install
 # the real-kernel tests keep one core busy (a one-vCPU guest under TCG): they run in the
 # background beside fuzzing and pytest, and their output is printed when they end
 	tests/alongside.sh target/kernel-tests/make-test-kernel.log "$(MAKE) test-kernel" -- \
-		sh -c '$(MAKE) fuzz && $(BIN)/python -m pytest -q tests'
+		sh -c '$(MAKE) fuzz && $(BIN)/python -m pytest -q --durations=20 tests'
 
 # tierkitd's allocation shim (C, LD_PRELOAD) and its tests
 test-shim:
