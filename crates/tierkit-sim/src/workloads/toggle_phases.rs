@@ -6,7 +6,7 @@
 //! are the paper's setting as the toggle reproduction runs it: one thread (the microbenchmark of
 //! §3 is single-threaded; scaling the RSS down keeps per-page access rates high, and one thread
 //! instead of eight brings them closer to the paper's) on its testbed, Table 2's SPR with a
-//! CMM-D expander (`spr-cmmd`). Until 2026-12-03 they were 8 threads, 4 GiB and `spr-cxl`, under
+//! CMM-D expander (`spr-cmmd`). Until 2026-12-04 they were 8 threads, 4 GiB and `spr-cxl`, under
 //! which `tpp+toggle` made 2 stops and 1 restart where the paper and the reproduction have 3
 //! and 2.
 
