@@ -148,17 +148,17 @@ impl Nbt {
         }
     }
 
-    /// do_numa_page in tiering mode for one hint fault at its instant: kswapd first runs up to
-    /// it; with the fast node short of free space the page must have faulted within the
-    /// (adjusted) hot threshold of its scan and pass the rate limit
-    /// (should_numa_migrate_memory, numa_promotion_rate_limit); then it is promoted in the
-    /// fault if migrate_balanced_pgdat allows, else kswapd is woken.
     /// kswapd's marks in tiering mode: woken below the low watermark, balanced at the promo
     /// watermark (WMARK_PROMO, balance_pgdat with NUMA_BALANCING_MEMORY_TIERING).
     fn kswapd_marks(&self) -> (u64, u64) {
         (self.t.wm.low, self.t.wm.promo)
     }
 
+    /// do_numa_page in tiering mode for one hint fault at its instant: kswapd first runs up to
+    /// it; with the fast node short of free space the page must have faulted within the
+    /// (adjusted) hot threshold of its scan and pass the rate limit
+    /// (should_numa_migrate_memory, numa_promotion_rate_limit); then it is promoted in the
+    /// fault if migrate_balanced_pgdat allows, else kswapd is woken.
     fn fault(
         &mut self,
         f: &tierkit_core::HintFault,
