@@ -222,6 +222,12 @@ impl Nomad {
         self.t.tpp_demote_wmark(self.demote_scale_factor)
     }
 
+    /// kswapd's wake and balance marks: both TPP's demotion watermark, as in [`crate::tpp`].
+    fn kswapd_marks(&self) -> (u64, u64) {
+        let demote = self.demote_wmark();
+        (demote, demote)
+    }
+
     /// The promotion worker: hand every waiting entry to a transactional migration, keeping the
     /// slow-tier copy as a shadow.
     fn drain_queue(&mut self, tel: &Telemetry, out: &mut Vec<Action>) {
@@ -304,8 +310,8 @@ impl Policy for Nomad {
         }
         self.queue_peak = self.queue_peak.max(self.queue_occupancy());
         self.drain_queue(tel, out);
-        let demote = self.demote_wmark();
-        self.t.run_kswapd(tel, mech, out, demote, demote);
+        let (wake_below, balanced_at) = self.kswapd_marks();
+        self.t.run_kswapd(tel, mech, out, wake_below, balanced_at);
     }
 
     /// On the fault path each fault is taken at its instant, with kswapd run up to it, and a
@@ -329,9 +335,9 @@ impl Policy for Nomad {
         if !self.t.fault_actionable(f) {
             return;
         }
-        let demote = self.demote_wmark();
+        let (wake_below, balanced_at) = self.kswapd_marks();
         self.t
-            .run_kswapd_until(tel, mech, out, demote, demote, f.time_ns);
+            .run_kswapd_until(tel, mech, out, wake_below, balanced_at, f.time_ns);
         self.fault(f);
         self.queue_peak = self.queue_peak.max(self.queue_occupancy());
         self.drain_queue(tel, out);
@@ -350,8 +356,9 @@ impl Policy for Nomad {
         out: &mut Vec<Action>,
     ) {
         self.take_results(tel, false);
-        let demote = self.demote_wmark();
-        self.t.on_kswapd_timer(tel, mech, out, demote, demote, t_ns);
+        let (wake_below, balanced_at) = self.kswapd_marks();
+        self.t
+            .on_kswapd_timer(tel, mech, out, wake_below, balanced_at, t_ns);
     }
 
     fn series(&mut self, out: &mut Vec<(String, f64)>) {

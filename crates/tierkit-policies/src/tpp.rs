@@ -111,9 +111,9 @@ impl Tpp {
         if !self.t.fault_actionable(f) {
             return;
         }
-        let demote = self.demote_wmark();
+        let (wake_below, balanced_at) = self.kswapd_marks();
         self.t
-            .run_kswapd_until(tel, mech, out, demote, demote, f.time_ns);
+            .run_kswapd_until(tel, mech, out, wake_below, balanced_at, f.time_ns);
         if !self.t.lru.is_active(f.page) {
             // First fault: mark_page_accessed, no migration.
             match &mut self.pagevec {
@@ -153,7 +153,7 @@ impl Tpp {
             );
             // a promotion whose allocation took the node below the demotion watermark
             // wakes kswapd then, not at the step's end
-            self.t.wakeup_kswapd(tel, demote, f.time_ns);
+            self.t.wakeup_kswapd(tel, balanced_at, f.time_ns);
         } else {
             self.t.counts.promote_fail_nomem += 1;
         }
@@ -197,8 +197,8 @@ impl Policy for Tpp {
 
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         fault_path_step!(self, tel, mech, out);
-        let demote = self.demote_wmark();
-        self.t.run_kswapd(tel, mech, out, demote, demote);
+        let (wake_below, balanced_at) = self.kswapd_marks();
+        self.t.run_kswapd(tel, mech, out, wake_below, balanced_at);
     }
 
     fn series(&mut self, out: &mut Vec<(String, f64)>) {

@@ -554,9 +554,8 @@ pub struct Machine {
     pub wall_fault_policy_s: f64,
     /// Fault-path calls so far (which of them to time).
     fault_calls: u64,
-    /// The policy's timer: its last call's instant and the calls made ([`Policy::on_timer`]).
+    /// The instant of the policy's last timer call ([`Policy::on_timer`]).
     last_timer_ns: Option<u64>,
-    timer_calls: u64,
     /// CPU time the migration threads spent past their last epoch's budget (a migration
     /// longer than what was left of it), owed by the next epochs.
     mig_debt_ns: f64,
@@ -1131,7 +1130,6 @@ impl Machine {
             wall_fault_policy_s: 0.0,
             fault_calls: 0,
             last_timer_ns: None,
-            timer_calls: 0,
             mig_debt_ns: 0.0,
             mig_idle_from: f64::INFINITY,
             mig_traffic_settled: false,
@@ -3663,7 +3661,6 @@ impl Machine {
     /// a fault's call is, without a fault.
     fn timer_call(&mut self, p: &mut dyn Policy, t: u64) {
         self.last_timer_ns = Some(t);
-        self.timer_calls += 1;
         self.path_call(t, |tel, mech, out| p.on_timer(t, tel, mech, out));
     }
 
