@@ -5,7 +5,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use tierkit_core::action::{Action, MigrateMode, NumaScan, SampleFilter, ScanTiers};
 use tierkit_core::memory;
 use tierkit_core::rng::Rng;
@@ -527,8 +527,13 @@ pub struct Machine {
     /// The thread that last hint-faulted on each page (tid + 1; 0: none), for the private /
     /// shared split of task_numa_fault (last_cpupid).
     last_fault_tid: FaultOwners,
+    /// Shadow copies: the tier each is in and when it was made.
     shadow: FxHashMap<u32, (TierId, f64)>,
-    shadow_list: Vec<u32>,
+    /// Per tier, the pages whose shadow was made there, oldest first: a tier that needs room
+    /// drops its newest shadows first. An entry whose shadow has gone since (dropped, or the
+    /// page demoted onto it) is skipped, and the list is compacted when such entries make up
+    /// most of it.
+    shadow_lists: Vec<Vec<u32>>,
     pub procs: Vec<ProcState>,
     pub threads: Vec<ThreadState>,
     pub dists: Vec<Dist>,
@@ -1110,7 +1115,7 @@ impl Machine {
                 FaultOwners::width_for(exp),
             )?,
             shadow: FxHashMap::default(),
-            shadow_list: Vec::new(),
+            shadow_lists: vec![Vec::new(); ntiers],
             #[cfg(test)]
             modes: TestModes::default(),
             undeclared_accessed_bits: false,
@@ -1461,10 +1466,13 @@ impl Machine {
         }
     }
 
-    /// Make room in a tier by dropping shadow copies (Nomad frees shadows under pressure).
+    /// Make room in a tier by dropping its shadow copies, newest first (Nomad frees shadows
+    /// under pressure). Only the tier's own list is taken from: a full tier that holds no
+    /// shadows (the fast one, shadows being the slow copies of promoted pages) leaves the other
+    /// tiers' shadows reclaimable.
     fn reclaim_shadows(&mut self, tier: usize) -> bool {
         while self.used[tier] >= self.cap[tier] {
-            let Some(p) = self.shadow_list.pop() else {
+            let Some(p) = self.shadow_lists[tier].pop() else {
                 return false;
             };
             if matches!(self.shadow.get(&p), Some((t, _)) if *t as usize == tier) {
@@ -1472,6 +1480,29 @@ impl Machine {
             }
         }
         true
+    }
+
+    /// Record page `page`'s new shadow in `tier`, compacting the tier's list first when its
+    /// entries outnumber the shadows twice over: an entry whose shadow has gone, or that a
+    /// later entry of the same page follows, is never acted on (the later one is taken first
+    /// and drops the shadow), so only each live shadow's last entry is kept, in order.
+    fn push_shadow(&mut self, tier: usize, page: u32) {
+        if self.shadow_lists[tier].len() > 2 * self.shadow.len() + 1024 {
+            let shadow = &self.shadow;
+            let mut seen = FxHashSet::default();
+            let list = &mut self.shadow_lists[tier];
+            let mut kept: Vec<u32> = list
+                .iter()
+                .rev()
+                .copied()
+                .filter(|p| {
+                    matches!(shadow.get(p), Some((t, _)) if *t as usize == tier) && seen.insert(*p)
+                })
+                .collect();
+            kept.reverse();
+            *list = kept;
+        }
+        self.shadow_lists[tier].push(page);
     }
 
     /// Pages process `pi` may still place in `tier` under its fast-tier partition (None: no
@@ -1543,7 +1574,7 @@ impl Machine {
                 (t, k) = (c, (count as u64).min(r) as u32);
                 break;
             }
-            if !self.shadow_list.is_empty() {
+            if !self.shadow_lists[c].is_empty() {
                 break;
             }
         }
@@ -3888,7 +3919,7 @@ impl Machine {
         }
         if keep_shadow && to < from {
             self.shadow.insert(page, (from, now));
-            self.shadow_list.push(page);
+            self.push_shadow(from as usize, page);
             self.used[from as usize] += 1;
         } else {
             self.drop_shadow(page);
@@ -4563,6 +4594,69 @@ impl SampleTail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Promoting the same pages with their shadows again and again, each demotion a remap onto
+    /// the shadow, leaves the shadow list's stale entries behind; it is compacted, so it stays
+    /// within twice the live shadows (plus its slack), and the newest shadows still go first.
+    #[test]
+    fn the_shadow_list_stays_bounded_over_many_promotions_and_remaps() {
+        use tierkit_core::action::MigrateMode;
+        let text = "workload = \"custom\"\nplatform = \"spr-cxl\"\nduration_s = 1\nfast_tier_gb = 0.0009765625\n\
+            [[process]]\nname = \"p\"\n[[process.object]]\nname = \"o0\"\nsize_mb = 3\n\
+            [[process.thread]]\ncount = 1\n[[process.thread.phase]]\nmlp = 4\nread_frac = 1.0\n\
+            [[process.thread.phase.access]]\nobject = \"o0\"\n";
+        let exp = crate::load_str("shadows.toml", text, &[], None).unwrap();
+        let mut m = Machine::new(&exp, false).unwrap();
+        m.step().unwrap();
+        let fast: Vec<u64> = (0..768)
+            .filter(|&p| m.page_tier(p) == 0)
+            .map(|p| p as u64)
+            .collect();
+        let slow: Vec<u64> = (0..768)
+            .filter(|&p| m.page_tier(p) == 1)
+            .map(|p| p as u64)
+            .collect();
+        let mig = |page: u64, to: u8, keep_shadow: bool| Action::Migrate {
+            page: PageId(page),
+            to,
+            mode: MigrateMode::Async,
+            keep_shadow,
+        };
+        // room for 64 promotions
+        let mut acts: Vec<Action> = fast[..64].iter().map(|&p| mig(p, 1, false)).collect();
+        m.apply(&mut acts);
+        for _ in 0..20 {
+            m.step().unwrap();
+        }
+        let mut longest = 0;
+        for round in 0..40 {
+            // 64 slow pages up with shadows, then back down (remaps: the pages are only read)
+            let pages = &slow[(round % 4) * 64..(round % 4) * 64 + 64];
+            let mut acts: Vec<Action> = pages.iter().map(|&p| mig(p, 0, true)).collect();
+            m.apply(&mut acts);
+            for _ in 0..20 {
+                m.step().unwrap();
+            }
+            assert_eq!(m.shadow.len(), 64, "round {round}");
+            let mut acts: Vec<Action> = pages.iter().map(|&p| mig(p, 1, false)).collect();
+            m.apply(&mut acts);
+            for _ in 0..20 {
+                m.step().unwrap();
+            }
+            assert_eq!(
+                m.shadow.len(),
+                0,
+                "round {round}: every demotion was a remap"
+            );
+            longest = longest.max(m.shadow_lists[1].len());
+            m.check_invariants().unwrap();
+        }
+        assert!(longest <= 2 * 64 + 1024 + 1, "{longest}");
+        assert!(
+            m.shadow_lists[0].is_empty(),
+            "shadows are made in the slow tier only"
+        );
+    }
 
     proptest::proptest! {
         /// The epoch's samples are sorted as the stable `sort_by_key` on (time, page) sorts

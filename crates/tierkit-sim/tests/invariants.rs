@@ -430,3 +430,66 @@ fn a_background_copy_spreads_its_bytes_over_the_time_it_takes() {
         "{peak} GB/s written to the slow tier in one step"
     );
 }
+
+/// Shadows are dropped when their own tier needs room, also after another tier ran out of room:
+/// a full fast tier, which holds no shadows, must not make the slow tier's shadows unreclaimable.
+#[test]
+fn a_full_fast_tier_leaves_the_slow_tiers_shadows_reclaimable() {
+    use tierkit_core::telemetry::MigrationOutcome;
+    // 256 fast pages, 640 slow ones; o0's 768 pages fill the fast tier and 512 slow pages
+    let text = "workload = \"custom\"\nplatform = \"spr-cxl\"\nduration_s = 1\nfast_tier_gb = 0.0009765625\nslow_tier_gb = 0.00244140625\n\
+        [[process]]\nname = \"p\"\n[[process.object]]\nname = \"o0\"\nsize_mb = 3\n\
+        [[process.thread]]\ncount = 1\n[[process.thread.phase]]\nmlp = 4\nread_frac = 1.0\n\
+        [[process.thread.phase.access]]\nobject = \"o0\"\n";
+    let exp = load_str("t.toml", text, &[], None).unwrap();
+    let mut m = Machine::new(&exp, false).unwrap();
+    m.step().unwrap();
+    assert_eq!((m.used[0], m.used[1]), (256, 512));
+    let fast: Vec<u64> = (0..768)
+        .filter(|&p| m.page_tier(p) == 0)
+        .map(|p| p as u64)
+        .collect();
+    let slow: Vec<u64> = (0..768)
+        .filter(|&p| m.page_tier(p) == 1)
+        .map(|p| p as u64)
+        .collect();
+    let migrate = |page: u64, to: u8, keep_shadow: bool| Action::Migrate {
+        page: PageId(page),
+        to,
+        mode: MigrateMode::Async,
+        keep_shadow,
+    };
+    // the outcomes of the migrations asked for, over the steps that carry them out
+    let run = |m: &mut Machine, mut acts: Vec<Action>| -> Vec<MigrationOutcome> {
+        m.apply(&mut acts);
+        let mut out = Vec::new();
+        for _ in 0..50 {
+            m.step().unwrap();
+            out.extend(m.tel.migrations.iter().map(|r| r.outcome));
+        }
+        out
+    };
+    // 100 fast pages down, then 100 slow pages up with their shadows: the slow tier holds 612
+    // pages, 100 of them shadows
+    let mut acts: Vec<Action> = fast[..100].iter().map(|&p| migrate(p, 1, false)).collect();
+    acts.extend(slow[..100].iter().map(|&p| migrate(p, 0, true)));
+    assert_eq!(run(&mut m, acts), vec![MigrationOutcome::Done; 200]);
+    assert_eq!((m.used[0], m.used[1]), (256, 612));
+    // a promotion into the full fast tier fails: no shadow there to drop
+    assert_eq!(
+        run(&mut m, vec![migrate(slow[200], 0, true)]),
+        vec![MigrationOutcome::NoSpace]
+    );
+    // 60 demotions need 60 slow slots, 28 are free: 32 shadows are dropped to make room
+    let acts: Vec<Action> = fast[100..160]
+        .iter()
+        .map(|&p| migrate(p, 1, false))
+        .collect();
+    assert_eq!(
+        run(&mut m, acts),
+        vec![MigrationOutcome::Done; 60],
+        "the slow tier's shadows make room for the demotions"
+    );
+    assert_eq!((m.used[0], m.used[1]), (196, 640));
+    m.check_invariants().unwrap();
+}
