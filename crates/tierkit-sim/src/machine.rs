@@ -4597,61 +4597,54 @@ mod tests {
 
     /// Promoting the same pages with their shadows again and again, each demotion a remap onto
     /// the shadow, leaves the shadow list's stale entries behind; it is compacted, so it stays
-    /// within twice the live shadows (plus its slack), and the newest shadows still go first.
+    /// within twice the live shadows (plus its slack).
     #[test]
     fn the_shadow_list_stays_bounded_over_many_promotions_and_remaps() {
-        use tierkit_core::action::MigrateMode;
-        let text = "workload = \"custom\"\nplatform = \"spr-cxl\"\nduration_s = 1\nfast_tier_gb = 0.0009765625\n\
-            [[process]]\nname = \"p\"\n[[process.object]]\nname = \"o0\"\nsize_mb = 3\n\
-            [[process.thread]]\ncount = 1\n[[process.thread.phase]]\nmlp = 4\nread_frac = 1.0\n\
-            [[process.thread.phase.access]]\nobject = \"o0\"\n";
-        let exp = crate::load_str("shadows.toml", text, &[], None).unwrap();
+        // a 128-page fast tier, a 256-page object that is only read
+        let exp = crate::load_str(
+            "shadows.toml",
+            "workload = \"custom\"\nfast_tier_gb = 0.00048828125\nduration_s = 1\n\
+             [[process]]\nname = \"r\"\n[[process.object]]\nname = \"a\"\nsize_mb = 1\n\
+             [[process.thread]]\n[[process.thread.phase]]\nread_frac = 1.0\n\
+             [[process.thread.phase.access]]\nobject = \"a\"\n",
+            &[],
+            None,
+        )
+        .unwrap();
         let mut m = Machine::new(&exp, false).unwrap();
         m.step().unwrap();
-        let fast: Vec<u64> = (0..768)
-            .filter(|&p| m.page_tier(p) == 0)
-            .map(|p| p as u64)
-            .collect();
-        let slow: Vec<u64> = (0..768)
-            .filter(|&p| m.page_tier(p) == 1)
-            .map(|p| p as u64)
-            .collect();
-        let mig = |page: u64, to: u8, keep_shadow: bool| Action::Migrate {
-            page: PageId(page),
-            to,
-            mode: MigrateMode::Async,
-            keep_shadow,
+        let (fast, slow): (Vec<u32>, Vec<u32>) =
+            (0..256u32).partition(|&p| m.page_tier(p as usize) == 0);
+        let moves = |m: &mut Machine, pages: &[u32], to: u8, keep_shadow: bool| {
+            let mut acts = pages
+                .iter()
+                .map(|&p| Action::Migrate {
+                    page: PageId(p as u64),
+                    to,
+                    mode: tierkit_core::action::MigrateMode::Async,
+                    keep_shadow,
+                })
+                .collect();
+            m.apply(&mut acts);
+            (0..20).for_each(|_| m.step().unwrap());
         };
-        // room for 64 promotions
-        let mut acts: Vec<Action> = fast[..64].iter().map(|&p| mig(p, 1, false)).collect();
-        m.apply(&mut acts);
-        for _ in 0..20 {
-            m.step().unwrap();
-        }
+        // room for 32 promotions, then 60 rounds of 32 up (with shadows) and down (remaps)
+        moves(&mut m, &fast[..32], 1, false);
         let mut longest = 0;
-        for round in 0..40 {
-            // 64 slow pages up with shadows, then back down (remaps: the pages are only read)
-            let pages = &slow[(round % 4) * 64..(round % 4) * 64 + 64];
-            let mut acts: Vec<Action> = pages.iter().map(|&p| mig(p, 0, true)).collect();
-            m.apply(&mut acts);
-            for _ in 0..20 {
-                m.step().unwrap();
-            }
-            assert_eq!(m.shadow.len(), 64, "round {round}");
-            let mut acts: Vec<Action> = pages.iter().map(|&p| mig(p, 1, false)).collect();
-            m.apply(&mut acts);
-            for _ in 0..20 {
-                m.step().unwrap();
-            }
-            assert_eq!(
-                m.shadow.len(),
-                0,
+        for round in 0..60 {
+            let pages = &slow[(round % 4) * 32..(round % 4) * 32 + 32];
+            moves(&mut m, pages, 0, true);
+            assert_eq!(m.shadow.len(), 32, "round {round}");
+            moves(&mut m, pages, 1, false);
+            assert!(
+                m.shadow.is_empty(),
                 "round {round}: every demotion was a remap"
             );
             longest = longest.max(m.shadow_lists[1].len());
             m.check_invariants().unwrap();
         }
-        assert!(longest <= 2 * 64 + 1024 + 1, "{longest}");
+        assert!(longest <= 2 * 32 + 1024 + 1, "{longest}");
+        assert!(longest > 1024, "the list was compacted: {longest}");
         assert!(
             m.shadow_lists[0].is_empty(),
             "shadows are made in the slow tier only"
