@@ -173,6 +173,23 @@ def test_json_states_the_bytes_per_page() -> None:
     assert notier["machine"] == pytest.approx(per_page["machine"])
 
 
+def test_json_states_the_bytes_per_page_measured_at_the_end() -> None:
+    # the tables' capacities after the run, beside the estimate that bounds them
+    got = {}
+    for policy in ("hemem", "tpp"):
+        summary = run_json("--policy", policy)
+        est = summary["memory_bytes_per_page"]
+        got[policy] = summary["memory_allocated_bytes_per_page"]
+        assert set(got[policy]) == {"machine", "policy", "total"}
+        assert got[policy]["total"] == pytest.approx(got[policy]["machine"] + got[policy]["policy"])
+        assert 1 <= got[policy]["machine"] <= est["machine"]
+        assert 0 < got[policy]["policy"] <= est["policy"] + 1e-9
+    # HeMem allocates its tables up front, as estimated; TPP's machine keeps accessed-bit clear
+    # times and hint-fault queues that HeMem's does not
+    assert got["hemem"]["policy"] == pytest.approx(13.0, abs=0.1)
+    assert got["tpp"]["machine"] > got["hemem"]["machine"] + 4
+
+
 def test_the_python_api_raises_a_typed_error() -> None:
     with pytest.raises(tierkit.MemoryLimitError) as info:
         tierkit.run(EXPERIMENT, policy="pact", overrides={"duration_s": 0.1}, max_memory="64K")

@@ -150,6 +150,10 @@ pub struct Summary {
     /// and the policy allocate (crate::memory), and the whole estimate in bytes.
     pub memory_bytes_per_page: MemoryPerPage,
     pub memory_estimate_bytes: u64,
+    /// The same tables measured at the end of the run: their capacities (what they ever grew
+    /// to, as the tables rarely shrink), per simulated page. The estimate bounds it from above;
+    /// the process's resident memory adds the allocator's slack and the program itself.
+    pub memory_allocated_bytes_per_page: MemoryPerPage,
 }
 
 /// Columnar time series, one row per report interval.
@@ -826,6 +830,11 @@ pub fn run_with(
         &mut timing,
     )?;
     progress(pass.sim_s, exp.duration_s);
+    let allocated = MemoryPerPage::of(
+        m.allocated_bytes().total(),
+        policy.allocated_bytes(),
+        estimate.pages,
+    );
     timing.solve_s = m.wall_solve_s;
     timing.sample_s = m.wall_sample_s;
 
@@ -950,6 +959,7 @@ pub fn run_with(
             .collect(),
         memory_bytes_per_page: estimate.per_page(),
         memory_estimate_bytes: estimate.total(),
+        memory_allocated_bytes_per_page: allocated,
     };
     Ok(RunOutput {
         summary,
@@ -1161,6 +1171,15 @@ pattern = "pointer-chase"
             (pp.policy - 13.0).abs() < 0.01,
             "HeMem: 1 + 4 + 8 B a page, {pp:?}"
         );
+        // measured at the end: HeMem's tables as estimated (allocated up front), the machine's
+        // within its bound and at least its page table
+        let got = out.summary.memory_allocated_bytes_per_page;
+        assert!((got.policy - pp.policy).abs() < 0.01, "{got:?} vs {pp:?}");
+        assert!(
+            got.machine >= 1.0 && got.machine <= pp.machine,
+            "{got:?} vs {pp:?}"
+        );
+        assert!((got.total - got.machine - got.policy).abs() < 1e-9);
     }
 
     /// A 6000 GiB footprint (25 GB to simulate under pact) is refused at once, by a limit or by

@@ -24,6 +24,19 @@ pub struct MemoryPerPage {
     pub total: f64,
 }
 
+impl MemoryPerPage {
+    /// `machine` and `policy` bytes over `pages` pages.
+    pub fn of(machine: u64, policy: u64, pages: u64) -> Self {
+        let n = pages.max(1) as f64;
+        let (machine, policy) = (machine as f64 / n, policy as f64 / n);
+        MemoryPerPage {
+            machine,
+            policy,
+            total: machine + policy,
+        }
+    }
+}
+
 /// A run's estimated memory: the policy run's machine and the policy's tables (the fast-only
 /// reference run and a profiling run come first and are freed before it, and take less).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -47,14 +60,7 @@ impl Estimate {
     }
 
     pub fn per_page(&self) -> MemoryPerPage {
-        let n = self.pages.max(1) as f64;
-        let machine = self.machine.total() as f64 / n;
-        let policy = self.policy as f64 / n;
-        MemoryPerPage {
-            machine,
-            policy,
-            total: machine + policy,
-        }
+        MemoryPerPage::of(self.machine.total(), self.policy, self.pages)
     }
 }
 

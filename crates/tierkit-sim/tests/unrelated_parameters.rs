@@ -186,6 +186,7 @@ fn a_bigger_slow_tier_changes_nothing_for_policies_that_do_not_read_node_sizes()
         b.tiers[1].capacity_pages = a.tiers[1].capacity_pages;
         b.memory_bytes_per_page = a.memory_bytes_per_page;
         b.memory_estimate_bytes = a.memory_estimate_bytes;
+        b.memory_allocated_bytes_per_page = a.memory_allocated_bytes_per_page;
         assert_same(&format!("{policy}, slow tier 64 vs 256 GiB"), &a, &b);
     }
 }
