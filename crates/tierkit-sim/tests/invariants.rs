@@ -445,14 +445,8 @@ fn a_full_fast_tier_leaves_the_slow_tiers_shadows_reclaimable() {
     let mut m = Machine::new(&exp, false).unwrap();
     m.step().unwrap();
     assert_eq!((m.used[0], m.used[1]), (256, 512));
-    let fast: Vec<u64> = (0..768)
-        .filter(|&p| m.page_tier(p) == 0)
-        .map(|p| p as u64)
-        .collect();
-    let slow: Vec<u64> = (0..768)
-        .filter(|&p| m.page_tier(p) == 1)
-        .map(|p| p as u64)
-        .collect();
+    let (fast, slow): (Vec<u64>, Vec<u64>) =
+        (0..768u64).partition(|&p| m.page_tier(p as usize) == 0);
     let migrate = |page: u64, to: u8, keep_shadow: bool| Action::Migrate {
         page: PageId(page),
         to,
