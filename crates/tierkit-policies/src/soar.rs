@@ -27,8 +27,8 @@ use std::collections::BTreeMap;
 use tierkit_core::params::{ParamDef, ParamKind, Params};
 use tierkit_core::policy::Builder;
 use tierkit_core::{
-    Action, Error, Mechanism, MigrateMode, PageId, Pid, Policy, PolicyInfo, SampleFilter,
-    Telemetry, TelemetryNeeds, FAST, SLOW,
+    Action, Error, Mechanism, MigrateMode, MigrationOutcome, PageId, Pid, Policy, PolicyInfo,
+    SampleFilter, Telemetry, TelemetryNeeds, FAST, SLOW,
 };
 
 use crate::common::Residency;
@@ -499,6 +499,17 @@ pub struct Soar {
     demoted: u64,
     promoted: u64,
     spill: Option<usize>,
+    /// Promotions of selected pages the machine refused or found no room for (its migration
+    /// queue was full, or a victim's demotion failed): issued again once nothing Soar asked for
+    /// is still in flight.
+    retry: Vec<PageId>,
+    /// Migrations issued and not yet reported back.
+    inflight: u64,
+    /// Pages the last retry round asked for, and how many promotions have been done since it
+    /// went out (a round that moves none ends the retries: `promotions_given_up`).
+    retried: u64,
+    round_moved: u64,
+    given_up: u64,
 }
 
 impl Soar {
@@ -511,6 +522,11 @@ impl Soar {
             demoted: 0,
             promoted: 0,
             spill: None,
+            retry: Vec::new(),
+            inflight: 0,
+            retried: 0,
+            round_moved: 0,
+            given_up: 0,
         }
     }
 
@@ -601,6 +617,20 @@ impl Policy for Soar {
     }
     fn step(&mut self, tel: &Telemetry, mech: &mut dyn Mechanism, out: &mut Vec<Action>) {
         self.res.observe(tel);
+        // Every migration of a Soar stack is Soar's own: each comes back once, done or not.
+        self.inflight = self.inflight.saturating_sub(tel.migrations.len() as u64);
+        for m in &tel.migrations {
+            if m.to != FAST {
+                continue;
+            }
+            match m.outcome {
+                MigrationOutcome::Done => self.round_moved += 1,
+                MigrationOutcome::Refused
+                | MigrationOutcome::NoSpace
+                | MigrationOutcome::Aborted => self.retry.push(m.page),
+                MigrationOutcome::NoPage | MigrationOutcome::AlreadyThere => {}
+            }
+        }
         // A selected object's pages that found the fast tier full: demote pages of the
         // lowest-ranked objects resident there to make room, then move them up (§4.3).
         let mut need: Vec<PageId> = Vec::new();
@@ -611,6 +641,24 @@ impl Policy for Soar {
                         need.push(e.page);
                     }
                 }
+            }
+        }
+        // A round of retries goes out when the last one has come back: if it moved nothing,
+        // the machine will not take these pages (migration off for the process), so stop.
+        if self.inflight == 0 && !self.retry.is_empty() {
+            if self.retried > 0 && self.round_moved == 0 {
+                self.given_up += self.retry.len() as u64;
+                self.retry.clear();
+                self.retried = 0;
+            } else {
+                let before = need.len();
+                need.extend(
+                    self.retry
+                        .drain(..)
+                        .filter(|&p| matches!(mech.tier_of(p), Some(t) if t != FAST)),
+                );
+                self.retried = (need.len() - before) as u64;
+                self.round_moved = 0;
             }
         }
         if need.is_empty() {
@@ -644,6 +692,9 @@ impl Policy for Soar {
         }
         self.demoted += victims.len() as u64;
         let n = need.len().min(free + victims.len());
+        self.inflight += (victims.len() + n) as u64;
+        // what finds no room now waits for the next round
+        self.retry.extend_from_slice(&need[n..]);
         for p in &need[..n] {
             out.push(Action::Migrate {
                 page: *p,
@@ -660,6 +711,7 @@ impl Policy for Soar {
             ("objects_in_fast".into(), self.selected.len() as f64),
             ("room_demotions".into(), self.demoted as f64),
             ("late_promotions".into(), self.promoted as f64),
+            ("promotions_given_up".into(), self.given_up as f64),
         ]
     }
 }
@@ -674,6 +726,7 @@ pub fn profiler(spec_params: &[(String, String)]) -> tierkit_core::Result<Box<dy
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tierkit_core::{MigrationResult, PageEvent, TierId};
 
     #[test]
     fn r_min_above_r_max_is_an_error() {
@@ -754,6 +807,104 @@ mod tests {
         assert_eq!(back[0].name, "small", "higher unit score first");
         assert_eq!(back[1].lifetime_s(10.0), 10.0);
         assert!(parse_ranking("header\nnot\ta\ttable").is_err());
+    }
+
+    #[test]
+    fn refused_promotions_are_issued_again_once_the_round_has_come_back() {
+        // "hot" (pages 0-9) is bound to the fast tier, "cold" (10-19) fills it; hot's pages
+        // were allocated in the slow tier. The machine takes the demotions and refuses 6 of
+        // the 10 promotions (a full migration queue, as the simulator's at 1M requests).
+        let mut s = Soar::new(&Params::resolve("soar", P, &[]).unwrap());
+        let mut hot = obj("hot", 10, 0.0, None, 9.0);
+        let mut cold = obj("cold", 10, 0.0, None, 1.0);
+        hot.first_page = 0;
+        cold.first_page = 10;
+        s.ranking = vec![hot, cold];
+        s.select(10);
+        assert_eq!(s.selected, vec![0]);
+        let mut tiers = vec![Some(SLOW); 10];
+        tiers.extend(vec![Some(FAST); 10]);
+        let mut mech = tierkit_core::testing::FakeMech::new(tiers);
+        let tel_with = |used: u64| Telemetry {
+            tiers: vec![tierkit_core::TierInfo {
+                id: FAST,
+                name: "f".into(),
+                capacity_pages: 10,
+                used_pages: used,
+            }],
+            ..Default::default()
+        };
+        let promoted = |out: &[Action]| -> Vec<u64> {
+            out.iter()
+                .filter_map(|a| match a {
+                    Action::Migrate { page, to, .. } if *to == FAST => Some(page.0),
+                    _ => None,
+                })
+                .collect()
+        };
+        let demoted = |out: &[Action]| {
+            out.iter()
+                .filter(|a| matches!(a, Action::Migrate { to, .. } if *to == SLOW))
+                .count()
+        };
+        let mut tel = tel_with(10);
+        for p in 0..10 {
+            tel.allocated.push(PageEvent {
+                page: PageId(p),
+                pid: 0,
+                tier: SLOW,
+            });
+        }
+        let mut out = Vec::new();
+        s.step(&tel, &mut mech, &mut out);
+        assert_eq!((promoted(&out).len(), demoted(&out)), (10, 10));
+        // the results: every demotion done, promotions of pages 0-3 done, 4-9 refused
+        let mut tel = tel_with(4);
+        for p in 10..20 {
+            mech.tiers[p] = Some(SLOW);
+            tel.migrations
+                .push(result(p as u64, FAST, SLOW, MigrationOutcome::Done));
+        }
+        for p in 0..10u64 {
+            let outcome = if p < 4 {
+                mech.tiers[p as usize] = Some(FAST);
+                MigrationOutcome::Done
+            } else {
+                MigrationOutcome::Refused
+            };
+            tel.migrations.push(result(p, SLOW, FAST, outcome));
+        }
+        let mut out = Vec::new();
+        s.step(&tel, &mut mech, &mut out);
+        // the refused six go again into the room the demotions left, and nothing more is demoted
+        assert_eq!((promoted(&out), demoted(&out)), ((4..10).collect(), 0));
+        // refused again: a retry round that moves nothing ends the retries (the machine will
+        // not take these pages), so Soar does not ask every step
+        let mut tel = tel_with(4);
+        for p in 4..10u64 {
+            tel.migrations
+                .push(result(p, SLOW, FAST, MigrationOutcome::Refused));
+        }
+        let mut out = Vec::new();
+        s.step(&tel, &mut mech, &mut out);
+        assert!(out.is_empty());
+        s.step(&tel_with(4), &mut mech, &mut out);
+        assert!(out.is_empty());
+        let given_up = s
+            .stats()
+            .into_iter()
+            .find(|(k, _)| k == "promotions_given_up");
+        assert_eq!(given_up.map(|(_, v)| v), Some(6.0));
+    }
+
+    fn result(page: u64, from: TierId, to: TierId, outcome: MigrationOutcome) -> MigrationResult {
+        MigrationResult {
+            page: PageId(page),
+            from,
+            to,
+            outcome,
+            remap: false,
+        }
     }
 
     #[test]
