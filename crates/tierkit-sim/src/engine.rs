@@ -956,6 +956,15 @@ pub fn run_with(
                     )
                 })
             }))
+            .chain((m.queue_refused > 0).then(|| {
+                format!(
+                    "{} asynchronous migrations were refused because the machine's migration queue \
+                     already held {} requests (the policy asked for more at once than the queue \
+                     holds); the policy saw them as refused",
+                    m.queue_refused,
+                    crate::machine::MAX_QUEUE
+                )
+            }))
             .collect(),
         memory_bytes_per_page: estimate.per_page(),
         memory_estimate_bytes: estimate.total(),

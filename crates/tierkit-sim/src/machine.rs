@@ -69,7 +69,7 @@ fn pte_with_tier(e: u8, t: u8) -> u8 {
 type FaultQueue = MinQueue<(u64, u32, u64, u32)>;
 const LINE: f64 = 64.0;
 /// Async migrations waiting beyond this are refused (a policy flooding the queue).
-const MAX_QUEUE: usize = 1 << 20;
+pub(crate) const MAX_QUEUE: usize = 1 << 20;
 
 /// The fault queue's tag for a thread coming out of its fault (its `page` field holds the
 /// thread): a NaN pattern no page's awaited count takes.
@@ -545,6 +545,8 @@ pub struct Machine {
     /// When the epoch of `mig_traffic`'s first entry begins, ns.
     mig_traffic_from: f64,
     queue: std::collections::VecDeque<Pending>,
+    /// Asynchronous migrations refused because `queue` held [`MAX_QUEUE`] requests.
+    pub queue_refused: u64,
     sync_results: Vec<MigrationResult>,
     /// The policy takes hint faults one at a time at their instants (`Policy::fault_path`,
     /// asked by the engine): `step_with` hands each to `Policy::on_fault` and carries out its
@@ -1129,6 +1131,7 @@ impl Machine {
             mig_traffic: std::collections::VecDeque::from([vec![(0.0, 0.0); ntiers]]),
             mig_traffic_from: 0.0,
             queue: Default::default(),
+            queue_refused: 0,
             sync_results: Vec::new(),
             fault_path: false,
             fault_at: None,
@@ -4092,6 +4095,7 @@ impl Machine {
                         }
                         MigrateMode::Async | MigrateMode::Transactional => {
                             if self.queue.len() >= MAX_QUEUE {
+                                self.queue_refused += 1;
                                 let from = pte_tier(self.pte[pg as usize]);
                                 self.sync_results.push(MigrationResult {
                                     page,
@@ -4649,6 +4653,45 @@ mod tests {
             m.shadow_lists[0].is_empty(),
             "shadows are made in the slow tier only"
         );
+    }
+
+    /// Asynchronous migrations beyond the queue's capacity are refused, reported as refused,
+    /// and counted (the run's warnings name the count).
+    #[test]
+    fn migrations_beyond_the_queue_are_refused_and_counted() {
+        let exp = crate::load_str(
+            "queue.toml",
+            "workload = \"custom\"\nfast_tier_gb = 0.00048828125\nduration_s = 1\n\
+             [[process]]\nname = \"r\"\n[[process.object]]\nname = \"a\"\nsize_mb = 1\n\
+             [[process.thread]]\n[[process.thread.phase]]\nread_frac = 1.0\n\
+             [[process.thread.phase.access]]\nobject = \"a\"\n",
+            &[],
+            None,
+        )
+        .unwrap();
+        let mut m = Machine::new(&exp, false).unwrap();
+        m.step().unwrap();
+        let slow: Vec<u64> = (0..256u64)
+            .filter(|&p| m.page_tier(p as usize) == 1)
+            .collect();
+        let extra = 3;
+        let mut acts: Vec<Action> = (0..MAX_QUEUE + extra)
+            .map(|i| Action::Migrate {
+                page: PageId(slow[i % slow.len()]),
+                to: 0,
+                mode: tierkit_core::action::MigrateMode::Async,
+                keep_shadow: false,
+            })
+            .collect();
+        m.apply(&mut acts);
+        assert_eq!(m.queue.len(), MAX_QUEUE);
+        assert_eq!(m.queue_refused, extra as u64);
+        let refused = m
+            .sync_results
+            .iter()
+            .filter(|r| r.outcome == MigrationOutcome::Refused)
+            .count();
+        assert_eq!(refused, extra);
     }
 
     proptest::proptest! {
