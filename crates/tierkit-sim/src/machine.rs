@@ -4599,14 +4599,10 @@ impl SampleTail {
 mod tests {
     use super::*;
 
-    /// Promoting the same pages with their shadows again and again, each demotion a remap onto
-    /// the shadow, leaves the shadow list's stale entries behind; it is compacted, so it stays
-    /// within twice the live shadows (plus its slack).
-    #[test]
-    fn the_shadow_list_stays_bounded_over_many_promotions_and_remaps() {
-        // a 128-page fast tier, a 256-page object that is only read
+    /// A 128-page fast tier and a 256-page object that is only read, after one step.
+    fn small_read_only_machine() -> Machine {
         let exp = crate::load_str(
-            "shadows.toml",
+            "small.toml",
             "workload = \"custom\"\nfast_tier_gb = 0.00048828125\nduration_s = 1\n\
              [[process]]\nname = \"r\"\n[[process.object]]\nname = \"a\"\nsize_mb = 1\n\
              [[process.thread]]\n[[process.thread.phase]]\nread_frac = 1.0\n\
@@ -4617,6 +4613,15 @@ mod tests {
         .unwrap();
         let mut m = Machine::new(&exp, false).unwrap();
         m.step().unwrap();
+        m
+    }
+
+    /// Promoting the same pages with their shadows again and again, each demotion a remap onto
+    /// the shadow, leaves the shadow list's stale entries behind; it is compacted, so it stays
+    /// within twice the live shadows (plus its slack).
+    #[test]
+    fn the_shadow_list_stays_bounded_over_many_promotions_and_remaps() {
+        let mut m = small_read_only_machine();
         let (fast, slow): (Vec<u32>, Vec<u32>) =
             (0..256u32).partition(|&p| m.page_tier(p as usize) == 0);
         let moves = |m: &mut Machine, pages: &[u32], to: u8, keep_shadow: bool| {
@@ -4659,18 +4664,7 @@ mod tests {
     /// and counted (the run's warnings name the count).
     #[test]
     fn migrations_beyond_the_queue_are_refused_and_counted() {
-        let exp = crate::load_str(
-            "queue.toml",
-            "workload = \"custom\"\nfast_tier_gb = 0.00048828125\nduration_s = 1\n\
-             [[process]]\nname = \"r\"\n[[process.object]]\nname = \"a\"\nsize_mb = 1\n\
-             [[process.thread]]\n[[process.thread.phase]]\nread_frac = 1.0\n\
-             [[process.thread.phase.access]]\nobject = \"a\"\n",
-            &[],
-            None,
-        )
-        .unwrap();
-        let mut m = Machine::new(&exp, false).unwrap();
-        m.step().unwrap();
+        let mut m = small_read_only_machine();
         let slow: Vec<u64> = (0..256u64)
             .filter(|&p| m.page_tier(p as usize) == 1)
             .collect();
