@@ -139,6 +139,13 @@ pub trait Policy: Send {
     fn stats(&self) -> Vec<(String, f64)> {
         Vec::new()
     }
+    /// Conditions the policy knows of that make this run's results doubtful (a fixed constant
+    /// of its mechanism that weighs more than its algorithm at this size, say), one sentence
+    /// each, reported with the results (the run's `warnings`). Asked at the end of the run.
+    /// Layers forward their base's and add their own.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// The policy's time-series channel, an observer hook: named values the engine samples at
     /// every report interval into the run's time series (column `policy.<name>`; NaN in rows
     /// where a name is absent). Values describe the interval since the last call. Layers

@@ -400,6 +400,10 @@ impl Policy for Alto {
         self.reported = (a, v);
     }
 
+    fn warnings(&self) -> Vec<String> {
+        self.base.warnings()
+    }
+
     fn stats(&self) -> Vec<(String, f64)> {
         let mut s = self.base.stats();
         let c = &self.stats;

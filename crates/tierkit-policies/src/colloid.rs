@@ -654,6 +654,10 @@ impl Policy for Colloid {
         self.base.series(out);
     }
 
+    fn warnings(&self) -> Vec<String> {
+        self.base.warnings()
+    }
+
     fn stats(&self) -> Vec<(String, f64)> {
         let mut s = self.base.stats();
         let c = &self.stats;

@@ -18,6 +18,10 @@ use crate::pagelist::PageLists;
 
 /// Pages kswapd takes off a list at a time (SWAP_CLUSTER_MAX).
 pub const SWAP_CLUSTER_MAX: usize = 32;
+
+/// The share of the fast tier above which the free pages kswapd keeps make the run's warning
+/// ([`Tiering::small_fast_tier_warning`]): 5%. TPP's own demotion watermark is 2% of the node.
+pub const SMALL_TIER_SHARE: f64 = 0.05;
 /// Tiers the lists are laid out for.
 pub const MAX_TIERS: usize = 8;
 /// Lists per tier: inactive and active (classic), or the multi-gen LRU's generations.
@@ -2597,6 +2601,31 @@ impl Tiering {
         }
     }
 
+    /// The warning of a fast tier so small that the watermark kswapd balances it to (`mark`
+    /// pages, named `mark_name`) keeps more than [`SMALL_TIER_SHARE`] of it free: Linux sizes
+    /// its watermarks (min_free_kbytes, at least 128 KiB; TPP's demotion watermark, at least
+    /// twice the high one) and kswapd's batches (SWAP_CLUSTER_MAX) for whole machines, and a
+    /// fast tier of a few hundred pages, as a small trace's, then spends a large share of itself
+    /// on them whatever the policy decides. None for a tier of gigabytes.
+    pub fn small_fast_tier_warning(
+        &self,
+        policy: &str,
+        mark: u64,
+        mark_name: &str,
+    ) -> Option<String> {
+        let fast = self.fast_pages;
+        (fast > 0 && mark as f64 > SMALL_TIER_SHARE * fast as f64).then(|| {
+            format!(
+                "{policy}: the fast tier holds {fast} pages and kswapd keeps {mark} of them ({:.0}%) \
+                 free ({mark_name}), taking pages off its lists {SWAP_CLUSTER_MAX} at a time: \
+                 Linux sizes these constants for whole machines, so at this size they weigh on \
+                 the placement as much as the policy does (a real server's fast tier is \
+                 gigabytes; try a larger footprint before comparing this policy with others)",
+                100.0 * mark as f64 / fast as f64
+            )
+        })
+    }
+
     /// The figures every hint-fault policy reports.
     pub fn stats(&self, v: &mut Vec<(String, f64)>) {
         let c = &self.counts;
@@ -2703,6 +2732,44 @@ pub(crate) mod tests {
         assert_eq!(w.tpp_demote(node, 1), 2 * w.high);
         // Tiny machines clamp min_free_kbytes at 128 KiB.
         assert_eq!(Watermarks::linux(64, 64, 4096, 10).min, 32);
+    }
+
+    /// A fast tier of a few hundred pages (a small trace's) gives its watermarks a large share
+    /// of itself, and the run says so; a node of gigabytes does not, nor does an unsized one.
+    #[test]
+    fn a_fast_tier_whose_watermarks_take_a_large_share_of_it_gets_a_warning() {
+        let sized = |fast: u64, total: u64| {
+            let mut t = Tiering::new(10, 4096);
+            t.fast_pages = fast;
+            t.wm = Watermarks::linux(fast, total, 4096, 10);
+            t
+        };
+        // sqlite-lookup's 410 pages, a third fast: the demotion watermark is twice the high.
+        let t = sized(137, 410);
+        let demote = t.tpp_demote_wmark(200);
+        assert!(demote > 2 * t.wm.high - 1 && demote * 20 > 137, "{demote}");
+        let w = t
+            .small_fast_tier_warning("tpp", demote, "TPP's demotion watermark")
+            .unwrap();
+        assert!(w.starts_with("tpp: the fast tier holds 137 pages"), "{w}");
+        assert!(w.contains(&format!("keeps {demote} of them")), "{w}");
+        // 4 GiB fast of 12 GiB: TPP's 2% of the node, NBT's promo watermark far below 5%.
+        let t = sized(1 << 20, 3 << 20);
+        let demote = t.tpp_demote_wmark(200);
+        assert_eq!(demote, (1u64 << 20) * 200 / 10_000);
+        assert_eq!(t.small_fast_tier_warning("tpp", demote, "demote"), None);
+        assert_eq!(t.small_fast_tier_warning("nbt", t.wm.promo, "promo"), None);
+        // The boundary: more than 5% of the tier.
+        assert!(t
+            .small_fast_tier_warning("x", (1 << 20) / 20, "m")
+            .is_none());
+        assert!(t
+            .small_fast_tier_warning("x", (1 << 20) / 20 + 1, "m")
+            .is_some());
+        assert_eq!(
+            Tiering::new(10, 4096).small_fast_tier_warning("x", 5, "m"),
+            None
+        );
     }
 
     #[test]

@@ -315,6 +315,14 @@ impl Policy for Nbt {
         ));
         v
     }
+
+    fn warnings(&self) -> Vec<String> {
+        let (_, promo) = self.kswapd_marks();
+        self.t
+            .small_fast_tier_warning(&self.name, promo, "the promo watermark, WMARK_PROMO")
+            .into_iter()
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -377,6 +377,14 @@ impl Policy for Nomad {
         v.push(("gave_up".into(), self.gave_up as f64));
         v
     }
+
+    fn warnings(&self) -> Vec<String> {
+        let name = "TPP's demotion watermark, vm.demote_scale_factor";
+        self.t
+            .small_fast_tier_warning(&self.name, self.demote_wmark(), name)
+            .into_iter()
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -540,6 +540,10 @@ impl Policy for Toggle {
         }
     }
 
+    fn warnings(&self) -> Vec<String> {
+        self.base.warnings()
+    }
+
     fn stats(&self) -> Vec<(String, f64)> {
         let mut s = self.base.stats();
         for (i, p) in &self.procs {

@@ -212,6 +212,14 @@ impl Policy for Tpp {
         v.push(("wasted_hint_faults".into(), self.wasted_faults as f64));
         v
     }
+
+    fn warnings(&self) -> Vec<String> {
+        let name = "TPP's demotion watermark, vm.demote_scale_factor";
+        self.t
+            .small_fast_tier_warning(&self.name, self.demote_wmark(), name)
+            .into_iter()
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -965,6 +965,7 @@ pub fn run_with(
                     crate::machine::MAX_QUEUE
                 )
             }))
+            .chain(policy.warnings())
             .collect(),
         memory_bytes_per_page: estimate.per_page(),
         memory_estimate_bytes: estimate.total(),

@@ -405,6 +405,48 @@ fn windows_shorter_than_an_epoch_get_a_warning() {
     assert!(w.is_empty(), "merged by default: {w:?}");
 }
 
+/// Two small programs' traces (128 and 512 pages) leave a fast tier of a few hundred pages, of
+/// which Linux's watermarks keep a fifth free under TPP: the run's warnings say so for the
+/// kernel's policies and their layers (the base's warning), not for a policy without
+/// watermarks, and not for the same policies on a fast tier of gigabytes.
+#[test]
+fn a_fast_tier_too_small_for_linuxs_watermarks_gets_a_warning() {
+    let e = experiment("duration_s = 0.05\nfast_ratio = \"1:2\"\n");
+    let warnings = |e: &tierkit_sim::Experiment, policy: &str| {
+        tierkit_sim::run(e, policy, &mut |_, _| true)
+            .unwrap()
+            .summary
+            .warnings
+    };
+    for (policy, mark) in [
+        ("tpp", "TPP's demotion watermark"),
+        ("nomad", "TPP's demotion watermark"),
+        ("nbt", "WMARK_PROMO"),
+        ("tpp+colloid", "TPP's demotion watermark"),
+        ("nbt+alto", "WMARK_PROMO"),
+        ("tpp+toggle", "TPP's demotion watermark"),
+    ] {
+        let w = warnings(&e, policy);
+        assert!(
+            w.iter()
+                .any(|m| m.contains("the fast tier holds") && m.contains(mark)),
+            "{policy}: {w:?}"
+        );
+    }
+    assert!(warnings(&e, "hemem").is_empty());
+    let big = load_str(
+        "big.toml",
+        "workload = \"gups-hotset\"\nduration_s = 0.05\n",
+        &[],
+        None,
+    )
+    .unwrap();
+    for policy in ["tpp", "nbt", "nomad"] {
+        let w = warnings(&big, policy);
+        assert!(w.is_empty(), "{policy}: {w:?}");
+    }
+}
+
 /// `run_time_s`: the compute time is what the measured run time leaves after the misses' time
 /// on the unloaded fast tier, spread over the accesses; a longer measured run, more compute.
 #[test]
