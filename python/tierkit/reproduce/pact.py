@@ -482,7 +482,9 @@ def _fig11(ctx: Context, get: Any) -> None:
         "slow-tier loads are sampled, and alpha 1 never cools), so the pages longest there reach "
         "the top bin and the fast tier rotates: most of PACT's promotions are demoted again, while "
         "MEMTIS moves pages only across its hot threshold. The paper's PACT ranks 4 KiB pages "
-        "inside each huge page, which the 2 MiB machine cannot sample. (On 4 KiB pages MEMTIS "
+        "inside each huge page, which the 2 MiB machine cannot sample; ranked so on 4 KiB pages "
+        "(`pact:huge_pages=true`, 4 MLC threads, seed 1) it still moves up to 1.3K huge pages "
+        "against MEMTIS's 320 (docs/validation.md, section 4). (On 4 KiB pages MEMTIS "
         "promotes several times PACT's pages here, where the paper's Table 2 has MEMTIS at "
         "1.3K-15K promotions against PACT's 550K-907K: not reproduced either.)",
         paper_value=2.2,
