@@ -80,6 +80,57 @@ fn toggling_stops_one_tenant_without_stopping_the_other() {
     assert!(base.processes.iter().all(|p| p.migration_stops == 0));
 }
 
+/// `work_mops`: the tenant does a fixed amount of work, shared by its threads, and exits, so
+/// its runtime is an execution time. Given the work it does without migration in 4 s, it
+/// finishes at 4 s without migration (15 threads or one), later when migration costs it more
+/// than it gains (silo under tpp, as the paper's Fig. 9), and the run ends with it.
+#[test]
+fn a_tenant_given_its_work_exits_when_done_and_its_runtime_is_the_execution_time() {
+    for mix in ["liblinear", "silo"] {
+        let base = [
+            format!("mix={mix}"),
+            "scale=0.015625".into(),
+            "fast_tier_gb=0.5".into(),
+            "platform=spr-cmmd".into(),
+        ];
+        let with =
+            |extra: &[String]| -> Vec<String> { base.iter().chain(extra).cloned().collect() };
+        let sets = with(&["duration_s=4".into()]);
+        let timed = go(
+            "mig-friendliness",
+            "notier",
+            &sets.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        );
+        let p = &timed.processes[0];
+        assert!(!p.finished && p.runtime_s == 4.0, "{mix}: {p:?}");
+        let work = with(&["duration_s=40".into(), format!("work_mops={}", p.ops / 1e6)]);
+        let work: Vec<&str> = work.iter().map(|s| s.as_str()).collect();
+        let done = go("mig-friendliness", "notier", &work);
+        let q = &done.processes[0];
+        assert!(q.finished, "{mix}: {q:?}");
+        assert!((q.runtime_s - 4.0).abs() < 0.01, "{mix}: {}", q.runtime_s);
+        assert!(
+            (q.ops / p.ops - 1.0).abs() < 1e-6,
+            "{mix}: {} vs {}",
+            q.ops,
+            p.ops
+        );
+        assert!(
+            done.sim_seconds < 4.1,
+            "{mix}: the run went on to {}",
+            done.sim_seconds
+        );
+        if mix == "silo" {
+            let t = go("mig-friendliness", "tpp", &work);
+            assert!(
+                t.processes[0].finished && t.processes[0].runtime_s > 4.4,
+                "{:?}",
+                t.processes[0]
+            );
+        }
+    }
+}
+
 /// The toggling paper's friendly single tenant (§5.3, Fig. 8a): TPP's migration pays for
 /// liblinear. Its streamed data reads idle to kswapd between sweeps, so TPP makes room for the
 /// random-access set; the pages the sweeps promote come back down (demote_promoted > 0), the

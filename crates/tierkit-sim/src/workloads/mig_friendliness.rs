@@ -13,6 +13,9 @@
 //!
 //! Pairs (Table 4): ff = liblinear 69 GB + ft 40 GB; uf = silo 53 GB + ft 80.1 GB; uu = silo
 //! 60 GB + gups 64 GB. The first starts at 0 s, the second at `offset_s`.
+//!
+//! The paper reports execution times (§5.3-5.4): `work_mops` gives the first tenant a fixed
+//! amount of work, after which it exits, so its `runtime_s` is its execution time.
 
 use tierkit_core::params::{ParamDef, ParamKind, Params};
 use tierkit_core::telemetry::QosClass;
@@ -34,6 +37,13 @@ const P: &[ParamDef] = &[
         default: "10",
         unit: "s",
         doc: "start of the second tenant of a pair",
+    },
+    ParamDef {
+        name: "work_mops",
+        kind: ParamKind::Float { min: 0.0, max: 1e12 },
+        default: "0",
+        unit: "Mops",
+        doc: "operations the first tenant does in all (shared evenly by its threads) before it exits, so that its runtime is an execution time, as the paper reports; 0: it runs for the whole duration",
     },
     ParamDef {
         name: "scale",
@@ -152,7 +162,7 @@ pub fn tenant(shape: &str, paper_gb: f64, scale: f64, start_s: f64) -> ProcessSp
 
 fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<AntagonistSpec>), String> {
     let (s, off) = (p.float("scale"), p.float("offset_s"));
-    let procs = match p.str("mix") {
+    let mut procs = match p.str("mix") {
         "ff" => vec![
             tenant("liblinear", 69.0, s, 0.0),
             tenant("ft", 40.0, s, off),
@@ -164,5 +174,11 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         "silo" => vec![tenant("silo", 79.5, s, 0.0)],
         _ => vec![tenant("gups", 64.0, s, 0.0)],
     };
+    let work = p.float("work_mops");
+    if work > 0.0 {
+        for t in &mut procs[0].threads {
+            t.work_ops = Some(work * 1e6 / f64::from(t.count.max(1)));
+        }
+    }
     Ok((procs, Vec::new()))
 }
