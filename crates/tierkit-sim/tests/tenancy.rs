@@ -80,10 +80,11 @@ fn toggling_stops_one_tenant_without_stopping_the_other() {
     assert!(base.processes.iter().all(|p| p.migration_stops == 0));
 }
 
-/// `work_mops`: the tenant does a fixed amount of work, shared by its threads, and exits, so
-/// its runtime is an execution time. Given the work it does without migration in 4 s, it
-/// finishes at 4 s without migration (15 threads or one), later when migration costs it more
-/// than it gains (silo under tpp, as the paper's Fig. 9), and the run ends with it.
+/// `work_mops` (and a pair's `second_work_mops`): a tenant does a fixed amount of work, shared
+/// by its threads, and exits, so its runtime is an execution time. Given the work it does
+/// without migration in 4 s, it finishes at 4 s without migration (15 threads or one), later
+/// when migration costs it more than it gains (silo under tpp, as the paper's Fig. 9), and the
+/// run ends with it. In a pair each tenant is timed from its own start.
 #[test]
 fn a_tenant_given_its_work_exits_when_done_and_its_runtime_is_the_execution_time() {
     for mix in ["liblinear", "silo"] {
@@ -129,6 +130,40 @@ fn a_tenant_given_its_work_exits_when_done_and_its_runtime_is_the_execution_time
             );
         }
     }
+    // A pair: each tenant its own work, timed from its own start; a single tenant has no second.
+    let pair = [
+        "mix=uf",
+        "offset_s=2",
+        "scale=0.015625",
+        "fast_tier_gb=0.5",
+        "platform=spr-cmmd",
+    ];
+    let timed: Vec<&str> = pair.iter().copied().chain(["duration_s=4"]).collect();
+    let t = go("mig-friendliness", "notier", &timed);
+    let works = [
+        format!("work_mops={}", t.processes[0].ops / 1e6),
+        format!("second_work_mops={}", t.processes[1].ops / 1e6),
+    ];
+    let sets: Vec<&str> = pair
+        .iter()
+        .copied()
+        .chain(["duration_s=40"])
+        .chain(works.iter().map(|s| s.as_str()))
+        .collect();
+    let done = go("mig-friendliness", "notier", &sets);
+    for (p, want) in done.processes.iter().zip([4.0, 2.0]) {
+        assert!(p.finished && (p.runtime_s - want).abs() < 0.01, "{p:?}");
+    }
+    let e = tierkit_sim::load(
+        "mig-friendliness",
+        &["mix=silo".to_string(), "second_work_mops=5".to_string()],
+        Some(1),
+    );
+    let err = e.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        err.contains("second_work_mops") && err.contains("single tenant"),
+        "{err}"
+    );
 }
 
 /// The toggling paper's friendly single tenant (§5.3, Fig. 8a): TPP's migration pays for

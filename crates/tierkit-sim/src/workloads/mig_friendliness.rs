@@ -15,7 +15,8 @@
 //! 60 GB + gups 64 GB. The first starts at 0 s, the second at `offset_s`.
 //!
 //! The paper reports execution times (§5.3-5.4): `work_mops` gives the first tenant a fixed
-//! amount of work, after which it exits, so its `runtime_s` is its execution time.
+//! amount of work, after which it exits, so its `runtime_s` is its execution time;
+//! `second_work_mops` gives the second tenant of a pair its own.
 
 use tierkit_core::params::{ParamDef, ParamKind, Params};
 use tierkit_core::telemetry::QosClass;
@@ -44,6 +45,13 @@ const P: &[ParamDef] = &[
         default: "0",
         unit: "Mops",
         doc: "operations the first tenant does in all (shared evenly by its threads) before it exits, so that its runtime is an execution time, as the paper reports; 0: it runs for the whole duration",
+    },
+    ParamDef {
+        name: "second_work_mops",
+        kind: ParamKind::Float { min: 0.0, max: 1e12 },
+        default: "0",
+        unit: "Mops",
+        doc: "the same for the second tenant of a pair (refused for a single tenant)",
     },
     ParamDef {
         name: "scale",
@@ -174,10 +182,18 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         "silo" => vec![tenant("silo", 79.5, s, 0.0)],
         _ => vec![tenant("gups", 64.0, s, 0.0)],
     };
-    let work = p.float("work_mops");
-    if work > 0.0 {
-        for t in &mut procs[0].threads {
-            t.work_ops = Some(work * 1e6 / f64::from(t.count.max(1)));
+    let second = p.float("second_work_mops");
+    if second > 0.0 && procs.len() < 2 {
+        return Err(format!(
+            "`second_work_mops`: mix `{}` is a single tenant; only a pair (ff, uf, uu) has a second",
+            p.str("mix")
+        ));
+    }
+    for (proc, work) in procs.iter_mut().zip([p.float("work_mops"), second]) {
+        if work > 0.0 {
+            for t in &mut proc.threads {
+                t.work_ops = Some(work * 1e6 / f64::from(t.count.max(1)));
+            }
         }
     }
     Ok((procs, Vec::new()))
