@@ -2626,6 +2626,16 @@ impl Tiering {
         })
     }
 
+    /// [`Tiering::small_fast_tier_warning`] of a stack that balances the fast tier to TPP's
+    /// demotion watermark (TPP, Nomad).
+    pub fn tpp_warnings(&self, policy: &str, demote_scale_factor: u64) -> Vec<String> {
+        let mark = self.tpp_demote_wmark(demote_scale_factor);
+        let name = "TPP's demotion watermark, vm.demote_scale_factor";
+        self.small_fast_tier_warning(policy, mark, name)
+            .into_iter()
+            .collect()
+    }
+
     /// The figures every hint-fault policy reports.
     pub fn stats(&self, v: &mut Vec<(String, f64)>) {
         let c = &self.counts;

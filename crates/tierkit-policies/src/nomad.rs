@@ -379,11 +379,7 @@ impl Policy for Nomad {
     }
 
     fn warnings(&self) -> Vec<String> {
-        let name = "TPP's demotion watermark, vm.demote_scale_factor";
-        self.t
-            .small_fast_tier_warning(&self.name, self.demote_wmark(), name)
-            .into_iter()
-            .collect()
+        self.t.tpp_warnings(&self.name, self.demote_scale_factor)
     }
 }
 
