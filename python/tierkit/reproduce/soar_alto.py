@@ -35,9 +35,10 @@ def _pearson(x: list[float], y: list[float]) -> float:
 GRAPH_RUN_S = 223.0
 
 
-def _scale(ctx: Context) -> str:
-    """graph-objects' `scale`: bc-urand's sizes (1) in full mode, 1/16 of them in quick mode."""
-    return "0.0625" if ctx.quick else "1"
+def _graph_size(ctx: Context) -> tuple[str, float]:
+    """graph-objects' `scale` and run length: bc-urand's sizes (1) for its 223 s in full mode,
+    1/16 of them for 20 s in quick mode."""
+    return ("0.0625" if ctx.quick else "1"), ctx.dur(GRAPH_RUN_S, 20.0)
 
 
 def run(ctx: Context) -> None:
@@ -113,8 +114,7 @@ def _seq_pc(ctx: Context) -> None:
 
 
 def _graph(ctx: Context) -> None:
-    scale = _scale(ctx)
-    dur = ctx.dur(GRAPH_RUN_S, 20.0)
+    scale, dur = _graph_size(ctx)
     ratios = (0.1, 0.5, 0.9) if ctx.quick else (0.1, 0.3, 0.5, 0.7, 0.9)  # slow-tier share of the RSS
     specs = []
     for r in ratios:
@@ -153,8 +153,7 @@ def _graph(ctx: Context) -> None:
 def _ranking(ctx: Context) -> None:
     import tierkit
 
-    scale = _scale(ctx)
-    dur = ctx.dur(GRAPH_RUN_S, 20.0)
+    scale, dur = _graph_size(ctx)
     table = tierkit.soar_profile("graph-objects", [f"scale={scale}", f"duration_s={dur}"], seed=ctx.seed)
     (ctx.out / "soar_ranking.csv").write_text(table.to_csv(index=False))
     ctx.section(
@@ -192,8 +191,7 @@ def _ranking(ctx: Context) -> None:
 
 
 def _alto(ctx: Context) -> None:
-    scale = _scale(ctx)
-    dur = ctx.dur(GRAPH_RUN_S, 20.0)
+    scale, dur = _graph_size(ctx)
     sets = (f"scale={scale}", f"duration_s={dur}", "fast_ratio=1:1")
     bases = ("tpp", "nbt", "nomad", "tpp+colloid")
     specs = [

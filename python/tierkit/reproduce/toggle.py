@@ -116,8 +116,8 @@ def run(ctx: Context) -> None:
     _pairs(ctx, df, offsets)
 
 
-# A single tenant given the work it does without migration in a run's time may take this many
-# times as long to do it (Nomad on silo takes about twice).
+# A tenant given the work it does without migration in a run's time may take this many times
+# as long to do it (Nomad on silo takes about twice).
 WORK_CAP = 8.0
 
 # The toggle layer's two periods at the paper's values (ms): interval_ms and scan_period_ms.
@@ -208,6 +208,15 @@ def _speed(df: pd.DataFrame, label: str, ref: str, unfinished: list[str], name: 
     return runtime(ref) / runtime(label)
 
 
+def _note_unfinished(ctx: Context, unfinished: list[str]) -> None:
+    """Name the runs `_speed` counted at their cap, if any."""
+    if unfinished:
+        ctx.text(
+            f"Did not finish within {WORK_CAP:g} times the work's time without migration (counted "
+            f"at that cap, so their figures are upper bounds): {', '.join(sorted(set(unfinished)))}."
+        )
+
+
 def _single(ctx: Context, df: pd.DataFrame, compress: float, dur: float) -> None:
     rows = []
     unfinished: list[str] = []
@@ -255,11 +264,7 @@ def _single(ctx: Context, df: pd.DataFrame, compress: float, dur: float) -> None
         "(demote_promoted), which is the slope the toggle layer watches."
     )
     gain48 = _speed(df, "single48|liblinear|tpp+toggle", "single48|liblinear|notier", unfinished)
-    if unfinished:
-        ctx.text(
-            f"Did not finish within {WORK_CAP:g} times the work's time without migration (counted "
-            f"at that cap, so their figures are upper bounds): {', '.join(sorted(set(unfinished)))}."
-        )
+    _note_unfinished(ctx, unfinished)
     ctx.claim(
         "A friendly workload gains from migration with toggling",
         "liblinear +54% over no migration (48 GB DRAM)",
@@ -329,11 +334,7 @@ def _pairs(ctx: Context, df: pd.DataFrame, offsets: tuple[float, ...]) -> None:
         "time, and exits. Toggle stops are per tenant: one tenant's stop never stops the other.",
     )
     ctx.table(tab)
-    if unfinished:
-        ctx.text(
-            f"Did not finish within {WORK_CAP:g} times the run's time (counted at that cap, so "
-            f"their figures are upper bounds): {', '.join(sorted(set(unfinished)))}."
-        )
+    _note_unfinished(ctx, unfinished)
     ff = tab[tab["pair"] == "FF"]
     ctx.claim(
         "FF: migration with toggling beats no migration for both tenants",
