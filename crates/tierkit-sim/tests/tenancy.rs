@@ -172,6 +172,76 @@ fn a_tenant_given_its_work_exits_when_done_and_its_runtime_is_the_execution_time
     );
 }
 
+/// The toggling paper's single-threaded GUPS (§5.3, Fig. 9): MEMTIS does better than the other
+/// migration schemes. With one thread every hint fault stops the whole program, and MEMTIS,
+/// which samples and migrates in its own threads, takes none. `threads` makes a single tenant
+/// single-threaded; a pair keeps Table 4's counts and refuses it.
+#[test]
+fn single_threaded_gups_loses_least_under_memtis() {
+    let sets = [
+        "mix=gups",
+        "threads=1",
+        "scale=0.015625",
+        "fast_tier_gb=0.5",
+        "duration_s=10",
+        "platform=spr-cmmd",
+    ];
+    let (none, memtis) = (
+        go("mig-friendliness", "notier", &sets),
+        go("mig-friendliness", "memtis", &sets),
+    );
+    assert!(
+        memtis.promotions > 10_000 && memtis.hint_faults == 0,
+        "{memtis:?}"
+    );
+    assert!(memtis.throughput_ops_per_s < none.throughput_ops_per_s);
+    for other in ["tpp", "nomad", "tpp+toggle"] {
+        let o = go("mig-friendliness", other, &sets);
+        assert!(
+            o.hint_faults > 100_000,
+            "{other}: {} hint faults",
+            o.hint_faults
+        );
+        assert!(
+            memtis.throughput_ops_per_s > 1.2 * o.throughput_ops_per_s,
+            "memtis {} vs {other} {}",
+            memtis.throughput_ops_per_s,
+            o.throughput_ops_per_s
+        );
+    }
+    // 24 threads (the UU pair's, and the default) fault in parallel: TPP then loses far less
+    let many = go(
+        "mig-friendliness",
+        "tpp",
+        &sets[..1]
+            .iter()
+            .chain(&sets[2..])
+            .copied()
+            .collect::<Vec<_>>(),
+    );
+    let many_none = go(
+        "mig-friendliness",
+        "notier",
+        &sets[..1]
+            .iter()
+            .chain(&sets[2..])
+            .copied()
+            .collect::<Vec<_>>(),
+    );
+    let one_tpp = go("mig-friendliness", "tpp", &sets);
+    assert!(
+        many.throughput_ops_per_s / many_none.throughput_ops_per_s
+            > one_tpp.throughput_ops_per_s / none.throughput_ops_per_s + 0.1
+    );
+    let e = tierkit_sim::load(
+        "mig-friendliness",
+        &["mix=uu".to_string(), "threads=1".to_string()],
+        Some(1),
+    );
+    let err = e.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("`threads`") && err.contains("pair"), "{err}");
+}
+
 /// The toggling paper's friendly single tenant (§5.3, Fig. 8a): TPP's migration pays for
 /// liblinear. Its streamed data reads idle to kswapd between sweeps, so TPP makes room for the
 /// random-access set; the pages the sweeps promote come back down (demote_promoted > 0), the

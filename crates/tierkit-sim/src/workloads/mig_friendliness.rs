@@ -9,7 +9,8 @@
 //! - ft (friendly): 24 threads streaming over a stable 30% of the RSS (90% of accesses).
 //! - silo (unfriendly, single thread): one dependent-access thread over a weakly skewed (Zipf
 //!   0.6) key space larger than the fast tier: the warm set does not fit, so pages ping-pong.
-//! - gups (unfriendly): uniform random read-modify-write over the whole RSS.
+//! - gups (unfriendly): uniform random read-modify-write over the whole RSS; 24 threads, as in
+//!   the UU pair (the single-tenant runs of Fig. 9 are single-threaded: `threads = 1`).
 //!
 //! Pairs (Table 4): ff = liblinear 69 GB + ft 40 GB; uf = silo 53 GB + ft 80.1 GB; uu = silo
 //! 60 GB + gups 64 GB. The first starts at 0 s, the second at `offset_s`.
@@ -52,6 +53,13 @@ const P: &[ParamDef] = &[
         default: "0",
         unit: "Mops",
         doc: "the same for the second tenant of a pair (refused for a single tenant)",
+    },
+    ParamDef {
+        name: "threads",
+        kind: ParamKind::Int { min: 0, max: 1024 },
+        default: "0",
+        unit: "threads",
+        doc: "threads of a single tenant (the paper runs silo and GUPS single-threaded in Fig. 9); 0: the paper's count for it (liblinear 15, ft 24, silo 1, gups 24); refused for a pair",
     },
     ParamDef {
         name: "scale",
@@ -182,6 +190,20 @@ fn build(p: &Params, _e: &Experiment) -> Result<(Vec<ProcessSpec>, Vec<Antagonis
         "silo" => vec![tenant("silo", 79.5, s, 0.0)],
         _ => vec![tenant("gups", 64.0, s, 0.0)],
     };
+    let threads = p.int("threads");
+    if threads > 0 {
+        if procs.len() > 1 {
+            return Err(format!(
+                "`threads`: mix `{}` is a pair, whose tenants run the thread counts of Table 4; `threads` sets a single tenant's",
+                p.str("mix")
+            ));
+        }
+        for proc in &mut procs {
+            for t in &mut proc.threads {
+                t.count = threads as u32;
+            }
+        }
+    }
     let second = p.float("second_work_mops");
     if second > 0.0 && procs.len() < 2 {
         return Err(format!(
