@@ -15,7 +15,8 @@ DESCRIPTION = (
     "on access-bit-scan variation) on the paper's testbed (spr-cmmd: Sapphire Rapids with a Samsung "
     "CMM-D CXL expander, Table 2): the three-phase "
     "microbenchmark (toggle-phases), single tenants that are migration-friendly (liblinear) or "
-    "-unfriendly (silo single-threaded, gups), and the FF, UF, UU pairs of Table 4, against "
+    "-unfriendly (silo single-threaded, gups with 24 threads and with one), and the FF, UF, UU pairs of "
+    "Table 4, against "
     "notier, tpp, memtis and nomad. Sizes are the paper's scaled down with their ratios kept."
 )
 
