@@ -61,6 +61,16 @@ pub struct NumaScan {
     /// task_numa_fault returns before any accounting unless NUMA_BALANCING_NORMAL is set: with
     /// numa_balancing=2 or 6 the period stays at task_scan_start.
     pub fault_stats: bool,
+    /// task_numa_fault accounts the hint faults on slow-tier pages too, as remote faults: the
+    /// kernels before 6.0's memory-tiering check there (`!node_is_toptier(mem_node)` returns
+    /// early in tiering mode). TPP's 5.13 kernel, on which Nomad's artifact runs, has no such
+    /// check, and its do_numa_page ends every fault at task_numa_fault on the page's node,
+    /// also one Nomad only queues for its worker (github.com/lingfenghsiang/Nomad,
+    /// nomad.patch: `queue_page_fault`, then `goto out_map`, which ends at `out:`). All of them
+    /// remote and mostly private, so update_task_scan_period doubles the period at each
+    /// placement. False (upstream 6.x): a slow-tier fault counts only when its page was
+    /// promoted on it.
+    pub slow_fault_stats: bool,
     /// The first window as Linux places it for an exec'd program (a new mm whose
     /// numa_next_scan is 0: the first task_numa_work only arms it): 2 x `scan_delay_ms` after
     /// the start with a whole CPU, paced by CPU time (docs/validation.md, section 1w). False:
@@ -78,6 +88,7 @@ impl Default for NumaScan {
             tiers: ScanTiers::SlowOnly,
             budget_share: 1.0,
             fault_stats: true,
+            slow_fault_stats: false,
             arm_on_exec: false,
         }
     }

@@ -85,6 +85,7 @@ pub fn numa_scan(p: &Params) -> NumaScan {
         tiers: ScanTiers::SlowOnly,
         budget_share: 1.0,
         fault_stats: p.bool("scan_stats"),
+        slow_fault_stats: false,
         arm_on_exec: p.str("first_window") == "exec",
     }
 }

@@ -307,6 +307,7 @@ pub(crate) mod tests {
                     tiers: ScanTiers::SlowOnly,
                     budget_share: 1.0,
                     fault_stats: true,
+                    slow_fault_stats: false,
                     arm_on_exec: true,
                 }
             }]

@@ -3663,7 +3663,10 @@ impl Machine {
         }
         if let Some(ScanCfg::Numa(s)) = self.scan_pid.get(&pi).copied().or(self.scan) {
             if tier == 0 {
-                self.account_numa_fault(pi, page, tid, &s, at as f64, false);
+                self.account_numa_fault(pi, page, tid, &s, at as f64, false, true);
+            } else if s.slow_fault_stats {
+                // a kernel without 6.0's tiering check: every fault counts, here remote
+                self.account_numa_fault(pi, page, tid, &s, at as f64, false, false);
             }
         }
         self.threads[ti].stall_ns += cost;
@@ -3744,6 +3747,11 @@ impl Machine {
     /// CPU's when it faulted), so it is not local. Mostly such faults leave local + shared at 0,
     /// and update_task_scan_period doubles the period: the kernel's scans of a process that keeps
     /// promoting come further and further apart (tierkit validate kernel --scenario press).
+    ///
+    /// `local` false and not `promoted`: a fault on a slow-tier page that a kernel without 6.0's
+    /// tiering check accounts (`NumaScan::slow_fault_stats`): remote, private when the same
+    /// thread (or nobody) faulted on the page last.
+    #[allow(clippy::too_many_arguments)]
     fn account_numa_fault(
         &mut self,
         pi: usize,
@@ -3752,6 +3760,7 @@ impl Machine {
         s: &NumaScan,
         now: f64,
         promoted: bool,
+        local: bool,
     ) {
         let i = page as usize;
         if self.last_fault_tid.len() <= i {
@@ -3768,7 +3777,7 @@ impl Machine {
         let f = numa_scan::Fault {
             pages: base_pages,
             private,
-            local: !promoted,
+            local: local && !promoted,
             failed: false,
         };
         // Colloid's kernel keeps the page's cpupid but accounts nothing (`fault_stats`)
@@ -4088,7 +4097,10 @@ impl Machine {
                                 if let Some(ScanCfg::Numa(s)) =
                                     self.scan_pid.get(&pi).copied().or(self.scan)
                                 {
-                                    self.account_numa_fault(pi, pg, tid, &s, now, true);
+                                    // (with slow_fault_stats the fault already counted)
+                                    if !s.slow_fault_stats {
+                                        self.account_numa_fault(pi, pg, tid, &s, now, true, false);
+                                    }
                                 }
                             }
                             self.sync_result(r);

@@ -611,6 +611,59 @@ fn promotions_double_the_scan_period() {
     }
 }
 
+/// Nomad runs on TPP's 5.13 kernel, whose task_numa_fault has no memory-tiering check: every
+/// hint fault is accounted, a slow-tier page's as remote, also one Nomad only queues for its
+/// worker (nomad.patch: do_numa_page's `goto out_map` ends at task_numa_fault). So a process
+/// whose faults are all remote and private has its period doubled at each placement, up to
+/// task_scan_max (update_task_scan_period: local + shared == 0). Under upstream 6.x accounting
+/// (`slow_fault_stats=false`) a queued fault never counts, and the period grows only by what
+/// faults on pages promoted since their mark add: one thread of uniform GUPS, 4 GiB, a 2 GiB
+/// fast tier, 20 s.
+#[test]
+fn nomads_kernel_accounts_its_slow_tier_faults_and_the_scan_period_doubles() {
+    let e = load(
+        "mig-friendliness",
+        &[
+            "mix=gups".into(),
+            "threads=1".into(),
+            "scale=0.0625".into(),
+            "fast_tier_gb=2".into(),
+            "duration_s=20".into(),
+            "platform=spr-cmmd".into(),
+        ],
+        Some(1),
+    )
+    .unwrap();
+    let go = |policy: &str| {
+        let out = run(&e, policy, &mut |_, _| true).unwrap();
+        let col = out.series.get("numa_scan_period_ms.gups").unwrap().to_vec();
+        let mut v: Vec<f64> = Vec::new();
+        for x in col.into_iter().filter(|x| x.is_finite()) {
+            if v.last() != Some(&x) {
+                v.push(x);
+            }
+        }
+        (v, out.summary.hint_faults)
+    };
+    let (doubling, faults) = go("nomad");
+    assert!(doubling.len() >= 4, "{doubling:?}");
+    for w in doubling.windows(2) {
+        assert_eq!(w[1], 2.0 * w[0], "{doubling:?}");
+    }
+    // 6.x: only faults on pages the worker promoted since they were marked count (top-tier,
+    // local), and they lengthen the period by slots, not by doubling
+    let (upstream, faults_6x) = go("nomad:slow_fault_stats=false");
+    let last = |v: &[f64]| *v.last().unwrap();
+    assert!(
+        last(&doubling) >= 2.0 * last(&upstream),
+        "{doubling:?} against {upstream:?}"
+    );
+    assert!(
+        faults * 3 < faults_6x * 2,
+        "{faults} hint faults against {faults_6x}"
+    );
+}
+
 /// Nomad on the same workload: every update is a read-modify-write, so a hot 2 MiB page is
 /// written many times during its 420 us copy, and the transactional copy aborts on each of its
 /// ten passes (Nomad §3: a page dirtied during the copy is not migrated; its artifact retries
