@@ -565,6 +565,18 @@ fn nbt_pulls_the_hot_set_into_the_fast_tier_within_minutes_and_holds_it() {
     }
 }
 
+/// The scan periods process `gups` went through, in order (the time series without repeats).
+fn scan_periods(out: &tierkit_sim::engine::RunOutput) -> Vec<f64> {
+    let col = out.series.get("numa_scan_period_ms.gups").unwrap().to_vec();
+    let mut v: Vec<f64> = Vec::new();
+    for x in col.into_iter().filter(|x| x.is_finite()) {
+        if v.last() != Some(&x) {
+            v.push(x);
+        }
+    }
+    v
+}
+
 /// update_task_scan_period under NBT (kernel/sched/fair.c): the faults task_numa_fault counts
 /// for a process that only promotes are private (the slow page's cpupid held its scan time, so
 /// last_cpupid is -1) and not local (TNF_FAULT_LOCAL: the page was not on the CPU's node), so
@@ -575,17 +587,7 @@ fn nbt_pulls_the_hot_set_into_the_fast_tier_within_minutes_and_holds_it() {
 #[test]
 fn promotions_double_the_scan_period() {
     let e = load("gups-hotset", &["duration_s=40".into()], Some(5)).unwrap();
-    let periods = |policy: &str| {
-        let out = run(&e, policy, &mut |_, _| true).unwrap();
-        let col = out.series.get("numa_scan_period_ms.gups").unwrap().to_vec();
-        let mut v: Vec<f64> = Vec::new();
-        for x in col.into_iter().filter(|x| x.is_finite()) {
-            if v.last() != Some(&x) {
-                v.push(x);
-            }
-        }
-        v
-    };
+    let periods = |policy: &str| scan_periods(&run(&e, policy, &mut |_, _| true).unwrap());
     let p = periods("nbt");
     assert!(p.len() >= 3, "{p:?}");
     for w in p.windows(2) {
@@ -636,14 +638,7 @@ fn nomads_kernel_accounts_its_slow_tier_faults_and_the_scan_period_doubles() {
     .unwrap();
     let go = |policy: &str| {
         let out = run(&e, policy, &mut |_, _| true).unwrap();
-        let col = out.series.get("numa_scan_period_ms.gups").unwrap().to_vec();
-        let mut v: Vec<f64> = Vec::new();
-        for x in col.into_iter().filter(|x| x.is_finite()) {
-            if v.last() != Some(&x) {
-                v.push(x);
-            }
-        }
-        (v, out.summary.hint_faults)
+        (scan_periods(&out), out.summary.hint_faults)
     };
     let (doubling, faults) = go("nomad");
     assert!(doubling.len() >= 4, "{doubling:?}");
