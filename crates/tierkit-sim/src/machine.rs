@@ -3663,10 +3663,10 @@ impl Machine {
         }
         if let Some(ScanCfg::Numa(s)) = self.scan_pid.get(&pi).copied().or(self.scan) {
             if tier == 0 {
-                self.account_numa_fault(pi, page, tid, &s, at as f64, false, true);
+                self.account_numa_fault(pi, page, tid, &s, at as f64, false);
             } else if s.slow_fault_stats {
                 // a kernel without 6.0's tiering check: every fault counts, here remote
-                self.account_numa_fault(pi, page, tid, &s, at as f64, false, false);
+                self.account_numa_fault(pi, page, tid, &s, at as f64, false);
             }
         }
         self.threads[ti].stall_ns += cost;
@@ -3748,10 +3748,9 @@ impl Machine {
     /// and update_task_scan_period doubles the period: the kernel's scans of a process that keeps
     /// promoting come further and further apart (tierkit validate kernel --scenario press).
     ///
-    /// `local` false and not `promoted`: a fault on a slow-tier page that a kernel without 6.0's
-    /// tiering check accounts (`NumaScan::slow_fault_stats`): remote, private when the same
-    /// thread (or nobody) faulted on the page last.
-    #[allow(clippy::too_many_arguments)]
+    /// Not `promoted`, on a slow-tier page: a fault that a kernel without 6.0's tiering check
+    /// accounts (`NumaScan::slow_fault_stats`): remote, private when the same thread (or nobody)
+    /// faulted on the page last.
     fn account_numa_fault(
         &mut self,
         pi: usize,
@@ -3760,7 +3759,6 @@ impl Machine {
         s: &NumaScan,
         now: f64,
         promoted: bool,
-        local: bool,
     ) {
         let i = page as usize;
         if self.last_fault_tid.len() <= i {
@@ -3777,7 +3775,8 @@ impl Machine {
         let f = numa_scan::Fault {
             pages: base_pages,
             private,
-            local: local && !promoted,
+            // the page is on the CPUs' node, the top tier, and was there when it faulted
+            local: !promoted && pte_tier(self.pte[i]) == 0,
             failed: false,
         };
         // Colloid's kernel keeps the page's cpupid but accounts nothing (`fault_stats`)
@@ -4099,7 +4098,7 @@ impl Machine {
                                 {
                                     // (with slow_fault_stats the fault already counted)
                                     if !s.slow_fault_stats {
-                                        self.account_numa_fault(pi, pg, tid, &s, now, true, false);
+                                        self.account_numa_fault(pi, pg, tid, &s, now, true);
                                     }
                                 }
                             }
