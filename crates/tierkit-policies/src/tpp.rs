@@ -15,6 +15,17 @@
 //!   (check_toptier_balanced, every tick), and demotes unreferenced pages from the tail of the
 //!   fast tier's inactive list until free pages are back at that mark (pgdat_toptier_balanced);
 //!   referenced pages get the kernel's second chance (see [`crate::lru`]).
+//! - **The scanner's period**: upstream 6.x's accounting by default (task_numa_fault returns
+//!   early for a fault on a slow-tier page unless it was promoted on it; 5.18 added that check),
+//!   as the Colloid paper's TPP (Linux 6.3) and the later papers' ran it. `slow_fault_stats=true`
+//!   is TPP's own 5.13 patch (tpp.patch in Nomad's artifact) and the toggling paper's TPP-mod on
+//!   5.15: no memory-tiering check there, and do_numa_page ends a first fault, which only
+//!   activates the page (`goto out`), at task_numa_fault on the slow node. Those faults are
+//!   remote; on one thread they are private and change nothing (the period doubles at each
+//!   placement under either rule), but a threaded process's first faults on a page come from
+//!   different threads, count as shared, and update_task_scan_period shortens the period where
+//!   6.x's promoted faults alone (private) lengthen it: liblinear's 15 threads are scanned
+//!   faster and promote more.
 
 use tierkit_core::policy::Builder;
 use tierkit_core::{
@@ -49,6 +60,13 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     P_LRU_GEN_MM_TABLES,
     P_LRU_GEN_MM_SWITCH,
     P_FAULT_PATH,
+    tierkit_core::ParamDef {
+        name: "slow_fault_stats",
+        kind: tierkit_core::ParamKind::Bool,
+        default: "false",
+        unit: "",
+        doc: "task_numa_fault accounts every hint fault, slow-tier ones as remote, as TPP's 5.13 patch and the toggling paper's 5.15 TPP-mod do (no memory-tiering check there; a first fault, which only activates the page, ends at task_numa_fault on the slow node), and update_task_scan_period adapts to them (the period grows while they are private, shrinks while many are shared among threads); false: upstream 6.x (5.18's check), where a slow-tier fault counts only if its page was promoted on it",
+    },
     tierkit_core::ParamDef {
         name: "lru",
         kind: tierkit_core::ParamKind::Choice(&["hinted", "pagevec"]),
@@ -88,7 +106,10 @@ impl Tpp {
     pub fn new(p: &Params) -> Self {
         Tpp {
             name: spec_name(INFO.name, PARAMS, p),
-            scan: numa_scan(p),
+            scan: tierkit_core::NumaScan {
+                slow_fault_stats: p.bool("slow_fault_stats"),
+                ..numa_scan(p)
+            },
             demote_scale_factor: p.u64("demote_scale_factor"),
             t: Tiering::from_params(p),
             pagevec: (p.str("lru") == "pagevec").then(Default::default),

@@ -659,6 +659,68 @@ fn nomads_kernel_accounts_its_slow_tier_faults_and_the_scan_period_doubles() {
     );
 }
 
+/// TPP's own 5.13 patch and the toggling paper's 5.15 TPP-mod (`tpp:slow_fault_stats=true`)
+/// have no memory-tiering check in task_numa_fault either: a first fault, which only activates
+/// the page, ends at task_numa_fault on the slow node (tpp.patch: `goto out`). On one thread that
+/// changes little (every counted fault is remote and private, under 6.x's rule too, where only
+/// promoted faults count, and the period doubles either way). On liblinear's 15 threads the
+/// first faults of one page come from different threads, are counted shared, and
+/// update_task_scan_period shortens the period where 6.x's promoted faults alone (private: the
+/// moved folio's cpupid is reset) lengthen it: more hint faults, more promotions.
+#[test]
+fn tpps_own_kernel_counts_first_faults_and_scans_a_threaded_process_faster() {
+    let load_mix = |mix: &str, threads: &str| {
+        load(
+            "mig-friendliness",
+            &[
+                format!("mix={mix}"),
+                format!("threads={threads}"),
+                "scale=0.0625".into(),
+                "fast_tier_gb=2".into(),
+                "duration_s=20".into(),
+                "platform=spr-cmmd".into(),
+            ],
+            Some(1),
+        )
+        .unwrap()
+    };
+    let single = load_mix("gups", "1");
+    let one = |policy: &str| {
+        let out = run(&single, policy, &mut |_, _| true).unwrap();
+        (
+            scan_periods(&out),
+            out.summary.hint_faults,
+            out.summary.promotions,
+        )
+    };
+    // the same periods; the faults within 1% (the periods change at slightly different times)
+    let (p6, f6, m6) = one("tpp");
+    let (p5, f5, m5) = one("tpp:slow_fault_stats=true");
+    assert_eq!(p6, p5);
+    assert!(
+        f5.abs_diff(f6) * 100 < f6 && m5.abs_diff(m6) * 100 < m6,
+        "{f5} {f6} {m5} {m6}"
+    );
+    let threaded = load_mix("liblinear", "0");
+    let many = |policy: &str| {
+        let out = run(&threaded, policy, &mut |_, _| true).unwrap();
+        let col = out.series.get("numa_scan_period_ms.liblinear").unwrap();
+        let mean = col.iter().filter(|x| x.is_finite()).sum::<f64>()
+            / col.iter().filter(|x| x.is_finite()).count() as f64;
+        (mean, out.summary.hint_faults)
+    };
+    let (period_6x, faults_6x) = many("tpp");
+    let (period_513, faults_513) = many("tpp:slow_fault_stats=true");
+    assert!(
+        period_513 * 1.5 < period_6x,
+        "mean scan period {period_513:.0} ms against {period_6x:.0} ms"
+    );
+    assert!(
+        faults_513 > faults_6x * 3 / 2,
+        "{faults_513} hint faults against {faults_6x}"
+    );
+}
+
 /// Nomad on the same workload: every update is a read-modify-write, so a hot 2 MiB page is
 /// written many times during its 420 us copy, and the transactional copy aborts on each of its
 /// ten passes (Nomad §3: a page dirtied during the copy is not migrated; its artifact retries
