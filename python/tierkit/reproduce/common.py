@@ -14,6 +14,20 @@ from typing import Any
 
 import pandas as pd
 
+#: TPP as the papers that ran TPP's own patches on Linux 5.13-5.15 (TPP's 5.13 patch, the
+#: toggling paper's TPP-mod, PACT's and Vulcan's 5.15 kernels) ran it: before 5.18 gave
+#: task_numa_fault its memory-tiering check, every slow-tier hint fault is accounted, as remote,
+#: and adapts the scan period (`tpp`'s `slow_fault_stats`; its default is upstream 6.x's rule)
+TPP_PRE_5_18 = "tpp:slow_fault_stats=true"
+
+
+def tpp_pre_5_18(policy: str) -> str:
+    """`policy` with a bare `tpp` base given the pre-5.18 fault accounting (any layers kept)."""
+    layers = policy.split("+")
+    if layers[0] == "tpp":
+        layers[0] = TPP_PRE_5_18
+    return "+".join(layers)
+
 
 @dataclass(frozen=True)
 class RunSpec:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from tierkit.reproduce.common import Context, RunSpec
+from tierkit.reproduce.common import TPP_PRE_5_18, Context, RunSpec, tpp_pre_5_18
 
 TITLE = "Reproduction: dynamic per-process migration toggling for tiered memory"
 DESCRIPTION = (
@@ -143,7 +143,7 @@ TOGGLE_PERIODS_MS = (2000.0, 5000.0)
 # TPP as the paper ran it: TPP-mod on Linux 5.15, before 5.18 gave task_numa_fault its
 # memory-tiering check, so every hint fault on a slow-tier page is accounted (as remote) and
 # adapts the scan period (`tpp`'s `slow_fault_stats`; upstream 6.x's rule is its default).
-TPP_5_15 = "tpp:slow_fault_stats=true"
+TPP_5_15 = TPP_PRE_5_18
 
 
 def _toggle_spec(compress: float) -> Callable[[str], str]:
@@ -153,9 +153,7 @@ def _toggle_spec(compress: float) -> Callable[[str], str]:
     interval, scan = (v * compress for v in TOGGLE_PERIODS_MS)
 
     def spec(policy: str) -> str:
-        layers = policy.split("+")
-        if layers[0] == "tpp":
-            layers[0] = TPP_5_15
+        layers = tpp_pre_5_18(policy).split("+")
         if compress < 1.0 and layers[-1] == "toggle":
             layers[-1] = f"toggle:interval_ms={interval:.6g},scan_period_ms={scan:.6g}"
         return "+".join(layers)
