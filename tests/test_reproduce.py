@@ -174,16 +174,14 @@ def test_the_toggle_reproduction_runs_tpp_as_the_papers_5_15_kernel_and_compress
     assert paper("memtis+toggle") == "memtis+toggle"
 
 
-def test_pact_and_vulcan_run_their_tpp_baseline_as_their_5_15_kernels_and_colloid_keeps_its_own() -> None:
+def test_tpp_runs_as_the_papers_5_13_and_5_15_kernels_and_colloid_keeps_its_own() -> None:
     from tierkit.reproduce.common import TPP_PRE_5_18, tpp_pre_5_18
-    from tierkit.reproduce.pact import _as_paper
 
     assert tpp_pre_5_18("tpp") == TPP_PRE_5_18
-    assert tpp_pre_5_18("tpp+alto") == f"{TPP_PRE_5_18}+alto"
+    assert tpp_pre_5_18("tpp+alto:auto=true") == f"{TPP_PRE_5_18}+alto:auto=true"
     assert tpp_pre_5_18("tpp:lru=pagevec") == "tpp:lru=pagevec"
     assert tpp_pre_5_18("memtis") == "memtis"
-    assert _as_paper("tpp") == TPP_PRE_5_18
+    assert tpp_pre_5_18("nomad") == "nomad"
     # Colloid's TPP stacks run on Colloid's Linux 6.3
-    assert _as_paper("tpp+colloid") == "tpp+colloid"
-    assert _as_paper("tpp+colloid+alto") == "tpp+colloid+alto"
-    assert _as_paper("nomad") == "nomad"
+    assert tpp_pre_5_18("tpp+colloid") == "tpp+colloid"
+    assert tpp_pre_5_18("tpp+colloid:gate=artifact+alto") == "tpp+colloid:gate=artifact+alto"

@@ -14,17 +14,19 @@ from typing import Any
 
 import pandas as pd
 
-#: TPP as the papers that ran TPP's own patches on Linux 5.13-5.15 (TPP's 5.13 patch, the
-#: toggling paper's TPP-mod, PACT's and Vulcan's 5.15 kernels) ran it: before 5.18 gave
-#: task_numa_fault its memory-tiering check, every slow-tier hint fault is accounted, as remote,
-#: and adapts the scan period (`tpp`'s `slow_fault_stats`; its default is upstream 6.x's rule)
+#: TPP as the papers that ran TPP's own patch ran it, on Linux 5.13 or 5.15 (Nomad's artifact:
+#: 5.13-rc6 + tpp.patch; PACT's and Soar/Alto's artifacts: v5.15 + tpp.patch; the toggling
+#: paper's TPP-mod and Vulcan: 5.15): before 5.18 gave task_numa_fault its memory-tiering check,
+#: every slow-tier hint fault is accounted, as remote, and adapts the scan period (`tpp`'s
+#: `slow_fault_stats`; its default is upstream 6.x's rule)
 TPP_PRE_5_18 = "tpp:slow_fault_stats=true"
 
 
 def tpp_pre_5_18(policy: str) -> str:
-    """`policy` with a bare `tpp` base given the pre-5.18 fault accounting (any layers kept)."""
+    """`policy` with a bare `tpp` base given the pre-5.18 fault accounting (its other layers kept),
+    unless the stack has the colloid layer: Colloid's TPP runs on Colloid's own Linux 6.3."""
     layers = policy.split("+")
-    if layers[0] == "tpp":
+    if layers[0] == "tpp" and all(layer.split(":")[0] != "colloid" for layer in layers[1:]):
         layers[0] = TPP_PRE_5_18
     return "+".join(layers)
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tierkit.reproduce.common import TPP_PRE_5_18, Context, RunSpec
+from tierkit.reproduce.common import Context, RunSpec, tpp_pre_5_18
 
 TITLE = "Reproduction: PACT — Per-page Access Criticality for Tiered Memory (ASPLOS'26)"
 DESCRIPTION = (
@@ -26,6 +26,8 @@ DESCRIPTION = (
 )
 
 RATIOS = ("8:1", "4:1", "2:1", "1:1", "1:2", "1:4", "1:8")
+# Each system as the paper ran it (`tpp_pre_5_18`): its TPP baseline on Linux v5.15 with TPP's
+# patch (MoatLab/PACT, baselines/tpp/compile.sh), its Colloid on TPP on Colloid's Linux 6.3.
 # PACT's Colloid is Colloid's TPP version (its promotions "trigger frequent NUMA hint faults",
 # PACT §5.2); the PEBS-based HeMem version is kept as a second Colloid baseline
 BASELINES = ("tpp+colloid", "hemem+colloid", "nbt", "tpp+colloid+alto", "nomad", "tpp", "memtis", "notier")
@@ -46,13 +48,6 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
-def _as_paper(pol: str) -> str:
-    """The spec that runs a system as the paper did: its TPP baseline on PACT's Linux 5.15 (TPP's
-    patches, before 5.18's memory-tiering check in task_numa_fault), while the Colloid stacks over
-    TPP keep Colloid's own kernel (Linux 6.3, its fault accounting set by the colloid layer)."""
-    return TPP_PRE_5_18 if pol == "tpp" else pol
-
-
 def _sizes(ctx: Context) -> tuple[str, ...]:
     # Full: 4.5 GiB footprint; quick: 0.55 GiB (the paper's graphs are tens of GB).
     v, e, f = (2.0, 2.0, 0.5) if not ctx.quick else (0.25, 0.25, 0.05)
@@ -69,7 +64,7 @@ def run(ctx: Context) -> None:
     specs: list[RunSpec] = []
     for r in RATIOS:
         for pol in (*SYSTEMS, "pact:score=frequency"):
-            specs.append(RunSpec(f"{pol}@{r}", "graph-kron", _as_paper(pol), (*kron, f"fast_ratio={r}")))
+            specs.append(RunSpec(f"{pol}@{r}", "graph-kron", tpp_pre_5_18(pol), (*kron, f"fast_ratio={r}")))
     sens = [
         "pact:sample_period=1000",
         "pact:sample_period=4000",
@@ -97,7 +92,7 @@ def run(ctx: Context) -> None:
         "tpp",
     )
     for pol in (*colo_pols, "notier"):
-        specs.append(RunSpec(f"{pol}@colo", "masim-colocate", _as_paper(pol), colo))
+        specs.append(RunSpec(f"{pol}@colo", "masim-colocate", tpp_pre_5_18(pol), colo))
     # Fig. 11 (§5.8): bc-kron with Intel MLC threads reading the local node, 1-8 threads of
     # ~8 GB/s each; slowdowns against the fast-only run under the same contention
     for n in MLC_THREADS:

@@ -8,17 +8,21 @@ from typing import Any
 
 import pandas as pd
 
-from tierkit.reproduce.common import Context, RunSpec
+from tierkit.reproduce.common import Context, RunSpec, tpp_pre_5_18
 
 TITLE = "Reproduction: Soar and Alto — Tiered Memory Management Beyond Hotness (OSDI'25)"
 DESCRIPTION = (
     "The sequential + pointer-chase microbenchmark (Fig. 1c), Soar against NoTier, NBT, Colloid, Nomad "
     "and TPP on bc-urand-shaped graph objects across slow-tier ratios (Fig. 4, Tables 2-4), Alto on "
     "TPP, NBT, Nomad and Colloid (Fig. 7, Table 5), and the AOL-based slowdown predictor "
-    "(Figs. 2d, 2e), on the simulated Skylake CXL-emulation machine (skx-cxl-emu)."
+    "(Figs. 2d, 2e), on the simulated Skylake CXL-emulation machine (skx-cxl-emu). TPP (alone and "
+    "under Alto) accounts its hint faults as on the artifact's Linux 5.15 with TPP's patch "
+    "(tpp:slow_fault_stats=true); Colloid on TPP keeps Colloid's Linux 6.3."
 )
 
 BASELINES = ("notier", "nbt", "tpp+colloid", "nomad", "tpp", "soar")
+# Each run as the paper's artifact (MoatLab/SoarAlto, src/alto) builds it: TPP and TPP+Alto on
+# Linux v5.15 with TPP's patch (`tpp_pre_5_18`), NBT on v5.18, Nomad on 5.13, Colloid on 6.3.
 
 
 def _pearson(x: list[float], y: list[float]) -> float:
@@ -70,7 +74,9 @@ def _seq_pc(ctx: Context) -> None:
         "NBT": ("nbt", ()),
         "Soar": ("soar", ()),
     }
-    df = ctx.grid([RunSpec(k, "seq-pc", pol, (*sets, *extra)) for k, (pol, extra) in cases.items()])
+    df = ctx.grid(
+        [RunSpec(k, "seq-pc", tpp_pre_5_18(pol), (*sets, *extra)) for k, (pol, extra) in cases.items()]
+    )
     tab = pd.DataFrame(
         {"placement": df["label"], "runtime (s)": df["sim_seconds"], "slowdown": df["slowdown_vs_fast_only"]}
     )
@@ -120,7 +126,7 @@ def _graph(ctx: Context) -> None:
     for r in ratios:
         fast, slow = round(100 * (1 - r)), round(100 * r)
         sets = (f"scale={scale}", f"duration_s={dur}", f"fast_ratio={fast}:{slow}")
-        specs += [RunSpec(f"{pol}@{r:.1f}", "graph-objects", pol, sets) for pol in BASELINES]
+        specs += [RunSpec(f"{pol}@{r:.1f}", "graph-objects", tpp_pre_5_18(pol), sets) for pol in BASELINES]
     df = ctx.grid(specs)
     df["ratio"] = [float(lbl.split("@")[1]) for lbl in df["label"]]
     df["system"] = [lbl.split("@")[0] for lbl in df["label"]]
@@ -195,7 +201,7 @@ def _alto(ctx: Context) -> None:
     sets = (f"scale={scale}", f"duration_s={dur}", "fast_ratio=1:1")
     bases = ("tpp", "nbt", "nomad", "tpp+colloid")
     specs = [
-        RunSpec(f"{b}{suffix}", "graph-objects", f"{b}{suffix}", sets)
+        RunSpec(f"{b}{suffix}", "graph-objects", tpp_pre_5_18(f"{b}{suffix}"), sets)
         for b in bases
         for suffix in ("", "+alto")
     ]
@@ -205,7 +211,8 @@ def _alto(ctx: Context) -> None:
     for i in (0, 3):
         gsets = ("working_set_gb=4", "hot_set_gb=1.3", f"duration_s={gdur}", f"antagonist_intensity={i}")
         specs += [
-            RunSpec(f"tpp{s}|{i}x", "gups-hotset", f"tpp{s}", gsets) for s in ("", "+alto", "+alto:auto=true")
+            RunSpec(f"tpp{s}|{i}x", "gups-hotset", tpp_pre_5_18(f"tpp{s}"), gsets)
+            for s in ("", "+alto", "+alto:auto=true")
         ]
     df = ctx.grid(specs)
     res = {
