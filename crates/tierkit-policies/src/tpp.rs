@@ -16,11 +16,12 @@
 //!   fast tier's inactive list until free pages are back at that mark (pgdat_toptier_balanced);
 //!   referenced pages get the kernel's second chance (see [`crate::lru`]).
 //! - **The scanner's period**: upstream 6.x's accounting by default (task_numa_fault returns
-//!   early for a fault on a slow-tier page unless it was promoted on it; 5.18 added that check),
-//!   as the Colloid paper's TPP (Linux 6.3) and the later papers' ran it. `slow_fault_stats=true`
-//!   is TPP's own 5.13 patch (tpp.patch in Nomad's artifact) and the toggling paper's TPP-mod on
-//!   5.15: no memory-tiering check there, and do_numa_page ends a first fault, which only
-//!   activates the page (`goto out`), at task_numa_fault on the slow node. Those faults are
+//!   early for a fault on a slow-tier page unless it was promoted on it; 5.18 added that check).
+//!   `slow_fault_stats=true` is TPP's own patch, which is what the papers ran as TPP: on 5.13
+//!   (tpp.patch in Nomad's artifact) or v5.15 (PACT's and Soar/Alto's artifacts; the toggling
+//!   paper's TPP-mod; Vulcan): no memory-tiering check there, and do_numa_page ends a first
+//!   fault, which only activates the page (`goto out`), at task_numa_fault on the slow node.
+//!   The reproductions run it so, except Colloid's TPP (Colloid's 6.3 kernel). Those faults are
 //!   remote; on one thread they are private and change nothing (the period doubles at each
 //!   placement under either rule), but a threaded process's first faults on a page come from
 //!   different threads, count as shared, and update_task_scan_period shortens the period where
