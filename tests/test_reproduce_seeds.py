@@ -174,3 +174,23 @@ def test_reuse_is_for_all_only(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "--reuse needs `reproduce all`" in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+def test_the_run_record_names_the_commit_the_run_started_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    rp = importlib.import_module("tierkit.reproduce")
+    head = ["aaaaaaa"]
+    monkeypatch.setattr(rp, "_commit", lambda: head[0])
+
+    def run(ctx: Context) -> None:
+        ctx.claim("a claim", "p", "ours", True)
+        # the checkout moves on while the run goes (a commit made meanwhile)
+        head[0] = "bbbbbbb"
+
+    fake = types.SimpleNamespace(TITLE="Reproduction: fake", DESCRIPTION="a fake reproduction", run=run)
+    monkeypatch.setattr(rp, "_module", lambda name: fake)
+    rp.reproduce("fake", out=tmp_path / "o", quick=True, workers=1)
+    assert json.loads((tmp_path / "o" / "run.json").read_text())["commit"] == "aaaaaaa"

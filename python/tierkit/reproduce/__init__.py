@@ -92,6 +92,8 @@ def reproduce(
     seeds = check_seeds(seeds)
     root = Path(out or f"reproduce-{paper}")
     limit = None if max_memory is None else tierkit.parse_size(max_memory)
+    # the source the run is made from: read now, since the checkout may move while it runs
+    commit = _commit()
     passes = []
     for k, seed in enumerate(seeds):
         ctx = Context(
@@ -111,7 +113,7 @@ def reproduce(
             ctx.finish(title=str(mod.TITLE), intro=str(mod.DESCRIPTION))
         first.claims = merge_seeds([ctx.claims for ctx in passes], seeds)
     first.finish(title=str(mod.TITLE), intro=str(mod.DESCRIPTION), seeds=seeds)
-    _write_run_record(root, paper, quick, seeds)
+    _write_run_record(root, paper, quick, seeds, commit)
     return first.claims
 
 
@@ -119,7 +121,7 @@ def reproduce(
 RUN_RECORD = "run.json"
 
 
-def _write_run_record(root: Path, paper: str, quick: bool, seeds: Sequence[int]) -> None:
+def _write_run_record(root: Path, paper: str, quick: bool, seeds: Sequence[int], commit: str) -> None:
     import datetime
     import json
 
@@ -127,7 +129,7 @@ def _write_run_record(root: Path, paper: str, quick: bool, seeds: Sequence[int])
 
     record = {
         "paper": paper,
-        "commit": _commit(),
+        "commit": commit,
         "tierkit_version": tierkit.__version__,
         "date": datetime.date.today().isoformat(),
         "quick": quick,
