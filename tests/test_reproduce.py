@@ -161,16 +161,17 @@ def test_the_report_goes_between_the_docs_markers_and_a_doc_without_them_is_refu
 
 
 def test_the_toggle_reproduction_runs_tpp_as_the_papers_5_15_kernel_and_compresses_only_the_layer() -> None:
-    from tierkit.reproduce.toggle import TPP_5_15, _toggle_spec
+    from tierkit.reproduce.common import TPP_PRE_5_18
+    from tierkit.reproduce.toggle import _toggle_spec
 
     quick = _toggle_spec(0.25)
-    assert quick("tpp") == TPP_5_15 == "tpp:slow_fault_stats=true"
-    assert quick("tpp+toggle") == f"{TPP_5_15}+toggle:interval_ms=500,scan_period_ms=1250"
+    assert quick("tpp") == TPP_PRE_5_18 == "tpp:slow_fault_stats=true"
+    assert quick("tpp+toggle") == f"{TPP_PRE_5_18}+toggle:interval_ms=500,scan_period_ms=1250"
     assert quick("memtis+toggle") == "memtis+toggle:interval_ms=500,scan_period_ms=1250"
     assert quick("nomad") == "nomad"
     assert quick("notier") == "notier"
     paper = _toggle_spec(1.0)
-    assert paper("tpp+toggle") == f"{TPP_5_15}+toggle"
+    assert paper("tpp+toggle") == f"{TPP_PRE_5_18}+toggle"
     assert paper("memtis+toggle") == "memtis+toggle"
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from tierkit.reproduce.common import TPP_PRE_5_18, Context, RunSpec, tpp_pre_5_18
+from tierkit.reproduce.common import Context, RunSpec, tpp_pre_5_18
 
 TITLE = "Reproduction: dynamic per-process migration toggling for tiered memory"
 DESCRIPTION = (
@@ -140,16 +140,11 @@ WORK_CAP = 8.0
 TOGGLE_PERIODS_MS = (2000.0, 5000.0)
 
 
-# TPP as the paper ran it: TPP-mod on Linux 5.15, before 5.18 gave task_numa_fault its
-# memory-tiering check, so every hint fault on a slow-tier page is accounted (as remote) and
-# adapts the scan period (`tpp`'s `slow_fault_stats`; upstream 6.x's rule is its default).
-TPP_5_15 = TPP_PRE_5_18
-
-
 def _toggle_spec(compress: float) -> Callable[[str], str]:
     """Maps a policy name to the spec that runs it: TPP (alone or under the layer) gets the paper's
-    5.15 fault accounting, and a toggle layer its two periods (the paper's 2 s and 5 s) times
-    `compress` (left as they are at compress 1); any other policy is left as it is."""
+    5.15 fault accounting (TPP-mod: `tpp_pre_5_18`), and a toggle layer its two periods (the
+    paper's 2 s and 5 s) times `compress` (left as they are at compress 1); any other policy is
+    left as it is."""
     interval, scan = (v * compress for v in TOGGLE_PERIODS_MS)
 
     def spec(policy: str) -> str:
