@@ -62,13 +62,14 @@ pub struct NumaScan {
     /// numa_balancing=2 or 6 the period stays at task_scan_start.
     pub fault_stats: bool,
     /// task_numa_fault accounts the hint faults on slow-tier pages too, as remote faults: the
-    /// kernels before 6.0's memory-tiering check there (`!node_is_toptier(mem_node)` returns
-    /// early in tiering mode). TPP's 5.13 kernel, on which Nomad's artifact runs, has no such
-    /// check, and its do_numa_page ends every fault at task_numa_fault on the page's node,
-    /// also one Nomad only queues for its worker (github.com/lingfenghsiang/Nomad,
-    /// nomad.patch: `queue_page_fault`, then `goto out_map`, which ends at `out:`). All of them
-    /// remote and mostly private, so update_task_scan_period doubles the period at each
-    /// placement. False (upstream 6.x): a slow-tier fault counts only when its page was
+    /// kernels before 5.18's memory-tiering check there (`!node_is_toptier(mem_node)` returns
+    /// early in tiering mode). TPP's patch (5.13, 5.15), on which Nomad's artifact runs too, has
+    /// no such check, and its do_numa_page ends every fault at task_numa_fault on the page's
+    /// node: TPP's first fault, which only activates the page, and a fault Nomad only queues
+    /// for its worker (github.com/lingfenghsiang/Nomad, nomad.patch: `queue_page_fault`, then
+    /// `goto out_map`, which ends at `out:`). All of them remote: on one thread private, so
+    /// update_task_scan_period doubles the period at each placement; shared among threads,
+    /// and it shortens. False (upstream 6.x): a slow-tier fault counts only when its page was
     /// promoted on it.
     pub slow_fault_stats: bool,
     /// The first window as Linux places it for an exec'd program (a new mm whose

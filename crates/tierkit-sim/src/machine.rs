@@ -3662,10 +3662,9 @@ impl Machine {
             }
         }
         if let Some(ScanCfg::Numa(s)) = self.scan_pid.get(&pi).copied().or(self.scan) {
-            if tier == 0 {
-                self.account_numa_fault(pi, page, tid, &s, at as f64, false);
-            } else if s.slow_fault_stats {
-                // a kernel without 6.0's tiering check: every fault counts, here remote
+            // a slow-tier fault counts here only in a kernel without 5.18's tiering check
+            // (`slow_fault_stats`), as remote; 6.x accounts it only if it promoted its page
+            if tier == 0 || s.slow_fault_stats {
                 self.account_numa_fault(pi, page, tid, &s, at as f64, false);
             }
         }
@@ -3748,7 +3747,7 @@ impl Machine {
     /// and update_task_scan_period doubles the period: the kernel's scans of a process that keeps
     /// promoting come further and further apart (tierkit validate kernel --scenario press).
     ///
-    /// Not `promoted`, on a slow-tier page: a fault that a kernel without 6.0's tiering check
+    /// Not `promoted`, on a slow-tier page: a fault that a kernel without 5.18's tiering check
     /// accounts (`NumaScan::slow_fault_stats`): remote, private when the same thread (or nobody)
     /// faulted on the page last.
     fn account_numa_fault(
