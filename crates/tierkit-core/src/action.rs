@@ -67,11 +67,20 @@ pub struct NumaScan {
     /// no such check, and its do_numa_page ends every fault at task_numa_fault on the page's
     /// node: TPP's first fault, which only activates the page, and a fault Nomad only queues
     /// for its worker (github.com/lingfenghsiang/Nomad, nomad.patch: `queue_page_fault`, then
-    /// `goto out_map`, which ends at `out:`). All of them remote: on one thread private, so
-    /// update_task_scan_period doubles the period at each placement; shared among threads,
-    /// and it shortens. False (upstream 6.x): a slow-tier fault counts only when its page was
-    /// promoted on it.
+    /// `goto out_map`, which ends at `out:`). All of them remote: private on one thread, so
+    /// update_task_scan_period doubles the period at each placement; among threads, private
+    /// or shared by the page's cpupid (see `cpupid_at_prep`), and shared faults shorten it. A
+    /// promotion that fails at its fault adds TNF_MIGRATE_FAIL, which doubles it. False
+    /// (upstream 6.x): a slow-tier fault counts only when its page was promoted on it.
     pub slow_fault_stats: bool,
+    /// A slow-tier hint fault sets its page's cpupid (the last faulting thread, for the
+    /// private / shared split) only when the policy reports that it reached numa_migrate_prep
+    /// ([`crate::policy::Mechanism::numa_migrate_prep`]): TPP's patch ends a first fault, which
+    /// only activates the page, before it (do_numa_page's `goto out`), and 5.13's migration
+    /// copies the cpupid to the new page (migrate_page_states). False: every accounted fault
+    /// sets it (Nomad's patch calls mpol_misplaced at every fault). Top-tier faults always set
+    /// it. It matters where slow-tier faults are accounted (`slow_fault_stats`).
+    pub cpupid_at_prep: bool,
     /// The first window as Linux places it for an exec'd program (a new mm whose
     /// numa_next_scan is 0: the first task_numa_work only arms it): 2 x `scan_delay_ms` after
     /// the start with a whole CPU, paced by CPU time (docs/validation.md, section 1w). False:
@@ -90,6 +99,7 @@ impl Default for NumaScan {
             budget_share: 1.0,
             fault_stats: true,
             slow_fault_stats: false,
+            cpupid_at_prep: false,
             arm_on_exec: false,
         }
     }

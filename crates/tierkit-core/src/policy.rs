@@ -3,7 +3,7 @@
 use crate::action::{Action, SampleFilter};
 use crate::memory::PageSpace;
 use crate::params::{ParamDef, Params};
-use crate::telemetry::Telemetry;
+use crate::telemetry::{HintFault, Telemetry};
 use crate::{PageId, Pid, TierId};
 
 /// Synchronous queries a policy may make of the machine during a step (the simulated machine
@@ -36,6 +36,23 @@ pub trait Mechanism {
     fn stride_pages(&self, pid: Pid, stride_bytes: u64, out: &mut Vec<PageId>) -> bool {
         let _ = (pid, stride_bytes, out);
         false
+    }
+    /// The hint fault `fault` reached numa_migrate_prep (mm/memory.c): the policy tried to
+    /// promote its page, so should_numa_migrate_memory set the page's cpupid to the faulting
+    /// thread (page_cpupid_xchg_last), whatever came of the attempt. A kernel path that ends a
+    /// fault before it (TPP's first fault, which only activates the page) leaves the cpupid as
+    /// it was; a backend whose scanner says so ([`crate::NumaScan::cpupid_at_prep`]) then
+    /// sets it only here. The default does nothing (a real kernel keeps its own cpupids).
+    fn numa_migrate_prep(&mut self, fault: &HintFault) {
+        let _ = fault;
+    }
+    /// The promotion `fault` tried failed before any copy (migrate_misplaced_page: the target
+    /// node nearly full, migrate_balanced_pgdat): do_numa_page flags it TNF_MIGRATE_FAIL, which
+    /// task_numa_fault counts where it accounts slow-tier faults
+    /// ([`crate::NumaScan::slow_fault_stats`]), and update_task_scan_period then doubles the
+    /// period. The default does nothing (a real kernel accounts its own faults).
+    fn numa_migrate_failed(&mut self, fault: &HintFault) {
+        let _ = fault;
     }
 }
 

@@ -1,12 +1,15 @@
 //! A hand-driven machine for policy unit tests: a page table and accessed bits set by the test.
 
-use crate::{Mechanism, PageId, TierId};
+use crate::{HintFault, Mechanism, PageId, TierId};
 
 /// Pages with a tier each and an accessed bit the test sets.
 #[derive(Clone, Debug, Default)]
 pub struct FakeMech {
     pub tiers: Vec<Option<TierId>>,
     pub accessed: Vec<bool>,
+    /// The faults the policy reported at numa_migrate_prep, and those whose promotion failed.
+    pub prepped: Vec<PageId>,
+    pub failed: Vec<PageId>,
 }
 
 impl FakeMech {
@@ -15,6 +18,7 @@ impl FakeMech {
         FakeMech {
             tiers,
             accessed: vec![false; n],
+            ..Default::default()
         }
     }
 }
@@ -32,5 +36,11 @@ impl Mechanism for FakeMech {
                 *a = false;
             }
         }
+    }
+    fn numa_migrate_prep(&mut self, fault: &HintFault) {
+        self.prepped.push(fault.page);
+    }
+    fn numa_migrate_failed(&mut self, fault: &HintFault) {
+        self.failed.push(fault.page);
     }
 }

@@ -86,6 +86,7 @@ pub fn numa_scan(p: &Params) -> NumaScan {
         budget_share: 1.0,
         fault_stats: p.bool("scan_stats"),
         slow_fault_stats: false,
+        cpupid_at_prep: false,
         arm_on_exec: p.str("first_window") == "exec",
     }
 }

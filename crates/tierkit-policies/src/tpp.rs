@@ -22,11 +22,15 @@
 //!   paper's TPP-mod; Vulcan): no memory-tiering check there, and do_numa_page ends a first
 //!   fault, which only activates the page (`goto out`), at task_numa_fault on the slow node.
 //!   The reproductions run it so, except Colloid's TPP (Colloid's 6.3 kernel). Those faults are
-//!   remote; on one thread they are private and change nothing (the period doubles at each
-//!   placement under either rule), but a threaded process's first faults on a page come from
-//!   different threads, count as shared, and update_task_scan_period shortens the period where
-//!   6.x's promoted faults alone (private) lengthen it: liblinear's 15 threads are scanned
-//!   faster and promote more.
+//!   remote. The first fault ends before numa_migrate_prep, so it leaves the page's cpupid as
+//!   it was (`NumaScan::cpupid_at_prep`): only a promotion attempt sets it
+//!   (should_numa_migrate_memory), and the migration copies it. A page no attempt has touched
+//!   keeps cpupid -1, so both its faults count as private whichever threads take them; a
+//!   promoted page that was demoted carries its promoter, and other threads' faults on it are
+//!   shared. A promotion that fails for room (migrate_balanced_pgdat) is counted as
+//!   TNF_MIGRATE_FAIL and doubles the period. On one thread the option changes little (every
+//!   counted fault is remote and private, as 6.x's promoted faults are); on liblinear's 15
+//!   threads it takes 1.00x 6.x's hint faults (docs/validation.md, section 2, "eighth run").
 
 use tierkit_core::policy::Builder;
 use tierkit_core::{
@@ -109,6 +113,8 @@ impl Tpp {
             name: spec_name(INFO.name, PARAMS, p),
             scan: tierkit_core::NumaScan {
                 slow_fault_stats: p.bool("slow_fault_stats"),
+                // do_numa_page's first fault ends before numa_migrate_prep (`goto out`)
+                cpupid_at_prep: true,
                 ..numa_scan(p)
             },
             demote_scale_factor: p.u64("demote_scale_factor"),
@@ -163,6 +169,9 @@ impl Tpp {
             }
             return;
         }
+        // numa_migrate_prep: should_numa_migrate_memory sets the page's cpupid, then
+        // migrate_misplaced_page tries the move
+        mech.numa_migrate_prep(f);
         if self.t.migrate_balanced(self.t.fast_free(tel)) {
             self.t.promote(
                 f.page,
@@ -177,7 +186,9 @@ impl Tpp {
             // wakes kswapd then, not at the step's end
             self.t.wakeup_kswapd(tel, balanced_at, f.time_ns);
         } else {
+            // numamigrate_isolate_page: the node is nearly full (TNF_MIGRATE_FAIL)
             self.t.counts.promote_fail_nomem += 1;
+            mech.numa_migrate_failed(f);
         }
     }
 
@@ -330,6 +341,7 @@ pub(crate) mod tests {
                     budget_share: 1.0,
                     fault_stats: true,
                     slow_fault_stats: false,
+                    cpupid_at_prep: true,
                     arm_on_exec: true,
                 }
             }]
@@ -513,6 +525,8 @@ pub(crate) mod tests {
         p.step(&t, &mut mech, &mut out);
         assert!(migrations(&out).is_empty(), "first fault only activates");
         assert!(p.t.lru.is_active(PageId(2)));
+        // ... and ends before numa_migrate_prep: the page's cpupid stays as it was
+        assert!(mech.prepped.is_empty());
         let mut t = tel(2, 100_000, 0);
         t.hint_faults = vec![fault(2, SLOW, 900), fault(1, SLOW, 1)];
         p.step(&t, &mut mech, &mut out);
@@ -523,12 +537,19 @@ pub(crate) mod tests {
             vec![(2, FAST, MigrateMode::Sync { pid: 3, tid: 7 }, false)]
         );
         assert_eq!(p.t.counts.activations, 2);
+        // the second fault reached numa_migrate_prep (should_numa_migrate_memory sets the
+        // cpupid); nothing failed
+        assert_eq!(
+            (&mech.prepped[..], mech.failed.len()),
+            (&[PageId(2)][..], 0)
+        );
         // A fault while the promotion is in flight does nothing more.
         out.clear();
         let mut t = tel(3, 100_000, 0);
         t.hint_faults = vec![fault(2, SLOW, 1)];
         p.step(&t, &mut mech, &mut out);
         assert!(migrations(&out).is_empty());
+        assert_eq!(mech.prepped.len(), 1);
         // The promoted page arrives on the fast tier's active list.
         let mut t = tel(4, 100_000, 1);
         t.migrations = vec![done(2, SLOW, FAST, MigrationOutcome::Done)];
@@ -558,6 +579,11 @@ pub(crate) mod tests {
         p.step(&t, &mut mech, &mut out);
         assert!(migrations(&out).iter().all(|m| m.1 != FAST));
         assert_eq!(p.t.counts.promote_fail_nomem, 1);
+        // the attempt reached numa_migrate_prep and failed (TNF_MIGRATE_FAIL)
+        assert_eq!(
+            (&mech.prepped[..], &mech.failed[..]),
+            (&[PageId(0)][..], &[PageId(0)][..])
+        );
         assert!(
             p.t.lru.is_active(PageId(0)),
             "the page stays active on the slow tier"

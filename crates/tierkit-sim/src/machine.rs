@@ -747,6 +747,16 @@ impl FaultOwners {
         }
     }
 
+    /// Page `i`'s owner (tid + 1, or 0).
+    #[inline]
+    fn get(&self, i: usize) -> u32 {
+        match self {
+            FaultOwners::Tiny(v) => v[i] as u32,
+            FaultOwners::Narrow(v) => v[i] as u32,
+            FaultOwners::Wide(v) => v[i],
+        }
+    }
+
     fn capacity_bytes(&self) -> u64 {
         match self {
             FaultOwners::Tiny(v) => v.capacity() as u64,
@@ -3665,7 +3675,10 @@ impl Machine {
             // a slow-tier fault counts here only in a kernel without 5.18's tiering check
             // (`slow_fault_stats`), as remote; 6.x accounts it only if it promoted its page
             if tier == 0 || s.slow_fault_stats {
-                self.account_numa_fault(pi, page, tid, &s, at as f64, false);
+                // TPP's first fault keeps the page's cpupid: the policy sets it where its
+                // fault reaches numa_migrate_prep (`cpupid_at_prep`)
+                let set_cpupid = tier == 0 || !s.cpupid_at_prep;
+                self.account_numa_fault(pi, page, tid, &s, at as f64, false, set_cpupid);
             }
         }
         self.threads[ti].stall_ns += cost;
@@ -3749,7 +3762,9 @@ impl Machine {
     ///
     /// Not `promoted`, on a slow-tier page: a fault that a kernel without 5.18's tiering check
     /// accounts (`NumaScan::slow_fault_stats`): remote, private when the same thread (or nobody)
-    /// faulted on the page last.
+    /// faulted on the page last. `set_cpupid`: the fault sets the page's cpupid to its thread
+    /// (false for a fault that ends before numa_migrate_prep, `NumaScan::cpupid_at_prep`).
+    #[allow(clippy::too_many_arguments)]
     fn account_numa_fault(
         &mut self,
         pi: usize,
@@ -3758,15 +3773,19 @@ impl Machine {
         s: &NumaScan,
         now: f64,
         promoted: bool,
+        set_cpupid: bool,
     ) {
         let i = page as usize;
         if self.last_fault_tid.len() <= i {
             self.last_fault_tid.resize(self.pte.len());
         }
         // The moved folio's cpupid is reset (folio_migrate_flags on a top-tier target).
-        let last = self
-            .last_fault_tid
-            .replace(i, if promoted { 0 } else { tid + 1 });
+        let last = if promoted || set_cpupid {
+            self.last_fault_tid
+                .replace(i, if promoted { 0 } else { tid + 1 })
+        } else {
+            self.last_fault_tid.get(i)
+        };
         let private = promoted || last == 0 || last == tid + 1;
         let base_pages = (self.page_bytes as u64 / 4096).max(1);
         let p = &mut self.procs[pi];
@@ -3781,6 +3800,30 @@ impl Machine {
         // Colloid's kernel keeps the page's cpupid but accounts nothing (`fault_stats`)
         if s.fault_stats {
             p.numa.account_fault(s, rss, f, now);
+        }
+    }
+
+    /// task_numa_fault's TNF_MIGRATE_FAIL for a promotion that failed at its fault, in a kernel
+    /// that accounts slow-tier faults (the fault itself was counted when it was taken):
+    /// numa_faults_locality[2], so the next update_task_scan_period doubles the period.
+    fn numa_fault_failed(&mut self, pi: usize, s: &NumaScan) {
+        if s.fault_stats && s.slow_fault_stats {
+            let base_pages = (self.page_bytes as u64 / 4096).max(1);
+            if let Some(p) = self.procs.get_mut(pi) {
+                p.numa.locality[2] += base_pages;
+            }
+        }
+    }
+
+    /// The NUMA scanner configuration of the process that owns `page`, if it has one.
+    fn numa_scan_of(&self, page: u32) -> Option<(usize, NumaScan)> {
+        if page as usize >= self.pte.len() {
+            return None;
+        }
+        let pi = self.proc_of(page);
+        match self.scan_pid.get(&pi).copied().or(self.scan) {
+            Some(ScanCfg::Numa(s)) => Some((pi, s)),
+            _ => None,
         }
     }
 
@@ -4091,13 +4134,20 @@ impl Machine {
                             // scan period adapts to it; a failed or slow-tier one returns early
                             // there.
                             let pi = pid as usize;
-                            if r.outcome == MigrationOutcome::Done && to == 0 && r.from > 0 {
+                            if to == 0 && r.from > 0 {
                                 if let Some(ScanCfg::Numa(s)) =
                                     self.scan_pid.get(&pi).copied().or(self.scan)
                                 {
-                                    // (with slow_fault_stats the fault already counted)
+                                    // (with slow_fault_stats the fault already counted, and
+                                    // a failed move adds TNF_MIGRATE_FAIL to it)
                                     if !s.slow_fault_stats {
-                                        self.account_numa_fault(pi, pg, tid, &s, now, true);
+                                        if r.outcome == MigrationOutcome::Done {
+                                            self.account_numa_fault(
+                                                pi, pg, tid, &s, now, true, true,
+                                            );
+                                        }
+                                    } else if r.outcome == MigrationOutcome::NoSpace {
+                                        self.numa_fault_failed(pi, &s);
                                     }
                                 }
                             }
@@ -4277,6 +4327,28 @@ impl Mechanism for Machine {
     fn kernel_ran(&mut self, from_ns: u64, to_ns: u64) {
         if self.exp.kswapd_shares_cpu {
             self.busy.add(from_ns as f64, to_ns as f64, &mut self.dists);
+        }
+    }
+
+    /// should_numa_migrate_memory's page_cpupid_xchg_last, where the scanner's kernel sets a
+    /// slow-tier page's cpupid only there (`NumaScan::cpupid_at_prep`, with slow-tier faults
+    /// accounted); the migration keeps it (5.13's migrate_page_states copies it).
+    fn numa_migrate_prep(&mut self, fault: &HintFault) {
+        let page = fault.page.0 as u32;
+        if let Some((_, s)) = self.numa_scan_of(page) {
+            if s.slow_fault_stats && s.cpupid_at_prep {
+                let i = page as usize;
+                if self.last_fault_tid.len() <= i {
+                    self.last_fault_tid.resize(self.pte.len());
+                }
+                self.last_fault_tid.replace(i, fault.tid + 1);
+            }
+        }
+    }
+
+    fn numa_migrate_failed(&mut self, fault: &HintFault) {
+        if let Some((pi, s)) = self.numa_scan_of(fault.page.0 as u32) {
+            self.numa_fault_failed(pi, &s);
         }
     }
 }
