@@ -696,10 +696,13 @@ impl Colloid {
                 Action::SetHintScan { tiers, .. } => *tiers = ScanTiers::All,
                 // The artifact's numa_balancing=6: NUMA_BALANCING_COLLOID marks top-tier pages
                 // too (its mm/mprotect.c change_pte_range), and without NUMA_BALANCING_NORMAL
-                // its task_numa_fault accounts nothing (`scan_stats`).
+                // its task_numa_fault accounts nothing (`scan_stats`). It is Linux 6.3, with
+                // 5.18's memory-tiering check there: the base's own kernel's accounting of
+                // slow-tier faults (TPP's 5.13 patch, `slow_fault_stats`) does not apply.
                 Action::SetNumaScan { scan, .. } => {
                     scan.tiers = ScanTiers::All;
                     scan.fault_stats = self.scan_stats;
+                    scan.slow_fault_stats = false;
                 }
                 _ => {}
             }

@@ -15,22 +15,23 @@
 //!   (check_toptier_balanced, every tick), and demotes unreferenced pages from the tail of the
 //!   fast tier's inactive list until free pages are back at that mark (pgdat_toptier_balanced);
 //!   referenced pages get the kernel's second chance (see [`crate::lru`]).
-//! - **The scanner's period**: upstream 6.x's accounting by default (task_numa_fault returns
-//!   early for a fault on a slow-tier page unless it was promoted on it; 5.18 added that check).
-//!   `slow_fault_stats=true` is TPP's own patch, which is what the papers ran as TPP: on 5.13
-//!   (tpp.patch in Nomad's artifact) or v5.15 (PACT's and Soar/Alto's artifacts; the toggling
-//!   paper's TPP-mod; Vulcan): no memory-tiering check there, and do_numa_page ends a first
-//!   fault, which only activates the page (`goto out`), at task_numa_fault on the slow node.
-//!   The reproductions run it so, except Colloid's TPP (Colloid's 6.3 kernel). Those faults are
+//! - **The scanner's period**: as TPP's own kernel accounts the hint faults (`slow_fault_stats`,
+//!   default true): TPP's patch on 5.13 (tpp.patch in Nomad's artifact) or v5.15 (PACT's and
+//!   Soar/Alto's artifacts; the toggling paper's TPP-mod; Vulcan) has no memory-tiering check
+//!   in task_numa_fault (5.18 added it), and do_numa_page ends a first fault, which only
+//!   activates the page (`goto out`), at task_numa_fault on the slow node. Every paper that
+//!   ran TPP ran that kernel, except Colloid (its own Linux 6.3: the colloid layer turns it
+//!   off). `slow_fault_stats=false` is upstream 6.x's rule (a slow-tier fault counts only when
+//!   its page was promoted on it), which none of the papers' TPP kernels has. The faults are
 //!   remote. The first fault ends before numa_migrate_prep, so it leaves the page's cpupid as
 //!   it was (`NumaScan::cpupid_at_prep`): only a promotion attempt sets it
 //!   (should_numa_migrate_memory), and the migration copies it. A page no attempt has touched
 //!   keeps cpupid -1, so both its faults count as private whichever threads take them; a
 //!   promoted page that was demoted carries its promoter, and other threads' faults on it are
 //!   shared. A promotion that fails for room (migrate_balanced_pgdat) is counted as
-//!   TNF_MIGRATE_FAIL and doubles the period. On one thread the option changes little (every
+//!   TNF_MIGRATE_FAIL and doubles the period. On one thread the two rules differ little (every
 //!   counted fault is remote and private, as 6.x's promoted faults are); on liblinear's 15
-//!   threads it takes 1.00x 6.x's hint faults (docs/validation.md, section 2, "eighth run").
+//!   threads TPP's takes 1.00x 6.x's hint faults (docs/validation.md, section 2, "eighth run").
 
 use tierkit_core::policy::Builder;
 use tierkit_core::{
@@ -68,9 +69,9 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
     tierkit_core::ParamDef {
         name: "slow_fault_stats",
         kind: tierkit_core::ParamKind::Bool,
-        default: "false",
+        default: "true",
         unit: "",
-        doc: "task_numa_fault accounts every hint fault, slow-tier ones as remote, as TPP's 5.13 patch and the toggling paper's 5.15 TPP-mod do (no memory-tiering check there; a first fault, which only activates the page, ends at task_numa_fault on the slow node), and update_task_scan_period adapts to them (the period grows while they are private, shrinks while many are shared among threads); false: upstream 6.x (5.18's check), where a slow-tier fault counts only if its page was promoted on it",
+        doc: "task_numa_fault accounts every hint fault, slow-tier ones as remote, as TPP's 5.13 patch and the toggling paper's 5.15 TPP-mod do (no memory-tiering check there; a first fault, which only activates the page, ends at task_numa_fault on the slow node, leaving the page's cpupid as it was; a promotion that fails for room counts as failed), and update_task_scan_period adapts to them (the period grows while they are private or failed, shrinks while many are shared among threads); false: upstream 6.x's rule (5.18's check), where a slow-tier fault counts only if its page was promoted on it. Under the colloid layer (Colloid's Linux 6.3) it is false",
     },
     tierkit_core::ParamDef {
         name: "lru",
@@ -340,7 +341,7 @@ pub(crate) mod tests {
                     tiers: ScanTiers::SlowOnly,
                     budget_share: 1.0,
                     fault_stats: true,
-                    slow_fault_stats: false,
+                    slow_fault_stats: true,
                     cpupid_at_prep: true,
                     arm_on_exec: true,
                 }

@@ -18,7 +18,8 @@ import pandas as pd
 #: 5.13-rc6 + tpp.patch; PACT's and Soar/Alto's artifacts: v5.15 + tpp.patch; the toggling
 #: paper's TPP-mod and Vulcan: 5.15): before 5.18 gave task_numa_fault its memory-tiering check,
 #: every slow-tier hint fault is accounted, as remote, and adapts the scan period (`tpp`'s
-#: `slow_fault_stats`; its default is upstream 6.x's rule)
+#: `slow_fault_stats`, its default since 2026-12-04; spelled out so that the reproductions keep
+#: the papers' kernel whatever the default)
 TPP_PRE_5_18 = "tpp:slow_fault_stats=true"
 
 
