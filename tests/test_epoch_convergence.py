@@ -25,8 +25,9 @@ LCBE = (
     ("scale=0.015625", "fast_tier_gb=0.5", "duration_s=20", "pagerank_start_s=4", "liblinear_start_s=8"),
 )
 OBJECTS = ("graph-objects", ("scale=0.0625", "duration_s=10"))
-# liblinear's 15 threads under the toggling paper's TPP-mod accounting, which counts their shared
-# first faults (2026-12-04: 246.7M ops/s at 1 ms, 247.2M at 0.5 ms, 247.3M at 0.25 ms, seeds 1-2)
+# liblinear's 15 threads under TPP's own kernel's fault accounting, the toggling paper's TPP-mod
+# (2026-12-04, with a first fault keeping the page's cpupid: 249.2M ops/s at 1 ms, 249.6M at
+# 0.5 ms, 249.5M at 0.25 ms, seeds 1-2; `tpp`'s default since, spelled out here)
 LIBLINEAR = (
     "mig-friendliness",
     ("mix=liblinear", "scale=0.015625", "fast_tier_gb=0.5", "duration_s=10", "platform=spr-cmmd"),
@@ -75,9 +76,11 @@ def test_halving_the_epoch_keeps_the_throughput(
 def test_tpp_fault_storms_of_huge_pages_do_not_follow_the_step() -> None:
     """TPP on gups-hotset with 2 MiB pages promotes ~120 pages synchronously after each scanner
     window. Its slowdown against fast-only, over six seeds of 60 s, stays within 0.5% from 1 ms
-    down to 0.0625 ms: 1.0295 / 1.0298 / 1.0308 / 1.0319 / 1.0296 (0.24%; 1.0310 and 1.0304 at 8
-    and 4 ms), with a storm's busy spans placed at their instants and kswapd's tests inside a
-    step reading the live counts (docs/validation.md, sections 1p and 1q). With the spans placed
+    down to 0.0625 ms: 1.0328 / 1.0325 / 1.0349 / 1.0353 / 1.0326 (0.27%; 2026-12-04, with TPP's
+    own kernel's fault accounting, the default since). Under 6.x's accounting it was 1.0295 /
+    1.0298 / 1.0308 / 1.0319 / 1.0296 (0.24%; 1.0310 and 1.0304 at 8 and 4 ms). Both with a
+    storm's busy spans placed at their instants and kswapd's tests inside a step reading the
+    live counts (docs/validation.md, sections 1p and 1q). With the spans placed
     but the tests inside a step reading the step-start rate it was 1.0420 / 1.0345 / 1.0359 /
     1.0341 / 1.0333 (0.84%). With the backlog shared but every thread of a storm stalled in the
     same whole steps it was 1.073 / 1.100 / 1.078 / 1.061 / 1.053 (section 1n); with the whole
@@ -132,7 +135,8 @@ def test_tpp_colloid_on_its_base_fault_path() -> None:
 
 def test_tpp_on_the_uu_pair_does_not_follow_the_step() -> None:
     """The toggling reproduction's quick UU pair (silo, then gups 5 s later; scale 1/64,
-    spr-cmmd, 20 s): TPP's slowdown at 1 and 0.25 ms within 3% (7.878 and 7.902 measured).
+    spr-cmmd, 20 s): TPP's slowdown at 1 and 0.25 ms within 3% (7.985 and 7.957 measured; 7.947
+    and 7.969 under 6.x's fault accounting, 7.878 and 7.902 before that was re-measured).
     While a storm's whole fault backlog went to the one thread out first it was 5.33 against
     7.84 (docs/validation.md, sections 1m and 1n): a fault waiting for a busy thread is now
     taken by whichever of the page's threads is out first."""
@@ -154,12 +158,14 @@ def test_tpp_on_the_uu_pair_does_not_follow_the_step() -> None:
 @pytest.mark.parametrize("policy", ["tpp", "nbt"])
 def test_halving_the_epoch_keeps_hint_fault_promotions_on_a_real_programs_trace(policy: str) -> None:
     """The sqlite lookup trace (4 KiB pages): TPP's and NBT's promotions, means of seeds 1-2,
-    within 5% at 1 and 0.25 ms. Until kswapd's demotions started inside the step on the fault
-    path (docs/validation.md, section 1t) they were 406 and 600 (TPP), and 200 and 498 (NBT, at
-    the step's end then)."""
+    within 5% at 1 and 0.25 ms. TPP: 309 and 309 (2026-12-04: its own kernel counts the
+    promotions that fail for room as failed, and its scanner slows down; 638 and 616 under 6.x's
+    accounting). Until kswapd's demotions started inside the step on the fault path
+    (docs/validation.md, section 1t) they were 406 and 600 (TPP), and 200 and 498 (NBT, at the
+    step's end then)."""
     trace = str(Path(__file__).resolve().parents[1] / "examples" / "traces" / "sqlite-lookup.tkt")
     runs = [(f"trace:{trace}", policy, [f"epoch_ms={e}"], seed) for e in (1.0, 0.25) for seed in (1, 2)]
     values = slowdowns(runs, key="promotions")
     coarse, fine = statistics.mean(values[:2]), statistics.mean(values[2:])
-    assert coarse > 300, values
+    assert coarse > 200, values
     assert fine == pytest.approx(coarse, rel=0.05), f"{policy}: {coarse:.0f} at 1 ms, {fine:.0f} at 0.25 ms"
