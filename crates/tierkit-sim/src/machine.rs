@@ -3671,7 +3671,7 @@ impl Machine {
                 v.fault_by(tid + 1);
             }
         }
-        if let Some(ScanCfg::Numa(s)) = self.scan_pid.get(&pi).copied().or(self.scan) {
+        if let Some(s) = self.numa_cfg(pi) {
             // a slow-tier fault counts here only in a kernel without 5.18's tiering check
             // (`slow_fault_stats`), as remote; 6.x accounts it only if it promoted its page
             if tier == 0 || s.slow_fault_stats {
@@ -3776,15 +3776,12 @@ impl Machine {
         set_cpupid: bool,
     ) {
         let i = page as usize;
-        if self.last_fault_tid.len() <= i {
-            self.last_fault_tid.resize(self.pte.len());
-        }
+        let owners = self.fault_owners(i);
         // The moved folio's cpupid is reset (folio_migrate_flags on a top-tier target).
         let last = if promoted || set_cpupid {
-            self.last_fault_tid
-                .replace(i, if promoted { 0 } else { tid + 1 })
+            owners.replace(i, if promoted { 0 } else { tid + 1 })
         } else {
-            self.last_fault_tid.get(i)
+            owners.get(i)
         };
         let private = promoted || last == 0 || last == tid + 1;
         let base_pages = (self.page_bytes as u64 / 4096).max(1);
@@ -3815,16 +3812,29 @@ impl Machine {
         }
     }
 
-    /// The NUMA scanner configuration of the process that owns `page`, if it has one.
+    /// Process `pi`'s NUMA-balancing scanner, if it runs one (its own, else the machine's).
+    fn numa_cfg(&self, pi: usize) -> Option<NumaScan> {
+        match self.scan_pid.get(&pi).copied().or(self.scan) {
+            Some(ScanCfg::Numa(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The process that owns `page` and its NUMA-balancing scanner, if it runs one.
     fn numa_scan_of(&self, page: u32) -> Option<(usize, NumaScan)> {
         if page as usize >= self.pte.len() {
             return None;
         }
         let pi = self.proc_of(page);
-        match self.scan_pid.get(&pi).copied().or(self.scan) {
-            Some(ScanCfg::Numa(s)) => Some((pi, s)),
-            _ => None,
+        self.numa_cfg(pi).map(|s| (pi, s))
+    }
+
+    /// The last-faulting-thread table, grown to cover page `i` (it grows with the page table).
+    fn fault_owners(&mut self, i: usize) -> &mut FaultOwners {
+        if self.last_fault_tid.len() <= i {
+            self.last_fault_tid.resize(self.pte.len());
         }
+        &mut self.last_fault_tid
     }
 
     // ---------------------------------------------------------------- actions
@@ -4135,9 +4145,7 @@ impl Machine {
                             // there.
                             let pi = pid as usize;
                             if to == 0 && r.from > 0 {
-                                if let Some(ScanCfg::Numa(s)) =
-                                    self.scan_pid.get(&pi).copied().or(self.scan)
-                                {
+                                if let Some(s) = self.numa_cfg(pi) {
                                     // (with slow_fault_stats the fault already counted, and
                                     // a failed move adds TNF_MIGRATE_FAIL to it)
                                     if !s.slow_fault_stats {
@@ -4338,10 +4346,7 @@ impl Mechanism for Machine {
         if let Some((_, s)) = self.numa_scan_of(page) {
             if s.slow_fault_stats && s.cpupid_at_prep {
                 let i = page as usize;
-                if self.last_fault_tid.len() <= i {
-                    self.last_fault_tid.resize(self.pte.len());
-                }
-                self.last_fault_tid.replace(i, fault.tid + 1);
+                self.fault_owners(i).replace(i, fault.tid + 1);
             }
         }
     }
