@@ -13,8 +13,13 @@ seeds), flagged beyond `--counter-tolerance`. A throughput that holds while the 
 it works differently by step (kswapd testing three times the pages, say) is a result that holds
 by luck; section 1m of docs/validation.md has such a case.
 
+With `--defaults`, the cases are instead every built-in workload at its defaults (so at the
+sizes a user first runs, where the list below is scaled down), `duration_s` of `--duration`
+(10 s), under the policies of DEFAULT_POLICIES: PACT's stalled promotions on graph-objects
+(docs/validation.md, section 4, "An epoch audit of every built-in workload") showed only there.
+
     .venv/bin/python benchmarks/epoch_audit.py [--out FILE.md] [--tolerance 0.02]
-        [--counters] [--counter-tolerance 0.10] [--only WORKLOAD]
+        [--counters] [--counter-tolerance 0.10] [--only WORKLOAD] [--defaults [--duration S]]
 """
 
 from __future__ import annotations
@@ -75,7 +80,11 @@ CASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
         ("mix=uu", "scale=0.015625", "fast_tier_gb=0.5", "duration_s=30", "offset_s=10"),
         ("memtis+toggle", "tpp+toggle"),
     ),
-    ("graph-objects", ("scale=0.0625", "duration_s=10"), ("soar", "tpp+alto", "nbt+alto", "nomad+alto")),
+    (
+        "graph-objects",
+        ("scale=0.0625", "duration_s=10"),
+        ("soar", "tpp+alto", "nbt+alto", "nomad+alto", "pact"),
+    ),
     # promotions limited by the room kswapd makes (4 KiB, a small fast tier): at the step's end
     # NBT's failed promotions follow the step (docs/validation.md, section 1t)
     (
@@ -87,6 +96,22 @@ CASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("masim-colocate", ("size_gb=0.5", "duration_s=10"), ("pact", "pact:score=latency", "tpp")),
     ("trace:examples/traces/sqlite-lookup.tkt", (), ("hemem", "tpp", "pact", "nbt")),
 ]
+
+#: the policies `--defaults` runs on every built-in workload
+DEFAULT_POLICIES = (
+    "notier",
+    "hemem",
+    "memtis",
+    "tpp",
+    "nbt",
+    "nomad",
+    "pact",
+    "vulcan",
+    "hemem+colloid",
+    "tpp+colloid",
+    "memtis+colloid",
+    "nbt+alto",
+)
 
 EPOCHS = (1.0, 0.5, 0.25)
 SEEDS = (1, 2)
@@ -132,10 +157,29 @@ def main() -> int:
         help="flag a counter that changes beyond this share (default 0.10)",
     )
     ap.add_argument("--only", metavar="WORKLOAD", help="run only this workload's cases")
+    ap.add_argument(
+        "--defaults",
+        action="store_true",
+        help="every built-in workload at its defaults under DEFAULT_POLICIES instead of the scaled cases",
+    )
+    ap.add_argument(
+        "--duration",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="simulated seconds of each --defaults run (default 10)",
+    )
     args = ap.parse_args()
-    cases = [c for c in CASES if args.only in (None, c[0])]
+    if args.duration <= 0:
+        ap.error(f"--duration {args.duration:g}: expected a positive number of seconds")
+    pool = (
+        [(w, (f"duration_s={args.duration:g}",), DEFAULT_POLICIES) for w, _ in tierkit.list_workloads()]
+        if args.defaults
+        else CASES
+    )
+    cases = [c for c in pool if args.only in (None, c[0])]
     if not cases:
-        ap.error(f"--only {args.only}: no case of that workload (known: {sorted({c[0] for c in CASES})})")
+        ap.error(f"--only {args.only}: no case of that workload (known: {sorted({c[0] for c in pool})})")
     rows = []
     counter_rows = []
     n = sum(len(p) for _, _, p in cases)
