@@ -1509,6 +1509,32 @@ mod tests {
             .collect()
     }
 
+    /// Cycles of skewed slow-tier samples (their pages accessed) until PACT migrates: that
+    /// cycle's actions, not yet carried out (at least one demotion and one promotion).
+    fn until_first_migration(
+        m: &mut Machine,
+        pol: &mut Pact,
+        rng: &mut tierkit_core::Rng,
+    ) -> Vec<Action> {
+        for _ in 0..30 {
+            let s = skewed_samples(rng, 64, 1000);
+            let mut mech = m.mech();
+            for x in &s {
+                mech.accessed[x.page.0 as usize] = true;
+            }
+            let mut tel = m.telemetry(s);
+            tel.tier_counters = counters(50_000.0, 2.0);
+            let mut out = Vec::new();
+            pol.step(&tel, &mut mech, &mut out);
+            let moves = async_migrations(&out);
+            if !moves.is_empty() {
+                assert!(moves.iter().any(|m| m.1 == FAST) && moves.iter().any(|m| m.1 == SLOW));
+                return out;
+            }
+        }
+        panic!("PACT did not migrate within 30 cycles");
+    }
+
     /// A promotion whose frame a first touch took (the demotion before it freed the frame, the
     /// workload's allocation landed in it before the copy did, and the promotion failed for
     /// room) leaves N_demoted one ahead of N_promoted with the fast tier full. Algorithm 2's
@@ -1523,27 +1549,10 @@ mod tests {
         init(&mut m, &mut pol);
         let mut rng = tierkit_core::Rng::new(9);
         // the first cycle that promotes: one frame short when its migrations are carried out
-        let mut first = Vec::new();
-        for _ in 0..30 {
-            let s = skewed_samples(&mut rng, 64, 1000);
-            let mut mech = m.mech();
-            for x in &s {
-                mech.accessed[x.page.0 as usize] = true;
-            }
-            let mut tel = m.telemetry(s);
-            tel.tier_counters = counters(50_000.0, 2.0);
-            let mut out = Vec::new();
-            pol.step(&tel, &mut mech, &mut out);
-            if async_migrations(&out).is_empty() {
-                continue;
-            }
-            first = async_migrations(&out);
-            m.cap[FAST as usize] -= 1;
-            m.apply(&out);
-            m.cap[FAST as usize] += 1;
-            break;
-        }
-        assert!(first.len() >= 2, "PACT promoted within 30 cycles");
+        let out = until_first_migration(&mut m, &mut pol, &mut rng);
+        m.cap[FAST as usize] -= 1;
+        m.apply(&out);
+        m.cap[FAST as usize] += 1;
         assert_eq!(
             m.nospace, 1,
             "the last promotion of the cycle failed for room"
@@ -1583,19 +1592,8 @@ mod tests {
         let mut pol = pact("window_ms=1");
         init(&mut m, &mut pol);
         let mut rng = tierkit_core::Rng::new(9);
-        let mut held = Vec::new();
-        for _ in 0..30 {
-            let s = skewed_samples(&mut rng, 64, 1000);
-            let mut mech = m.mech();
-            let mut tel = m.telemetry(s);
-            tel.tier_counters = counters(50_000.0, 2.0);
-            pol.step(&tel, &mut mech, &mut held);
-            if !held.is_empty() {
-                break;
-            }
-        }
+        let held = until_first_migration(&mut m, &mut pol, &mut rng);
         let moves = async_migrations(&held);
-        assert!(moves.len() >= 2, "PACT migrated within 30 cycles");
         let (n_pro, n_dem) = (pol.n_promoted, pol.n_demoted);
         let to_fast = moves.iter().filter(|m| m.1 == FAST).count() as u64;
         assert_eq!(pol.inflight_to_fast, to_fast);
