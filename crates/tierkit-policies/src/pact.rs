@@ -1539,9 +1539,9 @@ mod tests {
     /// workload's allocation landed in it before the copy did, and the promotion failed for
     /// room) leaves N_demoted one ahead of N_promoted with the fast tier full. Algorithm 2's
     /// counter then asks for no demotion, and before the fix PACT never promoted again
-    /// (graph-objects, seed 1, 1 ms epochs: no promotion from 1 s to 6.5 s, 12% below the runs
-    /// that escaped it). The kernel serves such a `move_pages()` by reclaiming a page of the
-    /// full node; PACT demotes on demand.
+    /// (graph-objects, seed 1, 1 ms epochs: no promotion from 1 s to 6.5 s, 14% below the same
+    /// run at 0.5 ms, which escaped it). The kernel serves such a `move_pages()` by reclaiming a
+    /// page of the full node; PACT demotes on demand.
     #[test]
     fn a_fast_tier_a_first_touch_filled_is_demoted_on_demand() {
         let mut m = machine(64, 1000, 64);
