@@ -591,22 +591,13 @@ impl Pact {
             }
         }
         for r in &tel.migrations {
-            let was = *self.inflight.get(r.page);
-            if was != 0 {
-                self.inflight.set(r.page, 0);
-                if was == 1 {
-                    self.inflight_to_fast = self.inflight_to_fast.saturating_sub(1);
-                } else if was == 2 {
-                    self.inflight_to_slow = self.inflight_to_slow.saturating_sub(1);
-                }
-            }
+            let was = self.settle(r.page);
             let ok = r.outcome == MigrationOutcome::Done;
             if r.to == FAST {
                 if ok {
                     self.clock_push(r.page);
                 } else if was == 1 {
-                    self.n_promoted = self.n_promoted.saturating_sub(1);
-                    self.promotions_failed += 1;
+                    self.count_failed(was);
                 }
             } else if ok {
                 // back in the slow tier: a candidate again only once sampled there
@@ -614,8 +605,7 @@ impl Pact {
                     self.entries[s].flags &= !CAND;
                 }
             } else if was == 2 {
-                self.n_demoted = self.n_demoted.saturating_sub(1);
-                self.demotions_failed += 1;
+                self.count_failed(was);
                 // still in the fast tier: back on the CLOCK, which dropped it as moving
                 self.clock_push(r.page);
             }
@@ -626,20 +616,8 @@ impl Pact {
             // its result (NoPage) may come in a later epoch, when the page is no longer known
             // as moving, so it is counted off here, as a failed migration of this epoch's
             // results would be
-            match *self.inflight.get(e.page) & 0x7f {
-                1 => {
-                    self.inflight_to_fast = self.inflight_to_fast.saturating_sub(1);
-                    self.n_promoted = self.n_promoted.saturating_sub(1);
-                    self.promotions_failed += 1;
-                }
-                2 => {
-                    self.inflight_to_slow = self.inflight_to_slow.saturating_sub(1);
-                    self.n_demoted = self.n_demoted.saturating_sub(1);
-                    self.demotions_failed += 1;
-                }
-                _ => {}
-            }
-            self.inflight.set(e.page, 0);
+            let was = self.settle(e.page);
+            self.count_failed(was);
         }
         // tiers, in-flight states and candidacy changed only for these pages
         for e in &tel.allocated {
@@ -647,6 +625,37 @@ impl Pact {
         }
         for r in &tel.migrations {
             self.refile_page(r.page);
+        }
+    }
+
+    /// The migration in flight for `p`, if any, is over: its mark and its in-flight count are
+    /// cleared. Returns what it was (1 to the fast tier, 2 to the slow tier, 0 none).
+    fn settle(&mut self, p: PageId) -> u8 {
+        let was = *self.inflight.get(p);
+        if was != 0 {
+            self.inflight.set(p, 0);
+            match was {
+                1 => self.inflight_to_fast = self.inflight_to_fast.saturating_sub(1),
+                2 => self.inflight_to_slow = self.inflight_to_slow.saturating_sub(1),
+                _ => {}
+            }
+        }
+        was
+    }
+
+    /// A migration of kind `was` (as [`Pact::settle`] returns it) did not happen: Algorithm 2's
+    /// counters take it back and it counts as failed.
+    fn count_failed(&mut self, was: u8) {
+        match was {
+            1 => {
+                self.n_promoted = self.n_promoted.saturating_sub(1);
+                self.promotions_failed += 1;
+            }
+            2 => {
+                self.n_demoted = self.n_demoted.saturating_sub(1);
+                self.demotions_failed += 1;
+            }
+            _ => {}
         }
     }
 
