@@ -23,7 +23,8 @@ DROP_INS = {
     # kernel-tiering mode (nbt and its layers: docs/operator-guide.md, "Kernel-tiering mode")
     "kernel-tiering": (
         "CapabilityBoundingSet=CAP_SYS_ADMIN\n"
-        "ReadWritePaths=/proc/sys/kernel /proc/sys/vm/watermark_scale_factor /sys/kernel/mm/numa "
+        "ReadWritePaths=/proc/sys/kernel /proc/sys/vm/watermark_scale_factor /proc/sys/vm/min_free_kbytes "
+        "/sys/kernel/mm/numa "
         "-/sys/kernel/debug/sched/numa_balancing\n"
         "RuntimeDirectory=tierkitd\n"
         "RuntimeDirectoryPreserve=yes\n"

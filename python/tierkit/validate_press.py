@@ -214,7 +214,8 @@ def sim_pass_times(ts: pd.DataFrame) -> list[float]:
 
 
 def _linux_wmarks(node_pages: int, total_pages: int, wsf: int) -> tuple[int, int]:
-    """min and step of the simulator's Watermarks::linux (tierkit-policies lru.rs), 4 KiB pages."""
+    """min and step of the simulator's Watermarks::linux (tierkit-policies lru.rs) with the kernel's own
+    min_free_kbytes (the policies' default, ``min_free_kbytes=0``), 4 KiB pages."""
     total_kb = total_pages * PAGE // 1024
     min_free_kb = min(max(math.isqrt(total_kb * 16), 128), 262_144)
     min_total = min_free_kb * 1024 // PAGE

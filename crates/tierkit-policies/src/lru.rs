@@ -171,6 +171,14 @@ pub const P_WSF: ParamDef = ParamDef {
     unit: "1/10000 of the tier",
     doc: "distance between the min, low, high and promo watermarks (vm.watermark_scale_factor)",
 };
+/// vm.min_free_kbytes (0: the kernel's own, from the machine's memory).
+pub const P_MIN_FREE_KBYTES: ParamDef = ParamDef {
+    name: "min_free_kbytes",
+    kind: ParamKind::Int { min: 0, max: 1 << 30 },
+    default: "0",
+    unit: "KiB",
+    doc: "free memory the kernel keeps over all nodes (vm.min_free_kbytes, used as written; min_free_kbytes_sysctl_handler), shared out by node size into each node's min watermark (__setup_per_zone_wmarks), so the fast tier's watermarks fall as the slow tier grows; 0: the kernel's boot-time value, sqrt(16 x the machine's memory in KiB) clamped to [128, 262144] (calculate_min_free_kbytes)",
+};
 /// A simulation bound, not a kernel knob: how much LRU kswapd examines per ms.
 pub const P_KSWAPD_SCAN: ParamDef = ParamDef {
     name: "kswapd_scan_per_ms",
@@ -313,19 +321,28 @@ pub struct Watermarks {
 }
 
 impl Watermarks {
-    /// Watermarks of a node of `node_pages` in a machine of `total_pages`: min_free_kbytes =
-    /// sqrt(16 x lowmem KiB) clamped to [128 KiB, 256 MiB], shared out by node size; the step
-    /// between min, low, high and promo is max(min/4, node x watermark_scale_factor / 10000).
+    /// Watermarks of a node of `node_pages` in a machine of `total_pages`: min_free_kbytes
+    /// (`min_free_kbytes` as an administrator set it, or with 0 the kernel's boot-time value,
+    /// sqrt(16 x lowmem KiB) clamped to [128 KiB, 256 MiB], mm/page_alloc.c
+    /// calculate_min_free_kbytes) shared out by node size (`__setup_per_zone_wmarks`); the
+    /// step between min, low, high and promo is max(min/4, node x watermark_scale_factor /
+    /// 10000).
     pub fn linux(
         node_pages: u64,
         total_pages: u64,
         page_bytes: u64,
         watermark_scale_factor: u64,
+        min_free_kbytes: u64,
     ) -> Self {
         let per_page = (page_bytes / DEFAULT_PAGE_BYTES).max(1);
         let (node, total) = (node_pages * per_page, total_pages * per_page);
         let total_kb = total.saturating_mul(DEFAULT_PAGE_BYTES) / 1024;
-        let min_free_kb = isqrt(total_kb.saturating_mul(16)).clamp(128, 262_144);
+        let min_free_kb = if min_free_kbytes > 0 {
+            // min_free_kbytes_sysctl_handler: the written value, unclamped
+            min_free_kbytes
+        } else {
+            isqrt(total_kb.saturating_mul(16)).clamp(128, 262_144)
+        };
         let min_pages_total = min_free_kb * 1024 / DEFAULT_PAGE_BYTES;
         let min = ((min_pages_total as u128 * node as u128) / total.max(1) as u128) as u64;
         let step = (min / 4).max(node.saturating_mul(watermark_scale_factor) / 10_000);
@@ -2242,6 +2259,8 @@ pub struct Tiering {
     pub page_bytes: u64,
     wm_key: (u64, u64, u64),
     watermark_scale_factor: u64,
+    /// vm.min_free_kbytes as set (0: the kernel's own from the machine's memory).
+    pub min_free_kbytes: u64,
     kswapd_scan_per_ms: u64,
     /// How long a kswapd woken by a promotion waits for a CPU before it runs (ns).
     pub wake_delay_ns: u64,
@@ -2275,6 +2294,7 @@ impl Tiering {
             page_bytes: DEFAULT_PAGE_BYTES,
             wm_key: (0, 0, 0),
             watermark_scale_factor,
+            min_free_kbytes: 0,
             kswapd_scan_per_ms,
             wake_delay_ns: 0,
             tick_ns: 0,
@@ -2285,11 +2305,12 @@ impl Tiering {
         }
     }
 
-    /// From a hint-fault policy's parameters: `watermark_scale_factor`, `kswapd_scan_per_ms`,
-    /// `lru_stats_flush_ms`, `max_reclaim_retries`, `lru_gen`, `dma_zone`, `lru_gen_mm_tables`
+    /// From a hint-fault policy's parameters: `watermark_scale_factor`, `min_free_kbytes`,
+    /// `kswapd_scan_per_ms`, `lru_stats_flush_ms`, `max_reclaim_retries`, `lru_gen`, `dma_zone`, `lru_gen_mm_tables`
     /// and `lru_gen_mm_switch_ms`.
     pub fn from_params(p: &Params) -> Self {
         let mut t = Tiering::new(p.u64("watermark_scale_factor"), p.u64("kswapd_scan_per_ms"));
+        t.min_free_kbytes = p.u64("min_free_kbytes");
         t.kswapd.stats_flush_ns = (p.float("lru_stats_flush_ms") * 1e6).round() as u64;
         t.kswapd.max_retries = p.u64("max_reclaim_retries").min(u32::MAX as u64) as u32;
         t.lru = Lru::new().with_gens(p.bool("lru_gen"));
@@ -2371,7 +2392,13 @@ impl Tiering {
         if (fast, total, self.page_bytes) != self.wm_key {
             self.wm_key = (fast, total, self.page_bytes);
             self.fast_pages = fast;
-            self.wm = Watermarks::linux(fast, total, self.page_bytes, self.watermark_scale_factor);
+            self.wm = Watermarks::linux(
+                fast,
+                total,
+                self.page_bytes,
+                self.watermark_scale_factor,
+                self.min_free_kbytes,
+            );
         }
     }
 
@@ -2732,7 +2759,7 @@ pub(crate) mod tests {
     fn linux_watermarks_for_a_16_gib_node() {
         // 16 GiB fast + 16 GiB slow: min_free_kbytes = sqrt(16 x 32 GiB in KiB) = 23170.
         let (node, total) = (4u64 << 20, 8u64 << 20);
-        let w = Watermarks::linux(node, total, 4096, 10);
+        let w = Watermarks::linux(node, total, 4096, 10, 0);
         assert_eq!(w.min, 23170 / 4 / 2);
         let step = node * 10 / 10_000;
         assert_eq!(
@@ -2743,7 +2770,33 @@ pub(crate) mod tests {
         assert_eq!(w.tpp_demote(node, 200), node * 200 / 10_000);
         assert_eq!(w.tpp_demote(node, 1), 2 * w.high);
         // Tiny machines clamp min_free_kbytes at 128 KiB.
-        assert_eq!(Watermarks::linux(64, 64, 4096, 10).min, 32);
+        assert_eq!(Watermarks::linux(64, 64, 4096, 10, 0).min, 32);
+    }
+
+    /// The kernel's min_free_kbytes grows with the square root of the whole machine's memory
+    /// and each node gets its share by size, so a larger slow tier lowers the fast node's
+    /// watermarks, also when an administrator wrote the value (it is used as given).
+    #[test]
+    fn min_free_kbytes_from_the_machine_or_as_written_shared_out_by_node_size() {
+        let node = 4u64 << 20; // 16 GiB of 4 KiB pages
+        let small = Watermarks::linux(node, 2 * node, 4096, 10, 0);
+        let large = Watermarks::linux(node, 8 * node, 4096, 10, 0);
+        // sqrt(16 x 32 GiB in KiB) = 23170 KiB over 2 nodes' worth; 46340 over 8
+        assert_eq!((small.min, large.min), (23170 / 4 / 2, 46340 / 4 / 8));
+        let set = |total: u64| Watermarks::linux(node, total, 4096, 10, 65_536);
+        assert_eq!(
+            (set(2 * node).min, set(8 * node).min),
+            (65_536 / 4 / 2, 65_536 / 4 / 8)
+        );
+        // a written value is not clamped to 256 MiB (the handler stores it as given)
+        assert_eq!(
+            Watermarks::linux(node, node, 4096, 10, 1 << 20).min,
+            1 << 18
+        );
+        // huge pages: the same base pages, rounded up to whole huge pages
+        let huge = Watermarks::linux(node / 512, 2 * node / 512, 2 << 20, 10, 65_536);
+        assert_eq!(huge.base, set(2 * node).base);
+        assert_eq!(huge.min, (65_536u64 / 4 / 2).div_ceil(512));
     }
 
     /// A fast tier of a few hundred pages (a small trace's) gives its watermarks a large share
@@ -2753,7 +2806,7 @@ pub(crate) mod tests {
         let sized = |fast: u64, total: u64| {
             let mut t = Tiering::new(10, 4096);
             t.fast_pages = fast;
-            t.wm = Watermarks::linux(fast, total, 4096, 10);
+            t.wm = Watermarks::linux(fast, total, 4096, 10, 0);
             t
         };
         // sqlite-lookup's 410 pages, a third fast: the demotion watermark is twice the high.

@@ -32,8 +32,8 @@ use crate::common::spec_name;
 use crate::lru::{
     hint_scan, numa_scan, Tiering, P_DMA_ZONE, P_FAULT_PATH, P_FIRST_WINDOW, P_KSWAPD_DEMOTE,
     P_KSWAPD_SCAN, P_KSWAPD_TICK, P_KSWAPD_WAKE_DELAY, P_LRU_GEN, P_LRU_GEN_MM_SWITCH,
-    P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES, P_SCAN_DELAY, P_SCAN_PERIOD,
-    P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_SCAN_STATS, P_WSF,
+    P_LRU_GEN_MM_TABLES, P_LRU_STATS_FLUSH, P_MAX_RECLAIM_RETRIES, P_MIN_FREE_KBYTES, P_SCAN_DELAY,
+    P_SCAN_PERIOD, P_SCAN_PERIOD_MAX, P_SCAN_PERIOD_MIN, P_SCAN_SIZE, P_SCAN_STATS, P_WSF,
 };
 
 /// NUMA_MIGRATION_ADJUST_STEPS: the threshold moves by 2 x default / 16 per adjustment.
@@ -62,6 +62,7 @@ const PARAMS: &[tierkit_core::ParamDef] = &[
         doc: "most promotion candidates per second (numa_balancing_promote_rate_limit_MBps)",
     },
     P_WSF,
+    P_MIN_FREE_KBYTES,
     P_KSWAPD_SCAN,
     P_KSWAPD_WAKE_DELAY,
     P_KSWAPD_TICK,

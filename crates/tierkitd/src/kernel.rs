@@ -116,6 +116,11 @@ pub const KNOBS: &[KnobDef] = &[
         paths: &["proc/sys/vm/watermark_scale_factor"],
         param: Some("watermark_scale_factor"),
     },
+    KnobDef {
+        name: "vm.min_free_kbytes",
+        paths: &["proc/sys/vm/min_free_kbytes"],
+        param: Some("min_free_kbytes"),
+    },
 ];
 
 /// Whether a spec runs in kernel-tiering mode (its base is `nbt`).
@@ -189,6 +194,9 @@ pub fn wanted(spec: &str) -> Result<Vec<Want>> {
                     "scan_stats is how the kernel's own task_numa_fault accounts hint faults (upstream: it does; Colloid's patched kernel: it does not), not a knob; drop it".into(),
                 ))
             }
+            // the simulator's "the kernel's own value": nothing to set (0 itself would leave
+            // the kernel no reserve at all)
+            "min_free_kbytes" if v.replace('_', "").trim().parse::<f64>() == Ok(0.0) => continue,
             k => k,
         };
         given.insert(k, v.as_str());
@@ -1147,6 +1155,7 @@ mod tests {
             "65536",
         );
         w("proc/sys/vm/watermark_scale_factor", "10");
+        w("proc/sys/vm/min_free_kbytes", "45056");
         if debugfs {
             for (k, v) in [
                 ("hot_threshold_ms", "1000"),
@@ -1199,6 +1208,15 @@ mod tests {
         assert_eq!(m["numa_balancing/scan_delay_ms"], "0");
         assert_eq!(m["vm.watermark_scale_factor"], "50");
         assert_eq!(w.len(), 9);
+        // vm.min_free_kbytes as given; 0 is the simulator's "the kernel's own": nothing to set
+        let w = wanted("nbt:min_free_kbytes=67_584").unwrap();
+        assert!(w
+            .iter()
+            .any(|w| w.name == "vm.min_free_kbytes" && w.value == "67584"));
+        assert_eq!(
+            wanted("nbt:min_free_kbytes=0").unwrap(),
+            wanted("nbt").unwrap()
+        );
         // the newer name wins over the older one
         let w = wanted("nbt:scan_period_min_ms=300,scan_period_ms=200").unwrap();
         assert!(w

@@ -37,6 +37,7 @@ fn fake_kernel(numa_balancing: &str) -> PathBuf {
     w("sys/kernel/mm/numa/demotion_enabled", "false");
     w(RL, "65536");
     w("proc/sys/vm/watermark_scale_factor", "10");
+    w("proc/sys/vm/min_free_kbytes", "45056");
     for (k, v) in [
         ("hot_threshold_ms", "1000"),
         ("scan_period_min_ms", "1000"),
