@@ -224,7 +224,7 @@ mod tests {
     #[test]
     fn hash_map_bytes_match_the_map_std_allocates() {
         for n in [1u64, 3, 5, 8, 100, 512, 1000, 70_000] {
-            let mut m: std::collections::HashMap<u64, u8> = Default::default();
+            let mut m: rustc_hash::FxHashMap<u64, u8> = Default::default();
             m.try_reserve(n as usize).unwrap();
             assert_eq!(
                 hash_map_capacity_bytes::<u64, u8>(m.capacity() as u64),

@@ -728,7 +728,7 @@ mod tests {
         out.clear();
         a.step(&epoch(101, 70.0, 300.0), &mut mech, &mut out);
         assert_eq!(promotions(&out), 0);
-        let s: std::collections::HashMap<_, _> = a.stats().into_iter().collect();
+        let s: rustc_hash::FxHashMap<_, _> = a.stats().into_iter().collect();
         assert!(
             (s["alto.aol_low_effective"] - 120.0).abs() < 1e-6,
             "{}",

@@ -816,7 +816,7 @@ mod tests {
         assert!(!out
             .iter()
             .any(|a| matches!(a, Action::Migrate { to, .. } if *to == FAST)));
-        let stats: std::collections::HashMap<_, _> = p.stats().into_iter().collect();
+        let stats: rustc_hash::FxHashMap<_, _> = p.stats().into_iter().collect();
         assert_eq!(stats["colloid.promotions_refused"], 1.0);
     }
 
@@ -1000,7 +1000,7 @@ mod tests {
             "{out:?}"
         );
         assert!(migrations(&out, 6).is_empty(), "{out:?}");
-        let stats: std::collections::HashMap<_, _> = p.stats().into_iter().collect();
+        let stats: rustc_hash::FxHashMap<_, _> = p.stats().into_iter().collect();
         assert!(stats["colloid.last_l_d_ns"] > stats["colloid.last_l_a_ns"]);
     }
 

@@ -1233,7 +1233,7 @@ pub struct Kswapd {
     /// (iterate_mm_list), with the blocks where at least an eighth of the PTEs were young
     /// (`suitable_to_scan`); look-around adds to filters[max_seq]. None until first reset: the
     /// walk visits every block.
-    filters: [Option<std::collections::HashSet<u64>>; 2],
+    filters: [Option<rustc_hash::FxHashSet<u64>>; 2],
     /// The walk's seq (max_seq when it began) and whether it has reset filters[seq + 1].
     walk_seq: u64,
     walk_reset: bool,
@@ -3573,7 +3573,7 @@ pub(crate) mod tests {
     struct Timed {
         every_ns: u64,
         hot: fn(u64) -> bool,
-        last: std::collections::HashMap<u64, u64>,
+        last: rustc_hash::FxHashMap<u64, u64>,
         tests: u64,
         not_after_last: u64,
         first: Option<u64>,

@@ -94,7 +94,9 @@
 //!   at 400K tracked pages in BENCHMARKS.md's benchmark, where the pass over the table looked at
 //!   800K) and BENCHMARKS.md the measured time.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashSet;
 
 use tierkit_core::action::{MigrateMode, SampleFilter};
 use tierkit_core::memory::{self, bytes_of};
@@ -383,7 +385,7 @@ pub struct Pact {
     /// With THP (`huge_pages` on 4 KiB pages): pages per huge page (512), else 1. The CLOCK then
     /// holds one entry per huge page (its first page id) and `in_clock` the huge pages in it.
     group: u64,
-    in_clock: HashSet<u64>,
+    in_clock: FxHashSet<u64>,
     /// Algorithm 2's counters (migrations issued, minus those that failed).
     n_promoted: u64,
     n_demoted: u64,
@@ -462,7 +464,7 @@ impl Pact {
             clock: VecDeque::new(),
             clock_cap: usize::MAX,
             group: 1,
-            in_clock: HashSet::new(),
+            in_clock: FxHashSet::default(),
             n_promoted: 0,
             n_demoted: 0,
             samples: 0,

@@ -631,7 +631,7 @@ mod tests {
             let mut l = PageLists::new(3);
             let mut model: Vec<Vec<u64>> = vec![Vec::new(); 3];
             // the list each unlisted page was last taken off
-            let mut home: std::collections::HashMap<u64, usize> = Default::default();
+            let mut home: rustc_hash::FxHashMap<u64, usize> = Default::default();
             for (op, p, list, n) in ops {
                 let span = if op == 4 { p..p + n } else { p..p + 1 };
                 for m in model.iter_mut() {

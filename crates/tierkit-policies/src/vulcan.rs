@@ -29,7 +29,9 @@
 //! Heat is the page's sample count, halved every `cooling_quanta` quanta (cooling, as in MEMTIS
 //! which Vulcan's sampling follows).
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap;
 
 use tierkit_core::memory::{bytes_of, hash_map_bytes, hash_map_capacity_bytes};
 use tierkit_core::params::{ParamDef, ParamKind, Params};
@@ -434,7 +436,7 @@ pub struct Vulcan {
     colds: Vec<Vec<(f32, u64)>>,
     /// The promotions in flight: page -> the slot of the tenant whose fast-tier share
     /// (`TenantState::inflight_up`) it counts against until its result arrives or it is freed.
-    promoting: HashMap<u32, u32>,
+    promoting: FxHashMap<u32, u32>,
     cold_fresh: Vec<bool>,
     tenants: Vec<TenantState>,
     /// Each tenant's pid at its slot in the per-tenant tables, in the order tenants were first
@@ -481,7 +483,7 @@ impl Vulcan {
             queues: Vec::new(),
             cooling_quanta: p.u64("cooling_quanta"),
             colds: Vec::new(),
-            promoting: HashMap::new(),
+            promoting: FxHashMap::default(),
             cold_fresh: Vec::new(),
             tenants: Vec::new(),
             slots: Vec::new(),

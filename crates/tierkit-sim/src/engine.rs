@@ -572,11 +572,11 @@ fn reference(
     dir: Option<&std::path::Path>,
     progress: &mut dyn FnMut(f64, f64) -> bool,
 ) -> Result<(Pass, bool)> {
-    use std::collections::HashMap;
+    use rustc_hash::FxHashMap as HashMap;
     use std::sync::{Mutex, OnceLock};
     static CACHE: OnceLock<Mutex<HashMap<(u64, u64), Pass>>> = OnceLock::new();
     let key = fingerprint(exp);
-    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::default()));
     if let Some(p) = cache
         .lock()
         .map_err(|_| SimError::Io("reference cache poisoned".into()))?

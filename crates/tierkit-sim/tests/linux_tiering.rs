@@ -1414,7 +1414,7 @@ fn after_promotion(on_path: bool) -> (f64, bool, usize) {
     let seen = storm_faults(on_path);
     let ordered = seen.windows(2).all(|w| w[0].0 <= w[1].0);
     let mut gap = f64::INFINITY;
-    let mut last: std::collections::HashMap<u32, (u64, bool)> = Default::default();
+    let mut last: rustc_hash::FxHashMap<u32, (u64, bool)> = Default::default();
     for &(t, tid, promoted) in &seen {
         if let Some(&(t0, true)) = last.get(&tid) {
             gap = gap.min(t as f64 - t0 as f64);
