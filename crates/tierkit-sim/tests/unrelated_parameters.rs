@@ -202,3 +202,48 @@ fn a_bigger_slow_tier_changes_nothing_for_policies_that_do_not_read_node_sizes()
         assert_same(&format!("{policy}, slow tier 64 vs 256 GiB"), &a, &b);
     }
 }
+
+/// The time series is an observer: how often it samples the run (`report_interval_ms`) changes
+/// nothing in the run, under policies of every kind, those that publish their own series
+/// (the hint-fault policies' LRU and kswapd counts, the toggle layer's decisions) included.
+/// Audited on 2026-12-05 at 7 and 1000 ms against the default on gups-hotset, graph-objects and
+/// toggle-phases under eleven policies: the same bit for bit.
+#[test]
+fn how_often_the_time_series_samples_changes_nothing() {
+    let go = |policy: &str, every: Option<&str>| {
+        let mut sets = vec!["duration_s=2"];
+        sets.extend(every);
+        let out = run(&experiment("graph-objects", &sets), policy, &mut |_, _| {
+            true
+        })
+        .unwrap();
+        let rows = out.series.columns.first().map_or(0, |c| c.1.len());
+        let mut s = out.summary;
+        s.wall_seconds = 0.0;
+        (s, rows)
+    };
+    for policy in [
+        "hemem",
+        "memtis",
+        "tpp",
+        "nbt",
+        "nomad",
+        "pact",
+        "vulcan",
+        "tpp+colloid",
+        "nbt+alto",
+        "tpp+toggle",
+    ] {
+        let (a, _) = go(policy, None);
+        let (b, fine) = go(policy, Some("report_interval_ms=7"));
+        let (c, coarse) = go(policy, Some("report_interval_ms=1000"));
+        // the series did sample at both intervals
+        assert_eq!(
+            (fine, coarse),
+            (286, 2),
+            "{policy}: rows of the time series"
+        );
+        assert_same(&format!("{policy}, every 7 ms"), &a, &b);
+        assert_same(&format!("{policy}, every 1000 ms"), &a, &c);
+    }
+}
