@@ -1,4 +1,4 @@
-"""Two audits of every built-in workload at its defaults, beside benchmarks/epoch_audit.py's.
+"""Three audits of every built-in workload at its defaults, beside benchmarks/epoch_audit.py's.
 
 *The seed* (the default): each (workload, policy) pair under `--seeds N` seeds; per pair, the
 coefficient of variation of the throughput over the seeds, its range as a share of the mean and
@@ -14,8 +14,14 @@ the same and moves Linux's own (tpp, nbt, nomad and their layers) by up to 1.6%,
 kernel shares min_free_kbytes out by node size (docs/validation.md, section 4, "Parameters a run
 has no use for").
 
+*The run's length* (`--causal`): each pair at seed 1 for `--duration` and for half of it; per
+pair, "same" when the shorter run's time series (every 500 ms) is the longer one's first half
+bit for bit, else the first sample and column that differ. Only graph-objects, whose timeline is
+by definition a share of `duration_s`, differs (tested in
+crates/tierkit-sim/tests/unrelated_parameters.rs).
+
     .venv/bin/python benchmarks/seed_audit.py [--seeds 6] [--duration 10] [--vary KEY=VALUE ...]
-        [--only WORKLOAD] [--policies P,P,...] [--workers N] [--out FILE.md]
+        [--causal] [--only WORKLOAD] [--policies P,P,...] [--workers N] [--out FILE.md]
 """
 
 from __future__ import annotations
@@ -103,6 +109,32 @@ def vary_table(pairs: list[tuple[str, str]], duration: float, vary: list[str], w
     return rows
 
 
+def causal_table(pairs: list[tuple[str, str]], duration: float, workers: int) -> list[str]:
+    import numpy as np
+
+    def series(w: str, p: str, d: float) -> Any:
+        over = [f"duration_s={d:g}", "report_interval_ms=500"]
+        return tierkit.run(w, policy=p, overrides=over, seed=1).timeseries
+
+    def one(pair: tuple[str, str]) -> str:
+        w, p = pair
+        short, long = series(w, p, duration / 2), series(w, p, duration)
+        long = long.iloc[: len(short)]
+        first: tuple[float, str] | None = None
+        for c in short.columns:
+            if c not in long.columns or short[c].dtype == object:
+                continue
+            a, b = short[c].to_numpy(), long[c].to_numpy()
+            bad = np.nonzero(~((a == b) | (np.isnan(a) & np.isnan(b))))[0]
+            if len(bad) and (first is None or short["t_s"].iloc[bad[0]] < first[0]):
+                first = (float(short["t_s"].iloc[bad[0]]), c)
+        what = "same" if first is None else f"differs from t = {first[0]:g} s ({first[1]})"
+        return f"| {w} | {p} | {what} |"
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, pairs))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=6, help="seeds 1..N per pair (default 6)")
@@ -113,6 +145,11 @@ def main() -> int:
         metavar="KEY=VALUE",
         default=[],
         help="audit these settings against the defaults at seed 1 instead of the seeds",
+    )
+    ap.add_argument(
+        "--causal",
+        action="store_true",
+        help="audit the run's length instead: half the duration against the whole, seed 1",
     )
     ap.add_argument("--only", metavar="WORKLOAD", help="run only this built-in workload")
     ap.add_argument("--policies", help=f"comma-separated policies (default: {','.join(DEFAULT_POLICIES)})")
@@ -129,7 +166,16 @@ def main() -> int:
     policies = args.policies.split(",") if args.policies else list(DEFAULT_POLICIES)
     pairs = [(w, p) for w in workloads for p in policies]
     try:
-        if args.vary:
+        if args.causal:
+            head = [
+                f"The first {args.duration / 2:g} s of a {args.duration:g} s run against a "
+                f"{args.duration / 2:g} s run, seed 1",
+                "",
+                "| workload | policy | time series |",
+                "|---|---|---|",
+            ]
+            lines = head + causal_table(pairs, args.duration, args.workers)
+        elif args.vary:
             head = [
                 f"Settings `{' '.join(args.vary)}` against the defaults, {args.duration:g} s, seed 1",
                 "",

@@ -18,7 +18,7 @@ const P: &[ParamDef] = &[
 
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "graph-objects",
-    description: "bc-urand-like objects (Soar Table 2): huge streamed graph, chased index, vectors, bitmap, short-lived objects",
+    description: "bc-urand-like objects (Soar Table 2): huge streamed graph, chased index, vectors, bitmap, short-lived objects; lifetimes and phases are shares of duration_s (the paper's 223 s run scaled to the run)",
     source: "Soar/Alto (OSDI'25) §6.2, Table 2",
     params: P,
     defaults: || Defaults { platform: "skx-cxl-emu", duration_s: 60.0, fast: FastSize::Ratio(1.0, 1.0), page_bytes: 4096 },
