@@ -252,7 +252,8 @@ fn how_often_the_time_series_samples_changes_nothing() {
 /// the first 2 s of a 4 s run's, bit for bit (nothing sized, scheduled or drawn from the run's
 /// end). graph-objects is the one built-in workload whose timeline is, by its definition, a
 /// share of `duration_s` (the paper's 223 s run scaled to the run). Audited on 2026-12-05
-/// (5 s against 10 s) over the other eleven under six to thirteen policies: every one causal.
+/// (`benchmarks/seed_audit.py --causal`, 5 s against 10 s): the other eleven under the twelve
+/// policies of the epoch audit, 132 pairs, every one the same bit for bit.
 #[test]
 fn a_runs_first_seconds_do_not_depend_on_its_length() {
     let series = |workload: &str, policy: &str, duration: &str| {
