@@ -2306,8 +2306,8 @@ impl Tiering {
     }
 
     /// From a hint-fault policy's parameters: `watermark_scale_factor`, `min_free_kbytes`,
-    /// `kswapd_scan_per_ms`, `lru_stats_flush_ms`, `max_reclaim_retries`, `lru_gen`, `dma_zone`, `lru_gen_mm_tables`
-    /// and `lru_gen_mm_switch_ms`.
+    /// `kswapd_scan_per_ms`, `lru_stats_flush_ms`, `max_reclaim_retries`, `lru_gen`, `dma_zone`,
+    /// `lru_gen_mm_tables` and `lru_gen_mm_switch_ms`.
     pub fn from_params(p: &Params) -> Self {
         let mut t = Tiering::new(p.u64("watermark_scale_factor"), p.u64("kswapd_scan_per_ms"));
         t.min_free_kbytes = p.u64("min_free_kbytes");
