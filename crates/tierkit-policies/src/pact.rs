@@ -1571,18 +1571,19 @@ mod tests {
         // the first touch that took the frame
         m.alloc(5000, FAST, 0);
         assert_eq!(m.used(FAST), 64);
-        let promoted_before = m.tier[64..1064]
-            .iter()
-            .filter(|t| **t == Some(FAST))
-            .count();
+        // the slow tier's first pages (the sampled ones) now in the fast tier
+        let promoted = |m: &Machine| {
+            m.tier[64..1064]
+                .iter()
+                .filter(|t| **t == Some(FAST))
+                .count()
+        };
+        let promoted_before = promoted(&m);
         for _ in 0..20 {
             let s = skewed_samples(&mut rng, 64, 1000);
             epoch(&mut m, &mut pol, s, 50_000.0, 2.0);
         }
-        let promoted_after = m.tier[64..1064]
-            .iter()
-            .filter(|t| **t == Some(FAST))
-            .count();
+        let promoted_after = promoted(&m);
         assert!(
             promoted_after > promoted_before,
             "PACT promotes again: {promoted_before} -> {promoted_after} slow pages in the fast tier"

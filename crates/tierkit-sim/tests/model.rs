@@ -136,6 +136,14 @@ fn the_fixed_point_is_consistent() {
     }
 }
 
+/// A run's summary as JSON (its wall-clock time zeroed, the only field that may differ
+/// between two runs of a seed) and its time series.
+fn summary_json(exp: &Experiment, policy: &str) -> (String, tierkit_sim::Series) {
+    let mut out = run(exp, policy, &mut |_, _| true).unwrap();
+    out.summary.wall_seconds = 0.0;
+    (serde_json::to_string(&out.summary).unwrap(), out.series)
+}
+
 #[test]
 fn same_seed_same_json_and_other_seed_differs() {
     let args: Vec<String> = vec![
@@ -143,12 +151,7 @@ fn same_seed_same_json_and_other_seed_differs() {
         "working_set_gb=0.5".into(),
         "hot_set_gb=0.1".into(),
     ];
-    let go = |seed| {
-        let exp = load("gups-hotset", &args, Some(seed)).unwrap();
-        let mut out = run(&exp, "hemem", &mut |_, _| true).unwrap();
-        out.summary.wall_seconds = 0.0;
-        (serde_json::to_string(&out.summary).unwrap(), out.series)
-    };
+    let go = |seed| summary_json(&load("gups-hotset", &args, Some(seed)).unwrap(), "hemem");
     let (a, sa) = go(7);
     let (b, sb) = go(7);
     assert_eq!(a, b);
@@ -175,11 +178,7 @@ fn same_seed_same_json_under_every_policy_tables_included() {
         "nomad",
         "memtis+colloid",
     ] {
-        let go = || {
-            let mut out = run(&exp, policy, &mut |_, _| true).unwrap();
-            out.summary.wall_seconds = 0.0;
-            serde_json::to_string(&out.summary).unwrap()
-        };
+        let go = || summary_json(&exp, policy).0;
         let a = go();
         for _ in 0..3 {
             assert_eq!(a, go(), "{policy}");

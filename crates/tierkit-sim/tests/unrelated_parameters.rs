@@ -8,17 +8,22 @@
 
 use serde_json::Value;
 use tierkit_sim::curve::Curve;
-use tierkit_sim::{load, run, Experiment, Summary};
+use tierkit_sim::{load, run, Experiment, RunOutput, Summary};
 
 fn experiment(workload: &str, sets: &[&str]) -> Experiment {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     load(workload, &sets, Some(1)).unwrap()
 }
 
+/// The run's summary (its wall-clock time zeroed) and time series.
+fn output(exp: &Experiment, policy: &str) -> RunOutput {
+    let mut out = run(exp, policy, &mut |_, _| true).unwrap();
+    out.summary.wall_seconds = 0.0;
+    out
+}
+
 fn summary(exp: &Experiment, policy: &str) -> Summary {
-    let mut s = run(exp, policy, &mut |_, _| true).unwrap().summary;
-    s.wall_seconds = 0.0;
-    s
+    output(exp, policy).summary
 }
 
 /// The summary's fields that differ, with both values, for the failure message.
@@ -213,14 +218,9 @@ fn how_often_the_time_series_samples_changes_nothing() {
     let go = |policy: &str, every: Option<&str>| {
         let mut sets = vec!["duration_s=2"];
         sets.extend(every);
-        let out = run(&experiment("graph-objects", &sets), policy, &mut |_, _| {
-            true
-        })
-        .unwrap();
+        let out = output(&experiment("graph-objects", &sets), policy);
         let rows = out.series.columns.first().map_or(0, |c| c.1.len());
-        let mut s = out.summary;
-        s.wall_seconds = 0.0;
-        (s, rows)
+        (out.summary, rows)
     };
     for policy in [
         "hemem",
@@ -258,9 +258,7 @@ fn how_often_the_time_series_samples_changes_nothing() {
 fn a_runs_first_seconds_do_not_depend_on_its_length() {
     let series = |workload: &str, policy: &str, duration: &str| {
         let sets = [duration, "report_interval_ms=250"];
-        run(&experiment(workload, &sets), policy, &mut |_, _| true)
-            .unwrap()
-            .series
+        output(&experiment(workload, &sets), policy).series
     };
     for (workload, policy) in [
         ("gups-hotset", "tpp"),

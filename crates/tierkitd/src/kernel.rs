@@ -194,9 +194,6 @@ pub fn wanted(spec: &str) -> Result<Vec<Want>> {
                     "scan_stats is how the kernel's own task_numa_fault accounts hint faults (upstream: it does; Colloid's patched kernel: it does not), not a knob; drop it".into(),
                 ))
             }
-            // the simulator's "the kernel's own value": nothing to set (0 itself would leave
-            // the kernel no reserve at all)
-            "min_free_kbytes" if v.replace('_', "").trim().parse::<f64>() == Ok(0.0) => continue,
             k => k,
         };
         given.insert(k, v.as_str());
@@ -225,6 +222,11 @@ pub fn wanted(spec: &str) -> Result<Vec<Want>> {
                                 d.name
                             ),
                         });
+                    }
+                    if p == "min_free_kbytes" && f == 0.0 {
+                        // the simulator's "the kernel's own value": nothing to set (0 itself
+                        // would leave the kernel no reserve at all)
+                        continue;
                     }
                     format!("{}", f as u64)
                 }
