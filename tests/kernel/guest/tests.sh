@@ -351,10 +351,11 @@ t_nb2() {
 }
 
 # 8b. kernel-tiering mode: `tierkitd --policy nbt` sets the kernel's own tiering knobs
-#     (numa_balancing=2, demotion_enabled, the spec's parameters by their Linux names), the kernel
-#     promotes the hot region, and every knob is back after SIGTERM; after SIGKILL the state file
-#     stays and the next start restores from it; numa_balancing=2 set by someone else is refused
-KNOBS_NBT="/proc/sys/kernel/numa_balancing /sys/kernel/mm/numa/demotion_enabled /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps /sys/kernel/debug/sched/numa_balancing/hot_threshold_ms /sys/kernel/debug/sched/numa_balancing/scan_period_min_ms /sys/kernel/debug/sched/numa_balancing/scan_size_mb"
+#     (numa_balancing=2, demotion_enabled, the spec's parameters by their Linux names,
+#     vm.min_free_kbytes among them), the kernel promotes the hot region, and every knob is back
+#     after SIGTERM; after SIGKILL the state file stays and the next start restores from it;
+#     numa_balancing=2 set by someone else is refused
+KNOBS_NBT="/proc/sys/kernel/numa_balancing /sys/kernel/mm/numa/demotion_enabled /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps /sys/kernel/debug/sched/numa_balancing/hot_threshold_ms /sys/kernel/debug/sched/numa_balancing/scan_period_min_ms /sys/kernel/debug/sched/numa_balancing/scan_size_mb /proc/sys/vm/min_free_kbytes"
 knobs_now() { for k in $KNOBS_NBT; do printf '%s=%s ' "${k##*/}" "$(cat "$k" 2>/dev/null || echo na)"; done; }
 t_nbt() {
   [ -e /proc/sys/kernel/numa_balancing ] || { fail nbt "no numa_balancing"; return; }
@@ -362,7 +363,9 @@ t_nbt() {
   # originals that differ from what the run sets, so a missed restore shows
   echo 0 > /proc/sys/kernel/numa_balancing; echo false > /sys/kernel/mm/numa/demotion_enabled
   before=$(knobs_now)
-  SPEC="nbt:hot_threshold_ms=2000,scan_period_min_ms=500,promote_rate_limit_mbps=4096"
+  # vm.min_free_kbytes too (TPP's watermarks build on it): 2 MiB above the kernel's own value
+  MFK=$(( $(cat /proc/sys/vm/min_free_kbytes) + 2048 ))
+  SPEC="nbt:hot_threshold_ms=2000,scan_period_min_ms=500,promote_rate_limit_mbps=4096,min_free_kbytes=$MFK"
   ST=/tmp/tkstate
   conf /tmp/nbt.toml 'interval-ms = 300' 'status-every-s = 2' "state-dir = \"$ST\""
   /bin/workload 16 48 0 1 1 > /tmp/w12.out &
@@ -413,7 +416,7 @@ t_nbt() {
   nb_kill=$(echo "$after_kill" | tr ' ' '\n' | sed -n 's/^numa_balancing=//p')
   d="hot_on_node0=$h0/4096 corrupt=$bad metrics_promoted_node0=${prom:-none} numa_balancing_during=$nb_during state_during=$st_during daemon_rc=$drc restored_after_term=$([ "$before" = "$after_term" ] && echo 1 || echo 0) state_after_term=$st_after numa_balancing_after_kill=$nb_kill state_after_kill=$st_kill recovered=$recovered restored_after_restart=$([ "$before" = "$after_restart" ] && echo 1 || echo 0) state_after_restart=$st_restart daemon2_rc=$drc2 refused_other_manager=$refused timed_out=$waited"
   if [ $waited = 0 ] && pct_ge "${h0:-0}" 4096 90 && [ "$bad" = 0 ] && [ "${prom:-0}" -gt 0 ] && [ "$nb_during" = 2 ] && [ $st_during = 1 ] &&
-     [ "$(echo "$during" | tr ' ' '\n' | grep -cE '^(hot_threshold_ms=2000|scan_period_min_ms=500|numa_balancing_promote_rate_limit_MBps=4096|demotion_enabled=true)$')" = 4 ] &&
+     [ "$(echo "$during" | tr ' ' '\n' | grep -cE "^(hot_threshold_ms=2000|scan_period_min_ms=500|numa_balancing_promote_rate_limit_MBps=4096|demotion_enabled=true|min_free_kbytes=$MFK)\$")" = 5 ] &&
      [ $drc = 0 ] && [ "$before" = "$after_term" ] && [ $st_after = 0 ] && [ "$nb_kill" = 2 ] && [ $st_kill = 1 ] && [ $recovered = 1 ] &&
      [ "$before" = "$after_restart" ] && [ $st_restart = 0 ] && [ $drc2 = 0 ] && [ $refused = 1 ] &&
      grep -q 'status: .*kernel tiering: hint faults' /tmp/d12.log && grep -q 'stopped by signal' /tmp/d12.log; then
