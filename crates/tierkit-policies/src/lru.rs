@@ -384,10 +384,10 @@ pub struct Lru {
     /// The lists. A page's tier is the one of the list it is on or, off the lists (isolated),
     /// was last on or was migrated to (its home, `PageLists::home_of`); an isolated page's
     /// destination is kept in its unused links too (`PageLists::aux`). So the LRU keeps only
-    /// its links and a flags byte a page.
+    /// its links and a flags byte a page. The flags (the kernel's page flags, and the younger
+    /// generation of a page with F_LAZY) are the lists' tags: in the links' 8 bytes up to 2^25
+    /// pages (`PageLists::with_tags`).
     lists: PageLists,
-    /// The kernel's page flags, and the younger generation of a page with F_LAZY.
-    flags: Vec<u8>,
     resident: Vec<u64>,
     inflight_in: Vec<u64>,
     inflight_out: Vec<u64>,
@@ -437,8 +437,7 @@ fn gen_list(t: TierId, seq: u64) -> usize {
 impl Lru {
     pub fn new() -> Self {
         Lru {
-            lists: PageLists::new(MAX_TIERS * LISTS_PER_TIER),
-            flags: Vec::new(),
+            lists: PageLists::with_tags(MAX_TIERS * LISTS_PER_TIER),
             resident: vec![0; MAX_TIERS],
             inflight_in: vec![0; MAX_TIERS],
             inflight_out: vec![0; MAX_TIERS],
@@ -508,9 +507,8 @@ impl Lru {
 
     fn ensure(&mut self, p: PageId) -> usize {
         let i = p.0 as usize;
-        if i >= self.flags.len() {
+        if !self.lists.reaches(p) {
             self.lists.cover(p);
-            self.flags.resize(i + 1, 0);
         }
         i
     }
@@ -550,21 +548,38 @@ impl Lru {
         self.lists.set_aux(PageId(i as u64), v);
     }
 
+    /// A page's flags (it must be in the table).
+    #[inline]
+    fn flags(&self, i: usize) -> u8 {
+        self.lists.tag_at(i)
+    }
+
+    #[inline]
+    fn or_flags(&mut self, i: usize, f: u8) {
+        self.lists.set_tag_at(i, self.flags(i) | f);
+    }
+
+    #[inline]
+    fn clear_flags(&mut self, i: usize, f: u8) {
+        self.lists.set_tag_at(i, self.flags(i) & !f);
+    }
+
     /// The younger generation (index) of a page with F_LAZY.
     #[inline]
     fn lazy_gen(&self, i: usize) -> u8 {
-        (self.flags[i] & GEN_BITS) >> GEN_SHIFT
+        (self.flags(i) & GEN_BITS) >> GEN_SHIFT
     }
 
     #[inline]
     fn set_lazy_gen(&mut self, i: usize, g: u8) {
         debug_assert!((g as u64) < MAX_NR_GENS);
-        self.flags[i] = (self.flags[i] & !GEN_BITS) | (g << GEN_SHIFT);
+        self.lists
+            .set_tag_at(i, (self.flags(i) & !GEN_BITS) | (g << GEN_SHIFT));
     }
 
     #[inline]
     fn flag(&self, p: PageId, f: u8) -> bool {
-        self.flags.get(p.0 as usize).is_some_and(|x| x & f != 0)
+        self.lists.tag(p).is_some_and(|x| x & f != 0)
     }
 
     /// Whether the page is on (or was isolated from) an active list. In the multi-gen LRU,
@@ -597,12 +612,12 @@ impl Lru {
     /// Set or clear the policy's private mark of a resident page.
     pub fn set_mark(&mut self, p: PageId, on: bool) {
         if self.tier(p).is_some() && self.flag(p, F_MARK) != on {
-            let f = &mut self.flags[p.0 as usize];
+            let i = p.0 as usize;
             if on {
-                *f |= F_MARK;
+                self.or_flags(i, F_MARK);
                 self.marked += 1;
             } else {
-                *f &= !F_MARK;
+                self.clear_flags(i, F_MARK);
                 self.marked -= 1;
             }
         }
@@ -651,19 +666,18 @@ impl Lru {
 
     /// Memory held by the per-page tables, for overhead reports.
     pub fn bytes(&self) -> usize {
-        self.lists.bytes() + self.flags.capacity()
+        self.lists.bytes()
     }
 
-    /// Bytes the per-page tables take for `pages` pages: the list links and the flags byte
-    /// (what [`Lru::reserve`] allocates).
+    /// Bytes the per-page tables take for `pages` pages: the list links with the flags byte
+    /// among them (a byte beside them past 2^25 pages): what [`Lru::reserve`] allocates.
     pub const fn bytes_for(pages: u64) -> u64 {
-        PageLists::bytes_for(pages, MAX_TIERS * LISTS_PER_TIER) + pages
+        PageLists::bytes_for_tagged(pages, MAX_TIERS * LISTS_PER_TIER)
     }
 
     /// Allocate the per-page tables for `pages` pages up front, fallibly.
     pub fn reserve(&mut self, pages: u64) -> tierkit_core::Result<()> {
         self.lists.reserve(pages, "the LRU lists")?;
-        tierkit_core::memory::reserve_exact(&mut self.flags, pages, "the LRU page flags")?;
         Ok(())
     }
 
@@ -679,7 +693,7 @@ impl Lru {
         self.remove(p);
         let i = self.ensure(p);
         self.set_tier(i, t);
-        self.flags[i] = 0;
+        self.lists.set_tag_at(i, 0);
         self.resident[t as usize] += 1;
         let l = if self.gens {
             gen_list(t, self.max_seq[t as usize])
@@ -693,18 +707,18 @@ impl Lru {
     pub fn remove(&mut self, p: PageId) {
         let Some(t) = self.tier(p) else { return };
         let i = p.0 as usize;
-        if self.flags[i] & F_ISOLATED != 0 {
+        if self.flags(i) & F_ISOLATED != 0 {
             self.end_flight(i, t);
         } else {
             self.settle_flag(p);
             self.lists.remove(p);
         }
-        if self.flags[i] & F_MARK != 0 {
+        if self.flags(i) & F_MARK != 0 {
             self.marked -= 1;
         }
         self.resident[t as usize] -= 1;
         self.set_tier(i, NO_TIER);
-        self.flags[i] = 0;
+        self.lists.set_tag_at(i, 0);
     }
 
     fn end_flight(&mut self, i: usize, from: TierId) {
@@ -714,7 +728,7 @@ impl Lru {
             self.inflight_in[to as usize] -= 1;
         }
         self.set_dest(i, NO_TIER);
-        self.flags[i] &= !F_ISOLATED;
+        self.clear_flags(i, F_ISOLATED);
         self.isolated -= 1;
     }
 
@@ -745,7 +759,7 @@ impl Lru {
     fn isolate_as(&mut self, p: PageId, to: TierId, reclaiming: bool) -> bool {
         let Some(t) = self.tier(p) else { return false };
         let i = p.0 as usize;
-        if self.flags[i] & F_ISOLATED != 0 || to as usize >= MAX_TIERS {
+        if self.flags(i) & F_ISOLATED != 0 || to as usize >= MAX_TIERS {
             return false;
         }
         if self.gens {
@@ -753,7 +767,7 @@ impl Lru {
             self.set_active_flag(i, !reclaiming);
         }
         self.lists.remove(p);
-        self.flags[i] |= F_ISOLATED;
+        self.or_flags(i, F_ISOLATED);
         self.set_dest(i, to);
         self.inflight_out[t as usize] += 1;
         self.inflight_in[to as usize] += 1;
@@ -763,9 +777,9 @@ impl Lru {
 
     fn set_active_flag(&mut self, i: usize, on: bool) {
         if on {
-            self.flags[i] |= F_ACTIVE;
+            self.or_flags(i, F_ACTIVE);
         } else {
-            self.flags[i] &= !F_ACTIVE;
+            self.clear_flags(i, F_ACTIVE);
         }
     }
 
@@ -778,17 +792,17 @@ impl Lru {
         let t = self.tier_at(i);
         if self.gens {
             let max = self.max_seq[t as usize];
-            let seq = if self.flags[i] & F_ACTIVE != 0 {
+            let seq = if self.flags(i) & F_ACTIVE != 0 {
                 max
             } else {
                 max - 1
             };
-            self.flags[i] &= !F_ACTIVE;
+            self.clear_flags(i, F_ACTIVE);
             self.lists.push_back(gen_list(t, seq), p);
             return;
         }
         self.lists
-            .push_back(list(t, self.flags[i] & F_ACTIVE != 0), p);
+            .push_back(list(t, self.flags(i) & F_ACTIVE != 0), p);
     }
 
     /// Move a listed page to the youngest generation of its tier (folio_update_gen by the
@@ -825,7 +839,7 @@ impl Lru {
         };
         let g = (max % MAX_NR_GENS) as usize;
         let i = p.0 as usize;
-        self.flags[i] |= F_LAZY;
+        self.or_flags(i, F_LAZY);
         self.set_lazy_gen(i, g as u8);
         self.lazy_on[ti][l % LISTS_PER_TIER] += 1;
         self.lazy_of[ti][g] += 1;
@@ -835,7 +849,11 @@ impl Lru {
     /// Forget a page's younger generation (it is moved, isolated or freed).
     fn settle_flag(&mut self, p: PageId) {
         let i = p.0 as usize;
-        if self.flags.get(i).is_none_or(|f| f & F_LAZY == 0) {
+        if self
+            .lists
+            .tag(PageId(i as u64))
+            .is_none_or(|f| f & F_LAZY == 0)
+        {
             return;
         }
         let (Some(t), Some(l)) = (self.tier(p), self.lists.list_of(p)) else {
@@ -844,7 +862,7 @@ impl Lru {
         let ti = t as usize;
         self.lazy_on[ti][l % LISTS_PER_TIER] -= 1;
         self.lazy_of[ti][self.lazy_gen(i) as usize] -= 1;
-        self.flags[i] &= !(F_LAZY | GEN_BITS);
+        self.clear_flags(i, F_LAZY | GEN_BITS);
     }
 
     /// The list of the generation a page's flags give it, if they give it one younger than
@@ -886,8 +904,8 @@ impl Lru {
         };
         let i = p.0 as usize;
         if m.outcome == MigrationOutcome::NoPage {
-            let mark = self.flags[i] & F_MARK != 0;
-            let ours = self.flags[i] & F_ISOLATED != 0;
+            let mark = self.flags(i) & F_MARK != 0;
+            let ours = self.flags(i) & F_ISOLATED != 0;
             self.remove(p);
             return if ours {
                 Completion::Ours { mark }
@@ -898,9 +916,9 @@ impl Lru {
         if (m.to as usize) >= MAX_TIERS {
             return Completion::Unknown;
         }
-        if self.flags[i] & F_ISOLATED != 0 {
+        if self.flags(i) & F_ISOLATED != 0 {
             self.end_flight(i, t);
-            let mark = self.flags[i] & F_MARK != 0;
+            let mark = self.flags(i) & F_MARK != 0;
             self.set_mark(p, false);
             if matches!(
                 m.outcome,
@@ -944,10 +962,11 @@ impl Lru {
             return self.move_to_youngest(p);
         }
         let i = p.0 as usize;
-        if self.flags[i] & (F_ISOLATED | F_ACTIVE) != 0 {
+        if self.flags(i) & (F_ISOLATED | F_ACTIVE) != 0 {
             return false;
         }
-        self.flags[i] = (self.flags[i] | F_ACTIVE) & !F_REFERENCED;
+        self.lists
+            .set_tag_at(i, (self.flags(i) | F_ACTIVE) & !F_REFERENCED);
         self.putback(p);
         true
     }
@@ -1027,7 +1046,7 @@ impl Lru {
                         if self.tier(p) != Some(t) || self.is_isolated(p) {
                             return Err(format!("page {} on tier {t}'s generation {g}", p.0));
                         }
-                        if self.flags[p.0 as usize] & (F_ACTIVE | F_REFERENCED) != 0 {
+                        if self.flags(p.0 as usize) & (F_ACTIVE | F_REFERENCED) != 0 {
                             return Err(format!("listed page {} carries a classic flag", p.0));
                         }
                     }
@@ -1056,9 +1075,9 @@ impl Lru {
             }
         }
         let (mut lazy_on, mut lazy_of) = (self.lazy_on, self.lazy_of);
-        let tiers: Vec<TierId> = (0..self.flags.len()).map(|i| self.tier_at(i)).collect();
+        let tiers: Vec<TierId> = (0..self.lists.reach()).map(|i| self.tier_at(i)).collect();
         for (i, &t) in tiers.iter().enumerate() {
-            if t != NO_TIER && self.flags[i] & F_LAZY != 0 {
+            if t != NO_TIER && self.flags(i) & F_LAZY != 0 {
                 let Some(l) = self.lists.list_of(PageId(i as u64)) else {
                     return Err(format!("page {i} with a younger generation is not listed"));
                 };
@@ -1072,11 +1091,10 @@ impl Lru {
             return Err("the younger-generation counters disagree".into());
         }
         let mut resident = vec![0u64; MAX_TIERS];
-        let marked = self
-            .flags
+        let marked = tiers
             .iter()
-            .zip(&tiers)
-            .filter(|&(f, &t)| t != NO_TIER && *f & F_MARK != 0)
+            .enumerate()
+            .filter(|&(i, &t)| t != NO_TIER && self.flags(i) & F_MARK != 0)
             .count() as u64;
         if marked != self.marked {
             return Err(format!(
@@ -1095,7 +1113,7 @@ impl Lru {
                 continue;
             }
             resident[t as usize] += 1;
-            if self.flags[i] & F_ISOLATED != 0 {
+            if self.flags(i) & F_ISOLATED != 0 {
                 isolated += 1;
                 inflight_out[t as usize] += 1;
                 inflight_in[self.dest(i) as usize] += 1;
@@ -1112,7 +1130,7 @@ impl Lru {
                         "resident page {i} is not in its tier's generations"
                     ));
                 }
-            } else if self.lists.list_of(p) != Some(list(t, self.flags[i] & F_ACTIVE != 0)) {
+            } else if self.lists.list_of(p) != Some(list(t, self.flags(i) & F_ACTIVE != 0)) {
                 return Err(format!("resident page {i} is not on its list"));
             }
         }
@@ -2111,7 +2129,7 @@ impl Kswapd {
         }
         mech.test_and_clear_accessed_at(&self.batch, at_ns, &mut self.bits);
         for &p in &self.batch {
-            lru.flags[p.0 as usize] &= !F_ACTIVE;
+            lru.clear_flags(p.0 as usize, F_ACTIVE);
             lru.putback(p);
         }
         self.deactivated += self.batch.len() as u64;
@@ -2143,18 +2161,18 @@ impl Kswapd {
         for (k, &p) in self.batch.iter().enumerate() {
             let i = p.0 as usize;
             let referenced = self.bits.get(k).copied().unwrap_or(false);
-            let was_referenced = lru.flags[i] & F_REFERENCED != 0;
+            let was_referenced = lru.flags(i) & F_REFERENCED != 0;
             if referenced {
-                lru.flags[i] |= F_REFERENCED;
+                lru.or_flags(i, F_REFERENCED);
                 if was_referenced {
-                    lru.flags[i] |= F_ACTIVE;
+                    lru.or_flags(i, F_ACTIVE);
                     self.activated += 1;
                 } else {
                     self.kept += 1;
                 }
                 lru.putback(p);
             } else {
-                lru.flags[i] &= !F_REFERENCED;
+                lru.clear_flags(i, F_REFERENCED);
                 lru.isolate(p, target);
                 out.push(Action::Migrate {
                     page: p,
