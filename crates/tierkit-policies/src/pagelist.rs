@@ -710,22 +710,20 @@ mod tests {
 
     #[test]
     fn tagged_links_take_8_bytes_a_page_up_to_2_pow_25_pages_then_a_tag_byte_beside_them() {
-        assert_eq!(
-            PageLists::bytes_for_tagged(1000, 32),
-            8 * 1000 + 32 * PER_LIST
-        );
-        assert_eq!(
-            PageLists::bytes_for_tagged(TAGGED_PAGES, 32),
-            8 * TAGGED_PAGES + 32 * PER_LIST
-        );
-        assert_eq!(
-            PageLists::bytes_for_tagged(TAGGED_PAGES + 1, 32),
-            9 * (TAGGED_PAGES + 1) + 32 * PER_LIST
-        );
-        assert_eq!(
-            PageLists::bytes_for_tagged(COMPACT_PAGES + 1, 32),
-            10 * (COMPACT_PAGES + 1) + 32 * PER_LIST
-        );
+        // bytes a page with the tag, by the page count
+        for (pages, width) in [
+            (1000, 8),
+            (TAGGED_PAGES, 8),
+            (TAGGED_PAGES + 1, 9),
+            (COMPACT_PAGES + 1, 10),
+        ] {
+            let want = width * pages + 32 * PER_LIST;
+            assert_eq!(
+                PageLists::bytes_for_tagged(pages, 32),
+                want,
+                "{pages} pages"
+            );
+        }
         let mut l = PageLists::with_tags(32);
         l.reserve(1000, "the test's lists").unwrap();
         assert!(matches!(l.link, Links::Tagged(_)));
