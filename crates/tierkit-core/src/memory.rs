@@ -136,6 +136,33 @@ pub fn advise_huge<T>(v: &Vec<T>) {
     }
 }
 
+/// Allocations at least this large are mapped from the kernel on their own (glibc's
+/// `M_MMAP_THRESHOLD`), and given back to it when freed; see [`settle_allocator`].
+pub const MMAP_THRESHOLD_BYTES: usize = 1 << 20;
+
+/// Fix glibc's mmap threshold at [`MMAP_THRESHOLD_BYTES`] for the process, once.
+///
+/// glibc raises its threshold to the size of any mapped block that is freed (up to 32 MiB).
+/// The reference run's per-page tables are such blocks, so after it every vector up to 32 MiB
+/// (the hint-fault queues, which grow by doubling and drain again) came from the heap, where
+/// each doubling left the old block behind as a hole: about a byte a simulated page of peak
+/// RSS at 64 GiB (BENCHMARKS.md, "The allocator's threshold"). Setting the threshold turns the
+/// adjustment off. Only where memory comes from changes, never a value; elsewhere than glibc it
+/// does nothing.
+pub fn settle_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: mallopt only sets an allocator parameter; glibc serialises it with its
+            // own arena locks, and a refusal (return 0) leaves the default, which is harmless.
+            unsafe {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES as libc::c_int);
+            }
+        });
+    }
+}
+
 /// `vec![value; n]`, fallibly.
 pub fn filled<T: Clone>(n: u64, value: T, what: &str) -> Result<Vec<T>> {
     let mut v = Vec::new();

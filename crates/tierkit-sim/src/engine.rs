@@ -774,6 +774,7 @@ pub fn run_with(
     progress: &mut dyn FnMut(f64, f64) -> bool,
 ) -> Result<RunOutput> {
     let wall = Instant::now();
+    tierkit_core::memory::settle_allocator();
     let mut policy = tierkit_policies::build(policy_spec)?;
     check_named_objects(exp, policy_spec)?;
     let estimate = memory::check(exp, policy.as_ref(), opts.max_memory)?;

@@ -12,6 +12,11 @@
 //! smallest eighth go to the bag and the bound comes down to meet them. Each costs time in
 //! proportion to the entries it moves, after as many pops or pushes: O(1) a step, amortized.
 //!
+//! Memory: a vector that falls to under half its room gives back all but a quarter above its
+//! entries (vectors of [`SLACK`] entries or fewer keep theirs), and `drain` frees both. The
+//! machine keeps a queue per phase, and their peaks fall at different times: a queue holding on
+//! to its largest size made the sum of those sizes the run's peak, not the largest sum.
+//!
 //! Invariant: every entry of the heap is at or below `bound`, every entry of the bag at or above
 //! it, and the heap is empty only when the bag is. So the heap's top is the queue's least entry,
 //! and entries leave in the order a single heap would give them (equal entries are
@@ -26,6 +31,10 @@ use std::collections::BinaryHeap;
 const MIN_BATCH: usize = 1024;
 #[cfg(test)]
 const MIN_BATCH: usize = 4;
+
+/// Entries of room a vector keeps whatever its length: up to this a draining queue keeps its
+/// allocation (a shrink can cost a copy, and small queues fill and drain every epoch).
+const SLACK: usize = 4 * MIN_BATCH;
 
 #[derive(Clone, Debug)]
 pub(crate) struct MinQueue<T: Ord + Copy> {
@@ -73,6 +82,14 @@ impl<T: Ord + Copy> MinQueue<T> {
         if self.near.is_empty() {
             self.refill();
         }
+        if self.far.len() < self.far.capacity() / 2 && self.far.capacity() > SLACK {
+            // the bag drained: give back what its largest size left (the machine keeps a
+            // queue per phase, and their peaks fall at different times)
+            self.far.shrink_to(self.far.len() + self.far.len() / 4);
+        }
+        if self.near.len() < self.near.capacity() / 2 && self.near.capacity() > SLACK {
+            self.near.shrink_to(self.near.len() + self.near.len() / 4);
+        }
         Some(x)
     }
 
@@ -89,10 +106,12 @@ impl<T: Ord + Copy> MinQueue<T> {
         self.near.capacity() + self.far.capacity()
     }
 
-    /// Take every entry out, in no particular order.
-    pub fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
+    /// Take every entry out, in no particular order; the queue gives back its memory.
+    pub fn drain(&mut self) -> impl Iterator<Item = T> {
         self.bound = None;
-        self.near.drain().map(|r| r.0).chain(self.far.drain(..))
+        let near = std::mem::take(&mut self.near);
+        let far = std::mem::take(&mut self.far);
+        near.into_vec().into_iter().map(|r| r.0).chain(far)
     }
 
     /// Keep the heap's smallest eighth of the queue (at least `MIN_BATCH`) and put the rest
@@ -112,7 +131,12 @@ impl<T: Ord + Copy> MinQueue<T> {
         v.select_nth_unstable(k);
         self.bound = Some(v[k]);
         self.far.extend(v.drain(k..));
-        self.near = v.into_iter().map(Reverse).collect();
+        let mut near: BinaryHeap<Reverse<T>> = v.into_iter().map(Reverse).collect();
+        // the heap kept the allocation of all it held before the split
+        if near.capacity() > SLACK.max(4 * near.len()) {
+            near.shrink_to(2 * near.len());
+        }
+        self.near = near;
     }
 
     /// Move the bag's smallest eighth (at least `MIN_BATCH`, at most all of it) into the
@@ -158,6 +182,34 @@ mod tests {
         }
         assert_eq!(q.pop(), None);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn a_queue_gives_back_its_memory_as_it_drains() {
+        let mut q = MinQueue::new();
+        let n = 64 * SLACK as u64;
+        for i in 0..n {
+            q.push((i * 7919) % n);
+        }
+        let full = q.capacity();
+        assert!(full >= n as usize);
+        // popped down to an eighth: each vector holds at most twice its entries, or SLACK
+        for want in 0..n - n / 8 {
+            assert_eq!(q.pop(), Some(want));
+        }
+        assert!(
+            q.capacity() <= 2 * q.len() + 2 * SLACK,
+            "{} entries in room for {} (full: {full})",
+            q.len(),
+            q.capacity()
+        );
+        // a drained queue holds nothing, and works on
+        let rest: Vec<u64> = q.drain().collect();
+        assert_eq!(rest.len() as u64, n / 8);
+        assert_eq!(q.capacity(), 0);
+        q.push(3);
+        q.push(1);
+        assert_eq!((q.pop(), q.pop(), q.pop()), (Some(1), Some(3), None));
     }
 
     proptest! {
