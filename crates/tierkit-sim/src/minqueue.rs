@@ -82,15 +82,20 @@ impl<T: Ord + Copy> MinQueue<T> {
         if self.near.is_empty() {
             self.refill();
         }
+        self.give_back_room();
+        Some(x)
+    }
+
+    /// A vector under half full (and holding more than [`SLACK`] entries of room) keeps a
+    /// quarter above its entries and gives back the rest: the machine keeps a queue per phase,
+    /// and their peaks fall at different times.
+    fn give_back_room(&mut self) {
         if self.far.len() < self.far.capacity() / 2 && self.far.capacity() > SLACK {
-            // the bag drained: give back what its largest size left (the machine keeps a
-            // queue per phase, and their peaks fall at different times)
             self.far.shrink_to(self.far.len() + self.far.len() / 4);
         }
         if self.near.len() < self.near.capacity() / 2 && self.near.capacity() > SLACK {
             self.near.shrink_to(self.near.len() + self.near.len() / 4);
         }
-        Some(x)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -131,12 +136,9 @@ impl<T: Ord + Copy> MinQueue<T> {
         v.select_nth_unstable(k);
         self.bound = Some(v[k]);
         self.far.extend(v.drain(k..));
-        let mut near: BinaryHeap<Reverse<T>> = v.into_iter().map(Reverse).collect();
-        // the heap kept the allocation of all it held before the split
-        if near.capacity() > SLACK.max(4 * near.len()) {
-            near.shrink_to(2 * near.len());
-        }
-        self.near = near;
+        // the heap keeps the allocation of all it held before the split until it gives it back
+        self.near = v.into_iter().map(Reverse).collect();
+        self.give_back_room();
     }
 
     /// Move the bag's smallest eighth (at least `MIN_BATCH`, at most all of it) into the
